@@ -11,9 +11,11 @@ module.exports = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }],
   },
-  moduleNameMapper: Object.fromEntries(
-    packages.map((name) => [`^@svc/${name}$`, `<rootDir>/packages/${name}/src`]),
-  ),
+  moduleNameMapper: {
+    ...Object.fromEntries(packages.map((name) => [`^@svc/${name}$`, `<rootDir>/packages/${name}/src`])),
+    // The generated Prisma client imports its siblings with .js extensions.
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
   globalSetup: '<rootDir>/test-support/global-setup.js',
   globalTeardown: '<rootDir>/test-support/global-teardown.js',
   testTimeout: 30000,

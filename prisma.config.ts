@@ -3,20 +3,11 @@
 import 'dotenv/config';
 import { defineConfig } from 'prisma/config';
 import { PrismaPg } from '@prisma/adapter-pg';
+import { pgFields } from './packages/db/src/pg-fields';
 
 const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/security_service';
-
-// The adapter is given discrete fields: a connection string loses the empty-password case.
-function pgFields(databaseUrl: string) {
-  const url = new URL(databaseUrl);
-  return {
-    host: decodeURIComponent(url.hostname),
-    port: Number(url.port || 5432),
-    user: decodeURIComponent(url.username || 'postgres'),
-    password: decodeURIComponent(url.password),
-    database: decodeURIComponent(url.pathname.replace(/^\//, '')),
-  };
-}
+// schema.prisma reads env("DATABASE_URL"); commands that never connect (generate) still need a value.
+process.env.DATABASE_URL ??= DEFAULT_DATABASE_URL;
 
 export default defineConfig({
   experimental: { adapter: true },
@@ -24,6 +15,6 @@ export default defineConfig({
   schema: 'prisma/schema.prisma',
   migrations: { path: 'prisma/migrations' },
   async adapter() {
-    return new PrismaPg(pgFields(process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL));
+    return new PrismaPg(pgFields(process.env.DATABASE_URL));
   },
 });

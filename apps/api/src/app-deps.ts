@@ -1,0 +1,18 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config, Logger } from '@svc/config';
+import type { Db } from '@svc/db';
+import type { DeliveryJobData } from '@svc/queue';
+import type { Clock } from './lib/clock';
+import type { Mailer } from './lib/mailer';
+
+/** Everything the API needs from the outside world; main.ts builds it, tests build their own. */
+export interface AppDeps {
+  config: Config;
+  logger: Logger;
+  prisma: Db;
+  redis: Redis;
+  deliveryQueue: Queue<DeliveryJobData>;
+  mailer: Mailer;
+  clock: Clock;
+}

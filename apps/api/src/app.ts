@@ -1,0 +1,43 @@
+// Builds the Express application without listening: main.ts serves it, supertest drives it in tests.
+import cookieParser from 'cookie-parser';
+import express, { type Express } from 'express';
+import helmet from 'helmet';
+import type { AppDeps } from './app-deps';
+import { errorHandler, unknownRoute } from './http/errors';
+import { createRateLimiters, type RateLimiters } from './http/rate-limit';
+import { accessLog, requestId } from './http/request-id';
+import { routerFor, type RouteSpec } from './http/route';
+import { apiRoutes } from './routes';
+import { healthRouter } from './modules/health/health.routes';
+
+export interface App extends Express {
+  locals: Express['locals'] & { routes: RouteSpec[]; limiters: RateLimiters };
+}
+
+export function createApp(deps: AppDeps): App {
+  const app = express() as App;
+  app.disable('x-powered-by');
+  app.set('trust proxy', deps.config.trustProxy);
+  app.set('etag', false);
+
+  const limiters = createRateLimiters(deps.redis, deps.config.redisPrefix, {
+    perMinute: deps.config.rateLimitPerMinute,
+    loginPerMinute: deps.config.loginRateLimitPerMinute,
+    totpMaxFailures: deps.config.totpMaxFailures,
+    partialTokenTtlSeconds: deps.config.partialTokenTtlSeconds,
+  });
+  const routes = apiRoutes(deps, limiters);
+  app.locals.routes = routes;
+  app.locals.limiters = limiters;
+
+  app.use(requestId);
+  app.use(accessLog(deps.logger));
+  app.use(helmet());
+  app.use(express.json({ limit: '1mb', strict: true }));
+  app.use(cookieParser());
+  app.use(healthRouter(deps));
+  app.use('/api/v1', routerFor(routes, deps, limiters));
+  app.use(unknownRoute);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,30 @@
+import type { Request } from 'express';
+import type { Role } from '@svc/scopes';
+import { unauthorized } from '../http/errors';
+
+/** Who is calling: a user through a session, or an API key acting for the user who created it. */
+export interface Principal {
+  kind: 'session' | 'api_key';
+  userId: string;
+  organizationId: string;
+  role: Role;
+  scopes: ReadonlySet<string>;
+  sessionId?: string;
+  apiKeyId?: string;
+  apiKeyPrefix?: string;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      requestId: string;
+      principal?: Principal;
+    }
+  }
+}
+
+export function principalOf(req: Request): Principal {
+  if (!req.principal) throw unauthorized();
+  return req.principal;
+}

@@ -1,0 +1,62 @@
+// The error envelope of SPEC ("Errors"): every error body is { detail } (plus `code` where SPEC says so).
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from '@svc/config';
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = 'HttpError';
+  }
+}
+
+export const badRequest = (detail: string) => new HttpError(400, detail);
+export const unauthorized = (detail = 'Authentication required.') => new HttpError(401, detail);
+export const forbidden = (detail: string, extra: Record<string, unknown> = {}) => new HttpError(403, detail, extra);
+export const notFound = (what = 'Resource') => new HttpError(404, `${what} not found.`);
+export const conflict = (detail: string) => new HttpError(409, detail);
+export const unprocessable = (detail: string) => new HttpError(422, detail);
+export const tooManyRequests = (retryAfterSeconds: number) =>
+  new HttpError(429, `Rate limit exceeded. Retry after ${retryAfterSeconds}s.`, {}, { 'Retry-After': String(retryAfterSeconds) });
+
+export const missingScope = (scope: string) =>
+  forbidden(`Missing required scope: ${scope}.`, { required_scope: scope });
+
+export const unknownRoute: RequestHandler = (req, _res, next) => {
+  next(new HttpError(404, `No route for ${req.method} ${req.path}.`));
+};
+
+/** body-parser and other http-errors carry `status`/`type`; map the ones a client can cause to 4xx. */
+function fromClientError(err: { status?: number; type?: string; message?: string }): HttpError | undefined {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return new HttpError(400, 'Malformed JSON body.');
+    case 'entity.too.large':
+      return new HttpError(413, 'Request body too large.');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new HttpError(415, 'Unsupported body encoding.');
+    case 'request.aborted':
+      return new HttpError(400, 'Request aborted.');
+  }
+  if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
+    return new HttpError(err.status, err.message || 'Bad request.');
+  }
+  return undefined;
+}
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, _req, res, _next) => {
+    const httpError = err instanceof HttpError ? err : fromClientError(err);
+    if (!httpError) {
+      logger.error('Unhandled error', { error: err instanceof Error ? err.stack : String(err) });
+      res.status(500).json({ detail: 'Internal server error.' });
+      return;
+    }
+    res.set(httpError.headers).status(httpError.status).json({ detail: httpError.detail, ...httpError.extra });
+  };
+}

@@ -1,0 +1,47 @@
+// Rate limits shared by every API instance through Redis (rate-limiter-flexible). Numbers: DESIGN.md.
+import type { Redis } from 'ioredis';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { tooManyRequests } from './errors';
+
+export interface RateLimiters {
+  /** Requests per credential (or per client IP before authentication) and minute. */
+  request: RateLimiterRedis;
+  /** Login attempts per minute, counted per client IP and per e-mail. */
+  login: RateLimiterRedis;
+  /** Wrong TOTP codes per partial token (for its whole life). */
+  totpFailures: RateLimiterRedis;
+}
+
+export function createRateLimiters(
+  redis: Redis,
+  prefix: string,
+  limits: { perMinute: number; loginPerMinute: number; totpMaxFailures: number; partialTokenTtlSeconds: number },
+): RateLimiters {
+  const make = (name: string, points: number, duration: number) =>
+    new RateLimiterRedis({ storeClient: redis, keyPrefix: `${prefix}:rl:${name}`, points, duration });
+  return {
+    request: make('req', limits.perMinute, 60),
+    login: make('login', limits.loginPerMinute, 60),
+    totpFailures: make('totp', limits.totpMaxFailures, limits.partialTokenTtlSeconds),
+  };
+}
+
+function retryAfterSeconds(res: RateLimiterRes): number {
+  return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+}
+
+/** Consumes one point; throws the 429 HttpError when the limit is exhausted. Store errors propagate (500). */
+export async function consumeOrThrow(limiter: RateLimiterRedis, key: string): Promise<void> {
+  try {
+    await limiter.consume(key);
+  } catch (err) {
+    if (err instanceof RateLimiterRes) throw tooManyRequests(retryAfterSeconds(err));
+    throw err;
+  }
+}
+
+/** Throws 429 when the key has already used up its points, without consuming one. */
+export async function throwIfExhausted(limiter: RateLimiterRedis, key: string): Promise<void> {
+  const res = await limiter.get(key);
+  if (res && res.remainingPoints <= 0 && res.consumedPoints >= limiter.points) throw tooManyRequests(retryAfterSeconds(res));
+}

@@ -1,0 +1,41 @@
+// API entry point: configuration, connections, HTTP server, graceful shutdown on SIGTERM/SIGINT.
+import { createLogger, loadConfigOrExit } from '@svc/config';
+import { createPrismaClient } from '@svc/db';
+import { createDeliveryQueue, createRedis } from '@svc/queue';
+import { createApp } from './app';
+import { systemClock } from './lib/clock';
+import { createMailer } from './lib/mailer';
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger({ level: config.logLevel, service: 'api' });
+  const prisma = createPrismaClient(config.databaseUrl);
+  const redis = createRedis(config.redisUrl);
+  redis.on('error', (err) => logger.warn('Redis connection error', { error: err.message }));
+  const deliveryQueue = createDeliveryQueue(redis, config.redisPrefix);
+  const mailer = createMailer(config.mail);
+  const app = createApp({ config, logger, prisma, redis, deliveryQueue, mailer, clock: systemClock });
+
+  const server = app.listen(config.port, config.host, () => {
+    logger.info('API listening', { url: `http://${config.host}:${config.port}` });
+  });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('Shutting down', { signal });
+    server.close();
+    server.closeIdleConnections();
+    await new Promise((resolve) => server.once('close', resolve));
+    await deliveryQueue.close();
+    await redis.quit().catch(() => undefined);
+    await prisma.$disconnect();
+    logger.info('Stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+void main();

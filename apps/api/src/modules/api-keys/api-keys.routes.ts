@@ -1,0 +1,35 @@
+import type { AppDeps } from '../../app-deps';
+import { principalOf } from '../../auth/principal';
+import type { RouteSpec } from '../../http/route';
+import { apiKeyIdParams, createApiKeyBody, listApiKeysQuery } from './api-keys.schemas';
+import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.service';
+
+export function apiKeyRoutes(deps: AppDeps): RouteSpec[] {
+  return [
+    {
+      method: 'post',
+      path: '/api-keys',
+      scope: 'api_keys:create',
+      summary: 'Mint an API key; the key value is in this response only',
+      schemas: { body: createApiKeyBody },
+      status: 201,
+      handler: (req) => createApiKey(deps, principalOf(req), req.body),
+    },
+    {
+      method: 'get',
+      path: '/api-keys',
+      scope: 'api_keys:read',
+      summary: 'List your API keys (admins and owners: the organization\'s)',
+      schemas: { query: listApiKeysQuery },
+      handler: (req) => listApiKeys(deps, principalOf(req), req.query as never),
+    },
+    {
+      method: 'delete',
+      path: '/api-keys/:id',
+      scope: 'api_keys:revoke',
+      summary: 'Revoke an API key, effective on the next request',
+      schemas: { params: apiKeyIdParams },
+      handler: (req) => revokeApiKey(deps, principalOf(req), req.params.id as string),
+    },
+  ];
+}

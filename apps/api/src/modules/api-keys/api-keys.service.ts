@@ -1,0 +1,86 @@
+// Minting, listing and revoking API keys. A key's scopes must lie within its creator's role bundle (and, when
+// the creator is itself a key, within that key's scopes); wildcards are expanded before storage.
+import { resolveRequestedScopes, roleRank } from '@svc/scopes';
+import type { ApiKey } from '@svc/db';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { conflict, forbidden, notFound, unprocessable } from '../../http/errors';
+import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { newId } from '../../lib/ids';
+import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
+
+export function presentApiKey(key: ApiKey) {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.displayPrefix,
+    scopes: key.scopes,
+    user_id: key.userId,
+    expires_at: key.expiresAt?.toISOString() ?? null,
+    last_used_at: key.lastUsedAt?.toISOString() ?? null,
+    revoked_at: key.revokedAt?.toISOString() ?? null,
+    created_at: key.createdAt.toISOString(),
+  };
+}
+
+function checkRequestedScopes(principal: Principal, requested: string[]): string[] {
+  const result = resolveRequestedScopes(requested, principal.role);
+  if (!result.ok) {
+    const names = result.scopes.join(', ');
+    switch (result.reason) {
+      case 'unknown_scope':
+        throw unprocessable(`Unknown scopes: ${names}.`);
+      case 'wildcard_not_allowed':
+        throw forbidden(`Only owners may create keys with wildcard scopes: ${names}.`);
+      case 'outside_bundle':
+        throw forbidden(`Scopes outside your role's bundle: ${names}.`, { scopes: result.scopes });
+    }
+  }
+  const beyondCaller = result.scopes.filter((s) => !principal.scopes.has(s));
+  if (beyondCaller.length > 0) {
+    throw forbidden(`Scopes beyond the calling key's own: ${beyondCaller.join(', ')}.`, { scopes: beyondCaller });
+  }
+  return result.scopes;
+}
+
+export async function createApiKey(
+  deps: AppDeps,
+  principal: Principal,
+  input: { name: string; scopes: string[]; expires_at?: Date },
+) {
+  const scopes = checkRequestedScopes(principal, input.scopes);
+  if (input.expires_at && input.expires_at <= deps.clock.now()) throw unprocessable('expires_at must be in the future.');
+  const value = generateApiKeyValue();
+  const key = await deps.prisma.apiKey.create({
+    data: {
+      id: newId('key'),
+      organizationId: principal.organizationId,
+      userId: principal.userId,
+      name: input.name,
+      displayPrefix: displayPrefix(value),
+      keyHash: hashApiKey(value, deps.config.apiKeyPepper),
+      scopes,
+      expiresAt: input.expires_at ?? null,
+    },
+  });
+  return { ...presentApiKey(key), key: value };
+}
+
+/** Admins and owners see every key of the organization; everybody else their own. */
+function visibleKeysFilter(principal: Principal) {
+  const seesAll = roleRank(principal.role) >= roleRank('admin');
+  return { organizationId: principal.organizationId, ...(seesAll ? {} : { userId: principal.userId }) };
+}
+
+export async function listApiKeys(deps: AppDeps, principal: Principal, query: PageQuery) {
+  const args = pageArgs(query);
+  const rows = await deps.prisma.apiKey.findMany({ ...args, where: { ...args.where, ...visibleKeysFilter(principal) } });
+  return toPage(rows, query, presentApiKey);
+}
+
+export async function revokeApiKey(deps: AppDeps, principal: Principal, id: string): Promise<void> {
+  const key = await deps.prisma.apiKey.findFirst({ where: { id, ...visibleKeysFilter(principal) } });
+  if (!key) throw notFound('API key');
+  if (key.revokedAt) throw conflict('API key is already revoked.');
+  await deps.prisma.apiKey.update({ where: { id }, data: { revokedAt: deps.clock.now() } });
+}

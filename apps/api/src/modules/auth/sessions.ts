@@ -1,0 +1,50 @@
+// Issuing and revoking session JWTs. Each session is a row keyed by the token's jti.
+import type { Response } from 'express';
+import type { AppDeps } from '../../app-deps';
+import { CSRF_COOKIE, SESSION_COOKIE, csrfTokenFor } from '../../auth/csrf';
+import { SESSION_AUDIENCE, signToken } from '../../auth/tokens';
+import { newId } from '../../lib/ids';
+
+export interface IssuedSession {
+  token: string;
+  expiresAt: Date;
+  csrfToken: string;
+  sessionId: string;
+}
+
+export async function issueSession(
+  deps: Pick<AppDeps, 'prisma' | 'config' | 'clock'>,
+  userId: string,
+  organizationId: string,
+): Promise<IssuedSession> {
+  const sessionId = newId('ses');
+  const { token, expiresAt } = signToken(
+    { sub: userId, org: organizationId, jti: sessionId },
+    SESSION_AUDIENCE,
+    deps.config.sessionTtlSeconds,
+    deps.config.jwtSecret,
+    deps.clock.now(),
+  );
+  await deps.prisma.session.create({ data: { id: sessionId, userId, organizationId, expiresAt } });
+  return { token, expiresAt, sessionId, csrfToken: csrfTokenFor(sessionId, deps.config.jwtSecret) };
+}
+
+export async function revokeSession(deps: Pick<AppDeps, 'prisma' | 'clock'>, sessionId: string): Promise<void> {
+  await deps.prisma.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: deps.clock.now() } });
+}
+
+/** The session travels in an httpOnly, Secure, SameSite=Strict cookie; the CSRF token in a readable one. */
+export function setSessionCookies(res: Response, session: IssuedSession, secure: boolean): void {
+  const common = { secure, sameSite: 'strict' as const, path: '/', expires: session.expiresAt };
+  res.cookie(SESSION_COOKIE, session.token, { ...common, httpOnly: true });
+  res.cookie(CSRF_COOKIE, session.csrfToken, { ...common, httpOnly: false });
+}
+
+export function clearSessionCookies(res: Response, secure: boolean): void {
+  res.clearCookie(SESSION_COOKIE, { path: '/', secure, sameSite: 'strict', httpOnly: true });
+  res.clearCookie(CSRF_COOKIE, { path: '/', secure, sameSite: 'strict' });
+}
+
+export function sessionResponse(session: IssuedSession) {
+  return { token: session.token, expires_at: session.expiresAt.toISOString(), csrf_token: session.csrfToken };
+}

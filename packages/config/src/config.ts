@@ -1,0 +1,174 @@
+// The one configuration module of the service. Every setting comes from the environment, is validated with joi
+// at start-up, and a missing or malformed one stops the process with a message naming it.
+import Joi from 'joi';
+
+const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
+// 32 bytes, base64: development only.
+const DEV_ENCRYPTION_KEY = 'ZGV2LW9ubHktZW5jcnlwdGlvbi1rZXktMzItYnl0ZXM=';
+const DEV_API_KEY_PEPPER = 'dev-only-api-key-pepper-change-me-0123456789';
+
+const SECRET_SETTINGS = ['JWT_SECRET', 'ENCRYPTION_KEY', 'API_KEY_PEPPER'] as const;
+
+const base64Key32 = Joi.string().custom((value: string, helpers) => {
+  if (Buffer.from(value, 'base64').length !== 32) return helpers.error('any.invalid');
+  return value;
+}, '32-byte base64 key');
+
+const schema = Joi.object({
+  NODE_ENV: Joi.string().valid('development', 'test', 'production').default('development'),
+  HOST: Joi.string().default('0.0.0.0'),
+  PORT: Joi.number().port().default(3000),
+  PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('http://localhost:3000'),
+  TRUST_PROXY: Joi.alternatives(Joi.boolean(), Joi.number().integer().min(0), Joi.string()).default(false),
+  LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly').default('info'),
+
+  DATABASE_URL: Joi.string()
+    .uri({ scheme: ['postgres', 'postgresql'] })
+    .default('postgresql://postgres@127.0.0.1:5432/security_service'),
+  REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  // Prefix of every Redis key the service writes (queues, rate limits, one-time tokens).
+  REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.:-]+$/).default('svc'),
+
+  JWT_SECRET: Joi.string().min(32),
+  ENCRYPTION_KEY: base64Key32,
+  API_KEY_PEPPER: Joi.string().min(32),
+  SESSION_TTL_SECONDS: Joi.number().integer().min(60).default(48 * 3600),
+  PARTIAL_TOKEN_TTL_SECONDS: Joi.number().integer().min(30).default(300),
+  COOKIE_SECURE: Joi.boolean().default(true),
+  BCRYPT_ROUNDS: Joi.number().integer().min(4).max(15).default(12),
+
+  RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(600),
+  LOGIN_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(10),
+  TOTP_MAX_FAILURES: Joi.number().integer().min(1).default(5),
+
+  SMTP_URL: Joi.string().uri({ scheme: ['smtp', 'smtps'] }).allow(''),
+  MAIL_FROM: Joi.string().default('Security Assessment Service <no-reply@localhost>'),
+  MAIL_OUTBOX_DIR: Joi.string().default('var/outbox'),
+
+  WEBHOOK_MAX_ATTEMPTS: Joi.number().integer().min(1).max(20).default(8),
+  WEBHOOK_BACKOFF_BASE_MS: Joi.number().integer().min(1).default(30_000),
+  WEBHOOK_BACKOFF_MAX_MS: Joi.number().integer().min(1).default(6 * 3600 * 1000),
+  WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
+  WEBHOOK_MAX_PAYLOAD_BYTES: Joi.number().integer().min(1024).default(256 * 1024),
+  // Comma-separated host or host:port entries exempt from the public-address rule. Development and tests only.
+  WEBHOOK_ALLOWED_HOSTS: Joi.string().allow('').default(''),
+  // PEM file with an extra CA trusted for webhook receivers (tests use a self-made CA).
+  WEBHOOK_EXTRA_CA_FILE: Joi.string().allow(''),
+  WEBHOOK_SECRET_GRACE_HOURS: Joi.number().min(0).default(72),
+  WORKER_CONCURRENCY: Joi.number().integer().min(1).default(10),
+  OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(100).default(30_000),
+  OUTBOX_RELAY_AGE_MS: Joi.number().integer().min(0).default(60_000),
+  RETENTION_DAYS: Joi.number().integer().min(1).default(30),
+}).unknown(true);
+
+export interface Config {
+  nodeEnv: 'development' | 'test' | 'production';
+  host: string;
+  port: number;
+  publicBaseUrl: string;
+  trustProxy: boolean | number | string;
+  logLevel: string;
+  databaseUrl: string;
+  redisUrl: string;
+  redisPrefix: string;
+  jwtSecret: string;
+  encryptionKey: Buffer;
+  apiKeyPepper: string;
+  sessionTtlSeconds: number;
+  partialTokenTtlSeconds: number;
+  cookieSecure: boolean;
+  bcryptRounds: number;
+  rateLimitPerMinute: number;
+  loginRateLimitPerMinute: number;
+  totpMaxFailures: number;
+  mail: { smtpUrl?: string; from: string; outboxDir: string };
+  webhooks: {
+    maxAttempts: number;
+    backoffBaseMs: number;
+    backoffMaxMs: number;
+    timeoutMs: number;
+    maxPayloadBytes: number;
+    allowedHosts: string[];
+    extraCaFile?: string;
+    secretGraceHours: number;
+    workerConcurrency: number;
+    relayIntervalMs: number;
+    relayAgeMs: number;
+    retentionDays: number;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function missingProductionSecrets(env: NodeJS.ProcessEnv): string[] {
+  return SECRET_SETTINGS.filter((name) => !env[name]);
+}
+
+/** Reads and validates the configuration; throws ConfigError naming every bad or missing setting. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const { value, error } = schema.validate(env, { abortEarly: false, convert: true });
+  if (error) {
+    const problems = error.details.map((d) => `${d.path.join('.')}: ${d.message.replace(/^"[^"]*" /, '')}`);
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  if (value.NODE_ENV === 'production') {
+    const missing = missingProductionSecrets(env);
+    if (missing.length > 0) {
+      throw new ConfigError(`Invalid configuration: ${missing.join(', ')} must be set when NODE_ENV=production`);
+    }
+  }
+  return {
+    nodeEnv: value.NODE_ENV,
+    host: value.HOST,
+    port: value.PORT,
+    publicBaseUrl: value.PUBLIC_BASE_URL.replace(/\/$/, ''),
+    trustProxy: value.TRUST_PROXY,
+    logLevel: value.LOG_LEVEL,
+    databaseUrl: value.DATABASE_URL,
+    redisUrl: value.REDIS_URL,
+    redisPrefix: value.REDIS_PREFIX,
+    jwtSecret: value.JWT_SECRET ?? DEV_JWT_SECRET,
+    encryptionKey: Buffer.from(value.ENCRYPTION_KEY ?? DEV_ENCRYPTION_KEY, 'base64'),
+    apiKeyPepper: value.API_KEY_PEPPER ?? DEV_API_KEY_PEPPER,
+    sessionTtlSeconds: value.SESSION_TTL_SECONDS,
+    partialTokenTtlSeconds: value.PARTIAL_TOKEN_TTL_SECONDS,
+    cookieSecure: value.COOKIE_SECURE,
+    bcryptRounds: value.BCRYPT_ROUNDS,
+    rateLimitPerMinute: value.RATE_LIMIT_PER_MINUTE,
+    loginRateLimitPerMinute: value.LOGIN_RATE_LIMIT_PER_MINUTE,
+    totpMaxFailures: value.TOTP_MAX_FAILURES,
+    mail: { smtpUrl: value.SMTP_URL || undefined, from: value.MAIL_FROM, outboxDir: value.MAIL_OUTBOX_DIR },
+    webhooks: {
+      maxAttempts: value.WEBHOOK_MAX_ATTEMPTS,
+      backoffBaseMs: value.WEBHOOK_BACKOFF_BASE_MS,
+      backoffMaxMs: value.WEBHOOK_BACKOFF_MAX_MS,
+      timeoutMs: value.WEBHOOK_TIMEOUT_MS,
+      maxPayloadBytes: value.WEBHOOK_MAX_PAYLOAD_BYTES,
+      allowedHosts: value.WEBHOOK_ALLOWED_HOSTS.split(',').map((s: string) => s.trim()).filter(Boolean),
+      extraCaFile: value.WEBHOOK_EXTRA_CA_FILE || undefined,
+      secretGraceHours: value.WEBHOOK_SECRET_GRACE_HOURS,
+      workerConcurrency: value.WORKER_CONCURRENCY,
+      relayIntervalMs: value.OUTBOX_RELAY_INTERVAL_MS,
+      relayAgeMs: value.OUTBOX_RELAY_AGE_MS,
+      retentionDays: value.RETENTION_DAYS,
+    },
+  };
+}
+
+/** For entry points: load the configuration or print why not and exit. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,38 @@
+// Structured JSON logs. Every line written while a request (or job) is being handled carries its request id,
+// taken from an AsyncLocalStorage context, so call sites never pass it around.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import winston from 'winston';
+
+export interface LogContext {
+  requestId?: string;
+  jobId?: string;
+}
+
+const logContext = new AsyncLocalStorage<LogContext>();
+
+export function runWithLogContext<T>(context: LogContext, fn: () => T): T {
+  return logContext.run(context, fn);
+}
+
+export function currentLogContext(): LogContext | undefined {
+  return logContext.getStore();
+}
+
+const addContext = winston.format((info) => {
+  const ctx = logContext.getStore();
+  if (ctx?.requestId) info.request_id = ctx.requestId;
+  if (ctx?.jobId) info.job_id = ctx.jobId;
+  return info;
+});
+
+export type Logger = winston.Logger;
+
+export function createLogger(options: { level?: string; service: string; silent?: boolean }): Logger {
+  return winston.createLogger({
+    level: options.level ?? 'info',
+    silent: options.silent ?? false,
+    defaultMeta: { service: options.service },
+    format: winston.format.combine(addContext(), winston.format.timestamp(), winston.format.errors({ stack: true }), winston.format.json()),
+    transports: [new winston.transports.Console()],
+  });
+}

@@ -1,0 +1,100 @@
+// Who may read or write a project or an assessment.
+// - Owners and admins: write access to everything in their organization.
+// - Others: the strongest grant that reaches them, directly or through a team. A grant on a project covers its
+//   assessments; a grant on an assessment covers only that assessment.
+// A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
+// one; readable but not writable answers 403.
+import type { Assessment, Project } from '@svc/db';
+import { roleRank } from '@svc/scopes';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { forbidden, notFound } from '../../http/errors';
+
+export type Access = 'read' | 'write';
+
+const RANK: Record<Access | 'none', number> = { none: 0, read: 1, write: 2 };
+
+export function hasOrgWideWrite(principal: Principal): boolean {
+  return roleRank(principal.role) >= roleRank('admin');
+}
+
+async function teamIdsOf(deps: AppDeps, userId: string): Promise<string[]> {
+  const rows = await deps.prisma.teamMember.findMany({ where: { userId }, select: { teamId: true } });
+  return rows.map((r) => r.teamId);
+}
+
+async function grantedAccess(
+  deps: AppDeps,
+  principal: Principal,
+  target: { projectId: string; assessmentId?: string },
+): Promise<Access | 'none'> {
+  if (hasOrgWideWrite(principal)) return 'write';
+  const teamIds = await teamIdsOf(deps, principal.userId);
+  const grants = await deps.prisma.accessGrant.findMany({
+    where: {
+      organizationId: principal.organizationId,
+      OR: [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])],
+      AND: [
+        {
+          OR: [
+            { projectId: target.projectId, assessmentId: null },
+            ...(target.assessmentId ? [{ assessmentId: target.assessmentId }] : []),
+          ],
+        },
+      ],
+    },
+    select: { access: true },
+  });
+  return grants.reduce<Access | 'none'>((best, g) => (RANK[g.access] > RANK[best] ? g.access : best), 'none');
+}
+
+function enforce(have: Access | 'none', need: Access, what: string): void {
+  if (have === 'none') throw notFound(what);
+  if (RANK[have] < RANK[need]) throw forbidden(`Write access to the ${what.toLowerCase()} is required.`);
+}
+
+export async function requireProjectAccess(deps: AppDeps, principal: Principal, projectId: string, need: Access): Promise<Project> {
+  const project = await deps.prisma.project.findFirst({ where: { id: projectId, organizationId: principal.organizationId } });
+  if (!project) throw notFound('Project');
+  enforce(await grantedAccess(deps, principal, { projectId }), need, 'Project');
+  return project;
+}
+
+export async function requireAssessmentAccess(
+  deps: AppDeps,
+  principal: Principal,
+  assessmentId: string,
+  need: Access,
+): Promise<Assessment> {
+  const assessment = await deps.prisma.assessment.findFirst({
+    where: { id: assessmentId, organizationId: principal.organizationId },
+  });
+  if (!assessment) throw notFound('Assessment');
+  enforce(await grantedAccess(deps, principal, { projectId: assessment.projectId, assessmentId }), need, 'Assessment');
+  return assessment;
+}
+
+/** Prisma filter for the projects a principal can read (for list endpoints). */
+export async function readableProjectsFilter(deps: AppDeps, principal: Principal) {
+  if (hasOrgWideWrite(principal)) return { organizationId: principal.organizationId };
+  const teamIds = await teamIdsOf(deps, principal.userId);
+  const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
+  return {
+    organizationId: principal.organizationId,
+    grants: { some: { assessmentId: null, OR: subject } },
+  };
+}
+
+/** Prisma filter for the assessments a principal can read (for list endpoints). */
+export async function readableAssessmentsFilter(deps: AppDeps, principal: Principal) {
+  if (hasOrgWideWrite(principal)) return { organizationId: principal.organizationId };
+  const teamIds = await teamIdsOf(deps, principal.userId);
+  const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
+  return {
+    organizationId: principal.organizationId,
+    OR: [
+      { grants: { some: { OR: subject } } },
+      { project: { grants: { some: { assessmentId: null, OR: subject } } } },
+    ],
+  };
+}

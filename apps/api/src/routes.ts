@@ -4,7 +4,8 @@ import type { RateLimiters } from './http/rate-limit';
 import type { RouteSpec } from './http/route';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes';
 import { authRoutes } from './modules/auth/auth.routes';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
-  return [...authRoutes(deps, limiters), ...apiKeyRoutes(deps)];
+  return [...authRoutes(deps, limiters), ...apiKeyRoutes(deps), ...webhookRoutes(deps)];
 }

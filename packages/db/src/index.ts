@@ -14,3 +14,5 @@ export function createPrismaClient(databaseUrl: string, options: { max?: number 
 /** The client handed to a `$transaction(async (tx) => ...)` callback. */
 export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
 export type Db = PrismaClient;
+export * from './ids';
+export * from './sealed';

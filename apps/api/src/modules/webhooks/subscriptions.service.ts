@@ -1,0 +1,187 @@
+// Webhook subscriptions: create, read, update, soft-delete, rotate the signing secret, send a test event.
+// Every function takes the LevelContext the route resolved, so one implementation serves all three levels.
+import {
+  EVENT_TYPES,
+  FINDING_STATUSES,
+  PAYLOAD_FORMATS,
+  SEVERITIES,
+  generateSigningSecret,
+  isEventType,
+  isFindingStatus,
+  isPayloadFormat,
+  isSeverity,
+} from '@svc/webhooks';
+import type { WebhookSubscription } from '@svc/db';
+import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
+import { withOutbox } from '@svc/outbox';
+import type { AppDeps } from '../../app-deps';
+import { badRequest, notFound, unprocessable } from '../../http/errors';
+import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { newId } from '../../lib/ids';
+import { seal } from '../../lib/crypto';
+import { subscriptionsOf, type LevelContext } from './levels';
+
+export const MAX_LIVE_SUBSCRIPTIONS = 25;
+
+export interface SubscriptionInput {
+  name?: string;
+  url?: string;
+  events?: string[];
+  active?: boolean;
+  severity_filter?: string[] | null;
+  status_filter?: string[] | null;
+  payload_format?: string;
+  splunk_index?: string | null;
+  authorization?: string | null;
+}
+
+export function presentSubscription(s: WebhookSubscription) {
+  return {
+    id: s.id,
+    name: s.name,
+    url: s.url,
+    events: s.events,
+    active: s.status !== 'disabled',
+    status: s.status,
+    severity_filter: s.hasSeverityFilter ? s.severityFilter : null,
+    status_filter: s.hasStatusFilter ? s.statusFilter : null,
+    payload_format: s.payloadFormat,
+    splunk_index: s.splunkIndex,
+    has_authorization: s.authorizationEnc !== null,
+    level: s.level,
+    project_id: s.projectId,
+    assessment_id: s.assessmentId,
+    previous_secret_expires_at: s.previousSecretExpiresAt?.toISOString() ?? null,
+    disabled_reason: s.status === 'disabled' ? s.disabledReason : null,
+    created_at: s.createdAt.toISOString(),
+    updated_at: s.updatedAt.toISOString(),
+  };
+}
+
+function refuseOutside(values: string[] | null | undefined, allowed: readonly string[], ok: (v: string) => boolean, field: string) {
+  const bad = (values ?? []).filter((v) => !ok(v));
+  if (bad.length > 0) throw unprocessable(`${field} has values outside ${allowed.join(', ')}: ${bad.join(', ')}.`);
+}
+
+async function checkedUrl(deps: AppDeps, url: string): Promise<string> {
+  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts });
+  if (!check.ok) throw unprocessable(`Webhook URL refused: ${describeTargetRejection(check.reason)}.`);
+  return check.target.url.toString();
+}
+
+/** Validates the values (422) and maps them to columns; only the fields present in the input. */
+async function toColumns(deps: AppDeps, input: SubscriptionInput) {
+  refuseOutside(input.events, EVENT_TYPES, isEventType, 'events');
+  refuseOutside(input.severity_filter, SEVERITIES, isSeverity, 'severity_filter');
+  refuseOutside(input.status_filter, FINDING_STATUSES, isFindingStatus, 'status_filter');
+  if (input.payload_format !== undefined && !isPayloadFormat(input.payload_format)) {
+    throw unprocessable(`payload_format must be one of ${PAYLOAD_FORMATS.join(', ')}.`);
+  }
+  const key = deps.config.encryptionKey;
+  return {
+    ...(input.name !== undefined && { name: input.name }),
+    ...(input.url !== undefined && { url: await checkedUrl(deps, input.url) }),
+    ...(input.events !== undefined && { events: input.events }),
+    ...(input.severity_filter !== undefined && {
+      severityFilter: input.severity_filter ?? [],
+      hasSeverityFilter: input.severity_filter !== null,
+    }),
+    ...(input.status_filter !== undefined && {
+      statusFilter: input.status_filter ?? [],
+      hasStatusFilter: input.status_filter !== null,
+    }),
+    ...(input.payload_format !== undefined && { payloadFormat: input.payload_format }),
+    ...(input.splunk_index !== undefined && { splunkIndex: input.splunk_index }),
+    ...(input.authorization !== undefined && {
+      authorizationEnc: input.authorization === null ? null : seal(input.authorization, key),
+    }),
+    ...(input.active === true && { status: 'active' as const, consecutiveFailures: 0, firstFailureAt: null, disabledReason: null }),
+    ...(input.active === false && { status: 'disabled' as const, disabledReason: 'disabled by a user' }),
+  };
+}
+
+export async function createSubscription(deps: AppDeps, ctx: LevelContext, input: SubscriptionInput) {
+  const columns = await toColumns(deps, input);
+  const secret = generateSigningSecret();
+  const subscription = await deps.prisma.$transaction(async (tx) => {
+    // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race.
+    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${ctx.organizationId} FOR UPDATE`;
+    const live = await tx.webhookSubscription.count({ where: { organizationId: ctx.organizationId, deletedAt: null } });
+    if (live >= MAX_LIVE_SUBSCRIPTIONS) {
+      throw badRequest(`An organization may have at most ${MAX_LIVE_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
+    }
+    return tx.webhookSubscription.create({
+      data: {
+        id: newId('whsub'),
+        organizationId: ctx.organizationId,
+        level: ctx.level,
+        projectId: ctx.projectId,
+        assessmentId: ctx.assessmentId,
+        secretEnc: seal(secret, deps.config.encryptionKey),
+        name: columns.name!,
+        url: columns.url!,
+        events: columns.events!,
+        ...columns,
+      },
+    });
+  });
+  return { ...presentSubscription(subscription), secret };
+}
+
+export async function findSubscription(deps: AppDeps, ctx: LevelContext, id: string): Promise<WebhookSubscription> {
+  const subscription = await deps.prisma.webhookSubscription.findFirst({ where: { id, ...subscriptionsOf(ctx) } });
+  if (!subscription) throw notFound('Webhook subscription');
+  return subscription;
+}
+
+export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query: PageQuery) {
+  const args = pageArgs(query);
+  const rows = await deps.prisma.webhookSubscription.findMany({ ...args, where: { ...args.where, ...subscriptionsOf(ctx) } });
+  return toPage(rows, query, presentSubscription);
+}
+
+export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput) {
+  await findSubscription(deps, ctx, id);
+  const columns = await toColumns(deps, input);
+  const updated = await deps.prisma.webhookSubscription.update({ where: { id }, data: columns });
+  return presentSubscription(updated);
+}
+
+export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: string): Promise<void> {
+  await findSubscription(deps, ctx, id);
+  await deps.prisma.webhookSubscription.update({ where: { id }, data: { deletedAt: deps.clock.now() } });
+}
+
+/** The new secret signs from now on; the previous one keeps signing alongside it for the grace window. */
+export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string) {
+  const current = await findSubscription(deps, ctx, id);
+  const secret = generateSigningSecret();
+  const graceEnds = new Date(deps.clock.now().getTime() + deps.config.webhooks.secretGraceHours * 3600 * 1000);
+  await deps.prisma.webhookSubscription.update({
+    where: { id },
+    data: {
+      secretEnc: seal(secret, deps.config.encryptionKey),
+      previousSecretEnc: current.secretEnc,
+      previousSecretExpiresAt: graceEnds,
+    },
+  });
+  return { id, secret, previous_secret_expires_at: graceEnds.toISOString() };
+}
+
+export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string) {
+  const subscription = await findSubscription(deps, ctx, id);
+  const published = await withOutbox(
+    { ...deps, maxAttempts: deps.config.webhooks.maxAttempts },
+    (_tx, publish) =>
+      publish({
+        type: 'webhook.test',
+        organizationId: ctx.organizationId,
+        projectId: subscription.projectId,
+        assessmentId: subscription.assessmentId,
+        onlySubscriptionId: subscription.id,
+        data: { subscription_id: subscription.id, message: 'This is a test delivery.' },
+      }),
+    () => deps.clock.now(),
+  );
+  return { event_id: published.eventId, delivery_id: published.deliveryIds[0] };
+}

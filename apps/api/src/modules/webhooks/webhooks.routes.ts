@@ -1,0 +1,108 @@
+// The ten webhook management routes of SPEC, mounted once per level (org-wide, per project, per assessment)
+// from one table: only the base path and the access rule differ between levels.
+import type { Request } from 'express';
+import { EVENT_CATALOGUE } from '@svc/webhooks';
+import type { AppDeps } from '../../app-deps';
+import { principalOf } from '../../auth/principal';
+import type { RouteSpec } from '../../http/route';
+import { LEVELS, type LevelContext, type LevelDefinition } from './levels';
+import { listAttempts, listDeliveries } from './deliveries.service';
+import {
+  createSubscription,
+  deleteSubscription,
+  findSubscription,
+  listSubscriptions,
+  presentSubscription,
+  rotateSecret,
+  sendTestEvent,
+  updateSubscription,
+} from './subscriptions.service';
+import {
+  createSubscriptionBody,
+  deliveriesQuery,
+  levelParams,
+  listQuery,
+  subscriptionParams,
+  updateSubscriptionBody,
+} from './webhooks.schemas';
+
+type Handler = (ctx: LevelContext, req: Request) => unknown;
+
+interface WebhookRoute extends Omit<RouteSpec, 'handler' | 'path'> {
+  suffix: string;
+  handle: Handler;
+}
+
+function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
+  const id = (req: Request) => req.params.id as string;
+  return [
+    {
+      method: 'get', suffix: '/events', scope: 'webhooks:read', summary: 'List the supported event types',
+      schemas: { params: levelParams },
+      handle: () => ({ data: EVENT_CATALOGUE.map((e) => ({ type: e.type, description: e.description })) }),
+    },
+    {
+      method: 'post', suffix: '/subscriptions', scope: 'webhooks:create', status: 201,
+      summary: 'Create a subscription; the response carries the signing secret, once',
+      schemas: { params: levelParams, body: createSubscriptionBody },
+      handle: (ctx, req) => createSubscription(deps, ctx, req.body),
+    },
+    {
+      method: 'get', suffix: '/subscriptions', scope: 'webhooks:read', summary: 'List subscriptions',
+      schemas: { params: levelParams, query: listQuery },
+      handle: (ctx, req) => listSubscriptions(deps, ctx, req.query as never),
+    },
+    {
+      method: 'get', suffix: '/subscriptions/:id', scope: 'webhooks:read', summary: 'Read one subscription',
+      schemas: { params: subscriptionParams },
+      handle: async (ctx, req) => presentSubscription(await findSubscription(deps, ctx, id(req))),
+    },
+    {
+      method: 'patch', suffix: '/subscriptions/:id', scope: 'webhooks:update',
+      summary: 'Update name, URL, events, active status, filters or payload format',
+      schemas: { params: subscriptionParams, body: updateSubscriptionBody },
+      handle: (ctx, req) => updateSubscription(deps, ctx, id(req), req.body),
+    },
+    {
+      method: 'delete', suffix: '/subscriptions/:id', scope: 'webhooks:delete', summary: 'Soft-delete a subscription',
+      schemas: { params: subscriptionParams },
+      handle: (ctx, req) => deleteSubscription(deps, ctx, id(req)),
+    },
+    {
+      method: 'post', suffix: '/subscriptions/:id/rotate-secret', scope: 'webhooks:update',
+      summary: 'Rotate the signing secret; the previous one keeps signing for 72 hours',
+      schemas: { params: subscriptionParams },
+      handle: (ctx, req) => rotateSecret(deps, ctx, id(req)),
+    },
+    {
+      method: 'post', suffix: '/subscriptions/:id/test', scope: 'webhooks:update', status: 202,
+      summary: 'Send a synthetic webhook.test delivery to this subscription',
+      schemas: { params: subscriptionParams },
+      handle: (ctx, req) => sendTestEvent(deps, ctx, id(req)),
+    },
+    {
+      method: 'get', suffix: '/deliveries', scope: 'webhooks:read', summary: 'List deliveries with their payload snapshots',
+      schemas: { params: levelParams, query: deliveriesQuery },
+      handle: (ctx, req) => listDeliveries(deps, ctx, req.query as never),
+    },
+    {
+      method: 'get', suffix: '/deliveries/:id/attempts', scope: 'webhooks:read', summary: 'Attempt log of a delivery',
+      schemas: { params: subscriptionParams },
+      handle: (ctx, req) => listAttempts(deps, ctx, id(req)),
+    },
+  ];
+}
+
+function atLevel(deps: AppDeps, level: LevelDefinition, route: WebhookRoute): RouteSpec {
+  const { suffix, handle, ...spec } = route;
+  return {
+    ...spec,
+    path: `${level.basePath}${suffix}`,
+    handler: async (req) => handle(await level.resolve(deps, principalOf(req), req.params as Record<string, string>), req),
+  };
+}
+
+export function webhookRoutes(deps: AppDeps): RouteSpec[] {
+  const table = webhookRouteTable(deps);
+  return LEVELS.flatMap((level) => table.map((route) => atLevel(deps, level, route)));
+}

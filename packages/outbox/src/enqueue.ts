@@ -1,0 +1,58 @@
+import type { Queue } from 'bullmq';
+import type { Db, Tx } from '@svc/db';
+import type { Logger } from '@svc/config';
+import { deliveryJobOptions, type DeliveryJobData } from '@svc/queue';
+import { publishEvent, type PublishEventInput, type PublishedEvent } from './publish';
+
+export interface OutboxDeps {
+  prisma: Db;
+  deliveryQueue: Queue<DeliveryJobData>;
+  logger: Logger;
+  maxAttempts: number;
+}
+
+export type Publish = (input: PublishEventInput) => Promise<PublishedEvent>;
+
+/** One job per delivery, job id = delivery id: adding a delivery that already has a job is a no-op. */
+export async function enqueueDeliveries(
+  queue: Queue<DeliveryJobData>,
+  deliveries: Array<{ id: string; remainingAttempts: number }>,
+): Promise<void> {
+  if (deliveries.length === 0) return;
+  await queue.addBulk(
+    deliveries.map((d) => ({ name: 'deliver', data: { deliveryId: d.id }, opts: deliveryJobOptions(d.id, d.remainingAttempts) })),
+  );
+}
+
+/**
+ * Runs `work` in one transaction, giving it `publish` for the events the change causes; enqueues their
+ * deliveries after commit. A failed enqueue is logged, not thrown: the change is committed, and the relay will
+ * enqueue the deliveries.
+ */
+export async function withOutbox<T>(
+  deps: OutboxDeps,
+  work: (tx: Tx, publish: Publish) => Promise<T>,
+  now: () => Date = () => new Date(),
+): Promise<T> {
+  const deliveryIds: string[] = [];
+  const result = await deps.prisma.$transaction(async (tx) => {
+    const publish: Publish = async (input) => {
+      const published = await publishEvent(tx, input, now());
+      deliveryIds.push(...published.deliveryIds);
+      return published;
+    };
+    return work(tx, publish);
+  });
+  try {
+    await enqueueDeliveries(
+      deps.deliveryQueue,
+      deliveryIds.map((id) => ({ id, remainingAttempts: deps.maxAttempts })),
+    );
+  } catch (err) {
+    deps.logger.warn('Enqueue after commit failed; the outbox relay will retry', {
+      deliveries: deliveryIds.length,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+  return result;
+}

@@ -1,0 +1,3 @@
+export * from './publish';
+export * from './enqueue';
+export * from './relay';

@@ -1,0 +1,65 @@
+import { ConfigError, loadConfig } from './config';
+
+const productionSecrets = {
+  JWT_SECRET: 'x'.repeat(40),
+  ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+  API_KEY_PEPPER: 'p'.repeat(40),
+};
+
+describe('loadConfig', () => {
+  it('gives working development defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      nodeEnv: 'development',
+      port: 3000,
+      sessionTtlSeconds: 48 * 3600,
+      rateLimitPerMinute: 600,
+      loginRateLimitPerMinute: 10,
+      totpMaxFailures: 5,
+    });
+    expect(config.webhooks).toMatchObject({
+      maxAttempts: 8,
+      backoffBaseMs: 30_000,
+      backoffMaxMs: 6 * 3600 * 1000,
+      timeoutMs: 10_000,
+      maxPayloadBytes: 256 * 1024,
+      allowedHosts: [],
+      secretGraceHours: 72,
+      retentionDays: 30,
+    });
+    expect(config.encryptionKey).toHaveLength(32);
+  });
+
+  it.each([
+    ['PORT', 'eighty', /PORT/],
+    ['DATABASE_URL', 'mysql://root@localhost/db', /DATABASE_URL/],
+    ['REDIS_URL', 'not a url', /REDIS_URL/],
+    ['ENCRYPTION_KEY', Buffer.alloc(16).toString('base64'), /ENCRYPTION_KEY/],
+    ['JWT_SECRET', 'short', /JWT_SECRET/],
+    ['NODE_ENV', 'staging', /NODE_ENV/],
+    ['WEBHOOK_MAX_ATTEMPTS', '0', /WEBHOOK_MAX_ATTEMPTS/],
+  ])('refuses a malformed %s and names it', (name, value, pattern) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(pattern);
+  });
+
+  it('names every bad setting at once', () => {
+    expect(() => loadConfig({ PORT: '-1', REDIS_URL: 'x' })).toThrow(/PORT.*REDIS_URL/);
+  });
+
+  it('refuses to start in production without explicit secrets, naming the missing ones', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', JWT_SECRET: productionSecrets.JWT_SECRET })).toThrow(
+      /ENCRYPTION_KEY, API_KEY_PEPPER must be set when NODE_ENV=production/,
+    );
+    const config = loadConfig({ NODE_ENV: 'production', ...productionSecrets });
+    expect(config.jwtSecret).toBe(productionSecrets.JWT_SECRET);
+    expect(config.encryptionKey.equals(Buffer.alloc(32, 7))).toBe(true);
+  });
+
+  it('parses the webhook allow-list', () => {
+    expect(loadConfig({ WEBHOOK_ALLOWED_HOSTS: ' 127.0.0.1:8443, receiver.test ,' }).webhooks.allowedHosts).toEqual([
+      '127.0.0.1:8443',
+      'receiver.test',
+    ]);
+  });
+});

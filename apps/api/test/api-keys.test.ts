@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, type TestOrg } from './support/fixtures';
+import { bearer, createOrg, createUserInOrg, type TestOrg } from './support/fixtures';
 
 let h: Harness;
 let org: TestOrg;
@@ -118,7 +118,6 @@ describe('authenticating with API keys', () => {
   });
 
   it('loses scopes when its creator is demoted, and stops working when the creator is removed', async () => {
-    const { createUserInOrg } = await import('./support/fixtures');
     const creator = await createUserInOrg(h, org.id, 'admin', 'demoted');
     const { body } = await request(h.app).post('/api/v1/api-keys').set(bearer(creator.token))
       .send({ name: 'k', scopes: ['api_keys:read', 'webhooks:read'] });

@@ -1,0 +1,102 @@
+// The event catalogue of SPEC "Events", plus the value lists DESIGN.md fixes for filters and formats.
+
+/** The twelve customer-facing event types, in SPEC's order. */
+export const EVENT_TYPES = [
+  'assessment.completed',
+  'finding.created',
+  'finding.confirmed',
+  'finding.status_changed',
+  'finding.sla_breached',
+  'report.ready',
+  'fix_verify.completed',
+  'pr_review.completed',
+  'spend.threshold_crossed',
+  'spend.cap_reached',
+  'monitoring.regression',
+  'webhook.test',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = {
+  'assessment.completed': 'An assessment completes',
+  'finding.created': 'A new finding is recorded',
+  'finding.confirmed': 'A finding is confirmed during triage',
+  'finding.status_changed': "A finding's status changes; carries both new and previous status",
+  'finding.sla_breached': 'A finding is still open past its severity-based remediation SLA window',
+  'report.ready': 'A PDF report is available for download',
+  'fix_verify.completed': 'A fix verification run completed',
+  'pr_review.completed': 'A PR security review was posted',
+  'spend.threshold_crossed': 'Organization spend crossed a configured alert threshold',
+  'spend.cap_reached': 'Organization or project spend reached a configured cap',
+  'monitoring.regression': 'A fixed vulnerability has regressed',
+  'webhook.test': 'Synthetic event sent on demand by the test route',
+};
+
+export interface EventCatalogueEntry {
+  readonly type: EventType;
+  readonly description: string;
+}
+
+/** What `GET .../webhooks/events` lists: every event type with a one-line description. */
+export const EVENT_CATALOGUE: readonly EventCatalogueEntry[] = Object.freeze(
+  EVENT_TYPES.map((type) => Object.freeze({ type, description: EVENT_DESCRIPTIONS[type] })),
+);
+
+/** The four finding-shaped events; the only ones severity_filter and status_filter apply to. */
+export const FINDING_EVENT_TYPES = [
+  'finding.created',
+  'finding.confirmed',
+  'finding.status_changed',
+  'finding.sla_breached',
+] as const satisfies readonly EventType[];
+
+export type FindingEventType = (typeof FINDING_EVENT_TYPES)[number];
+
+export const SEVERITIES = ['critical', 'high', 'medium', 'low', 'info'] as const;
+export type Severity = (typeof SEVERITIES)[number];
+
+export const FINDING_STATUSES = [
+  'open',
+  'confirmed',
+  'dismissed',
+  'accepted_risk',
+  'suppressed',
+  'fixed',
+  'regressed',
+] as const;
+export type FindingStatus = (typeof FINDING_STATUSES)[number];
+
+export const PAYLOAD_FORMATS = ['service', 'splunk_hec', 'microsoft_sentinel', 'cef'] as const;
+export type PayloadFormat = (typeof PAYLOAD_FORMATS)[number];
+
+export const DEFAULT_PAYLOAD_FORMAT: PayloadFormat = 'service';
+
+function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
+  return typeof value === 'string' && (list as readonly string[]).includes(value);
+}
+
+export function isEventType(value: unknown): value is EventType {
+  return isOneOf(EVENT_TYPES, value);
+}
+
+export function isFindingEventType(value: unknown): value is FindingEventType {
+  return isOneOf(FINDING_EVENT_TYPES, value);
+}
+
+export function isSeverity(value: unknown): value is Severity {
+  return isOneOf(SEVERITIES, value);
+}
+
+export function isFindingStatus(value: unknown): value is FindingStatus {
+  return isOneOf(FINDING_STATUSES, value);
+}
+
+export function isPayloadFormat(value: unknown): value is PayloadFormat {
+  return isOneOf(PAYLOAD_FORMATS, value);
+}
+
+/** The one-line description of an event type. */
+export function describeEventType(type: EventType): string {
+  return EVENT_DESCRIPTIONS[type];
+}

@@ -23,8 +23,7 @@ export const unprocessable = (detail: string) => new HttpError(422, detail);
 export const tooManyRequests = (retryAfterSeconds: number) =>
   new HttpError(429, `Rate limit exceeded. Retry after ${retryAfterSeconds}s.`, {}, { 'Retry-After': String(retryAfterSeconds) });
 
-export const missingScope = (scope: string) =>
-  forbidden(`Missing required scope: ${scope}.`, { required_scope: scope });
+export const missingScope = (scope: string) => forbidden(`Missing required scope: ${scope}.`);
 
 export const unknownRoute: RequestHandler = (req, _res, next) => {
   next(new HttpError(404, `No route for ${req.method} ${req.path}.`));
@@ -57,6 +56,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(500).json({ detail: 'Internal server error.' });
       return;
     }
-    res.set(httpError.headers).status(httpError.status).json({ detail: httpError.detail, ...httpError.extra });
+    // SPEC: the body is exactly { detail }, plus `code` where SPEC names one (EMAIL_NOT_VERIFIED).
+    const code = typeof httpError.extra.code === 'string' ? { code: httpError.extra.code } : {};
+    res.set(httpError.headers).status(httpError.status).json({ detail: httpError.detail, ...code });
   };
 }

@@ -1,7 +1,114 @@
 import type { AppDeps } from '../../app-deps';
+import { principalOf } from '../../auth/principal';
+import { badRequest } from '../../http/errors';
 import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
+import { login2faBody, loginBody, signupBody, totpCodeBody, verifyEmailBody } from './auth.schemas';
+import {
+  describePrincipal,
+  disableTwoFactor,
+  dummyPasswordHash,
+  enableTwoFactor,
+  login,
+  loginWithSecondFactor,
+  setupTwoFactor,
+  signup,
+  verifyEmail,
+} from './auth.service';
+import { clearSessionCookies, revokeSession, sessionResponse, setSessionCookies } from './sessions';
 
-export function authRoutes(_deps: AppDeps, _limiters: RateLimiters): RouteSpec[] {
-  return [];
+export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
+  // Warm the dummy hash so the first unknown-e-mail login costs what a wrong password costs.
+  dummyPasswordHash(deps.config.bcryptRounds).catch(() => undefined);
+  const secure = deps.config.cookieSecure;
+
+  return [
+    {
+      method: 'post',
+      path: '/auth/signup',
+      scope: 'public',
+      summary: 'Create a pending user who owns a new organization; mails a verification link',
+      schemas: { body: signupBody },
+      status: 201,
+      handler: (req) => signup(deps, req.body),
+    },
+    {
+      method: 'post',
+      path: '/auth/verify-email',
+      scope: 'public',
+      summary: 'Activate a pending user with the token from the verification e-mail',
+      schemas: { body: verifyEmailBody },
+      handler: (req) => verifyEmail(deps, req.body.token),
+    },
+    {
+      method: 'post',
+      path: '/auth/login',
+      scope: 'public',
+      summary: 'Password login: a session (token and cookies), or a partial token when 2FA is on',
+      schemas: { body: loginBody },
+      handler: async (req, res) => {
+        const outcome = await login(deps, limiters, req.body, req.ip ?? 'unknown');
+        if (outcome.kind === 'two_factor') return { requires_2fa: true, partial_token: outcome.partialToken };
+        setSessionCookies(res, outcome.session, secure);
+        return sessionResponse(outcome.session);
+      },
+    },
+    {
+      method: 'post',
+      path: '/auth/login/2fa',
+      scope: 'public',
+      summary: 'Exchange a partial token and a TOTP code for a session',
+      schemas: { body: login2faBody },
+      handler: async (req, res) => {
+        const session = await loginWithSecondFactor(deps, limiters, req.body);
+        setSessionCookies(res, session, secure);
+        return sessionResponse(session);
+      },
+    },
+    {
+      method: 'post',
+      path: '/auth/logout',
+      scope: 'profile:update',
+      summary: 'Revoke the current session and clear its cookies',
+      handler: async (req, res) => {
+        const principal = principalOf(req);
+        if (principal.kind !== 'session' || !principal.sessionId) {
+          throw badRequest('API keys are not logged out: revoke them with DELETE /api/v1/api-keys/{id}.');
+        }
+        await revokeSession(deps, principal.sessionId);
+        clearSessionCookies(res, secure);
+        return undefined;
+      },
+    },
+    {
+      method: 'get',
+      path: '/auth/me',
+      scope: 'profile:read',
+      summary: 'The caller: user, organization, role, credential and effective scopes',
+      handler: (req) => describePrincipal(deps, principalOf(req)),
+    },
+    {
+      method: 'post',
+      path: '/auth/2fa/setup',
+      scope: 'profile:update',
+      summary: 'Start TOTP setup: a new secret and its otpauth URL (not active until enabled)',
+      handler: (req) => setupTwoFactor(deps, principalOf(req)),
+    },
+    {
+      method: 'post',
+      path: '/auth/2fa/enable',
+      scope: 'profile:update',
+      summary: 'Turn TOTP on with a code from the secret of the setup step',
+      schemas: { body: totpCodeBody },
+      handler: (req) => enableTwoFactor(deps, limiters, principalOf(req), req.body.code),
+    },
+    {
+      method: 'post',
+      path: '/auth/2fa/disable',
+      scope: 'profile:update',
+      summary: 'Turn TOTP off with a current code',
+      schemas: { body: totpCodeBody },
+      handler: (req) => disableTwoFactor(deps, limiters, principalOf(req), req.body.code),
+    },
+  ];
 }

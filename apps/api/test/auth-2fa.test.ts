@@ -1,0 +1,187 @@
+// TOTP two-factor login, checked against codes from oathtool (an independent implementation). The harness
+// clock is real time plus an offset; codes are computed for the clock's time, and the clock is moved by whole
+// 30-second steps where a test needs a fresh code.
+import request from 'supertest';
+import { createHarness, type Harness } from './support/harness';
+import { bearer } from './support/fixtures';
+import { loginRequest, loginViaApi, oathtoolCode, setCookies, signupAndVerify, wrongCode, type SignedUp } from './support/auth-helpers';
+
+const STEP_MS = 30_000;
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '1000' });
+});
+afterAll(() => h.close());
+afterEach(() => h.clock.reset());
+
+const codeNow = (secret: string) => oathtoolCode(secret, h.clock.now());
+const nextStep = () => h.clock.advance(STEP_MS);
+const post = (path: string, token: string, body: Record<string, unknown> = {}) =>
+  request(h.app).post(`/api/v1${path}`).set(bearer(token)).send(body);
+const loginWith2fa = (partialToken: string, code: string) =>
+  request(h.app).post('/api/v1/auth/login/2fa').send({ partial_token: partialToken, code });
+
+/** A verified user with 2FA enabled (through the API); returns the secret and a session token. */
+async function userWith2fa(): Promise<SignedUp & { secret: string; token: string }> {
+  const account = await signupAndVerify(h);
+  const { token } = await loginViaApi(h, account.email, account.password);
+  const setup = await post('/auth/2fa/setup', token);
+  expect(setup.status).toBe(200);
+  const enable = await post('/auth/2fa/enable', token, { code: codeNow(setup.body.secret) });
+  expect(enable.status).toBe(200);
+  return { ...account, secret: setup.body.secret, token };
+}
+
+async function partialTokenFor(account: SignedUp): Promise<string> {
+  const res = await loginRequest(h, { email: account.email, password: account.password });
+  expect(res.status).toBe(200);
+  expect(res.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
+  return res.body.partial_token;
+}
+
+it('oathtool is installed (the 2FA tests need it; install with: apt-get install -y oathtool)', () => {
+  expect(oathtoolCode('JBSWY3DPEHPK3PXP', new Date(1_700_000_000_000))).toBe('324550');
+});
+
+describe('2FA setup, enable and login', () => {
+  it('runs the whole flow with oathtool codes, refusing reused codes and reused partial tokens', async () => {
+    const account = await signupAndVerify(h);
+    const { token } = await loginViaApi(h, account.email, account.password);
+
+    const setup = await post('/auth/2fa/setup', token);
+    expect(setup.status).toBe(200);
+    const { secret, otpauth_url: url } = setup.body;
+    expect(secret).toMatch(/^[A-Z2-7]{32}$/);
+    const parsed = new URL(url);
+    expect(parsed.protocol).toBe('otpauth:');
+    expect(parsed.host).toBe('totp');
+    expect(decodeURIComponent(parsed.pathname)).toContain(account.email);
+    expect(parsed.searchParams.get('secret')).toBe(secret);
+    expect(parsed.searchParams.get('issuer')).toBeTruthy();
+
+    // Stored sealed, never in clear; not active until enabled.
+    const pending = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
+    expect(pending.totpPendingEnc).toMatch(/^v1\./);
+    expect(pending.totpPendingEnc).not.toContain(secret);
+    expect(pending.totpEnabled).toBe(false);
+    expect((await loginRequest(h, { email: account.email, password: account.password })).body.token).toEqual(expect.any(String));
+
+    const bad = await post('/auth/2fa/enable', token, { code: wrongCode(secret, h.clock.now()) });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ detail: expect.any(String) });
+    expect((await post('/auth/2fa/enable', token, { code: 'abcdef' })).status).toBe(400);
+
+    const enableCode = codeNow(secret);
+    const enabled = await post('/auth/2fa/enable', token, { code: enableCode });
+    expect(enabled.status).toBe(200);
+    expect(enabled.body).toEqual({ two_factor_enabled: true });
+    const stored = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
+    expect(stored.totpEnabled).toBe(true);
+    expect(stored.totpSecretEnc).toMatch(/^v1\./);
+    expect(stored.totpPendingEnc).toBeNull();
+    expect((await post('/auth/2fa/setup', token)).status).toBe(409);
+    expect((await post('/auth/2fa/enable', token, { code: enableCode })).status).toBe(409);
+    expect((await request(h.app).get('/api/v1/auth/me').set(bearer(token))).body.user.two_factor_enabled).toBe(true);
+
+    // Password login now yields a partial token, and no session or cookie.
+    const first = await loginRequest(h, { email: account.email, password: account.password });
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
+    expect(first.headers['set-cookie']).toBeUndefined();
+    const partial = first.body.partial_token;
+
+    // A partial token is never a session.
+    const asSession = await request(h.app).get('/api/v1/auth/me').set(bearer(partial));
+    expect(asSession.status).toBe(401);
+    expect(asSession.body).toEqual({ detail: expect.any(String) });
+    expect((await request(h.app).get('/api/v1/auth/me').set('Cookie', `session=${partial}`)).status).toBe(401);
+
+    // The code that enabled 2FA was used: refused for the rest of its window (RFC 6238 5.2).
+    const reused = await loginWith2fa(partial, enableCode);
+    expect(reused.status).toBe(401);
+    expect(reused.body).toEqual({ detail: 'Invalid two-factor code.' });
+
+    nextStep();
+    const loginCode = codeNow(secret);
+    const ok = await loginWith2fa(partial, loginCode);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({ token: expect.any(String), expires_at: expect.any(String), csrf_token: expect.any(String) });
+    const cookies = setCookies(ok);
+    expect(cookies.get('session')?.value).toBe(ok.body.token);
+    expect(cookies.get('session')?.attributes.has('httponly')).toBe(true);
+    const session = await request(h.app).get('/api/v1/auth/me').set(bearer(ok.body.token));
+    expect(session.status).toBe(200);
+    expect(session.body.user.id).toBe(account.userId);
+
+    // The same partial token a second time, even with a fresh code: refused.
+    nextStep();
+    const twice = await loginWith2fa(partial, codeNow(secret));
+    expect(twice.status).toBe(401);
+    expect(twice.body.detail).toContain('partial token');
+
+    // The login code on a new partial token: refused (the code was used).
+    h.clock.reset();
+    h.clock.advance(STEP_MS);
+    const replay = await loginWith2fa(await partialTokenFor(account), loginCode);
+    expect(replay.status).toBe(401);
+    expect(replay.body).toEqual({ detail: 'Invalid two-factor code.' });
+
+    // Disable needs a valid, unused code; afterwards password login gives a session again.
+    nextStep();
+    nextStep();
+    expect((await post('/auth/2fa/disable', ok.body.token, { code: wrongCode(secret, h.clock.now()) })).status).toBe(400);
+    const disabled = await post('/auth/2fa/disable', ok.body.token, { code: codeNow(secret) });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body).toEqual({ two_factor_enabled: false });
+    expect((await post('/auth/2fa/disable', ok.body.token, { code: codeNow(secret) })).status).toBe(409);
+    const plain = await loginRequest(h, { email: account.email, password: account.password });
+    expect(plain.status).toBe(200);
+    expect(plain.body.token).toEqual(expect.any(String));
+    const cleared = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
+    expect(cleared.totpSecretEnc).toBeNull();
+  });
+
+  it('locks a partial token after 5 wrong codes: 429 with Retry-After, even for a right code', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    const partial = await partialTokenFor(account);
+    const wrong = wrongCode(account.secret, h.clock.now());
+    for (let i = 0; i < 5; i++) {
+      const res = await loginWith2fa(partial, wrong);
+      expect(res.status).toBe(401);
+    }
+    const locked = await loginWith2fa(partial, codeNow(account.secret));
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(locked.body).toEqual({ detail: `Rate limit exceeded. Retry after ${locked.headers['retry-after']}s.` });
+    // Another partial token of the same user is not affected.
+    const fresh = await loginWith2fa(await partialTokenFor(account), codeNow(account.secret));
+    expect(fresh.status).toBe(200);
+  });
+
+  it('refuses expired, forged and malformed partial tokens', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    const partial = await partialTokenFor(account);
+    h.clock.advance(h.config.partialTokenTtlSeconds * 1000 + 1000);
+    expect((await loginWith2fa(partial, codeNow(account.secret))).status).toBe(401);
+    // A session token is not a partial token either.
+    expect((await loginWith2fa(account.token, codeNow(account.secret))).status).toBe(401);
+    expect((await loginWith2fa('garbage', '123456')).status).toBe(401);
+    expect((await loginWith2fa(partial, '12345')).status).toBe(400);
+    expect((await request(h.app).post('/api/v1/auth/login/2fa').send({ code: '123456' })).status).toBe(400);
+  });
+
+  it('stores the accepted time step so a concurrent replay of one code gets at most one session', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    const [a, b] = await Promise.all([partialTokenFor(account), partialTokenFor(account)]);
+    const code = codeNow(account.secret);
+    const results = await Promise.all([loginWith2fa(a, code), loginWith2fa(b, code)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 401]);
+    const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
+    expect(user.totpLastStep).not.toBeNull();
+  });
+});

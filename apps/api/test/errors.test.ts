@@ -1,0 +1,115 @@
+// The error envelope (SPEC Errors): every error, including the ones the framework and body parser raise, is
+// JSON with exactly a string `detail` (plus `code` only for EMAIL_NOT_VERIFIED). And the security headers.
+import request from 'supertest';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { bearer, createOrg, type TestOrg } from './support/fixtures';
+import { signupViaApi } from './support/auth-helpers';
+
+let h: Harness;
+let org: TestOrg;
+
+beforeAll(async () => {
+  h = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '1000' });
+  org = await createOrg(h);
+});
+afterAll(() => h.close());
+
+function expectEnvelope(res: request.Response, status: number) {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(Object.keys(res.body)).toEqual(['detail']);
+  expect(typeof res.body.detail).toBe('string');
+  expect(res.body.detail.length).toBeGreaterThan(0);
+}
+
+describe('the error envelope', () => {
+  it('answers unknown routes with 404 { detail }, inside and outside /api/v1 and for any method', async () => {
+    expectEnvelope(await request(h.app).get('/api/v1/no-such-thing'), 404);
+    expectEnvelope(await request(h.app).get('/nothing/here'), 404);
+    expectEnvelope(await request(h.app).delete('/api/v1/auth/login'), 404);
+    expectEnvelope(await request(h.app).post('/api/v1/auth/nope').send({}), 404);
+  });
+
+  it('answers malformed JSON with 400 { detail }', async () => {
+    const res = await request(h.app).post('/api/v1/auth/login').set('Content-Type', 'application/json').send('{"email": "a@b.c",');
+    expectEnvelope(res, 400);
+    expect(res.body.detail).toMatch(/JSON/);
+    expectEnvelope(await request(h.app).post('/api/v1/auth/login').set('Content-Type', 'application/json').send('"just a string"'), 400);
+  });
+
+  it('answers a body that is not JSON with 415 { detail }', async () => {
+    const text = await request(h.app).post('/api/v1/auth/login').set('Content-Type', 'text/plain').send('email=a@b.c&password=x');
+    expectEnvelope(text, 415);
+    const form = await request(h.app).post('/api/v1/auth/signup').type('form').send({ email: 'a@b.c', password: 'xxxxxxxxxxxx' });
+    expectEnvelope(form, 415);
+    const charset = await request(h.app)
+      .post('/api/v1/auth/login')
+      .set('Content-Type', 'application/json; charset=iso-8859-1')
+      .send('{"email":"a@b.c","password":"x"}');
+    expectEnvelope(charset, 415);
+  });
+
+  it('answers a body over 1 MB with 413 { detail }', async () => {
+    const big = JSON.stringify({ email: 'a@b.c', password: 'x', padding: 'x'.repeat(1024 * 1024 + 10) });
+    expectEnvelope(await request(h.app).post('/api/v1/auth/login').set('Content-Type', 'application/json').send(big), 413);
+  });
+
+  it('uses { detail } for schema (400), credential (401), scope (403), CSRF (403), conflict (409) and 422 errors', async () => {
+    expectEnvelope(await request(h.app).post('/api/v1/auth/login').send({ email: 'nobody@example.test' }), 400);
+    expectEnvelope(await request(h.app).get('/api/v1/auth/me'), 401);
+    expectEnvelope(await request(h.app).get('/api/v1/auth/me').set('Authorization', 'Token abc'), 401);
+    expectEnvelope(await request(h.app).get('/api/v1/auth/me').set(bearer('eyJhbGciOiJIUzI1NiJ9.e30.x')), 401);
+    expectEnvelope(await request(h.app).post('/api/v1/auth/login').send({ email: 'nobody@example.test', password: 'whatever it is' }), 401);
+
+    const scope = await request(h.app).post('/api/v1/api-keys').set(bearer(org.member.token)).send({ name: 'x', scopes: ['org:read'] });
+    expectEnvelope(scope, 403);
+    expect(scope.body.detail).toContain('api_keys:create');
+    const bundle = await request(h.app).post('/api/v1/api-keys').set(bearer(org.manager.token)).send({ name: 'x', scopes: ['webhooks:read'] });
+    expectEnvelope(bundle, 403);
+    expectEnvelope(await request(h.app).post('/api/v1/auth/logout').set('Cookie', `session=${org.admin.token}`), 403);
+
+    const existing = await signupViaApi(h);
+    const dup = await request(h.app)
+      .post('/api/v1/auth/signup')
+      .send({ email: existing.email, password: 'long enough password', name: 'N', organization_name: 'O' });
+    expectEnvelope(dup, 409);
+    expectEnvelope(await request(h.app).post('/api/v1/api-keys').set(bearer(org.owner.token)).send({ name: 'x', scopes: ['nope:nope'] }), 422);
+  });
+
+  it('adds `code` only where SPEC names one: EMAIL_NOT_VERIFIED', async () => {
+    const pending = await signupViaApi(h);
+    const res = await request(h.app).post('/api/v1/auth/login').send({ email: pending.email, password: pending.password });
+    expect(res.status).toBe(403);
+    expect(Object.keys(res.body).sort()).toEqual(['code', 'detail']);
+    expect(res.body).toEqual({ detail: expect.any(String), code: 'EMAIL_NOT_VERIFIED' });
+  });
+
+  it('answers 429 with { detail } and Retry-After', async () => {
+    const limited = await createHarness({ RATE_LIMIT_PER_MINUTE: '1' });
+    try {
+      await request(limited.app).post('/api/v1/auth/verify-email').send({ token: `t-${uniqueSuffix()}` });
+      const res = await request(limited.app).post('/api/v1/auth/verify-email').send({ token: 'x' });
+      expectEnvelope(res, 429);
+      expect(res.headers['retry-after']).toMatch(/^\d+$/);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('headers', () => {
+  it('sends no framework banner and sets helmet\'s security headers, on success and on error', async () => {
+    for (const res of [
+      await request(h.app).get('/api/v1/auth/me').set(bearer(org.member.token)),
+      await request(h.app).get('/api/v1/missing'),
+    ]) {
+      expect(res.headers['x-powered-by']).toBeUndefined();
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['content-security-policy']).toContain("default-src 'self'");
+      expect(res.headers['strict-transport-security']).toMatch(/max-age=\d+/);
+      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+      expect(res.headers['referrer-policy']).toBe('no-referrer');
+      expect(res.headers['x-request-id']).toEqual(expect.any(String));
+    }
+  });
+});

@@ -1,0 +1,79 @@
+// Rate limits (SPEC Errors rule 2, DESIGN.md numbers), with harnesses whose limits are small. Limits live in
+// Redis, so they hold across API instances: two apps over one Redis prefix share the counts.
+import request from 'supertest';
+import { createApp } from '../src/app';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { bearer, createOrg, type TestOrg } from './support/fixtures';
+import { signupAndVerify, type SignedUp } from './support/auth-helpers';
+
+function expectRateLimited(res: request.Response) {
+  expect(res.status).toBe(429);
+  const retryAfter = res.headers['retry-after'];
+  expect(retryAfter).toMatch(/^\d+$/);
+  expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+  expect(Number(retryAfter)).toBeLessThanOrEqual(60);
+  expect(res.body).toEqual({ detail: `Rate limit exceeded. Retry after ${retryAfter}s.` });
+}
+
+describe('login attempts (LOGIN_RATE_LIMIT_PER_MINUTE=3), per client address and per e-mail', () => {
+  let h: Harness;
+  let account: SignedUp;
+
+  beforeAll(async () => {
+    // TRUST_PROXY lets the test pose as several client addresses through X-Forwarded-For.
+    h = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: 'true' });
+    account = await signupAndVerify(h);
+  });
+  afterAll(() => h.close());
+
+  const attempt = (ip: string, email: string, password = 'wrong password!') =>
+    request(h.app).post('/api/v1/auth/login').set('X-Forwarded-For', ip).send({ email, password });
+
+  it('limits one address trying many e-mails', async () => {
+    for (let i = 0; i < 3; i++) expect((await attempt('203.0.113.10', `probe-${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    expectRateLimited(await attempt('203.0.113.10', `probe-x-${uniqueSuffix()}@example.test`));
+    // ... even with the right password, and without touching other addresses.
+    expectRateLimited(await attempt('203.0.113.10', account.email, account.password));
+    expect((await attempt('203.0.113.11', `other-${uniqueSuffix()}@example.test`)).status).toBe(401);
+  });
+
+  it('limits one e-mail tried from many addresses', async () => {
+    const target = `target-${uniqueSuffix()}@example.test`;
+    for (let i = 0; i < 3; i++) expect((await attempt(`198.51.100.${i + 1}`, target)).status).toBe(401);
+    expectRateLimited(await attempt('198.51.100.99', target));
+    expectRateLimited(await attempt('198.51.100.99', target.toUpperCase()));
+  });
+});
+
+describe('requests (RATE_LIMIT_PER_MINUTE=3), per credential and per address before authentication', () => {
+  let h: Harness;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    h = await createHarness({ RATE_LIMIT_PER_MINUTE: '3' });
+    org = await createOrg(h);
+  });
+  afterAll(() => h.close());
+
+  it('limits an authenticated credential, not the others', async () => {
+    const me = (token: string) => request(h.app).get('/api/v1/auth/me').set(bearer(token));
+    for (let i = 0; i < 3; i++) expect((await me(org.member.token)).status).toBe(200);
+    expectRateLimited(await me(org.member.token));
+    expect((await me(org.manager.token)).status).toBe(200);
+  });
+
+  it('shares the count between API instances through Redis', async () => {
+    const second = createApp(h.deps);
+    const me = (app: typeof h.app) => request(app).get('/api/v1/auth/me').set(bearer(org.admin.token));
+    expect((await me(h.app)).status).toBe(200);
+    expect((await me(second)).status).toBe(200);
+    expect((await me(h.app)).status).toBe(200);
+    expectRateLimited(await me(second));
+  });
+
+  it('limits unauthenticated routes per client address', async () => {
+    const verify = () => request(h.app).post('/api/v1/auth/verify-email').send({ token: 'nope' });
+    for (let i = 0; i < 3; i++) expect((await verify()).status).toBe(400);
+    expectRateLimited(await verify());
+  });
+});

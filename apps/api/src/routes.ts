@@ -4,8 +4,23 @@ import type { RateLimiters } from './http/rate-limit';
 import type { RouteSpec } from './http/route';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes';
 import { authRoutes } from './modules/auth/auth.routes';
+import { organizationRoutes } from './modules/organizations/organizations.routes';
+import { memberRoutes } from './modules/members/members.routes';
+import { invitationRoutes } from './modules/invitations/invitations.routes';
+import { teamRoutes } from './modules/teams/teams.routes';
+import { projectRoutes } from './modules/projects/projects.routes';
+import { assessmentRoutes } from './modules/assessments/assessments.routes';
+import { grantRoutes } from './modules/grants/grants.routes';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
-  return [...authRoutes(deps, limiters), ...apiKeyRoutes(deps), ...webhookRoutes(deps)];
+  return [...authRoutes(deps, limiters), ...apiKeyRoutes(deps),
+    ...organizationRoutes(deps),
+    ...memberRoutes(deps),
+    ...invitationRoutes(deps),
+    ...teamRoutes(deps),
+    ...projectRoutes(deps),
+    ...assessmentRoutes(deps),
+    ...grantRoutes(deps),
+    ...webhookRoutes(deps)];
 }

@@ -59,3 +59,24 @@ export async function createOrg(h: Harness, name = `Org ${uniqueSuffix()}`): Pro
 }
 
 export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+/** A project written straight to the database (no grants): for arranging data, not for testing creation. */
+export async function insertProject(h: Harness, organizationId: string, name = `Project ${uniqueSuffix()}`) {
+  return h.deps.prisma.project.create({ data: { id: newId('prj'), organizationId, name } });
+}
+
+/** An assessment written straight to the database in a project. */
+export async function insertAssessment(h: Harness, organizationId: string, projectId: string, name = `Assessment ${uniqueSuffix()}`) {
+  return h.deps.prisma.assessment.create({ data: { id: newId('asm'), organizationId, projectId, name } });
+}
+
+/** A grant written straight to the database: on a project (assessmentId NULL) or on an assessment (projectId NULL). */
+export async function insertGrant(
+  h: Harness,
+  organizationId: string,
+  target: { projectId: string } | { assessmentId: string },
+  subject: { userId: string } | { teamId: string },
+  access: 'read' | 'write',
+) {
+  return h.deps.prisma.accessGrant.create({ data: { id: newId('grant'), organizationId, ...target, ...subject, access } });
+}

@@ -1,0 +1,42 @@
+import type { AppDeps } from '../../app-deps';
+import { principalOf } from '../../auth/principal';
+import type { RouteSpec } from '../../http/route';
+import { acceptInvitationBody, createInvitationBody, listInvitationsQuery } from './invitations.schemas';
+import { acceptInvitation, createInvitation, listInvitations, revokeInvitation } from './invitations.service';
+
+export function invitationRoutes(deps: AppDeps): RouteSpec[] {
+  return [
+    {
+      method: 'post',
+      path: '/invitations',
+      scope: 'members:invite',
+      summary: 'Invite an e-mail address with a role (not above yours, never owner); mails an accept link valid 7 days',
+      schemas: { body: createInvitationBody },
+      status: 201,
+      handler: (req) => createInvitation(deps, principalOf(req), req.body),
+    },
+    {
+      method: 'get',
+      path: '/invitations',
+      scope: 'members:read',
+      summary: "List the organization's invitations (pending, accepted, expired)",
+      schemas: { query: listInvitationsQuery },
+      handler: (req) => listInvitations(deps, principalOf(req), req.query as never),
+    },
+    {
+      method: 'post',
+      path: '/invitations/accept',
+      scope: 'public',
+      summary: 'Accept an invitation with the mailed token: new e-mail -> active user with the password; existing user -> password check',
+      schemas: { body: acceptInvitationBody },
+      handler: (req) => acceptInvitation(deps, req.body),
+    },
+    {
+      method: 'delete',
+      path: '/invitations/:id',
+      scope: 'members:invite',
+      summary: 'Revoke a pending invitation',
+      handler: (req) => revokeInvitation(deps, principalOf(req), req.params.id as string),
+    },
+  ];
+}

@@ -1,0 +1,175 @@
+// E-mail invitations. The token travels only in the e-mailed link; the database keeps its SHA-256. Accepting
+// proves control of the address: a new address becomes an active user, an existing user proves their password.
+import bcrypt from 'bcrypt';
+import { roleRank, type Role } from '@svc/scopes';
+import type { Invitation } from '@svc/db';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
+import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { password as passwordRules } from '../../http/validate';
+import { randomToken, sha256Hex } from '../../lib/crypto';
+import { newId } from '../../lib/ids';
+
+export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+function statusOf(inv: Invitation, now: Date): 'pending' | 'accepted' | 'expired' {
+  if (inv.acceptedAt) return 'accepted';
+  return inv.expiresAt <= now ? 'expired' : 'pending';
+}
+
+export function presentInvitation(inv: Invitation, now: Date) {
+  return {
+    id: inv.id,
+    email: inv.email,
+    role: inv.role,
+    status: statusOf(inv, now),
+    invited_by_id: inv.invitedById,
+    expires_at: inv.expiresAt.toISOString(),
+    accepted_at: inv.acceptedAt?.toISOString() ?? null,
+    created_at: inv.createdAt.toISOString(),
+  };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
+}
+
+const emailFilter = (address: string) => ({ equals: address, mode: 'insensitive' as const });
+
+export async function createInvitation(deps: AppDeps, principal: Principal, input: { email: string; role: Role }) {
+  if (input.role === 'owner') {
+    throw badRequest('Nobody can be invited as owner: invite them with another role, then transfer ownership.');
+  }
+  if (roleRank(input.role) > roleRank(principal.role)) {
+    throw forbidden(`You cannot invite with a role (${input.role}) above your own (${principal.role}).`);
+  }
+  const orgId = principal.organizationId;
+  const now = deps.clock.now();
+  const existingMember = await deps.prisma.membership.findFirst({
+    where: { organizationId: orgId, user: { email: emailFilter(input.email) } },
+  });
+  if (existingMember) throw conflict('This e-mail address already belongs to a member of the organization.');
+  const pending = await deps.prisma.invitation.findFirst({
+    where: { organizationId: orgId, email: emailFilter(input.email), acceptedAt: null, expiresAt: { gt: now } },
+  });
+  if (pending) throw conflict('An invitation for this e-mail address is already pending; revoke it to send a new one.');
+
+  const token = randomToken(32);
+  const [invitation, org] = await Promise.all([
+    deps.prisma.invitation.create({
+      data: {
+        id: newId('inv'),
+        organizationId: orgId,
+        email: input.email,
+        role: input.role,
+        tokenHash: sha256Hex(token),
+        invitedById: principal.userId,
+        expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+      },
+    }),
+    deps.prisma.organization.findUniqueOrThrow({ where: { id: orgId }, select: { name: true } }),
+  ]);
+  const link = `${deps.config.publicBaseUrl}/accept-invite?token=${encodeURIComponent(token)}`;
+  try {
+    await deps.mailer.send({
+      to: input.email,
+      subject: `You are invited to join ${org.name}`,
+      text:
+        `You have been invited to join the organization "${org.name}" as ${input.role}.\n\n` +
+        `Accept the invitation: ${link}\n\nThe link expires on ${invitation.expiresAt.toISOString()}.\n`,
+    });
+  } catch (err) {
+    // An invitation nobody received is useless and would block a retry as "already pending".
+    await deps.prisma.invitation.delete({ where: { id: invitation.id } }).catch(() => undefined);
+    throw err;
+  }
+  return presentInvitation(invitation, now);
+}
+
+export async function listInvitations(deps: AppDeps, principal: Principal, query: PageQuery) {
+  const args = pageArgs(query);
+  const rows = await deps.prisma.invitation.findMany({
+    ...args,
+    where: { ...args.where, organizationId: principal.organizationId },
+  });
+  const now = deps.clock.now();
+  return toPage(rows, query, (inv) => presentInvitation(inv, now));
+}
+
+export async function revokeInvitation(deps: AppDeps, principal: Principal, id: string): Promise<void> {
+  const inv = await deps.prisma.invitation.findFirst({ where: { id, organizationId: principal.organizationId } });
+  if (!inv) throw notFound('Invitation');
+  if (inv.acceptedAt) throw conflict('The invitation has already been accepted; remove the member instead.');
+  await deps.prisma.invitation.deleteMany({ where: { id, organizationId: principal.organizationId, acceptedAt: null } });
+}
+
+const INVALID_TOKEN = 'The invitation link is invalid, expired or already used.';
+
+export async function acceptInvitation(deps: AppDeps, input: { token: string; name?: string; password?: string }) {
+  const now = deps.clock.now();
+  const inv = await deps.prisma.invitation.findUnique({ where: { tokenHash: sha256Hex(input.token) } });
+  if (!inv || inv.acceptedAt || inv.expiresAt <= now) throw badRequest(INVALID_TOKEN);
+
+  const user = await deps.prisma.user.findFirst({ where: { email: emailFilter(inv.email) } });
+  let newUser: { passwordHash: string; name: string } | undefined;
+  if (user) {
+    const member = await deps.prisma.membership.findUnique({
+      where: { organizationId_userId: { organizationId: inv.organizationId, userId: user.id } },
+    });
+    if (member) throw conflict('You are already a member of this organization.');
+    if (input.password === undefined) throw badRequest('An account with this e-mail exists: send its password to accept.');
+    if (!user.passwordHash || !(await bcrypt.compare(input.password, user.passwordHash))) {
+      throw unauthorized('Wrong password for the existing account.');
+    }
+  } else {
+    if (input.password === undefined) throw badRequest('Choose a password (`password`) to create your account.');
+    const { error } = passwordRules().validate(input.password);
+    if (error) throw badRequest(`Invalid body: ${error.details[0].message.replace(/"/g, "'")}.`);
+    newUser = {
+      passwordHash: await bcrypt.hash(input.password, deps.config.bcryptRounds),
+      name: input.name ?? inv.email.split('@')[0],
+    };
+  }
+
+  try {
+    return await deps.prisma.$transaction(async (tx) => {
+      // Claim the invitation first: of two concurrent accepts, only one gets it.
+      const claimed = await tx.invitation.updateMany({
+        where: { id: inv.id, acceptedAt: null, expiresAt: { gt: now } },
+        data: { acceptedAt: now },
+      });
+      if (claimed.count !== 1) throw badRequest(INVALID_TOKEN);
+      let userId: string;
+      if (user) {
+        userId = user.id;
+        // The e-mailed link proves the address: a user still pending verification becomes active.
+        if (user.status !== 'active') {
+          await tx.user.update({ where: { id: user.id }, data: { status: 'active', emailVerifiedAt: user.emailVerifiedAt ?? now } });
+        }
+      } else {
+        const created = await tx.user.create({
+          data: {
+            id: newId('usr'),
+            email: inv.email,
+            name: newUser!.name,
+            passwordHash: newUser!.passwordHash,
+            status: 'active',
+            emailVerifiedAt: now,
+          },
+        });
+        userId = created.id;
+      }
+      await tx.membership.create({
+        data: { id: newId('mem'), organizationId: inv.organizationId, userId, role: inv.role },
+      });
+      const org = await tx.organization.findUniqueOrThrow({ where: { id: inv.organizationId }, select: { id: true, name: true } });
+      return { organization: { id: org.id, name: org.name }, user_id: userId, email: inv.email, role: inv.role, new_user: !user };
+    });
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    // A concurrent signup with this address, or a concurrent accept of another invitation to this organization.
+    if (isUniqueViolation(err)) throw conflict('The account or membership was created concurrently; sign in and retry.');
+    throw err;
+  }
+}

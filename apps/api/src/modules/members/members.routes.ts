@@ -1,0 +1,33 @@
+import type { AppDeps } from '../../app-deps';
+import { principalOf } from '../../auth/principal';
+import type { RouteSpec } from '../../http/route';
+import { changeRoleBody, listMembersQuery } from './members.schemas';
+import { changeRole, listMembers, removeMember } from './members.service';
+
+export function memberRoutes(deps: AppDeps): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/members',
+      scope: 'members:read',
+      summary: 'List the members of the organization with their role and user details',
+      schemas: { query: listMembersQuery },
+      handler: (req) => listMembers(deps, principalOf(req), req.query as never),
+    },
+    {
+      method: 'patch',
+      path: '/members/:user_id',
+      scope: 'members:change_role',
+      summary: "Change a member's role (never above your own; the owner role moves by transfer-ownership)",
+      schemas: { body: changeRoleBody },
+      handler: (req) => changeRole(deps, principalOf(req), req.params.user_id as string, req.body),
+    },
+    {
+      method: 'delete',
+      path: '/members/:user_id',
+      scope: 'members:remove',
+      summary: 'Remove a member; their sessions and API keys in this organization stop working',
+      handler: (req) => removeMember(deps, principalOf(req), req.params.user_id as string),
+    },
+  ];
+}

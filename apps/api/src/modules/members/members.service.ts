@@ -1,0 +1,92 @@
+// Memberships of the caller's organization. The role ladder: nobody grants a role above their own or touches
+// someone whose role is above their own; the owner role moves only through transfer-ownership, so an
+// organization always keeps exactly one owner.
+import { roleRank, type Role } from '@svc/scopes';
+import type { Membership, User } from '@svc/db';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { badRequest, forbidden, notFound } from '../../http/errors';
+import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+
+type MembershipWithUser = Membership & { user: Pick<User, 'email' | 'name' | 'status'> };
+
+export function presentMember(m: MembershipWithUser) {
+  return {
+    user_id: m.userId,
+    email: m.user.email,
+    name: m.user.name,
+    status: m.user.status,
+    role: m.role,
+    joined_at: m.createdAt.toISOString(),
+  };
+}
+
+const userInfo = { user: { select: { email: true, name: true, status: true } } } as const;
+
+export async function listMembers(deps: AppDeps, principal: Principal, query: PageQuery) {
+  const args = pageArgs(query);
+  const rows = await deps.prisma.membership.findMany({
+    ...args,
+    where: { ...args.where, organizationId: principal.organizationId },
+    include: userInfo,
+  });
+  return toPage(rows, query, presentMember);
+}
+
+async function findMember(deps: AppDeps, principal: Principal, userId: string): Promise<MembershipWithUser> {
+  const m = await deps.prisma.membership.findUnique({
+    where: { organizationId_userId: { organizationId: principal.organizationId, userId } },
+    include: userInfo,
+  });
+  if (!m) throw notFound('Member');
+  return m;
+}
+
+function refuseIfAbove(principal: Principal, target: Membership, action: string): void {
+  if (roleRank(target.role as Role) > roleRank(principal.role)) {
+    throw forbidden(`You cannot ${action} a member whose role (${target.role}) is above your own (${principal.role}).`);
+  }
+}
+
+export async function changeRole(deps: AppDeps, principal: Principal, userId: string, input: { role: Role }) {
+  const target = await findMember(deps, principal, userId);
+  refuseIfAbove(principal, target, 'change the role of');
+  if (input.role === 'owner') {
+    throw badRequest('The owner role can only be given by transferring ownership (POST /organization/transfer-ownership).');
+  }
+  if (roleRank(input.role) > roleRank(principal.role)) {
+    throw forbidden(`You cannot grant a role (${input.role}) above your own (${principal.role}).`);
+  }
+  if (target.role === 'owner') {
+    throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
+  }
+  // Conditional on the role read above, so a concurrent transfer of ownership to this member is not undone.
+  const { count } = await deps.prisma.membership.updateMany({
+    where: { id: target.id, role: target.role },
+    data: { role: input.role },
+  });
+  if (count !== 1) throw notFound('Member');
+  return presentMember({ ...target, role: input.role });
+}
+
+/**
+ * Removes a member: the membership, their team memberships and direct grants in this organization go, and their
+ * sessions and API keys of this organization are revoked, all in one transaction.
+ */
+export async function removeMember(deps: AppDeps, principal: Principal, userId: string): Promise<void> {
+  const target = await findMember(deps, principal, userId);
+  refuseIfAbove(principal, target, 'remove');
+  if (target.role === 'owner') {
+    throw badRequest('The owner cannot be removed: transfer ownership first.');
+  }
+  const orgId = principal.organizationId;
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    const { count } = await tx.membership.deleteMany({ where: { id: target.id, role: { not: 'owner' } } });
+    if (count !== 1) throw notFound('Member');
+    await tx.teamMember.deleteMany({ where: { userId, team: { organizationId: orgId } } });
+    await tx.accessGrant.deleteMany({ where: { organizationId: orgId, userId } });
+    await tx.session.updateMany({ where: { organizationId: orgId, userId, revokedAt: null }, data: { revokedAt: now } });
+    await tx.apiKey.updateMany({ where: { organizationId: orgId, userId, revokedAt: null }, data: { revokedAt: now } });
+  });
+}

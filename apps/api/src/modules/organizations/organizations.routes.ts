@@ -1,0 +1,41 @@
+import type { AppDeps } from '../../app-deps';
+import { principalOf } from '../../auth/principal';
+import type { RouteSpec } from '../../http/route';
+import { deleteOrganizationBody, transferOwnershipBody, updateOrganizationBody } from './organizations.schemas';
+import { deleteOrganization, getOrganization, transferOwnership, updateOrganization } from './organizations.service';
+
+export function organizationRoutes(deps: AppDeps): RouteSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/organization',
+      scope: 'org:read',
+      summary: "Read the caller's organization",
+      handler: (req) => getOrganization(deps, principalOf(req)),
+    },
+    {
+      method: 'patch',
+      path: '/organization',
+      scope: 'org:update',
+      summary: 'Rename the organization',
+      schemas: { body: updateOrganizationBody },
+      handler: (req) => updateOrganization(deps, principalOf(req), req.body),
+    },
+    {
+      method: 'delete',
+      path: '/organization',
+      scope: 'org:delete',
+      summary: 'Permanently delete the organization and everything in it; body {confirm: <organization name>}',
+      schemas: { body: deleteOrganizationBody },
+      handler: (req) => deleteOrganization(deps, principalOf(req), req.body),
+    },
+    {
+      method: 'post',
+      path: '/organization/transfer-ownership',
+      scope: 'org:transfer_ownership',
+      summary: 'Make an active member the owner; the previous owner becomes an admin',
+      schemas: { body: transferOwnershipBody },
+      handler: (req) => transferOwnership(deps, principalOf(req), req.body),
+    },
+  ];
+}

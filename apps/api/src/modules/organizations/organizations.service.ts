@@ -1,0 +1,64 @@
+// The caller's organization: profile, rename, deletion (by cascade) and ownership transfer.
+import type { Organization } from '@svc/db';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { badRequest, conflict, notFound } from '../../http/errors';
+
+export function presentOrganization(org: Organization) {
+  return {
+    id: org.id,
+    name: org.name,
+    created_at: org.createdAt.toISOString(),
+    updated_at: org.updatedAt.toISOString(),
+  };
+}
+
+async function loadOrganization(deps: AppDeps, principal: Principal): Promise<Organization> {
+  const org = await deps.prisma.organization.findUnique({ where: { id: principal.organizationId } });
+  if (!org) throw notFound('Organization');
+  return org;
+}
+
+export async function getOrganization(deps: AppDeps, principal: Principal) {
+  return presentOrganization(await loadOrganization(deps, principal));
+}
+
+export async function updateOrganization(deps: AppDeps, principal: Principal, input: { name: string }) {
+  await loadOrganization(deps, principal);
+  const org = await deps.prisma.organization.update({ where: { id: principal.organizationId }, data: { name: input.name } });
+  return presentOrganization(org);
+}
+
+/** Deletes the organization and, by cascade, everything it owns. Users themselves remain. */
+export async function deleteOrganization(deps: AppDeps, principal: Principal, input: { confirm: string }): Promise<void> {
+  const org = await loadOrganization(deps, principal);
+  if (input.confirm !== org.name) {
+    throw badRequest('To delete the organization, send its exact name in the `confirm` field.');
+  }
+  // deleteMany with the name in the filter: a concurrent rename between the check and the delete deletes nothing.
+  const { count } = await deps.prisma.organization.deleteMany({ where: { id: org.id, name: input.confirm } });
+  if (count === 0) throw conflict('The organization changed while it was being deleted; re-fetch and retry.');
+}
+
+/**
+ * Makes an active member the owner; the previous owner becomes an admin. One transaction, and the demotion is
+ * conditional on the caller still being the owner, so two concurrent transfers cannot both succeed.
+ */
+export async function transferOwnership(deps: AppDeps, principal: Principal, input: { user_id: string }) {
+  if (input.user_id === principal.userId) throw badRequest('You already own this organization.');
+  return deps.prisma.$transaction(async (tx) => {
+    const target = await tx.membership.findUnique({
+      where: { organizationId_userId: { organizationId: principal.organizationId, userId: input.user_id } },
+      include: { user: { select: { status: true } } },
+    });
+    if (!target) throw notFound('Member');
+    if (target.user.status !== 'active') throw badRequest('The new owner must be an active user.');
+    const demoted = await tx.membership.updateMany({
+      where: { organizationId: principal.organizationId, userId: principal.userId, role: 'owner' },
+      data: { role: 'admin' },
+    });
+    if (demoted.count !== 1) throw conflict('Only the current owner can transfer ownership.');
+    await tx.membership.update({ where: { id: target.id }, data: { role: 'owner' } });
+    return { owner_id: input.user_id, previous_owner_id: principal.userId, previous_owner_role: 'admin' };
+  });
+}

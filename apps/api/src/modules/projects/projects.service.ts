@@ -1,0 +1,83 @@
+// Projects. Reading and writing go through the access service: owners and admins reach every project of their
+// organization, everybody else the projects a user or team grant gives them. The creator of a project who is
+// not an owner or admin receives a write grant on it.
+import type { Project } from '@svc/db';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { newId } from '../../lib/ids';
+import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
+
+export function presentProject(p: Project) {
+  return {
+    id: p.id,
+    name: p.name,
+    description: p.description,
+    archived: p.archivedAt !== null,
+    archived_at: p.archivedAt?.toISOString() ?? null,
+    created_at: p.createdAt.toISOString(),
+    updated_at: p.updatedAt.toISOString(),
+  };
+}
+
+export async function createProject(deps: AppDeps, principal: Principal, input: { name: string; description?: string | null }) {
+  const project = await deps.prisma.$transaction(async (tx) => {
+    const created = await tx.project.create({
+      data: {
+        id: newId('prj'),
+        organizationId: principal.organizationId,
+        name: input.name,
+        description: input.description || null,
+      },
+    });
+    if (!hasOrgWideWrite(principal)) {
+      await tx.accessGrant.create({
+        data: {
+          id: newId('grant'),
+          organizationId: principal.organizationId,
+          projectId: created.id,
+          assessmentId: null,
+          userId: principal.userId,
+          access: 'write',
+        },
+      });
+    }
+    return created;
+  });
+  return presentProject(project);
+}
+
+export async function listProjects(deps: AppDeps, principal: Principal, query: PageQuery & { archived?: boolean }) {
+  const args = pageArgs(query);
+  const readable = await readableProjectsFilter(deps, principal);
+  const archived = query.archived === undefined ? {} : { archivedAt: query.archived ? { not: null } : null };
+  const rows = await deps.prisma.project.findMany({ ...args, where: { ...args.where, ...readable, ...archived } });
+  return toPage(rows, query, presentProject);
+}
+
+export async function getProject(deps: AppDeps, principal: Principal, id: string) {
+  return presentProject(await requireProjectAccess(deps, principal, id, 'read'));
+}
+
+export async function updateProject(
+  deps: AppDeps,
+  principal: Principal,
+  id: string,
+  input: { name?: string; description?: string | null; archived?: boolean },
+) {
+  const current = await requireProjectAccess(deps, principal, id, 'write');
+  const data: { name?: string; description?: string | null; archivedAt?: Date | null } = {};
+  if (input.name !== undefined) data.name = input.name;
+  if (input.description !== undefined) data.description = input.description || null;
+  // Archiving an archived project keeps its first archive time; unarchiving clears it.
+  if (input.archived === true && !current.archivedAt) data.archivedAt = deps.clock.now();
+  if (input.archived === false) data.archivedAt = null;
+  const project = await deps.prisma.project.update({ where: { id: current.id }, data });
+  return presentProject(project);
+}
+
+/** Deletes the project with its assessments and grants (cascade). */
+export async function deleteProject(deps: AppDeps, principal: Principal, id: string): Promise<void> {
+  await requireProjectAccess(deps, principal, id, 'write');
+  await deps.prisma.project.deleteMany({ where: { id, organizationId: principal.organizationId } });
+}

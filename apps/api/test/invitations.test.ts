@@ -1,0 +1,251 @@
+import bcrypt from 'bcrypt';
+import request from 'supertest';
+import { sha256Hex } from '../src/lib/crypto';
+import { newId } from '../src/lib/ids';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { TEST_PASSWORD, bearer, createOrg, type TestOrg } from './support/fixtures';
+
+let h: Harness;
+let org: TestOrg;
+
+beforeAll(async () => {
+  h = await createHarness({ PUBLIC_BASE_URL: 'https://app.example.test' });
+  org = await createOrg(h);
+});
+afterAll(() => h.close());
+
+const api = () => request(h.app);
+const freshEmail = (label = 'invitee') => `${label}-${uniqueSuffix()}@example.test`;
+const invite = (token: string, body: Record<string, unknown>) => api().post('/api/v1/invitations').set(bearer(token)).send(body);
+const accept = (body: Record<string, unknown>) => api().post('/api/v1/invitations/accept').send(body);
+const NEW_PASSWORD = 'a brand new passphrase';
+
+/** The token of the last invitation e-mailed to this address, read from the link in the message. */
+function tokenMailedTo(address: string): string {
+  const messages = h.mail().filter((m) => m.to === address);
+  expect(messages.length).toBeGreaterThan(0);
+  const match = /https:\/\/app\.example\.test\/accept-invite\?token=([A-Za-z0-9_-]+)/.exec(messages[messages.length - 1].text);
+  expect(match).not.toBeNull();
+  return match![1];
+}
+
+async function invited(by = org.admin, role = 'member', address = freshEmail()) {
+  const res = await invite(by.token, { email: address, role });
+  expect(res.status).toBe(201);
+  return { id: res.body.id as string, email: address, token: tokenMailedTo(address) };
+}
+
+describe('POST /invitations', () => {
+  it('stores the invitation with a hashed token, a 7-day expiry, and mails the accept link', async () => {
+    const address = freshEmail();
+    const before = Date.now();
+    const res = await invite(org.admin.token, { email: address, role: 'manager' });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^inv_[0-9a-z]{26}$/),
+      email: address,
+      role: 'manager',
+      status: 'pending',
+      invited_by_id: org.admin.id,
+      expires_at: expect.any(String),
+      accepted_at: null,
+      created_at: expect.any(String),
+    });
+    const week = 7 * 24 * 3600 * 1000;
+    const expiresAt = new Date(res.body.expires_at).getTime();
+    expect(expiresAt).toBeGreaterThanOrEqual(before + week - 1000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + week + 1000);
+
+    const token = tokenMailedTo(address);
+    const mail = h.mail().find((m) => m.to === address)!;
+    expect(mail.subject).toContain(org.name);
+    expect(mail.text).toContain('manager');
+    const row = await h.deps.prisma.invitation.findUniqueOrThrow({ where: { id: res.body.id } });
+    expect(row.tokenHash).toBe(sha256Hex(token));
+    expect(JSON.stringify(row)).not.toContain(token);
+    expect(JSON.stringify(res.body)).not.toContain(token);
+  });
+
+  it('normalises the e-mail address to lower case', async () => {
+    const address = freshEmail('MiXeD').replace('@example.test', '@Example.TEST');
+    const res = await invite(org.owner.token, { email: address, role: 'member' });
+    expect(res.status).toBe(201);
+    expect(res.body.email).toBe(address.toLowerCase());
+  });
+
+  it('refuses managers and members with 403 naming members:invite', async () => {
+    for (const user of [org.manager, org.member]) {
+      const res = await invite(user.token, { email: freshEmail(), role: 'member' });
+      expect(res.status).toBe(403);
+      expect(res.body.detail).toContain('members:invite');
+    }
+  });
+
+  it('never invites as owner (400); an admin may invite up to admin', async () => {
+    for (const user of [org.owner, org.admin]) {
+      const res = await invite(user.token, { email: freshEmail(), role: 'owner' });
+      expect(res.status).toBe(400);
+      expect(res.body.detail).toContain('owner');
+    }
+    expect((await invite(org.admin.token, { email: freshEmail(), role: 'admin' })).status).toBe(201);
+  });
+
+  it('rejects malformed bodies with 400', async () => {
+    for (const body of [{ email: 'not-an-email', role: 'member' }, { email: freshEmail(), role: 'king' }, { email: freshEmail() }, {}]) {
+      const res = await invite(org.owner.token, body);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ detail: expect.any(String) });
+    }
+  });
+
+  it('answers 409 for an existing member and for an address with a pending invitation', async () => {
+    expect((await invite(org.owner.token, { email: org.member.email, role: 'member' })).status).toBe(409);
+    const { email } = await invited();
+    expect((await invite(org.owner.token, { email, role: 'manager' })).status).toBe(409);
+  });
+});
+
+describe('GET and DELETE /invitations', () => {
+  it('lists the organization\'s invitations to anyone with members:read', async () => {
+    const { id } = await invited();
+    for (const user of [org.member, org.manager]) {
+      const res = await api().get('/api/v1/invitations?limit=100').set(bearer(user.token));
+      expect(res.status).toBe(200);
+      expect(res.body.data.find((i: { id: string }) => i.id === id)).toMatchObject({ id, status: 'pending' });
+    }
+  });
+
+  it('revokes a pending invitation; its link then fails with 400', async () => {
+    const inv = await invited();
+    const denied = await api().delete(`/api/v1/invitations/${inv.id}`).set(bearer(org.manager.token));
+    expect(denied.status).toBe(403);
+    expect(denied.body.detail).toContain('members:invite');
+    expect((await api().delete(`/api/v1/invitations/${inv.id}`).set(bearer(org.admin.token))).status).toBe(204);
+    expect(await h.deps.prisma.invitation.count({ where: { id: inv.id } })).toBe(0);
+    expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(400);
+    expect((await api().delete(`/api/v1/invitations/${inv.id}`).set(bearer(org.admin.token))).status).toBe(404);
+  });
+
+  it('refuses to revoke an accepted invitation (409)', async () => {
+    const inv = await invited();
+    expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(200);
+    expect((await api().delete(`/api/v1/invitations/${inv.id}`).set(bearer(org.admin.token))).status).toBe(409);
+    const list = await api().get('/api/v1/invitations?limit=100').set(bearer(org.admin.token));
+    expect(list.body.data.find((i: { id: string }) => i.id === inv.id).status).toBe('accepted');
+  });
+});
+
+describe('POST /invitations/accept', () => {
+  it('creates an active user with the chosen password for a new address, with the invited role', async () => {
+    const inv = await invited(org.admin, 'manager');
+    const res = await accept({ token: inv.token, name: 'New Person', password: NEW_PASSWORD });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      organization: { id: org.id, name: org.name },
+      user_id: expect.stringMatching(/^usr_/),
+      email: inv.email,
+      role: 'manager',
+      new_user: true,
+    });
+    const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: res.body.user_id } });
+    expect(user.status).toBe('active');
+    expect(user.emailVerifiedAt).toBeInstanceOf(Date);
+    expect(user.name).toBe('New Person');
+    expect(user.passwordHash).toMatch(/^\$2[aby]\$/);
+    expect(await bcrypt.compare(NEW_PASSWORD, user.passwordHash!)).toBe(true);
+    const membership = await h.deps.prisma.membership.findUnique({
+      where: { organizationId_userId: { organizationId: org.id, userId: user.id } },
+    });
+    expect(membership!.role).toBe('manager');
+    expect((await h.deps.prisma.invitation.findUniqueOrThrow({ where: { id: inv.id } })).acceptedAt).toBeInstanceOf(Date);
+  });
+
+  it('refuses to use a link twice (400)', async () => {
+    const inv = await invited();
+    expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(200);
+    const again = await accept({ token: inv.token, password: NEW_PASSWORD });
+    expect(again.status).toBe(400);
+    expect(again.body).toEqual({ detail: expect.any(String) });
+  });
+
+  it('refuses unknown and expired tokens (400)', async () => {
+    expect((await accept({ token: 'no-such-token', password: NEW_PASSWORD })).status).toBe(400);
+    const inv = await invited();
+    h.clock.advance(7 * 24 * 3600 * 1000 + 60_000);
+    try {
+      expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(400);
+    } finally {
+      h.clock.reset();
+    }
+    const list = await api().get('/api/v1/invitations?limit=100').set(bearer(org.admin.token));
+    expect(list.body.data.find((i: { id: string }) => i.id === inv.id).status).toBe('pending');
+    expect(await h.deps.prisma.user.count({ where: { email: inv.email } })).toBe(0);
+  });
+
+  it('requires an acceptable password for a new account: missing, short or over 72 bytes is 400', async () => {
+    const inv = await invited();
+    expect((await accept({ token: inv.token })).status).toBe(400);
+    expect((await accept({ token: inv.token, password: 'short' })).status).toBe(400);
+    const tooLong = 'é'.repeat(37); // 37 characters, 74 bytes
+    const res = await accept({ token: inv.token, password: tooLong });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain('72 bytes');
+    expect(await h.deps.prisma.user.count({ where: { email: inv.email } })).toBe(0);
+    // The link is still good after refused attempts.
+    expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(200);
+  });
+
+  it('adds an existing user after they prove their password; their account is otherwise unchanged', async () => {
+    const elsewhere = await createOrg(h);
+    const inv = await invited(org.admin, 'member', elsewhere.manager.email);
+    const before = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: elsewhere.manager.id } });
+
+    expect((await accept({ token: inv.token })).status).toBe(400);
+    const wrong = await accept({ token: inv.token, password: 'not the right password' });
+    expect(wrong.status).toBe(401);
+    expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id, userId: elsewhere.manager.id } })).toBe(0);
+
+    const res = await accept({ token: inv.token, password: TEST_PASSWORD, name: 'ignored' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ user_id: elsewhere.manager.id, role: 'member', new_user: false });
+    const after = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: elsewhere.manager.id } });
+    expect(after.passwordHash).toBe(before.passwordHash);
+    expect(after.name).toBe(before.name);
+    const memberships = await h.deps.prisma.membership.findMany({ where: { userId: elsewhere.manager.id } });
+    expect(memberships.map((m) => [m.organizationId, m.role]).sort()).toEqual([[elsewhere.id, 'manager'], [org.id, 'member']].sort());
+  });
+
+  it('answers 409 when the invitee is already a member, and leaves the invitation unused', async () => {
+    const inv = await invited();
+    const first = await accept({ token: inv.token, password: NEW_PASSWORD });
+    expect(first.status).toBe(200);
+    // A second invitation to the same (now member) address can no longer be created...
+    expect((await invite(org.admin.token, { email: inv.email, role: 'member' })).status).toBe(409);
+    // ...and one created before they joined answers 409 on accept.
+    const other = await createOrg(h);
+    const stale = await invited(other.admin, 'member', freshEmail('stale'));
+    await h.deps.prisma.user.create({
+      data: { id: newId('usr'), email: stale.email, name: 's', passwordHash: await bcrypt.hash(NEW_PASSWORD, 4), status: 'active' },
+    });
+    const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { email: stale.email } });
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: other.id, userId: user.id, role: 'member' } });
+    const res = await accept({ token: stale.token, password: NEW_PASSWORD });
+    expect(res.status).toBe(409);
+    expect((await h.deps.prisma.invitation.findUniqueOrThrow({ where: { id: stale.id } })).acceptedAt).toBeNull();
+  });
+
+  it('accepts a link only once under concurrency', async () => {
+    const inv = await invited();
+    const results = await Promise.all([1, 2, 3].map(() => accept({ token: inv.token, password: NEW_PASSWORD })));
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    for (const s of statuses.filter((x) => x !== 200)) expect([400, 409]).toContain(s);
+    expect(await h.deps.prisma.user.count({ where: { email: inv.email } })).toBe(1);
+    expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id, user: { email: inv.email } } })).toBe(1);
+  });
+
+  it('rejects a malformed body with 400', async () => {
+    expect((await accept({})).status).toBe(400);
+    expect((await accept({ token: 'x', password: 'y', extra: 1 })).status).toBe(400);
+  });
+});

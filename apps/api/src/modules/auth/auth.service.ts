@@ -29,7 +29,8 @@ function isUniqueViolation(err: unknown): boolean {
 
 export interface NewOwnerInput {
   email: string;
-  password: string;
+  /** Absent for accounts that sign in only through an OAuth provider (no password hash is stored). */
+  password?: string;
   name: string;
   organization_name: string;
 }
@@ -44,7 +45,8 @@ export interface NewOwnerAccount {
 
 /**
  * Creates a user who owns a new organization, in one transaction. Signup creates it `pending` with a
- * verification token; the operator CLI creates it `active`. An e-mail already registered is a 409.
+ * verification token; the operator CLI and OAuth signup (the provider verified the e-mail) create it `active`.
+ * An e-mail already registered is a 409.
  */
 export async function createOwnerAccount(
   deps: CoreDeps,
@@ -54,7 +56,7 @@ export async function createOwnerAccount(
   const alreadyRegistered = () => conflict('An account with this e-mail address already exists.');
   if (await deps.prisma.user.findUnique({ where: { email: input.email }, select: { id: true } })) throw alreadyRegistered();
 
-  const passwordHash = await bcrypt.hash(input.password, deps.config.bcryptRounds);
+  const passwordHash = input.password === undefined ? null : await bcrypt.hash(input.password, deps.config.bcryptRounds);
   const now = deps.clock.now();
   const userId = newId('usr');
   const organizationId = newId('org');
@@ -175,7 +177,19 @@ export async function login(
   if (user.status !== 'active') {
     throw forbidden('E-mail address not verified: open the link in the verification e-mail first.', { code: 'EMAIL_NOT_VERIFIED' });
   }
-  const membership = await membershipForLogin(deps, user.id, input.organization_id);
+  return completeFirstFactor(deps, user, input.organization_id);
+}
+
+/**
+ * What follows a passed first factor (a password, or a sign-in at an OAuth provider): a partial token when the
+ * user has TOTP on, otherwise a session, in the organization asked for or else the user's oldest membership.
+ */
+export async function completeFirstFactor(
+  deps: CoreDeps,
+  user: { id: string; totpEnabled: boolean },
+  organizationId?: string,
+): Promise<LoginOutcome> {
+  const membership = await membershipForLogin(deps, user.id, organizationId);
 
   if (user.totpEnabled) {
     const { token, expiresAt } = signToken(

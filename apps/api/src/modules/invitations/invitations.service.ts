@@ -2,7 +2,7 @@
 // proves control of the address: a new address becomes an active user, an existing user proves their password.
 import bcrypt from 'bcrypt';
 import { roleRank, type Role } from '@svc/scopes';
-import type { Invitation } from '@svc/db';
+import type { Invitation, User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
@@ -112,7 +112,7 @@ export async function acceptInvitation(deps: AppDeps, input: { token: string; na
   if (!inv || inv.acceptedAt || inv.expiresAt <= now) throw badRequest(INVALID_TOKEN);
 
   const user = await deps.prisma.user.findFirst({ where: { email: emailFilter(inv.email) } });
-  let newUser: { passwordHash: string; name: string } | undefined;
+  let newUser: NewInvitedUser | undefined;
   if (user) {
     const member = await deps.prisma.membership.findUnique({
       where: { organizationId_userId: { organizationId: inv.organizationId, userId: user.id } },
@@ -132,6 +132,27 @@ export async function acceptInvitation(deps: AppDeps, input: { token: string; na
     };
   }
 
+  return joinInvitedOrganization(deps, inv, user ? { existing: user } : { create: newUser! });
+}
+
+/** A user created by accepting an invitation: null passwordHash for one who signs in through an OAuth provider. */
+export interface NewInvitedUser {
+  name: string;
+  passwordHash: string | null;
+}
+
+/**
+ * Accepts `inv` for someone who has proven control of its e-mail address (the mailed link, or a provider that
+ * verified the address): claims the invitation and, in the same transaction, makes the existing user (activated
+ * if still pending) or a new active user a member of the organization with the invited role.
+ */
+export async function joinInvitedOrganization(
+  deps: Pick<AppDeps, 'prisma' | 'clock'>,
+  inv: Invitation,
+  account: { existing: User } | { create: NewInvitedUser },
+) {
+  const now = deps.clock.now();
+  const user = 'existing' in account ? account.existing : undefined;
   try {
     return await deps.prisma.$transaction(async (tx) => {
       // Claim the invitation first: of two concurrent accepts, only one gets it.
@@ -148,15 +169,9 @@ export async function acceptInvitation(deps: AppDeps, input: { token: string; na
           await tx.user.update({ where: { id: user.id }, data: { status: 'active', emailVerifiedAt: user.emailVerifiedAt ?? now } });
         }
       } else {
+        const { name, passwordHash } = (account as { create: NewInvitedUser }).create;
         const created = await tx.user.create({
-          data: {
-            id: newId('usr'),
-            email: inv.email,
-            name: newUser!.name,
-            passwordHash: newUser!.passwordHash,
-            status: 'active',
-            emailVerifiedAt: now,
-          },
+          data: { id: newId('usr'), email: inv.email, name, passwordHash, status: 'active', emailVerifiedAt: now },
         });
         userId = created.id;
       }

@@ -1,0 +1,223 @@
+// The processor of one delivery job: one attempt at one delivery. Load it, render the payload snapshot in the
+// subscription's format, check the URL again, sign, POST to the checked address, then record the attempt, the
+// delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
+// RetryableDeliveryError carrying the wait; everything else returns normally.
+import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
+import type { WebhookDelivery, WebhookSubscription } from '@svc/db';
+import { isPayloadFormat, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
+import type { WorkerDeps } from './deps';
+import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
+import { outcomeOfHttp, recordedHeaders, type AttemptOutcome } from './http/outcome';
+import { trustedCertificateAuthorities } from './http/trust';
+import {
+  AttemptConflictError,
+  failPendingDelivery,
+  recordAttempt,
+  type AttemptRecord,
+  type DeliveryUpdate,
+  type SubscriptionEffect,
+} from './record';
+import { deliveryHeaders } from './request';
+import { RetryableDeliveryError, webhookRetryDelayMs } from './retry';
+import { signatureHeader, signatureTimestamp } from './signing';
+
+export interface DeliveryContext extends WorkerDeps {
+  post: PostWebhook;
+}
+
+/** Reads the extra CA once and builds the HTTP transport. */
+export function createDeliveryContext(deps: WorkerDeps): DeliveryContext {
+  const post = createPostWebhook({
+    timeoutMs: deps.config.webhooks.timeoutMs,
+    certificateAuthorities: trustedCertificateAuthorities(deps.config.webhooks.extraCaFile),
+  });
+  return { ...deps, post };
+}
+
+export type DeliveryResult =
+  | { status: 'skipped'; reason: string }
+  | { status: 'conflict' }
+  | { status: 'succeeded' | 'failed'; attempt: number; outcome: AttemptOutcome };
+
+type LoadedDelivery = WebhookDelivery & { subscription: WebhookSubscription };
+
+/** Facts of the attempt in progress. */
+interface AttemptInProgress {
+  delivery: LoadedDelivery;
+  number: number;
+  startedAt: Date;
+  started: number;
+}
+
+export async function processDelivery(ctx: DeliveryContext, deliveryId: string): Promise<DeliveryResult> {
+  const delivery = await ctx.prisma.webhookDelivery.findUnique({ where: { id: deliveryId }, include: { subscription: true } });
+  if (!delivery) return skipDelivery(ctx, deliveryId, null, 'delivery not found');
+  const skip = reasonToSkip(delivery, ctx.config.webhooks.maxAttempts);
+  if (skip !== null) return skipDelivery(ctx, deliveryId, delivery, skip);
+  const run: AttemptInProgress = {
+    delivery,
+    number: delivery.attemptCount + 1,
+    startedAt: ctx.clock.now(),
+    started: performance.now(),
+  };
+  try {
+    return await attempt(ctx, run);
+  } catch (err) {
+    if (err instanceof AttemptConflictError) {
+      ctx.logger.warn('Attempt already recorded by another worker', { delivery_id: deliveryId, attempt: run.number });
+      return { status: 'conflict' };
+    }
+    throw err;
+  }
+}
+
+async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<DeliveryResult> {
+  const { subscription } = run.delivery;
+  const rendered = render(run.delivery);
+  if (rendered instanceof Error) {
+    return finishWithoutRequest(ctx, run, 'render_error', rendered.message, { kind: 'none' });
+  }
+  const limit = ctx.config.webhooks.maxPayloadBytes;
+  if (rendered.body.length > limit) {
+    const message = `rendered body is ${rendered.body.length} bytes, over the ${limit}-byte limit`;
+    return finishWithoutRequest(ctx, run, 'payload_too_large', message, { kind: 'none' });
+  }
+  const check = await resolveWebhookTarget(subscription.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  if (!check.ok && check.reason === 'unresolvable') {
+    return conclude(ctx, run, noResponse(run, new Error('the host does not resolve')), 'network_error');
+  }
+  if (!check.ok) {
+    const message = describeTargetRejection(check.reason);
+    return finishWithoutRequest(ctx, run, 'unsafe_url', message, { kind: 'unsafe_url', reason: message });
+  }
+  const result = await send(ctx, run, rendered, check.target);
+  return conclude(ctx, run, result, outcomeOfHttp(result));
+}
+
+/** Why this delivery gets no attempt, or null when it should get one. */
+function reasonToSkip(delivery: LoadedDelivery, maxAttempts: number): string | null {
+  if (delivery.status !== 'pending') return `delivery already ${delivery.status}`;
+  const { subscription } = delivery;
+  if (subscription.deletedAt) return 'subscription deleted';
+  if (subscription.status === 'disabled') {
+    return `subscription disabled${subscription.disabledReason ? ` (${subscription.disabledReason})` : ''}`;
+  }
+  if (delivery.attemptCount >= maxAttempts) return `all ${maxAttempts} attempts made`;
+  return null;
+}
+
+async function skipDelivery(
+  ctx: DeliveryContext,
+  deliveryId: string,
+  delivery: LoadedDelivery | null,
+  reason: string,
+): Promise<DeliveryResult> {
+  const failed = delivery?.status === 'pending' && (await failPendingDelivery(ctx.prisma, deliveryId, reason, ctx.clock.now()));
+  ctx.logger.info('Delivery not attempted', { delivery_id: deliveryId, reason, marked_failed: failed });
+  return { status: 'skipped', reason };
+}
+
+function render(delivery: LoadedDelivery): RenderedPayload | Error {
+  const { payloadFormat, splunkIndex } = delivery.subscription;
+  try {
+    if (!isPayloadFormat(payloadFormat)) throw new TypeError(`unknown payload format ${payloadFormat}`);
+    return renderPayload(payloadFormat, delivery.payload as unknown as Envelope, { splunkIndex });
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+async function send(ctx: DeliveryContext, run: AttemptInProgress, rendered: RenderedPayload, target: ResolvedTarget): Promise<HttpResult> {
+  const key = ctx.config.encryptionKey;
+  const timestamp = signatureTimestamp(run.startedAt);
+  const signature = signatureHeader(rendered.body, timestamp, run.delivery.subscription, run.startedAt, key);
+  const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, signature }, key);
+  return ctx.post({ url: target.url, address: target.address, family: target.family, headers, body: rendered.body });
+}
+
+function noResponse(run: AttemptInProgress, error: Error): HttpResult {
+  return { response: null, body: Buffer.alloc(0), error, durationMs: Math.round(performance.now() - run.started) };
+}
+
+function attemptRecord(run: AttemptInProgress, result: HttpResult, outcome: AttemptOutcome): AttemptRecord {
+  const { response } = result;
+  return {
+    number: run.number,
+    startedAt: run.startedAt,
+    durationMs: result.durationMs,
+    outcome,
+    responseStatus: response?.status ?? null,
+    responseHeaders: response ? recordedHeaders(response.headers) : null,
+    responseBody: response ? result.body.toString('utf8') : null,
+    error: describeError(result, outcome),
+  };
+}
+
+function describeError(result: HttpResult, outcome: AttemptOutcome): string | null {
+  if (result.error) {
+    const code = (result.error as { code?: string }).code;
+    return code && !result.error.message.includes(code) ? `${code}: ${result.error.message}` : result.error.message;
+  }
+  if (outcome === 'redirect') return 'redirects are not followed';
+  return null;
+}
+
+function describeFailure(record: AttemptRecord): string {
+  if (record.responseStatus !== null) return `HTTP ${record.responseStatus}`;
+  return `${record.outcome}${record.error ? `: ${record.error}` : ''}`;
+}
+
+/** Records an HTTP attempt's result and decides: succeeded, retry later (throws), or failed for good. */
+async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult, outcome: AttemptOutcome): Promise<DeliveryResult> {
+  const record = attemptRecord(run, result, outcome);
+  const now = ctx.clock.now();
+  const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
+  logAttempt(ctx, run, record);
+  if (outcome === 'success') {
+    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
+    return { status: 'succeeded', attempt: run.number, outcome };
+  }
+  const maxAttempts = ctx.config.webhooks.maxAttempts;
+  if (run.number >= maxAttempts) {
+    const reason = `all ${maxAttempts} attempts failed; last: ${describeFailure(record)}`;
+    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'failed', reason }, subscription: { kind: 'terminal_failure' } });
+    return { status: 'failed', attempt: run.number, outcome };
+  }
+  const delayMs = webhookRetryDelayMs(ctx.config, run.number);
+  const update: DeliveryUpdate = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delayMs) };
+  await recordAttempt(ctx.prisma, { ...write, delivery: update, subscription: { kind: 'none' } });
+  throw new RetryableDeliveryError(`Attempt ${run.number} failed (${describeFailure(record)}); retrying in ${delayMs} ms`, delayMs);
+}
+
+/** An attempt that ends the delivery before any request: payload too large, unsafe URL, unrenderable. */
+async function finishWithoutRequest(
+  ctx: DeliveryContext,
+  run: AttemptInProgress,
+  outcome: AttemptOutcome,
+  message: string,
+  effect: SubscriptionEffect,
+): Promise<DeliveryResult> {
+  const record = attemptRecord(run, noResponse(run, new Error(message)), outcome);
+  logAttempt(ctx, run, record);
+  await recordAttempt(ctx.prisma, {
+    deliveryId: run.delivery.id,
+    subscriptionId: run.delivery.subscriptionId,
+    attempt: record,
+    delivery: { status: 'failed', reason: `${outcome.replace(/_/g, ' ')}: ${message}` },
+    subscription: effect,
+    now: ctx.clock.now(),
+  });
+  return { status: 'failed', attempt: run.number, outcome };
+}
+
+function logAttempt(ctx: DeliveryContext, run: AttemptInProgress, record: AttemptRecord): void {
+  ctx.logger.info('Webhook attempt', {
+    delivery_id: run.delivery.id,
+    subscription_id: run.delivery.subscriptionId,
+    attempt: record.number,
+    outcome: record.outcome,
+    response_status: record.responseStatus,
+    duration_ms: record.durationMs,
+    ...(record.error && { error: record.error }),
+  });
+}

@@ -1,0 +1,24 @@
+// What the worker needs from the outside world. main.ts builds the real ones; tests inject their own
+// (a movable clock, a DNS override) and run real BullMQ workers in-process.
+import type { Redis } from 'ioredis';
+import type { Config, Logger } from '@svc/config';
+import type { Db } from '@svc/db';
+import type { Lookup } from '@svc/net';
+
+/** The time source. It must keep flowing (tests shift it, they never freeze it). */
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+export interface WorkerDeps {
+  config: Config;
+  logger: Logger;
+  prisma: Db;
+  /** Returns a new Redis connection; every BullMQ worker and queue gets its own. */
+  redis: () => Redis;
+  clock: Clock;
+  /** DNS override for the URL-safety check (tests); the system resolver otherwise. */
+  lookup?: Lookup;
+}

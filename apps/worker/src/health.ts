@@ -1,0 +1,42 @@
+// Subscription health (DESIGN.md): 3 consecutive terminal delivery failures -> `failing`; 10 consecutive terminal
+// failures spanning at least 24 h -> `disabled` automatically. Any success resets the count and returns `failing`
+// to `active`. Pure functions of the current state; the caller holds the row lock while it applies them.
+import type { SubscriptionStatus } from '@svc/db';
+
+export const FAILING_AFTER_TERMINAL_FAILURES = 3;
+export const DISABLE_AFTER_TERMINAL_FAILURES = 10;
+export const DISABLE_MIN_SPAN_MS = 24 * 3600 * 1000;
+
+export interface SubscriptionHealth {
+  status: SubscriptionStatus;
+  consecutiveFailures: number;
+  firstFailureAt: Date | null;
+  disabledReason: string | null;
+}
+
+export function healthAfterSuccess(current: SubscriptionHealth): SubscriptionHealth {
+  return {
+    ...current,
+    status: current.status === 'failing' ? 'active' : current.status,
+    consecutiveFailures: 0,
+    firstFailureAt: null,
+  };
+}
+
+export function healthAfterTerminalFailure(current: SubscriptionHealth, now: Date): SubscriptionHealth {
+  const consecutiveFailures = current.consecutiveFailures + 1;
+  const firstFailureAt = current.firstFailureAt ?? now;
+  const next = { ...current, consecutiveFailures, firstFailureAt };
+  if (current.status === 'disabled') return next;
+  const spanMs = now.getTime() - firstFailureAt.getTime();
+  if (consecutiveFailures >= DISABLE_AFTER_TERMINAL_FAILURES && spanMs >= DISABLE_MIN_SPAN_MS) {
+    const reason = `${consecutiveFailures} consecutive failed deliveries over ${Math.floor(spanMs / 3600_000)} hours`;
+    return { ...next, status: 'disabled', disabledReason: reason };
+  }
+  if (consecutiveFailures >= FAILING_AFTER_TERMINAL_FAILURES) return { ...next, status: 'failing' };
+  return next;
+}
+
+export function healthAfterUnsafeUrl(current: SubscriptionHealth, reason: string): SubscriptionHealth {
+  return { ...current, status: 'disabled', disabledReason: `URL became unsafe: ${reason}` };
+}

@@ -1,0 +1,43 @@
+// The worker process: configuration, logger, Prisma, Redis, the delivery and maintenance workers. SIGTERM or
+// SIGINT stops taking jobs, lets in-flight attempts finish, disconnects and exits.
+import { createLogger, loadConfigOrExit } from '@svc/config';
+import { createPrismaClient } from '@svc/db';
+import { createRedis } from '@svc/queue';
+import { systemClock } from './deps';
+import { startWorker } from './worker';
+
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
+  const logger = createLogger({ level: config.logLevel, service: 'worker' });
+  const prisma = createPrismaClient(config.databaseUrl);
+  const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock };
+  const running = await startWorker(deps);
+  logger.info('Worker started', {
+    concurrency: config.webhooks.workerConcurrency,
+    relay_interval_ms: config.webhooks.relayIntervalMs,
+    pid: process.pid,
+  });
+
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('Shutting down: finishing in-flight attempts', { signal });
+    try {
+      await running.close();
+      await prisma.$disconnect();
+      logger.info('Worker stopped');
+      process.exit(0);
+    } catch (err) {
+      logger.error('Shutdown failed', { error: err instanceof Error ? err.message : String(err) });
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`Worker failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,131 @@
+// Writing down what an attempt did, in ONE transaction: the attempt row, the delivery's new state and the
+// subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
+// workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
+import { newId, type Db, type Tx } from '@svc/db';
+import type { AttemptOutcome } from './http/outcome';
+import {
+  healthAfterSuccess,
+  healthAfterTerminalFailure,
+  healthAfterUnsafeUrl,
+  type SubscriptionHealth,
+} from './health';
+
+export interface AttemptRecord {
+  number: number;
+  startedAt: Date;
+  durationMs: number;
+  outcome: AttemptOutcome;
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  responseBody: string | null;
+  error: string | null;
+}
+
+export type DeliveryUpdate =
+  | { status: 'succeeded' }
+  | { status: 'pending'; nextAttemptAt: Date }
+  | { status: 'failed'; reason: string };
+
+/** What the attempt means for the subscription: nothing (payload too large), a success, a terminal failure, or an unsafe URL. */
+export type SubscriptionEffect =
+  | { kind: 'none' }
+  | { kind: 'success' }
+  | { kind: 'terminal_failure' }
+  | { kind: 'unsafe_url'; reason: string };
+
+export interface AttemptWrite {
+  deliveryId: string;
+  subscriptionId: string;
+  attempt: AttemptRecord;
+  delivery: DeliveryUpdate;
+  subscription: SubscriptionEffect;
+  now: Date;
+}
+
+/** Another worker recorded this attempt number first; this run's result is dropped. */
+export class AttemptConflictError extends Error {
+  override readonly name = 'AttemptConflictError';
+}
+
+/** PostgreSQL text and jsonb refuse NUL characters; a receiver's bytes may contain them. */
+export function storableText(text: string | null): string | null {
+  return text === null ? null : text.replace(/\u0000/g, '\uFFFD');
+}
+
+function deliveryColumns(update: DeliveryUpdate, attemptCount: number, now: Date) {
+  switch (update.status) {
+    case 'succeeded':
+      return { attemptCount, status: 'succeeded' as const, nextAttemptAt: null, completedAt: now, failureReason: null };
+    case 'pending':
+      return { attemptCount, status: 'pending' as const, nextAttemptAt: update.nextAttemptAt };
+    case 'failed':
+      return { attemptCount, status: 'failed' as const, nextAttemptAt: null, completedAt: now, failureReason: update.reason };
+  }
+}
+
+function nextHealth(current: SubscriptionHealth, effect: SubscriptionEffect, now: Date): SubscriptionHealth {
+  switch (effect.kind) {
+    case 'none':
+      return current;
+    case 'success':
+      return healthAfterSuccess(current);
+    case 'terminal_failure':
+      return healthAfterTerminalFailure(current, now);
+    case 'unsafe_url':
+      return healthAfterUnsafeUrl(current, effect.reason);
+  }
+}
+
+async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: SubscriptionEffect, now: Date): Promise<void> {
+  if (effect.kind === 'none') return;
+  // Deliveries of one subscription finish concurrently: read-modify-write under the row lock.
+  await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscriptionId} FOR UPDATE`;
+  const current = await tx.webhookSubscription.findUnique({
+    where: { id: subscriptionId },
+    select: { status: true, consecutiveFailures: true, firstFailureAt: true, disabledReason: true },
+  });
+  if (!current) return;
+  const next = nextHealth(current, effect, now);
+  const unchanged = (Object.keys(next) as Array<keyof SubscriptionHealth>).every((k) => next[k] === current[k]);
+  if (!unchanged) await tx.webhookSubscription.update({ where: { id: subscriptionId }, data: next });
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
+}
+
+export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<void> {
+  const { attempt } = write;
+  try {
+    await prisma.$transaction(async (tx) => {
+      const claimed = await tx.webhookDelivery.updateMany({
+        where: { id: write.deliveryId, status: 'pending', attemptCount: attempt.number - 1 },
+        data: deliveryColumns(write.delivery, attempt.number, write.now),
+      });
+      if (claimed.count !== 1) throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
+      await tx.webhookAttempt.create({
+        data: {
+          id: newId('whatt', write.now.getTime()),
+          deliveryId: write.deliveryId,
+          ...attempt,
+          responseHeaders: attempt.responseHeaders ?? undefined,
+          responseBody: storableText(attempt.responseBody),
+          error: storableText(attempt.error),
+        },
+      });
+      await applySubscriptionEffect(tx, write.subscriptionId, write.subscription, write.now);
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
+    throw err;
+  }
+}
+
+/** Ends a still-pending delivery without an attempt (its subscription is gone or disabled, or its attempts are used up). */
+export async function failPendingDelivery(prisma: Db, deliveryId: string, reason: string, now: Date): Promise<boolean> {
+  const { count } = await prisma.webhookDelivery.updateMany({
+    where: { id: deliveryId, status: 'pending' },
+    data: { status: 'failed', nextAttemptAt: null, completedAt: now, failureReason: reason },
+  });
+  return count === 1;
+}

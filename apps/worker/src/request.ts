@@ -1,0 +1,30 @@
+// The headers of a delivery request (SPEC "Payload formats and headers"), plus User-Agent and the subscription's
+// optional Authorization value (e.g. `Splunk <HEC token>`), stored sealed.
+import { unseal, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import type { RenderedPayload } from '@svc/webhooks';
+
+export const USER_AGENT = 'Service-Webhooks/1.0';
+
+export interface SignedAttempt {
+  rendered: RenderedPayload;
+  timestamp: number;
+  signature: string;
+}
+
+export function deliveryHeaders(
+  delivery: Pick<WebhookDelivery, 'id' | 'eventType'>,
+  subscription: Pick<WebhookSubscription, 'payloadFormat' | 'authorizationEnc'>,
+  signed: SignedAttempt,
+  key: Buffer,
+): Record<string, string> {
+  return {
+    'Content-Type': signed.rendered.contentType,
+    'X-Service-Event': delivery.eventType,
+    'X-Service-Delivery': delivery.id,
+    'X-Service-Timestamp': String(signed.timestamp),
+    'X-Service-Signature': signed.signature,
+    'X-Service-Format': subscription.payloadFormat,
+    'User-Agent': USER_AGENT,
+    ...(subscription.authorizationEnc && { Authorization: unseal(subscription.authorizationEnc, key) }),
+  };
+}

@@ -1,0 +1,101 @@
+// The BullMQ side of the worker: the delivery Worker (one job = one attempt at one delivery), the maintenance
+// Worker (relay, purge) and its job schedulers. Tests start these in-process with injected deps.
+import { Worker, type Job, type WorkerOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { runWithLogContext } from '@svc/config';
+import {
+  DELIVERY_QUEUE,
+  MAINTENANCE_QUEUE,
+  bullPrefix,
+  createDeliveryQueue,
+  createMaintenanceQueue,
+  type DeliveryJobData,
+} from '@svc/queue';
+import type { Queue } from 'bullmq';
+import type { WorkerDeps } from './deps';
+import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
+import { runMaintenanceJob, scheduleMaintenance } from './maintenance';
+import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
+
+/** BullMQ tuning a test may override (a short stalledInterval, say). */
+export type WorkerTuning = Pick<WorkerOptions, 'stalledInterval' | 'lockDuration' | 'maxStalledCount' | 'concurrency' | 'autorun'>;
+
+/** The worker owns the connection it was given: it is closed when the worker is. */
+function ownConnection(worker: Worker, connection: Redis): void {
+  worker.on('closed', () => {
+    connection.quit().catch(() => connection.disconnect());
+  });
+}
+
+function logFailures(worker: Worker, deps: WorkerDeps): void {
+  worker.on('failed', (job, err) => {
+    if (err instanceof RetryableDeliveryError) return; // already logged as an attempt
+    deps.logger.error('Job failed', { queue: worker.name, job_id: job?.id, error: err.message, stack: err.stack });
+  });
+  worker.on('error', (err) => deps.logger.error('Worker error', { queue: worker.name, error: err.message }));
+}
+
+export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}): Worker<DeliveryJobData, DeliveryResult> {
+  const ctx = createDeliveryContext(deps);
+  const connection = deps.redis();
+  const processor = (job: Job<DeliveryJobData>) =>
+    runWithLogContext({ jobId: job.id }, () => processDelivery(ctx, job.data.deliveryId));
+  const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, processor, {
+    connection,
+    prefix: bullPrefix(deps.config.redisPrefix),
+    concurrency: deps.config.webhooks.workerConcurrency,
+    settings: { backoffStrategy: deliveryBackoffStrategy(deps.config) },
+    ...tuning,
+  });
+  ownConnection(worker, connection);
+  logFailures(worker, deps);
+  return worker;
+}
+
+export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, tuning: WorkerTuning = {}): Worker {
+  const connection = deps.redis();
+  const worker = new Worker(
+    MAINTENANCE_QUEUE,
+    (job: Job) => runWithLogContext({ jobId: job.id }, () => runMaintenanceJob(deps, deliveryQueue, job.name)),
+    { connection, prefix: bullPrefix(deps.config.redisPrefix), concurrency: 1, ...tuning },
+  );
+  ownConnection(worker, connection);
+  logFailures(worker, deps);
+  return worker;
+}
+
+export interface StartWorkerOptions {
+  delivery?: WorkerTuning;
+  /** Register the maintenance job schedulers (default true). */
+  schedule?: boolean;
+}
+
+export interface RunningWorker {
+  deliveryWorker: Worker<DeliveryJobData, DeliveryResult>;
+  maintenanceWorker: Worker;
+  deliveryQueue: Queue<DeliveryJobData>;
+  maintenanceQueue: Queue;
+  /** Stops taking jobs, lets in-flight attempts finish, then closes every connection. */
+  close(): Promise<void>;
+}
+
+export async function startWorker(deps: WorkerDeps, options: StartWorkerOptions = {}): Promise<RunningWorker> {
+  const queueConnection = deps.redis();
+  const deliveryQueue = createDeliveryQueue(queueConnection, deps.config.redisPrefix);
+  const maintenanceQueue = createMaintenanceQueue(queueConnection, deps.config.redisPrefix);
+  const deliveryWorker = createDeliveryWorker(deps, options.delivery);
+  const maintenanceWorker = createMaintenanceWorker(deps, deliveryQueue);
+  if (options.schedule !== false) await scheduleMaintenance(deps, maintenanceQueue);
+  await Promise.all([deliveryWorker.waitUntilReady(), maintenanceWorker.waitUntilReady()]);
+  return {
+    deliveryWorker,
+    maintenanceWorker,
+    deliveryQueue,
+    maintenanceQueue,
+    async close() {
+      await Promise.all([deliveryWorker.close(), maintenanceWorker.close()]);
+      await Promise.all([deliveryQueue.close(), maintenanceQueue.close()]);
+      await queueConnection.quit().catch(() => queueConnection.disconnect());
+    },
+  };
+}

@@ -1,0 +1,90 @@
+// The retention purge: deliveries (and their attempts) go 30 days after they reached a terminal state; events go
+// once no delivery of theirs is left and they are as old. Pending deliveries and recent ones stay.
+import { newId } from '@svc/db';
+import { publishEvent } from '@svc/outbox';
+import { purgeExpiredDeliveries } from '../src/maintenance';
+import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
+
+const DAY = 24 * 3600 * 1000;
+
+let w: World;
+let sub: CreatedSubscription;
+beforeAll(async () => {
+  w = await createWorld({ env: { RETENTION_DAYS: '30' } });
+  sub = await w.subscribe({ name: 'retention', url: w.receiver.url('/retention'), events: ['report.ready'] });
+});
+afterAll(() => w?.close());
+
+/** An event with one delivery to `sub`, in the given state, with one attempt, all written straight to the database. */
+async function deliveryInState(daysAgo: number, state: { status: 'pending' | 'succeeded' | 'failed'; completedDaysAgo?: number }) {
+  const { prisma } = w.h.deps;
+  const createdAt = new Date(Date.now() - daysAgo * DAY);
+  const published = await prisma.$transaction((tx) =>
+    publishEvent(tx, { type: 'report.ready', organizationId: w.org.id, data: { report_id: `rep_${daysAgo}` } }, createdAt),
+  );
+  const id = published.deliveryIds.find(Boolean)!;
+  const completedAt = state.completedDaysAgo === undefined ? null : new Date(Date.now() - state.completedDaysAgo * DAY);
+  await prisma.webhookDelivery.update({ where: { id }, data: { status: state.status, completedAt, attemptCount: 1 } });
+  await prisma.webhookAttempt.create({
+    data: { id: newId('whatt'), deliveryId: id, number: 1, startedAt: createdAt, durationMs: 5, outcome: 'http_error', responseStatus: 500 },
+  });
+  return { deliveryId: id, eventId: published.eventId };
+}
+
+async function exists(ids: { deliveryId: string; eventId: string }) {
+  const { prisma } = w.h.deps;
+  return {
+    delivery: (await prisma.webhookDelivery.count({ where: { id: ids.deliveryId } })) === 1,
+    attempts: await prisma.webhookAttempt.count({ where: { deliveryId: ids.deliveryId } }),
+    event: (await prisma.event.count({ where: { id: ids.eventId } })) === 1,
+  };
+}
+
+it('removes terminal deliveries, their attempts and their events 30 days after completion, and nothing else', async () => {
+  const oldSuccess = await deliveryInState(40, { status: 'succeeded', completedDaysAgo: 31 });
+  const oldFailure = await deliveryInState(40, { status: 'failed', completedDaysAgo: 30.5 });
+  const recentFailure = await deliveryInState(40, { status: 'failed', completedDaysAgo: 29 });
+  const oldPending = await deliveryInState(45, { status: 'pending' });
+  // A second, recent delivery of an old event keeps that event.
+  const sharedEvent = await deliveryInState(40, { status: 'succeeded', completedDaysAgo: 35 });
+  await w.h.deps.prisma.webhookDelivery.create({
+    data: {
+      id: newId('whdel'),
+      organizationId: w.org.id,
+      subscriptionId: sub.id,
+      eventId: sharedEvent.eventId,
+      eventType: 'report.ready',
+      payload: {},
+      status: 'succeeded',
+      completedAt: new Date(Date.now() - DAY),
+    },
+  });
+
+  const purged = await purgeExpiredDeliveries(w.workerDeps);
+  expect(purged.deliveries).toBeGreaterThanOrEqual(3);
+
+  expect(await exists(oldSuccess)).toEqual({ delivery: false, attempts: 0, event: false });
+  expect(await exists(oldFailure)).toEqual({ delivery: false, attempts: 0, event: false });
+  expect(await exists(recentFailure)).toEqual({ delivery: true, attempts: 1, event: true });
+  expect(await exists(oldPending)).toEqual({ delivery: true, attempts: 1, event: true });
+  expect(await exists(sharedEvent)).toEqual({ delivery: false, attempts: 0, event: true });
+});
+
+it('follows the clock: a delivery completed now is purged once the clock is 30 days ahead', async () => {
+  const fresh = await deliveryInState(0, { status: 'failed', completedDaysAgo: 0 });
+  await purgeExpiredDeliveries(w.workerDeps);
+  expect((await exists(fresh)).delivery).toBe(true);
+  w.h.clock.advance(30 * DAY + 60_000);
+  try {
+    await purgeExpiredDeliveries(w.workerDeps);
+    expect(await exists(fresh)).toEqual({ delivery: false, attempts: 0, event: false });
+  } finally {
+    w.h.clock.reset();
+  }
+});
+
+it('runs as the retention-purge job of the maintenance queue', async () => {
+  const old = await deliveryInState(50, { status: 'succeeded', completedDaysAgo: 40 });
+  await w.worker!.maintenanceQueue.add('retention-purge', {}, { removeOnComplete: true });
+  await poll(() => exists(old), (e) => !e.delivery && !e.event, 10_000, 'the purge job');
+});

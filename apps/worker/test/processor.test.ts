@@ -1,0 +1,84 @@
+// The processor called directly (no queue): deliveries it must not attempt, and the guard against recording the
+// same attempt twice.
+import { publishEvent } from '@svc/outbox';
+import { createDeliveryContext, processDelivery, type DeliveryContext } from '../src/deliver';
+import { AttemptConflictError, recordAttempt } from '../src/record';
+import { RetryableDeliveryError } from '../src/retry';
+import { createWorld, type CreatedSubscription, type World } from './support/world';
+
+let w: World;
+let ctx: DeliveryContext;
+beforeAll(async () => {
+  w = await createWorld({ worker: false });
+  ctx = createDeliveryContext(w.workerDeps);
+});
+afterAll(() => w?.close());
+
+async function subscribe(path: string): Promise<CreatedSubscription> {
+  return w.subscribe({ name: path, url: w.receiver.url(path), events: ['report.ready'] });
+}
+
+/** A committed delivery with no queue job: only the direct call below processes it. */
+async function pendingDelivery(sub: CreatedSubscription): Promise<string> {
+  const published = await w.h.deps.prisma.$transaction((tx) =>
+    publishEvent(tx, { type: 'report.ready', organizationId: w.org.id, data: { report_id: 'r' } }, w.h.clock.now()),
+  );
+  return w.deliveryFor(published, sub.id);
+}
+
+const delivery = (id: string) => w.h.deps.prisma.webhookDelivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
+
+it('sends nothing for a soft-deleted subscription and fails its pending delivery', async () => {
+  const sub = await subscribe('/deleted');
+  const id = await pendingDelivery(sub);
+  await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { deletedAt: new Date() } });
+  expect(await processDelivery(ctx, id)).toEqual({ status: 'skipped', reason: 'subscription deleted' });
+  expect(await delivery(id)).toMatchObject({ status: 'failed', failureReason: 'subscription deleted', attemptCount: 0, attempts: [] });
+  expect(w.receiver.requests('/deleted')).toHaveLength(0);
+});
+
+it('leaves a finished delivery alone and ignores an unknown id', async () => {
+  const sub = await subscribe('/finished');
+  const id = await pendingDelivery(sub);
+  expect(await processDelivery(ctx, id)).toMatchObject({ status: 'succeeded', attempt: 1 });
+  expect(await processDelivery(ctx, id)).toEqual({ status: 'skipped', reason: 'delivery already succeeded' });
+  expect(w.receiver.requests('/finished')).toHaveLength(1);
+  expect(await processDelivery(ctx, 'whdel_00000000000000000000000000')).toEqual({ status: 'skipped', reason: 'delivery not found' });
+});
+
+it('throws a RetryableDeliveryError carrying the delay it stored as the next attempt time', async () => {
+  w.receiver.script('/retry-later', () => ({ status: 500 }));
+  const id = await pendingDelivery(await subscribe('/retry-later'));
+  const before = Date.now();
+  const error = await processDelivery(ctx, id).catch((err: unknown) => err);
+  expect(error).toBeInstanceOf(RetryableDeliveryError);
+  const { delayMs } = error as RetryableDeliveryError;
+  const stored = await delivery(id);
+  expect(stored).toMatchObject({ status: 'pending', attemptCount: 1 });
+  expect(stored.nextAttemptAt!.getTime()).toBeGreaterThanOrEqual(before + delayMs);
+  expect(stored.nextAttemptAt!.getTime()).toBeLessThanOrEqual(Date.now() + delayMs);
+});
+
+it('records an attempt number once: a second writer of the same attempt is refused and nothing changes', async () => {
+  const sub = await subscribe('/conflict');
+  const id = await pendingDelivery(sub);
+  const write = {
+    deliveryId: id,
+    subscriptionId: sub.id,
+    attempt: {
+      number: 1, startedAt: new Date(), durationMs: 3, outcome: 'http_error' as const,
+      responseStatus: 500, responseHeaders: {}, responseBody: 'nul \u0000 byte', error: null,
+    },
+    delivery: { status: 'pending' as const, nextAttemptAt: new Date() },
+    subscription: { kind: 'none' as const },
+    now: new Date(),
+  };
+  await recordAttempt(w.h.deps.prisma, write);
+  await expect(recordAttempt(w.h.deps.prisma, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } })).rejects.toBeInstanceOf(
+    AttemptConflictError,
+  );
+  const stored = await delivery(id);
+  expect(stored).toMatchObject({ status: 'pending', attemptCount: 1 });
+  expect(stored.attempts).toHaveLength(1);
+  expect(stored.attempts[0].responseBody).toBe('nul \uFFFD byte');
+});

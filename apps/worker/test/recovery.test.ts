@@ -1,0 +1,92 @@
+// The worker as a process: SIGTERM lets the in-flight attempt finish; a worker killed mid-attempt loses nothing,
+// because another worker picks the stalled job up and sends the same delivery again; several workers share the
+// queue without sending a delivery twice.
+import { startWorker, type RunningWorker } from '../src/worker';
+import { buildWorker, spawnWorker, type ChildWorker } from './support/child-worker';
+import { createWorld, type World } from './support/world';
+
+let w: World;
+let child: ChildWorker | undefined;
+const extraWorkers: RunningWorker[] = [];
+
+beforeAll(async () => {
+  buildWorker();
+  w = await createWorld({ worker: false });
+}, 180_000);
+afterEach(async () => {
+  if (child && child.process.exitCode === null && child.process.signalCode === null) {
+    child.process.kill('SIGKILL');
+    await child.exited;
+  }
+  child = undefined;
+});
+afterAll(async () => {
+  await Promise.all(extraWorkers.map((x) => x.close()));
+  await w?.close();
+});
+
+it('finishes the in-flight attempt on SIGTERM, records it, then exits cleanly', async () => {
+  w.receiver.script('/graceful', () => ({ status: 200, body: 'slow but fine', delayMs: 1_500 }));
+  child = spawnWorker(w);
+  await child.waitForLog('Worker started');
+  const sub = await w.subscribe({ name: 'graceful', url: w.receiver.url('/graceful'), events: ['report.ready'] });
+  const published = await w.publish({ type: 'report.ready', data: { report_id: 'r' } });
+  await w.receiver.waitForRequests('/graceful', 1);
+
+  const signalledAt = Date.now();
+  child.process.kill('SIGTERM');
+  const exit = await child.exited;
+  expect(exit).toEqual({ code: 0, signal: null });
+  expect(Date.now() - signalledAt).toBeGreaterThan(1_000);
+
+  const delivery = await w.waitForDelivery(await w.deliveryFor(published, sub.id), 1_000);
+  expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+  expect(delivery.attempts[0]).toMatchObject({ outcome: 'success', responseBody: 'slow but fine' });
+  const attemptLog = child.logs().find((l) => l.message === 'Webhook attempt');
+  expect(attemptLog).toMatchObject({ service: 'worker', delivery_id: delivery.id, outcome: 'success', job_id: delivery.id });
+  expect(child.logs().map((l) => l.message)).toEqual(expect.arrayContaining(['Shutting down: finishing in-flight attempts', 'Worker stopped']));
+}, 60_000);
+
+it('delivers again from another worker when the one making the attempt is killed', async () => {
+  w.receiver.script('/killed', (_req, n) => (n === 1 ? { hang: true } : { status: 200, body: 'got it' }));
+  child = spawnWorker(w, { WEBHOOK_TIMEOUT_MS: '120000' });
+  await child.waitForLog('Worker started');
+  const sub = await w.subscribe({ name: 'killed', url: w.receiver.url('/killed'), events: ['report.ready'] });
+  const published = await w.publish({ type: 'report.ready', data: { report_id: 'r' } });
+  const deliveryId = await w.deliveryFor(published, sub.id);
+  await w.receiver.waitForRequests('/killed', 1);
+
+  child.process.kill('SIGKILL');
+  expect((await child.exited).signal).toBe('SIGKILL');
+  expect(await w.h.deps.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } })).toMatchObject({
+    status: 'pending',
+    attemptCount: 0,
+  });
+
+  // The dead worker's lock on the job runs out (lockDuration, 30 s by default); the stalled check then returns
+  // the job to the queue and this worker takes it.
+  const rescuer = await startWorker(w.workerDeps, { schedule: false, delivery: { stalledInterval: 500 } });
+  extraWorkers.push(rescuer);
+  const delivery = await w.waitForDelivery(deliveryId, 60_000);
+  expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+  expect(delivery.attempts).toEqual([expect.objectContaining({ number: 1, outcome: 'success', responseBody: 'got it' })]);
+
+  const requests = w.receiver.requests('/killed');
+  expect(requests).toHaveLength(2);
+  expect(requests.map((r) => r.headers['x-service-delivery'])).toEqual([deliveryId, deliveryId]);
+  expect(requests[1].body.equals(requests[0].body)).toBe(true);
+}, 90_000);
+
+it('shares the queue between several workers without sending any delivery twice', async () => {
+  extraWorkers.push(await startWorker(w.workerDeps, { schedule: false }), await startWorker(w.workerDeps, { schedule: false }));
+  w.receiver.script('/shared', () => ({ status: 200, body: 'ok', delayMs: 20 }));
+  const sub = await w.subscribe({ name: 'shared', url: w.receiver.url('/shared'), events: ['report.ready'] });
+  const published = await Promise.all(Array.from({ length: 30 }, (_, i) => w.publish({ type: 'report.ready', data: { report_id: `r${i}` } })));
+  const ids = await Promise.all(published.map((p) => w.deliveryFor(p, sub.id)));
+  const deliveries = await Promise.all(ids.map((id) => w.waitForDelivery(id)));
+  expect(deliveries.every((d) => d.status === 'succeeded' && d.attemptCount === 1)).toBe(true);
+  await new Promise((r) => setTimeout(r, 300));
+  const seen = w.receiver.requests('/shared').map((r) => r.headers['x-service-delivery']);
+  expect(seen).toHaveLength(30);
+  expect(new Set(seen)).toEqual(new Set(ids));
+});

@@ -180,7 +180,7 @@ async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: Ht
   const maxAttempts = ctx.config.webhooks.maxAttempts;
   if (run.number >= maxAttempts) {
     const reason = `all ${maxAttempts} attempts failed; last: ${describeFailure(record)}`;
-    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'failed', reason }, subscription: { kind: 'terminal_failure' } });
+    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'failed', reason }, subscription: { kind: 'terminal_failure', rules: ctx.config.webhooks.health } });
     return { status: 'failed', attempt: run.number, outcome };
   }
   const delayMs = webhookRetryDelayMs(ctx.config, run.number);

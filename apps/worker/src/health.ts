@@ -3,9 +3,18 @@
 // to `active`. Pure functions of the current state; the caller holds the row lock while it applies them.
 import type { SubscriptionStatus } from '@svc/db';
 
-export const FAILING_AFTER_TERMINAL_FAILURES = 3;
-export const DISABLE_AFTER_TERMINAL_FAILURES = 10;
-export const DISABLE_MIN_SPAN_MS = 24 * 3600 * 1000;
+/** The thresholds; defaults are DESIGN.md's, operators override them in the config module. */
+export interface HealthRules {
+  failingAfterFailures: number;
+  disableAfterFailures: number;
+  disableMinSpanMs: number;
+}
+
+export const DEFAULT_HEALTH_RULES: HealthRules = Object.freeze({
+  failingAfterFailures: 3,
+  disableAfterFailures: 10,
+  disableMinSpanMs: 24 * 3600 * 1000,
+});
 
 export interface SubscriptionHealth {
   status: SubscriptionStatus;
@@ -23,17 +32,21 @@ export function healthAfterSuccess(current: SubscriptionHealth): SubscriptionHea
   };
 }
 
-export function healthAfterTerminalFailure(current: SubscriptionHealth, now: Date): SubscriptionHealth {
+export function healthAfterTerminalFailure(
+  current: SubscriptionHealth,
+  now: Date,
+  rules: HealthRules = DEFAULT_HEALTH_RULES,
+): SubscriptionHealth {
   const consecutiveFailures = current.consecutiveFailures + 1;
   const firstFailureAt = current.firstFailureAt ?? now;
   const next = { ...current, consecutiveFailures, firstFailureAt };
   if (current.status === 'disabled') return next;
   const spanMs = now.getTime() - firstFailureAt.getTime();
-  if (consecutiveFailures >= DISABLE_AFTER_TERMINAL_FAILURES && spanMs >= DISABLE_MIN_SPAN_MS) {
+  if (consecutiveFailures >= rules.disableAfterFailures && spanMs >= rules.disableMinSpanMs) {
     const reason = `${consecutiveFailures} consecutive failed deliveries over ${Math.floor(spanMs / 3600_000)} hours`;
     return { ...next, status: 'disabled', disabledReason: reason };
   }
-  if (consecutiveFailures >= FAILING_AFTER_TERMINAL_FAILURES) return { ...next, status: 'failing' };
+  if (consecutiveFailures >= rules.failingAfterFailures) return { ...next, status: 'failing' };
   return next;
 }
 

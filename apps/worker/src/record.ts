@@ -6,6 +6,7 @@ import type { AttemptOutcome } from './http/outcome';
 import {
   healthAfterSuccess,
   healthAfterTerminalFailure,
+  type HealthRules,
   healthAfterUnsafeUrl,
   type SubscriptionHealth,
 } from './health';
@@ -30,7 +31,7 @@ export type DeliveryUpdate =
 export type SubscriptionEffect =
   | { kind: 'none' }
   | { kind: 'success' }
-  | { kind: 'terminal_failure' }
+  | { kind: 'terminal_failure'; rules: HealthRules }
   | { kind: 'unsafe_url'; reason: string };
 
 export interface AttemptWrite {
@@ -70,7 +71,7 @@ function nextHealth(current: SubscriptionHealth, effect: SubscriptionEffect, now
     case 'success':
       return healthAfterSuccess(current);
     case 'terminal_failure':
-      return healthAfterTerminalFailure(current, now);
+      return healthAfterTerminalFailure(current, now, effect.rules);
     case 'unsafe_url':
       return healthAfterUnsafeUrl(current, effect.reason);
   }

@@ -91,3 +91,14 @@ describe('attempt outcomes', () => {
     });
   });
 });
+
+describe('configurable thresholds', () => {
+  it('follows the operator\'s rules instead of the defaults', () => {
+    const rules = { failingAfterFailures: 1, disableAfterFailures: 2, disableMinSpanMs: 0 };
+    const start = { status: 'active' as const, consecutiveFailures: 0, firstFailureAt: null, disabledReason: null };
+    const once = healthAfterTerminalFailure(start, new Date(0), rules);
+    expect(once.status).toBe('failing');
+    expect(healthAfterTerminalFailure(once, new Date(1), rules).status).toBe('disabled');
+    expect(healthAfterTerminalFailure(start, new Date(0)).status).toBe('active');
+  });
+});

@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       maxPayloadBytes: 256 * 1024,
       allowedHosts: [],
       secretGraceHours: 72,
+      health: { failingAfterFailures: 3, disableAfterFailures: 10, disableMinSpanMs: 24 * 3600 * 1000 },
       retentionDays: 30,
     });
     expect(config.encryptionKey).toHaveLength(32);

@@ -14,6 +14,14 @@ const base64Key32 = Joi.string().custom((value: string, helpers) => {
   return value;
 }, '32-byte base64 key');
 
+// Client secrets travel to these URLs: https in production, http allowed elsewhere (loopback test servers).
+const providerUrl = () =>
+  Joi.string().when('NODE_ENV', {
+    is: 'production',
+    then: Joi.string().uri({ scheme: ['https'] }),
+    otherwise: Joi.string().uri({ scheme: ['http', 'https'] }),
+  });
+
 const schema = Joi.object({
   NODE_ENV: Joi.string().valid('development', 'test', 'production').default('development'),
   HOST: Joi.string().default('0.0.0.0'),
@@ -55,10 +63,29 @@ const schema = Joi.object({
   // PEM file with an extra CA trusted for webhook receivers (tests use a self-made CA).
   WEBHOOK_EXTRA_CA_FILE: Joi.string().allow(''),
   WEBHOOK_SECRET_GRACE_HOURS: Joi.number().min(0).default(72),
+  // Subscription health: consecutive terminal delivery failures that make it `failing`, and that disable it
+  // once they span at least WEBHOOK_DISABLE_MIN_SPAN_HOURS.
+  WEBHOOK_FAILING_AFTER_FAILURES: Joi.number().integer().min(1).default(3),
+  WEBHOOK_DISABLE_AFTER_FAILURES: Joi.number().integer().min(1).default(10),
+  WEBHOOK_DISABLE_MIN_SPAN_HOURS: Joi.number().min(0).default(24),
   WORKER_CONCURRENCY: Joi.number().integer().min(1).default(10),
   OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(100).default(30_000),
   OUTBOX_RELAY_AGE_MS: Joi.number().integer().min(0).default(60_000),
   RETENTION_DAYS: Joi.number().integer().min(1).default(30),
+
+  // OAuth sign-in. A provider without a client id is disabled; with one, its secret is required. Endpoint URLs
+  // default to the real providers and are settings only so tests can point them at servers on loopback.
+  GITHUB_CLIENT_ID: Joi.string().allow('').default(''),
+  GITHUB_CLIENT_SECRET: Joi.string().allow('').when('GITHUB_CLIENT_ID', { is: Joi.string().min(1), then: Joi.string().min(1).required() }),
+  GITHUB_AUTHORIZE_URL: providerUrl().default('https://github.com/login/oauth/authorize'),
+  GITHUB_TOKEN_URL: providerUrl().default('https://github.com/login/oauth/access_token'),
+  GITHUB_API_BASE_URL: providerUrl().default('https://api.github.com'),
+  GOOGLE_CLIENT_ID: Joi.string().allow('').default(''),
+  GOOGLE_CLIENT_SECRET: Joi.string().allow('').when('GOOGLE_CLIENT_ID', { is: Joi.string().min(1), then: Joi.string().min(1).required() }),
+  // The OpenID issuer; its discovery document is `${GOOGLE_ISSUER_URL}/.well-known/openid-configuration`.
+  GOOGLE_ISSUER_URL: providerUrl().default('https://accounts.google.com'),
+  OAUTH_STATE_TTL_SECONDS: Joi.number().integer().min(60).max(3600).default(600),
+  OAUTH_HTTP_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
 }).unknown(true);
 
 export interface Config {
@@ -91,11 +118,36 @@ export interface Config {
     allowedHosts: string[];
     extraCaFile?: string;
     secretGraceHours: number;
+    health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
     relayIntervalMs: number;
     relayAgeMs: number;
     retentionDays: number;
   };
+  oauth: {
+    /** How long a started sign-in (state, PKCE verifier, nonce) waits in Redis for its callback. */
+    stateTtlSeconds: number;
+    /** Timeout of each request to a provider (token exchange, user info, discovery, keys). */
+    httpTimeoutMs: number;
+    /** Absent when GITHUB_CLIENT_ID is empty: sign-in with GitHub is disabled. */
+    github?: OAuthGithubConfig;
+    /** Absent when GOOGLE_CLIENT_ID is empty: sign-in with Google is disabled. */
+    google?: OAuthGoogleConfig;
+  };
+}
+
+export interface OAuthGithubConfig {
+  clientId: string;
+  clientSecret: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  apiBaseUrl: string;
+}
+
+export interface OAuthGoogleConfig {
+  clientId: string;
+  clientSecret: string;
+  issuerUrl: string;
 }
 
 export class ConfigError extends Error {
@@ -152,10 +204,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowedHosts: value.WEBHOOK_ALLOWED_HOSTS.split(',').map((s: string) => s.trim()).filter(Boolean),
       extraCaFile: value.WEBHOOK_EXTRA_CA_FILE || undefined,
       secretGraceHours: value.WEBHOOK_SECRET_GRACE_HOURS,
+      health: {
+        failingAfterFailures: value.WEBHOOK_FAILING_AFTER_FAILURES,
+        disableAfterFailures: value.WEBHOOK_DISABLE_AFTER_FAILURES,
+        disableMinSpanMs: value.WEBHOOK_DISABLE_MIN_SPAN_HOURS * 3600 * 1000,
+      },
       workerConcurrency: value.WORKER_CONCURRENCY,
       relayIntervalMs: value.OUTBOX_RELAY_INTERVAL_MS,
       relayAgeMs: value.OUTBOX_RELAY_AGE_MS,
       retentionDays: value.RETENTION_DAYS,
+    },
+    oauth: {
+      stateTtlSeconds: value.OAUTH_STATE_TTL_SECONDS,
+      httpTimeoutMs: value.OAUTH_HTTP_TIMEOUT_MS,
+      github: value.GITHUB_CLIENT_ID
+        ? {
+            clientId: value.GITHUB_CLIENT_ID,
+            clientSecret: value.GITHUB_CLIENT_SECRET,
+            authorizeUrl: value.GITHUB_AUTHORIZE_URL,
+            tokenUrl: value.GITHUB_TOKEN_URL,
+            apiBaseUrl: value.GITHUB_API_BASE_URL.replace(/\/$/, ''),
+          }
+        : undefined,
+      google: value.GOOGLE_CLIENT_ID
+        ? {
+            clientId: value.GOOGLE_CLIENT_ID,
+            clientSecret: value.GOOGLE_CLIENT_SECRET,
+            issuerUrl: value.GOOGLE_ISSUER_URL,
+          }
+        : undefined,
     },
   };
 }

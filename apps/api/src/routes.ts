@@ -4,6 +4,7 @@ import type { RateLimiters } from './http/rate-limit';
 import type { RouteSpec } from './http/route';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes';
 import { authRoutes } from './modules/auth/auth.routes';
+import { oauthRoutes } from './modules/oauth/oauth.routes';
 import { organizationRoutes } from './modules/organizations/organizations.routes';
 import { memberRoutes } from './modules/members/members.routes';
 import { invitationRoutes } from './modules/invitations/invitations.routes';
@@ -14,7 +15,7 @@ import { grantRoutes } from './modules/grants/grants.routes';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
-  return [...authRoutes(deps, limiters), ...apiKeyRoutes(deps),
+  return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
     ...organizationRoutes(deps),
     ...memberRoutes(deps),
     ...invitationRoutes(deps),

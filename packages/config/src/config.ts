@@ -76,12 +76,12 @@ const schema = Joi.object({
   // OAuth sign-in. A provider without a client id is disabled; with one, its secret is required. Endpoint URLs
   // default to the real providers and are settings only so tests can point them at servers on loopback.
   GITHUB_CLIENT_ID: Joi.string().allow('').default(''),
-  GITHUB_CLIENT_SECRET: Joi.string().allow('').when('GITHUB_CLIENT_ID', { is: Joi.string().min(1), then: Joi.string().min(1).required() }),
+  GITHUB_CLIENT_SECRET: Joi.string().allow('').when('GITHUB_CLIENT_ID', { is: Joi.string().min(1), then: Joi.required().invalid('') }),
   GITHUB_AUTHORIZE_URL: providerUrl().default('https://github.com/login/oauth/authorize'),
   GITHUB_TOKEN_URL: providerUrl().default('https://github.com/login/oauth/access_token'),
   GITHUB_API_BASE_URL: providerUrl().default('https://api.github.com'),
   GOOGLE_CLIENT_ID: Joi.string().allow('').default(''),
-  GOOGLE_CLIENT_SECRET: Joi.string().allow('').when('GOOGLE_CLIENT_ID', { is: Joi.string().min(1), then: Joi.string().min(1).required() }),
+  GOOGLE_CLIENT_SECRET: Joi.string().allow('').when('GOOGLE_CLIENT_ID', { is: Joi.string().min(1), then: Joi.required().invalid('') }),
   // The OpenID issuer; its discovery document is `${GOOGLE_ISSUER_URL}/.well-known/openid-configuration`.
   GOOGLE_ISSUER_URL: providerUrl().default('https://accounts.google.com'),
   OAUTH_STATE_TTL_SECONDS: Joi.number().integer().min(60).max(3600).default(600),

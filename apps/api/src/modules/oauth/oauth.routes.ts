@@ -1,0 +1,79 @@
+import type { Response } from 'express';
+import type { AppDeps } from '../../app-deps';
+import type { RouteSpec } from '../../http/route';
+import { sessionResponse, setSessionCookies } from '../auth/sessions';
+import { callbackQuery, startQuery } from './oauth.schemas';
+import {
+  createProviders,
+  finishSignIn,
+  flowCookieName,
+  flowCookiePath,
+  providerOrThrow,
+  startSignIn,
+  type CallbackQuery,
+} from './oauth.service';
+import type { ProviderName } from './provider';
+
+export function oauthRoutes(deps: AppDeps): RouteSpec[] {
+  const providers = createProviders(deps);
+  const secure = deps.config.cookieSecure;
+  // SameSite=Lax, not Strict: the cookie must come along on the top-level redirect back from the provider.
+  const flowCookie = (provider: ProviderName) => ({
+    httpOnly: true,
+    secure,
+    sameSite: 'lax' as const,
+    path: flowCookiePath(deps.config.publicBaseUrl, provider),
+  });
+  const noStore = (res: Response) => res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
+
+  return [
+    {
+      method: 'get',
+      path: '/auth/oauth/:provider/start',
+      scope: 'public',
+      summary: "Start sign-in with GitHub or Google: redirects to the provider's authorization page (state, PKCE, nonce)",
+      schemas: { query: startQuery },
+      handler: async (req, res) => {
+        const provider = providerOrThrow(providers, req.params.provider as string);
+        const query = req.query as { redirect_after?: string };
+        const { location, flowId } = await startSignIn(deps, provider, query.redirect_after);
+        noStore(res);
+        res.cookie(flowCookieName(provider.name), flowId, {
+          ...flowCookie(provider.name),
+          maxAge: deps.config.oauth.stateTtlSeconds * 1000,
+        });
+        res.redirect(302, location);
+        return undefined;
+      },
+    },
+    {
+      method: 'get',
+      path: '/auth/oauth/:provider/callback',
+      scope: 'public',
+      summary:
+        'Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on',
+      schemas: { query: callbackQuery },
+      handler: async (req, res) => {
+        const provider = providerOrThrow(providers, req.params.provider as string);
+        noStore(res);
+        const cookieName = flowCookieName(provider.name);
+        const flowId: unknown = req.cookies?.[cookieName];
+        // The flow is single use whatever the outcome: the browser forgets it too.
+        if (flowId !== undefined) res.clearCookie(cookieName, flowCookie(provider.name));
+        const { outcome, redirectAfter } = await finishSignIn(
+          deps,
+          provider,
+          typeof flowId === 'string' ? flowId : undefined,
+          req.query as CallbackQuery,
+        );
+        if (outcome.kind === 'two_factor') return { requires_2fa: true, partial_token: outcome.partialToken };
+        setSessionCookies(res, outcome.session, secure);
+        if (redirectAfter) {
+          res.redirect(302, redirectAfter);
+          return undefined;
+        }
+        return sessionResponse(outcome.session);
+      },
+    },
+  ];
+}

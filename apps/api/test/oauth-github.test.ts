@@ -1,0 +1,311 @@
+// Sign-in with GitHub against a loopback server implementing GitHub's documented OAuth app endpoints
+// (support/oauth-github.ts): authorize, access_token with PKCE, GET /user and GET /user/emails.
+import request from 'supertest';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { createOrg } from './support/fixtures';
+import { loginRequest, setCookies, signupAndVerify } from './support/auth-helpers';
+import { startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
+import { APP_BASE_URL, callback, enableTotp, flowRedisKey, me, redirectUriOf, startFlow } from './support/oauth-flow';
+
+const APP = { clientId: 'Iv1.loopback0123', clientSecret: 'loopback-github-secret-0123456789', redirectUri: redirectUriOf('github') };
+
+let gh: LoopbackGithub;
+let h: Harness;
+let nextId = 1000;
+
+function githubEnv(server: LoopbackGithub): Record<string, string> {
+  return {
+    PUBLIC_BASE_URL: APP_BASE_URL,
+    GITHUB_CLIENT_ID: APP.clientId,
+    GITHUB_CLIENT_SECRET: APP.clientSecret,
+    GITHUB_AUTHORIZE_URL: `${server.url}/login/oauth/authorize`,
+    GITHUB_TOKEN_URL: `${server.url}/login/oauth/access_token`,
+    GITHUB_API_BASE_URL: server.url,
+    LOGIN_RATE_LIMIT_PER_MINUTE: '1000',
+  };
+}
+
+beforeAll(async () => {
+  gh = await startGithubServer(APP);
+  h = await createHarness(githubEnv(gh));
+});
+afterAll(async () => {
+  await h?.close();
+  await gh?.close();
+});
+
+function newAccount(emails?: GithubEmail[], overrides: Partial<GithubAccount> = {}): GithubAccount {
+  const login = `octo-${uniqueSuffix()}`;
+  const account: GithubAccount = {
+    id: nextId++,
+    login,
+    name: 'Mona Lisa Octocat',
+    emails: emails ?? [
+      { email: `${login}@users.noreply.github.test`, primary: false, verified: true },
+      { email: `${login}@example.test`, primary: true, verified: true, visibility: 'private' },
+    ],
+    ...overrides,
+  };
+  gh.addAccount(account);
+  return account;
+}
+
+const primaryEmail = (account: GithubAccount) => account.emails.find((e) => e.primary)!.email.toLowerCase();
+
+/** What the browser does at GitHub: open the authorize URL as `login` and come back with its redirect. */
+async function authorizeAtGithub(location: URL, login: string, options: { deny?: boolean } = {}): Promise<URL> {
+  const url = new URL(location);
+  url.searchParams.set('login', login);
+  if (options.deny) url.searchParams.set('deny', '1');
+  const res = await fetch(url, { redirect: 'manual' });
+  if (res.status !== 302) throw new Error(`authorize answered ${res.status}: ${await res.text()}`);
+  return new URL(res.headers.get('location')!);
+}
+
+async function signInWithGithub(account: GithubAccount, startQuery: Record<string, string> = {}) {
+  const started = await startFlow(h, 'github', startQuery);
+  const back = await authorizeAtGithub(started.location, account.login);
+  const res = await callback(h, 'github', back, started.flowId);
+  return { res, started, back };
+}
+
+describe('start', () => {
+  it("redirects to GitHub's authorize endpoint with state, PKCE S256, the scopes and the exact redirect URI", async () => {
+    const { location, cookie, flowId } = await startFlow(h, 'github');
+    expect(`${location.origin}${location.pathname}`).toBe(`${gh.url}/login/oauth/authorize`);
+    const q = location.searchParams;
+    expect(q.get('client_id')).toBe(APP.clientId);
+    expect(q.get('redirect_uri')).toBe(`${APP_BASE_URL}/api/v1/auth/oauth/github/callback`);
+    expect(q.get('scope')).toBe('read:user user:email');
+    expect(q.get('code_challenge_method')).toBe('S256');
+    expect(q.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(q.get('state')!.length).toBeGreaterThanOrEqual(43);
+    expect(q.has('nonce')).toBe(false);
+    expect(cookie.attributes.get('samesite')).toBe('Lax');
+    expect(cookie.attributes.has('httponly')).toBe(true);
+    expect(cookie.attributes.has('secure')).toBe(true);
+    expect(cookie.attributes.get('path')).toBe('/api/v1/auth/oauth/github');
+    expect(await h.deps.redis.exists(flowRedisKey(h, flowId))).toBe(1);
+  });
+});
+
+describe('sign-in and signup', () => {
+  it('signs up a new person with their verified primary address as owner of a new organization', async () => {
+    const account = newAccount();
+    const { res } = await signInWithGithub(account);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ token: expect.any(String), expires_at: expect.any(String), csrf_token: expect.any(String) });
+    expect(setCookies(res).get('session')?.value).toBe(res.body.token);
+    const who = await me(h, res.body.token);
+    expect(who.status).toBe(200);
+    expect(who.body).toMatchObject({
+      user: { email: primaryEmail(account), name: 'Mona Lisa Octocat' },
+      organization: { name: "Mona Lisa Octocat's organization" },
+      role: 'owner',
+    });
+    const identity = await h.deps.prisma.oAuthIdentity.findUniqueOrThrow({
+      where: { provider_subject: { provider: 'github', subject: String(account.id) } },
+      include: { user: true },
+    });
+    expect(identity.user).toMatchObject({ email: primaryEmail(account), status: 'active', passwordHash: null });
+  });
+
+  it('names the organization after the login when the GitHub profile has no name', async () => {
+    const account = newAccount(undefined, { name: null });
+    const { res } = await signInWithGithub(account);
+    expect(res.status).toBe(200);
+    expect((await me(h, res.body.token)).body).toMatchObject({
+      user: { name: account.login },
+      organization: { name: `${account.login}'s organization` },
+    });
+  });
+
+  it('recognises a returning person by the GitHub user id, not by login or address', async () => {
+    const account = newAccount();
+    const first = await signInWithGithub(account);
+    const userId = (await me(h, first.res.body.token)).body.user.id;
+
+    const renamed: GithubAccount = {
+      ...account,
+      login: `renamed-${uniqueSuffix()}`,
+      emails: [{ email: `new-${uniqueSuffix()}@example.test`, primary: true, verified: true }],
+    };
+    gh.addAccount(renamed);
+    const second = await signInWithGithub(renamed);
+    expect(second.res.status).toBe(200);
+    expect((await me(h, second.res.body.token)).body.user.id).toBe(userId);
+    expect(await h.deps.prisma.user.count({ where: { email: renamed.emails[0].email } })).toBe(0);
+  });
+
+  it('links an existing password account by its verified e-mail', async () => {
+    const existing = await signupAndVerify(h);
+    const account = newAccount([{ email: existing.email.toUpperCase(), primary: true, verified: true }]);
+    const { res } = await signInWithGithub(account);
+    expect(res.status).toBe(200);
+    const who = await me(h, res.body.token);
+    expect(who.body.user.id).toBe(existing.userId);
+    expect(who.body.organization.id).toBe(existing.organizationId);
+    expect(await h.deps.prisma.oAuthIdentity.count({ where: { userId: existing.userId, provider: 'github' } })).toBe(1);
+    expect((await loginRequest(h, { email: existing.email, password: existing.password })).status).toBe(200);
+  });
+
+  it('lets an invited address join the inviting organization with the invited role, no organization of its own', async () => {
+    const org = await createOrg(h);
+    const invitee = `invitee-${uniqueSuffix()}@example.test`;
+    const invite = await request(h.app)
+      .post('/api/v1/invitations')
+      .set('Authorization', `Bearer ${org.owner.token}`)
+      .send({ email: invitee, role: 'manager' });
+    expect(invite.status).toBe(201);
+    const organizationsBefore = await h.deps.prisma.organization.count();
+
+    const { res } = await signInWithGithub(newAccount([{ email: invitee, primary: true, verified: true }]));
+    expect(res.status).toBe(200);
+    const who = await me(h, res.body.token);
+    expect(who.body).toMatchObject({ user: { email: invitee }, organization: { id: org.id, name: org.name }, role: 'manager' });
+    expect(await h.deps.prisma.organization.count()).toBe(organizationsBefore);
+    const invitation = await h.deps.prisma.invitation.findUniqueOrThrow({ where: { id: invite.body.id } });
+    expect(invitation.acceptedAt).toBeInstanceOf(Date);
+    expect(await h.deps.prisma.membership.count({ where: { userId: who.body.user.id } })).toBe(1);
+  });
+
+  it('gives a user with 2FA on a partial token and no session', async () => {
+    const existing = await signupAndVerify(h);
+    const login = await loginRequest(h, { email: existing.email, password: existing.password });
+    await enableTotp(h, login.body.token);
+    const { res } = await signInWithGithub(newAccount([{ email: existing.email, primary: true, verified: true }]));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
+    expect(setCookies(res).has('session')).toBe(false);
+    expect((await me(h, res.body.partial_token)).status).toBe(401);
+  });
+
+  it('answers a 2FA user with the partial token even when redirect_after was given', async () => {
+    const existing = await signupAndVerify(h);
+    const login = await loginRequest(h, { email: existing.email, password: existing.password });
+    await enableTotp(h, login.body.token);
+    const account = newAccount([{ email: existing.email, primary: true, verified: true }]);
+    const { res } = await signInWithGithub(account, { redirect_after: '/dashboard' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
+  });
+});
+
+describe('refusals', () => {
+  it('refuses an account whose primary address is unverified, even with another verified one (403)', async () => {
+    const login = `unverified-${uniqueSuffix()}`;
+    const account = newAccount([
+      { email: `${login}@example.test`, primary: true, verified: false },
+      { email: `${login}@other.test`, primary: false, verified: true },
+    ]);
+    const { res } = await signInWithGithub(account);
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: expect.stringMatching(/no verified primary e-mail/) });
+    expect(await h.deps.prisma.oAuthIdentity.count({ where: { provider: 'github', subject: String(account.id) } })).toBe(0);
+    expect(await h.deps.prisma.user.count({ where: { email: { in: account.emails.map((e) => e.email) } } })).toBe(0);
+  });
+
+  it('never links an existing account through an unverified address', async () => {
+    const existing = await signupAndVerify(h);
+    const { res } = await signInWithGithub(newAccount([{ email: existing.email, primary: true, verified: false }]));
+    expect(res.status).toBe(403);
+    expect(await h.deps.prisma.oAuthIdentity.count({ where: { userId: existing.userId } })).toBe(0);
+  });
+
+  it('refuses a wrong state and a missing state cookie without exchanging the code', async () => {
+    const account = newAccount();
+    const started = await startFlow(h, 'github');
+    const back = await authorizeAtGithub(started.location, account.login);
+    const before = gh.tokenRequests;
+
+    const noCookie = await callback(h, 'github', back);
+    expect(noCookie.status).toBe(400);
+    expect(noCookie.body).toEqual({ detail: expect.stringMatching(/state cookie is missing/) });
+
+    const forged = new URL(back);
+    forged.searchParams.set('state', 'y'.repeat(43));
+    const badState = await callback(h, 'github', forged, started.flowId);
+    expect(badState.status).toBe(400);
+    expect(badState.body).toEqual({ detail: expect.stringMatching(/state parameter does not match/) });
+    expect(gh.tokenRequests).toBe(before);
+    // The flow was used up by the bad attempt.
+    expect((await callback(h, 'github', back, started.flowId)).status).toBe(400);
+  });
+
+  it("refuses another provider's flow cookie", async () => {
+    const account = newAccount();
+    const started = await startFlow(h, 'github');
+    const back = await authorizeAtGithub(started.location, account.login);
+    const res = await request(h.app).get(back.pathname + back.search).set('Cookie', `oauth_google=${started.flowId}`);
+    expect(res.status).toBe(400);
+  });
+
+  it('refuses a replayed callback, and the used code in a new sign-in (GitHub refuses it)', async () => {
+    const account = newAccount();
+    const { res, back, started } = await signInWithGithub(account);
+    expect(res.status).toBe(200);
+    const tokenRequests = gh.tokenRequests;
+    const replay = await callback(h, 'github', back, started.flowId);
+    expect(replay.status).toBe(400);
+    expect(gh.tokenRequests).toBe(tokenRequests);
+
+    const fresh = await startFlow(h, 'github');
+    const smuggled = new URL(back);
+    smuggled.searchParams.set('state', fresh.location.searchParams.get('state')!);
+    const again = await callback(h, 'github', smuggled, fresh.flowId);
+    expect(again.status).toBe(400);
+    expect(again.body).toEqual({ detail: expect.stringMatching(/GitHub refused the authorization code \(bad_verification_code/) });
+    expect(gh.refusedTokenRequests).toBeGreaterThan(0);
+  });
+
+  it('reports a sign-in declined at GitHub as 400', async () => {
+    const account = newAccount();
+    const started = await startFlow(h, 'github');
+    const back = await authorizeAtGithub(started.location, account.login, { deny: true });
+    const res = await callback(h, 'github', back, started.flowId);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: expect.stringMatching(/GitHub did not authorize the sign-in \(access_denied/) });
+  });
+
+  it('expires a started sign-in with its TTL', async () => {
+    const account = newAccount();
+    const started = await startFlow(h, 'github');
+    const back = await authorizeAtGithub(started.location, account.login);
+    await h.deps.redis.del(flowRedisKey(h, started.flowId)); // what the TTL does after 10 minutes
+    const res = await callback(h, 'github', back, started.flowId);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: expect.stringMatching(/expired/) });
+  });
+});
+
+describe('provider problems', () => {
+  let h2: Harness;
+  let gh2: LoopbackGithub;
+
+  afterAll(async () => {
+    await h2?.close();
+    await gh2?.close().catch(() => undefined);
+  });
+
+  it('answers 502 when GitHub refuses our client credentials, and when it cannot be reached', async () => {
+    gh2 = await startGithubServer({ ...APP, clientSecret: 'a-different-secret-at-github' });
+    h2 = await createHarness({ ...githubEnv(gh2), GITHUB_API_BASE_URL: 'http://127.0.0.1:9' });
+    const account = { id: nextId++, login: `octo-${uniqueSuffix()}`, name: null, emails: [] };
+    gh2.addAccount(account);
+
+    const started = await startFlow(h2, 'github');
+    const back = await authorizeAtGithub(started.location, account.login);
+    const refused = await callback(h2, 'github', back, started.flowId);
+    expect(refused.status).toBe(502);
+    expect(refused.body).toEqual({ detail: expect.stringMatching(/refused this server's sign-in client \(incorrect_client_credentials/) });
+
+    await gh2.close();
+    const again = await startFlow(h2, 'github');
+    const state = again.location.searchParams.get('state')!;
+    const down = await request(h2.app)
+      .get(`/api/v1/auth/oauth/github/callback?code=abc&state=${encodeURIComponent(state)}`)
+      .set('Cookie', `oauth_github=${again.flowId}`);
+    expect(down.status).toBe(502);
+    expect(down.body).toEqual({ detail: expect.stringMatching(/GitHub could not be reached/) });
+  });
+});

@@ -9,6 +9,7 @@ import { accessLog, requestId } from './http/request-id';
 import { routerFor, type RouteSpec } from './http/route';
 import { apiRoutes } from './routes';
 import { healthRouter } from './modules/health/health.routes';
+import { openApiRoute } from './openapi/openapi.routes';
 
 export interface App extends Express {
   locals: Express['locals'] & { routes: RouteSpec[]; limiters: RateLimiters };
@@ -26,7 +27,7 @@ export function createApp(deps: AppDeps): App {
     totpMaxFailures: deps.config.totpMaxFailures,
     partialTokenTtlSeconds: deps.config.partialTokenTtlSeconds,
   });
-  const routes = apiRoutes(deps, limiters);
+  const routes: RouteSpec[] = [...apiRoutes(deps, limiters), openApiRoute(() => routes, deps.config.publicBaseUrl)];
   app.locals.routes = routes;
   app.locals.limiters = limiters;
 

@@ -2,6 +2,7 @@
 // handler. One place mounts them, so every route gets authentication, rate limiting, its scope check and
 // validation in the same order, and the list can be inspected (OpenAPI, tests that every route has a scope).
 import { Router, type Request, type RequestHandler, type Response } from 'express';
+import type Joi from 'joi';
 import { hasScope } from '@svc/scopes';
 import type { AppDeps } from '../app-deps';
 import { authenticate } from '../auth/authenticate';
@@ -21,6 +22,10 @@ export interface RouteSpec {
   schemas?: RequestSchemas;
   /** Status of a successful response carrying a body (default 200); a handler returning undefined answers 204. */
   status?: number;
+  /** Shape of the success body: documented in OpenAPI and, under NODE_ENV=test, checked on every response. */
+  response?: Joi.Schema;
+  /** Media type of a non-JSON success body (a PDF, a CSV export...); such handlers write the response themselves. */
+  responseMediaType?: string;
   handler: (req: Request, res: Response) => unknown | Promise<unknown>;
 }
 
@@ -46,12 +51,25 @@ function rateLimitClient(limiters: RateLimiters): RequestHandler {
   };
 }
 
-function respond(spec: RouteSpec): RequestHandler {
+/** In tests, a body that differs from the documented response shape fails loudly (the OpenAPI cannot drift). */
+function checkDocumentedShape(spec: RouteSpec, body: unknown): void {
+  if (!spec.response) return;
+  const { error } = spec.response.validate(body, { presence: 'required', convert: false });
+  if (error) {
+    throw new Error(`Response of ${spec.method.toUpperCase()} ${spec.path} differs from its documented shape: ${error.message}`);
+  }
+}
+
+function respond(spec: RouteSpec, checkResponses: boolean): RequestHandler {
   return async (req, res) => {
     const body = await spec.handler(req, res);
     if (res.headersSent) return;
-    if (body === undefined) res.status(204).end();
-    else res.status(spec.status ?? 200).json(body);
+    if (body === undefined) {
+      res.status(204).end();
+      return;
+    }
+    if (checkResponses) checkDocumentedShape(spec, JSON.parse(JSON.stringify(body)));
+    res.status(spec.status ?? 200).json(body);
   };
 }
 
@@ -62,7 +80,7 @@ export function mountRoutes(router: Router, specs: RouteSpec[], deps: AppDeps, l
         ? [rateLimitClient(limiters)]
         : [authenticate(deps), rateLimitPrincipal(limiters), requireScope(spec.scope)];
     if (spec.schemas) chain.push(validate(spec.schemas));
-    chain.push(respond(spec));
+    chain.push(respond(spec, deps.config.nodeEnv === 'test'));
     router[spec.method](spec.path, ...chain);
   }
   return router;

@@ -1,7 +1,9 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { apiKeyIdParams, createApiKeyBody, listApiKeysQuery } from './api-keys.schemas';
+import { requestMeta } from '../audit/audit.context';
+import { page } from '../../http/responses';
+import { apiKeyIdParams, apiKeyResponse, createApiKeyBody, createdApiKeyResponse, listApiKeysQuery } from './api-keys.schemas';
 import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.service';
 
 export function apiKeyRoutes(deps: AppDeps): RouteSpec[] {
@@ -13,7 +15,8 @@ export function apiKeyRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Mint an API key; the key value is in this response only',
       schemas: { body: createApiKeyBody },
       status: 201,
-      handler: (req) => createApiKey(deps, principalOf(req), req.body),
+      response: createdApiKeyResponse,
+      handler: (req) => createApiKey(deps, principalOf(req), req.body, requestMeta(req)),
     },
     {
       method: 'get',
@@ -21,6 +24,7 @@ export function apiKeyRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'api_keys:read',
       summary: 'List your API keys (admins and owners: the organization\'s)',
       schemas: { query: listApiKeysQuery },
+      response: page(apiKeyResponse),
       handler: (req) => listApiKeys(deps, principalOf(req), req.query as never),
     },
     {
@@ -29,7 +33,7 @@ export function apiKeyRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'api_keys:revoke',
       summary: 'Revoke an API key, effective on the next request',
       schemas: { params: apiKeyIdParams },
-      handler: (req) => revokeApiKey(deps, principalOf(req), req.params.id as string),
+      handler: (req) => revokeApiKey(deps, principalOf(req), req.params.id as string, requestMeta(req)),
     },
   ];
 }

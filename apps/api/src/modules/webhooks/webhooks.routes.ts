@@ -5,6 +5,7 @@ import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { acting } from '../audit/audit.context';
 import { LEVELS, type LevelContext, type LevelDefinition } from './levels';
 import { listAttempts, listDeliveries } from './deliveries.service';
 import {
@@ -17,7 +18,15 @@ import {
   sendTestEvent,
   updateSubscription,
 } from './subscriptions.service';
+import { page } from '../../http/responses';
 import {
+  attemptsResponse,
+  createdSubscriptionResponse,
+  deliveryResponse,
+  eventTypesResponse,
+  rotatedSecretResponse,
+  subscriptionResponse,
+  testDeliveryResponse,
   createSubscriptionBody,
   deliveriesQuery,
   levelParams,
@@ -39,55 +48,64 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
     {
       method: 'get', suffix: '/events', scope: 'webhooks:read', summary: 'List the supported event types',
       schemas: { params: levelParams },
+      response: eventTypesResponse,
       handle: () => ({ data: EVENT_CATALOGUE.map((e) => ({ type: e.type, description: e.description })) }),
     },
     {
       method: 'post', suffix: '/subscriptions', scope: 'webhooks:create', status: 201,
       summary: 'Create a subscription; the response carries the signing secret, once',
       schemas: { params: levelParams, body: createSubscriptionBody },
-      handle: (ctx, req) => createSubscription(deps, ctx, req.body),
+      response: createdSubscriptionResponse,
+      handle: (ctx, req) => createSubscription(deps, ctx, req.body, acting(req)),
     },
     {
       method: 'get', suffix: '/subscriptions', scope: 'webhooks:read', summary: 'List subscriptions',
       schemas: { params: levelParams, query: listQuery },
+      response: page(subscriptionResponse),
       handle: (ctx, req) => listSubscriptions(deps, ctx, req.query as never),
     },
     {
       method: 'get', suffix: '/subscriptions/:id', scope: 'webhooks:read', summary: 'Read one subscription',
       schemas: { params: subscriptionParams },
+      response: subscriptionResponse,
       handle: async (ctx, req) => presentSubscription(await findSubscription(deps, ctx, id(req))),
     },
     {
       method: 'patch', suffix: '/subscriptions/:id', scope: 'webhooks:update',
       summary: 'Update name, URL, events, active status, filters or payload format',
       schemas: { params: subscriptionParams, body: updateSubscriptionBody },
-      handle: (ctx, req) => updateSubscription(deps, ctx, id(req), req.body),
+      response: subscriptionResponse,
+      handle: (ctx, req) => updateSubscription(deps, ctx, id(req), req.body, acting(req)),
     },
     {
       method: 'delete', suffix: '/subscriptions/:id', scope: 'webhooks:delete', summary: 'Soft-delete a subscription',
       schemas: { params: subscriptionParams },
-      handle: (ctx, req) => deleteSubscription(deps, ctx, id(req)),
+      handle: (ctx, req) => deleteSubscription(deps, ctx, id(req), acting(req)),
     },
     {
       method: 'post', suffix: '/subscriptions/:id/rotate-secret', scope: 'webhooks:update',
       summary: 'Rotate the signing secret; the previous one keeps signing for 72 hours',
       schemas: { params: subscriptionParams },
-      handle: (ctx, req) => rotateSecret(deps, ctx, id(req)),
+      response: rotatedSecretResponse,
+      handle: (ctx, req) => rotateSecret(deps, ctx, id(req), acting(req)),
     },
     {
       method: 'post', suffix: '/subscriptions/:id/test', scope: 'webhooks:update', status: 202,
       summary: 'Send a synthetic webhook.test delivery to this subscription',
       schemas: { params: subscriptionParams },
+      response: testDeliveryResponse,
       handle: (ctx, req) => sendTestEvent(deps, ctx, id(req)),
     },
     {
       method: 'get', suffix: '/deliveries', scope: 'webhooks:read', summary: 'List deliveries with their payload snapshots',
       schemas: { params: levelParams, query: deliveriesQuery },
+      response: page(deliveryResponse),
       handle: (ctx, req) => listDeliveries(deps, ctx, req.query as never),
     },
     {
       method: 'get', suffix: '/deliveries/:id/attempts', scope: 'webhooks:read', summary: 'Attempt log of a delivery',
       schemas: { params: subscriptionParams },
+      response: attemptsResponse,
       handle: (ctx, req) => listAttempts(deps, ctx, id(req)),
     },
   ];

@@ -2,6 +2,7 @@
 // filter values outside their lists, unsafe URLs) are checked by the service and answer 422.
 import Joi from 'joi';
 import { name, paginationQuery } from '../../http/validate';
+import { id, list, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 
 const stringList = (max: number) => Joi.array().items(Joi.string().max(100)).max(max).unique();
 
@@ -48,4 +49,76 @@ export const deliveriesQuery = Joi.object({
   status: Joi.string().valid('pending', 'succeeded', 'failed'),
   since: Joi.date().iso(),
   until: Joi.date().iso(),
+});
+
+const deliveryStatus = Joi.string().valid('pending', 'succeeded', 'failed');
+
+export const eventTypesResponse = list(Joi.object({ type: Joi.string(), description: Joi.string() }));
+
+export const subscriptionResponse = Joi.object({
+  id: id('whsub'),
+  name: Joi.string(),
+  url: Joi.string().uri({ scheme: 'https' }),
+  events: Joi.array().items(Joi.string()),
+  active: Joi.boolean(),
+  status: Joi.string().valid('active', 'failing', 'disabled'),
+  severity_filter: Joi.array().items(Joi.string()).allow(null),
+  status_filter: Joi.array().items(Joi.string()).allow(null),
+  payload_format: Joi.string().valid('service', 'splunk_hec', 'microsoft_sentinel', 'cef'),
+  splunk_index: nullableString(),
+  has_authorization: Joi.boolean(),
+  level: Joi.string().valid('organization', 'project', 'assessment'),
+  project_id: nullableId('prj'),
+  assessment_id: nullableId('asm'),
+  previous_secret_expires_at: nullableTimestamp(),
+  disabled_reason: nullableString(),
+  created_at: timestamp(),
+  updated_at: timestamp(),
+});
+
+export const createdSubscriptionResponse = subscriptionResponse.keys({ secret: Joi.string().pattern(/^whsec_/) });
+
+export const rotatedSecretResponse = Joi.object({
+  id: id('whsub'),
+  secret: Joi.string().pattern(/^whsec_/),
+  previous_secret_expires_at: timestamp(),
+});
+
+export const testDeliveryResponse = Joi.object({ event_id: id('event'), delivery_id: id('whdel') });
+
+export const deliveryResponse = Joi.object({
+  id: id('whdel'),
+  subscription_id: id('whsub'),
+  event_id: id('event'),
+  event_type: Joi.string(),
+  status: deliveryStatus,
+  attempt_count: Joi.number().integer().min(0),
+  next_attempt_at: nullableTimestamp(),
+  completed_at: nullableTimestamp(),
+  failure_reason: nullableString(),
+  created_at: timestamp(),
+  payload: Joi.object({
+    id: id('whdel'),
+    event_id: id('event'),
+    type: Joi.string(),
+    created_at: timestamp(),
+    organization_id: id('org'),
+    data: Joi.object({ kind: Joi.string() }).unknown(true),
+  }),
+});
+
+export const attemptsResponse = Joi.object({
+  delivery_id: id('whdel'),
+  data: Joi.array().items(
+    Joi.object({
+      number: Joi.number().integer().min(1),
+      started_at: timestamp(),
+      duration_ms: Joi.number().integer().min(0),
+      outcome: Joi.string(),
+      response_status: Joi.number().integer().allow(null),
+      response_headers: Joi.object().pattern(Joi.string(), Joi.string()).allow(null),
+      response_body: nullableString().allow(''),
+      error: nullableString(),
+    }),
+  ),
 });

@@ -1,0 +1,163 @@
+// The OpenAPI 3.1 document, generated from the route declarations and the very joi schemas the routes validate
+// requests (and, in tests, responses) with: it cannot drift from what the API does.
+import parseJoi from 'joi-to-json';
+import type Joi from 'joi';
+import type { RouteSpec } from '../http/route';
+
+type JsonSchema = Record<string, unknown>;
+
+const ERROR_RESPONSES: Record<string, string> = {
+  '400': 'Malformed input or business-rule failure',
+  '401': 'Missing, expired, invalid or revoked credentials',
+  '403': 'Role too low or scope missing (the detail names the scope)',
+  '404': 'Absent, or belongs to another organization',
+  '409': 'State conflict or uniqueness violation',
+  '422': 'Well-formed but refused value',
+  '429': 'Rate limited; honour Retry-After',
+};
+
+const SUBSCHEMA_KEYS = new Set(['if', 'then', 'else', 'not']);
+
+/** `then: false` is valid JSON Schema, but OpenAPI tooling expects schema objects: false -> {not: {}}, true -> {}. */
+function withoutBooleanSubschemas(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutBooleanSubschemas);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, child]) => {
+      if (SUBSCHEMA_KEYS.has(key) && typeof child === 'boolean') return [key, child ? {} : { not: {} }];
+      return [key, withoutBooleanSubschemas(child)];
+    }),
+  );
+}
+
+function toSchema(schema: Joi.Schema): JsonSchema {
+  return withoutBooleanSubschemas(parseJoi(schema, 'open-api-3.1')) as JsonSchema;
+}
+
+/** Express `/a/:id/b` -> OpenAPI `/a/{id}/b`. */
+export function openApiPath(expressPath: string): string {
+  return `/api/v1${expressPath.replace(/:([A-Za-z_]+)/g, '{$1}')}`;
+}
+
+function pathParameterNames(expressPath: string): string[] {
+  return [...expressPath.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]);
+}
+
+function parameters(route: RouteSpec) {
+  const pathParams = pathParameterNames(route.path).map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
+  const query = route.schemas?.query ? toSchema(route.schemas.query) : undefined;
+  const properties = (query?.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((query?.required as string[] | undefined) ?? []);
+  const queryParams = Object.entries(properties).map(([name, schema]) => ({
+    name,
+    in: 'query',
+    required: required.has(name),
+    schema,
+  }));
+  return [...pathParams, ...queryParams];
+}
+
+function successResponse(route: RouteSpec) {
+  if (route.responseMediaType) {
+    return { description: 'Success', content: { [route.responseMediaType]: { schema: { type: 'string' } } } };
+  }
+  if (!route.response) return { description: 'Success, no body' };
+  return { description: 'Success', content: { 'application/json': { schema: toSchema(route.response) } } };
+}
+
+function successStatus(route: RouteSpec): string {
+  if (route.responseMediaType) return String(route.status ?? 200);
+  return route.response ? String(route.status ?? 200) : '204';
+}
+
+function operation(route: RouteSpec) {
+  const isPublic = route.scope === 'public';
+  const errors = Object.fromEntries(
+    Object.entries(ERROR_RESPONSES)
+      .filter(([status]) => !(isPublic && (status === '401' || status === '403')))
+      .map(([status, description]) => [status, { $ref: `#/components/responses/E${status}` , description }]),
+  );
+  return {
+    summary: route.summary,
+    operationId: `${route.method}${route.path.replace(/[/:-]+(\w)/g, (_m, c: string) => c.toUpperCase())}`,
+    tags: [route.path.split('/')[1]],
+    ...(isPublic
+      ? { security: [] }
+      : { security: [{ bearer: [route.scope] }, { sessionCookie: [route.scope] }], 'x-required-scope': route.scope }),
+    description: isPublic ? 'No credential required.' : `Requires the \`${route.scope}\` scope.`,
+    parameters: parameters(route),
+    ...(route.schemas?.body && {
+      requestBody: { required: true, content: { 'application/json': { schema: toSchema(route.schemas.body) } } },
+    }),
+    responses: { [successStatus(route)]: successResponse(route), ...stripRefSiblings(errors) },
+  };
+}
+
+// OpenAPI 3.1 allows description next to $ref, but keep the document minimal and lint-clean.
+function stripRefSiblings(responses: Record<string, { $ref: string; description: string }>) {
+  return Object.fromEntries(Object.entries(responses).map(([k, v]) => [k, { $ref: v.$ref }]));
+}
+
+export function buildOpenApiDocument(routes: RouteSpec[], info: { version: string; serverUrl: string }) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const path = openApiPath(route.path);
+    paths[path] ??= {};
+    paths[path][route.method] = operation(route);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Security Assessment Service API',
+      version: info.version,
+      description:
+        'Authentication with scoped API keys and sessions, tenancy, assessments and findings, and signed outbound ' +
+        'webhooks. Every error body is `{detail}`; dispatch on the status code.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: info.serverUrl }],
+    paths,
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key (`sk-svc-…`) or a session token from login.',
+        },
+        sessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'session',
+          description: 'Session cookie set by login; state-changing requests also need the X-CSRF-Token header.',
+        },
+      },
+      schemas: {
+        Error: {
+          type: 'object',
+          required: ['detail'],
+          properties: {
+            detail: { type: 'string', description: 'Human-readable; not a contract.' },
+            code: { type: 'string', description: 'Machine-readable code where documented (EMAIL_NOT_VERIFIED).' },
+          },
+        },
+      },
+      responses: Object.fromEntries(
+        Object.entries(ERROR_RESPONSES).map(([status, description]) => [
+          `E${status}`,
+          {
+            description,
+            ...(status === '429' && {
+              headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
+            }),
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+          },
+        ]),
+      ),
+    },
+  };
+}

@@ -3,7 +3,21 @@ import { principalOf } from '../../auth/principal';
 import { badRequest } from '../../http/errors';
 import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
-import { login2faBody, loginBody, signupBody, totpCodeBody, verifyEmailBody } from './auth.schemas';
+import {
+  issuedSessionResponse,
+  login2faBody,
+  loginBody,
+  loginResponse,
+  meResponse,
+  signupBody,
+  signupResponse,
+  totpCodeBody,
+  twoFactorDisabledResponse,
+  twoFactorEnabledResponse,
+  twoFactorSetupResponse,
+  verifyEmailBody,
+  verifyEmailResponse,
+} from './auth.schemas';
 import {
   describePrincipal,
   disableTwoFactor,
@@ -30,6 +44,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       summary: 'Create a pending user who owns a new organization; mails a verification link',
       schemas: { body: signupBody },
       status: 201,
+      response: signupResponse,
       handler: (req) => signup(deps, req.body),
     },
     {
@@ -38,6 +53,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       scope: 'public',
       summary: 'Activate a pending user with the token from the verification e-mail',
       schemas: { body: verifyEmailBody },
+      response: verifyEmailResponse,
       handler: (req) => verifyEmail(deps, req.body.token),
     },
     {
@@ -46,6 +62,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       scope: 'public',
       summary: 'Password login: a session (token and cookies), or a partial token when 2FA is on',
       schemas: { body: loginBody },
+      response: loginResponse,
       handler: async (req, res) => {
         const outcome = await login(deps, limiters, req.body, req.ip ?? 'unknown');
         if (outcome.kind === 'two_factor') return { requires_2fa: true, partial_token: outcome.partialToken };
@@ -59,6 +76,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       scope: 'public',
       summary: 'Exchange a partial token and a TOTP code for a session',
       schemas: { body: login2faBody },
+      response: issuedSessionResponse,
       handler: async (req, res) => {
         const session = await loginWithSecondFactor(deps, limiters, req.body);
         setSessionCookies(res, session, secure);
@@ -85,6 +103,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       path: '/auth/me',
       scope: 'profile:read',
       summary: 'The caller: user, organization, role, credential and effective scopes',
+      response: meResponse,
       handler: (req) => describePrincipal(deps, principalOf(req)),
     },
     {
@@ -92,6 +111,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       path: '/auth/2fa/setup',
       scope: 'profile:update',
       summary: 'Start TOTP setup: a new secret and its otpauth URL (not active until enabled)',
+      response: twoFactorSetupResponse,
       handler: (req) => setupTwoFactor(deps, principalOf(req)),
     },
     {
@@ -100,6 +120,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       scope: 'profile:update',
       summary: 'Turn TOTP on with a code from the secret of the setup step',
       schemas: { body: totpCodeBody },
+      response: twoFactorEnabledResponse,
       handler: (req) => enableTwoFactor(deps, limiters, principalOf(req), req.body.code),
     },
     {
@@ -108,6 +129,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       scope: 'profile:update',
       summary: 'Turn TOTP off with a current code',
       schemas: { body: totpCodeBody },
+      response: twoFactorDisabledResponse,
       handler: (req) => disableTwoFactor(deps, limiters, principalOf(req), req.body.code),
     },
   ];

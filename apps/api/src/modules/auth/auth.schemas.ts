@@ -1,5 +1,7 @@
 import Joi from 'joi';
+import { ALL_SCOPES, ROLES } from '@svc/scopes';
 import { email, name, password } from '../../http/validate';
+import { id, timestamp } from '../../http/responses';
 
 /** Signup, and the CLI's create-owner (same rules: same schema). */
 export const signupBody = Joi.object({
@@ -31,3 +33,56 @@ export const login2faBody = Joi.object({
 export const totpCodeBody = Joi.object({
   code: totpCode().required(),
 });
+
+// ---------------------------------------------------------------------------------------------------------
+// Response shapes
+
+const jwt = () => Joi.string().pattern(/^[\w-]+\.[\w-]+\.[\w-]+$/, 'JWT');
+
+export const signupResponse = Joi.object({
+  user_id: id('usr'),
+  organization_id: id('org'),
+  status: Joi.string().valid('pending'),
+});
+
+export const verifyEmailResponse = Joi.object({ status: Joi.string().valid('active') });
+
+/** A signed-in session: the bearer token (also set as the httpOnly `session` cookie) and its CSRF token. */
+export const issuedSessionResponse = Joi.object({
+  token: jwt(),
+  expires_at: timestamp(),
+  csrf_token: Joi.string().pattern(/^[0-9a-f]{64}$/, 'hex HMAC'),
+});
+
+/** The first factor passed but the user has TOTP on: exchange the partial token at POST /auth/login/2fa. */
+export const twoFactorRequiredResponse = Joi.object({
+  requires_2fa: Joi.boolean().valid(true),
+  partial_token: jwt(),
+});
+
+export const loginResponse = Joi.alternatives().try(issuedSessionResponse, twoFactorRequiredResponse);
+
+export const meResponse = Joi.object({
+  user: Joi.object({
+    id: id('usr'),
+    email: Joi.string().email({ tlds: false }),
+    name: Joi.string(),
+    two_factor_enabled: Joi.boolean(),
+  }),
+  organization: Joi.object({ id: id('org'), name: Joi.string() }),
+  role: Joi.string().valid(...ROLES),
+  credential: Joi.alternatives().try(
+    Joi.object({ type: Joi.string().valid('api_key'), key_prefix: Joi.string().pattern(/^sk-svc-/) }),
+    Joi.object({ type: Joi.string().valid('session') }),
+  ),
+  scopes: Joi.array().items(Joi.string().valid(...ALL_SCOPES)),
+});
+
+export const twoFactorSetupResponse = Joi.object({
+  secret: Joi.string().pattern(/^[A-Z2-7]{16,}$/, 'base32'),
+  otpauth_url: Joi.string().pattern(/^otpauth:\/\/totp\//, 'otpauth URL'),
+});
+
+export const twoFactorEnabledResponse = Joi.object({ two_factor_enabled: Joi.boolean().valid(true) });
+
+export const twoFactorDisabledResponse = Joi.object({ two_factor_enabled: Joi.boolean().valid(false) });

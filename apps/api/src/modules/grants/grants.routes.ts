@@ -2,7 +2,8 @@ import type { Request } from 'express';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { createGrantBody, listGrantsQuery } from './grants.schemas';
+import { page } from '../../http/responses';
+import { createGrantBody, grantResponseFor, listGrantsQuery } from './grants.schemas';
 import { deleteGrant, listGrants, upsertGrant, type GrantTarget } from './grants.service';
 
 const SCOPE = 'assessments:manage_access';
@@ -19,6 +20,7 @@ export function grantRoutes(deps: AppDeps): RouteSpec[] {
         scope: SCOPE,
         summary: `List the grants on a ${kind} (write access to it required)`,
         schemas: { query: listGrantsQuery },
+        response: page(grantResponseFor(kind)),
         handler: (req) => listGrants(deps, principalOf(req), target(req), req.query as never),
       },
       {
@@ -28,6 +30,8 @@ export function grantRoutes(deps: AppDeps): RouteSpec[] {
         summary: `Grant read or write access on a ${kind} to a user or a team: 201 when new, 200 when it replaces the subject's grant`,
         schemas: { body: createGrantBody },
         status: 201,
+        // Documents the 201; a grant that replaces the subject's existing one answers 200 with the same shape.
+        response: grantResponseFor(kind),
         handler: async (req, res) => {
           const { created, grant } = await upsertGrant(deps, principalOf(req), target(req), req.body);
           res.status(created ? 201 : 200).json(grant);

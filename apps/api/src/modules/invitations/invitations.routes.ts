@@ -1,7 +1,14 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { acceptInvitationBody, createInvitationBody, listInvitationsQuery } from './invitations.schemas';
+import { page } from '../../http/responses';
+import {
+  acceptInvitationBody,
+  acceptedInvitationResponse,
+  createInvitationBody,
+  invitationResponse,
+  listInvitationsQuery,
+} from './invitations.schemas';
 import { acceptInvitation, createInvitation, listInvitations, revokeInvitation } from './invitations.service';
 
 export function invitationRoutes(deps: AppDeps): RouteSpec[] {
@@ -13,6 +20,7 @@ export function invitationRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Invite an e-mail address with a role (not above yours, never owner); mails an accept link valid 7 days',
       schemas: { body: createInvitationBody },
       status: 201,
+      response: invitationResponse,
       handler: (req) => createInvitation(deps, principalOf(req), req.body),
     },
     {
@@ -21,6 +29,7 @@ export function invitationRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'members:read',
       summary: "List the organization's invitations (pending, accepted, expired)",
       schemas: { query: listInvitationsQuery },
+      response: page(invitationResponse),
       handler: (req) => listInvitations(deps, principalOf(req), req.query as never),
     },
     {
@@ -29,6 +38,7 @@ export function invitationRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'public',
       summary: 'Accept an invitation with the mailed token: new e-mail -> active user with the password; existing user -> password check',
       schemas: { body: acceptInvitationBody },
+      response: acceptedInvitationResponse,
       handler: (req) => acceptInvitation(deps, req.body),
     },
     {

@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { ROLES } from '@svc/scopes';
 import { email, name, paginationQuery } from '../../http/validate';
+import { id, nullableTimestamp, timestamp } from '../../http/responses';
 
 export const createInvitationBody = Joi.object({
   email: email().required(),
@@ -18,4 +19,26 @@ export const acceptInvitationBody = Joi.object({
     if (Buffer.byteLength(value, 'utf8') > 72) return helpers.message({ custom: 'password must be at most 72 bytes' });
     return value;
   }),
+});
+
+// Nobody is invited as owner (ownership moves by transfer), so an invitation carries one of the other roles.
+const invitedRole = () => Joi.string().valid(...ROLES.filter((r) => r !== 'owner'));
+
+export const invitationResponse = Joi.object({
+  id: id('inv'),
+  email: Joi.string().email({ tlds: false }),
+  role: invitedRole(),
+  status: Joi.string().valid('pending', 'accepted', 'expired'),
+  invited_by_id: id('usr'),
+  expires_at: timestamp(),
+  accepted_at: nullableTimestamp(),
+  created_at: timestamp(),
+});
+
+export const acceptedInvitationResponse = Joi.object({
+  organization: Joi.object({ id: id('org'), name: Joi.string() }),
+  user_id: id('usr'),
+  email: Joi.string().email({ tlds: false }),
+  role: invitedRole(),
+  new_user: Joi.boolean(),
 });

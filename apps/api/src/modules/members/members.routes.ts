@@ -1,7 +1,8 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { changeRoleBody, listMembersQuery } from './members.schemas';
+import { page } from '../../http/responses';
+import { changeRoleBody, listMembersQuery, memberResponse } from './members.schemas';
 import { changeRole, listMembers, removeMember } from './members.service';
 
 export function memberRoutes(deps: AppDeps): RouteSpec[] {
@@ -12,6 +13,7 @@ export function memberRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'members:read',
       summary: 'List the members of the organization with their role and user details',
       schemas: { query: listMembersQuery },
+      response: page(memberResponse),
       handler: (req) => listMembers(deps, principalOf(req), req.query as never),
     },
     {
@@ -20,6 +22,7 @@ export function memberRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'members:change_role',
       summary: "Change a member's role (never above your own; the owner role moves by transfer-ownership)",
       schemas: { body: changeRoleBody },
+      response: memberResponse,
       handler: (req) => changeRole(deps, principalOf(req), req.params.user_id as string, req.body),
     },
     {

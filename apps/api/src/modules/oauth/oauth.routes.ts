@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import type { AppDeps } from '../../app-deps';
 import type { RouteSpec } from '../../http/route';
 import { sessionResponse, setSessionCookies } from '../auth/sessions';
-import { callbackQuery, startQuery } from './oauth.schemas';
+import { callbackQuery, callbackResponse, startQuery } from './oauth.schemas';
 import {
   createProviders,
   finishSignIn,
@@ -53,6 +53,7 @@ export function oauthRoutes(deps: AppDeps): RouteSpec[] {
       summary:
         'Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on',
       schemas: { query: callbackQuery },
+      response: callbackResponse,
       handler: async (req, res) => {
         const provider = providerOrThrow(providers, req.params.provider as string);
         noStore(res);

@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { loginResponse } from '../auth/auth.schemas';
 
 // Where to send the browser after a successful sign-in: a path on this site only (no scheme, no host, no `//`
 // or backslash that a browser could read as another host), so the callback cannot become an open redirect.
@@ -33,3 +34,7 @@ export const callbackQuery = Joi.object({
   error_uri: Joi.string().max(2000),
   iss: Joi.string().max(2048),
 }).unknown(true);
+
+// The callback answers like password login: a session, or a partial token when the user has TOTP on. With a
+// redirect_after from the start step, the session instead comes as cookies on a 302 to that path (no body).
+export const callbackResponse = loginResponse;

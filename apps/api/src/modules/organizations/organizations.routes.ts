@@ -1,7 +1,13 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { deleteOrganizationBody, transferOwnershipBody, updateOrganizationBody } from './organizations.schemas';
+import {
+  deleteOrganizationBody,
+  organizationResponse,
+  transferOwnershipBody,
+  transferOwnershipResponse,
+  updateOrganizationBody,
+} from './organizations.schemas';
 import { deleteOrganization, getOrganization, transferOwnership, updateOrganization } from './organizations.service';
 
 export function organizationRoutes(deps: AppDeps): RouteSpec[] {
@@ -11,6 +17,7 @@ export function organizationRoutes(deps: AppDeps): RouteSpec[] {
       path: '/organization',
       scope: 'org:read',
       summary: "Read the caller's organization",
+      response: organizationResponse,
       handler: (req) => getOrganization(deps, principalOf(req)),
     },
     {
@@ -19,6 +26,7 @@ export function organizationRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'org:update',
       summary: 'Rename the organization',
       schemas: { body: updateOrganizationBody },
+      response: organizationResponse,
       handler: (req) => updateOrganization(deps, principalOf(req), req.body),
     },
     {
@@ -35,6 +43,7 @@ export function organizationRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'org:transfer_ownership',
       summary: 'Make an active member the owner; the previous owner becomes an admin',
       schemas: { body: transferOwnershipBody },
+      response: transferOwnershipResponse,
       handler: (req) => transferOwnership(deps, principalOf(req), req.body),
     },
   ];

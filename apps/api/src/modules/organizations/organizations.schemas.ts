@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import { name } from '../../http/validate';
+import { id, timestamp } from '../../http/responses';
 
 export const updateOrganizationBody = Joi.object({ name: name().required() });
 
@@ -7,3 +8,16 @@ export const updateOrganizationBody = Joi.object({ name: name().required() });
 export const deleteOrganizationBody = Joi.object({ confirm: Joi.string().max(200).required() });
 
 export const transferOwnershipBody = Joi.object({ user_id: Joi.string().min(1).max(200).required() });
+
+export const organizationResponse = Joi.object({
+  id: id('org'),
+  name: Joi.string(),
+  created_at: timestamp(),
+  updated_at: timestamp(),
+});
+
+export const transferOwnershipResponse = Joi.object({
+  owner_id: id('usr'),
+  previous_owner_id: id('usr'),
+  previous_owner_role: Joi.string().valid('admin'),
+});

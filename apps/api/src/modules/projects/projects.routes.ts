@@ -1,7 +1,8 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { createProjectBody, listProjectsQuery, updateProjectBody } from './projects.schemas';
+import { page } from '../../http/responses';
+import { createProjectBody, listProjectsQuery, projectResponse, updateProjectBody } from './projects.schemas';
 import { createProject, deleteProject, getProject, listProjects, updateProject } from './projects.service';
 
 export function projectRoutes(deps: AppDeps): RouteSpec[] {
@@ -13,6 +14,7 @@ export function projectRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Create a project; a creator below admin receives a write grant on it',
       schemas: { body: createProjectBody },
       status: 201,
+      response: projectResponse,
       handler: (req) => createProject(deps, principalOf(req), req.body),
     },
     {
@@ -21,6 +23,7 @@ export function projectRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'projects:read',
       summary: 'List the projects you can read (optional ?archived=true|false)',
       schemas: { query: listProjectsQuery },
+      response: page(projectResponse),
       handler: (req) => listProjects(deps, principalOf(req), req.query as never),
     },
     {
@@ -28,6 +31,7 @@ export function projectRoutes(deps: AppDeps): RouteSpec[] {
       path: '/projects/:id',
       scope: 'projects:read',
       summary: 'Read a project (read access required)',
+      response: projectResponse,
       handler: (req) => getProject(deps, principalOf(req), req.params.id as string),
     },
     {
@@ -36,6 +40,7 @@ export function projectRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'projects:update',
       summary: 'Edit name or description, archive or unarchive (write access required)',
       schemas: { body: updateProjectBody },
+      response: projectResponse,
       handler: (req) => updateProject(deps, principalOf(req), req.params.id as string, req.body),
     },
     {

@@ -1,5 +1,6 @@
 import Joi from 'joi';
 import { name, paginationQuery } from '../../http/validate';
+import { id, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 
 const description = () => Joi.string().trim().max(5000).allow('', null);
 
@@ -14,4 +15,14 @@ export const updateProjectBody = Joi.object({
 export const listProjectsQuery = Joi.object({
   ...paginationQuery,
   archived: Joi.boolean(),
+});
+
+export const projectResponse = Joi.object({
+  id: id('prj'),
+  name: Joi.string(),
+  description: nullableString(),
+  archived: Joi.boolean(),
+  archived_at: nullableTimestamp().description('When the project was first archived; null unless it is archived'),
+  created_at: timestamp(),
+  updated_at: timestamp(),
 });

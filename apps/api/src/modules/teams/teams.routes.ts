@@ -1,7 +1,15 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { createTeamBody, listTeamMembersQuery, listTeamsQuery, updateTeamBody } from './teams.schemas';
+import { page } from '../../http/responses';
+import {
+  createTeamBody,
+  listTeamMembersQuery,
+  listTeamsQuery,
+  teamMemberResponse,
+  teamResponse,
+  updateTeamBody,
+} from './teams.schemas';
 import {
   addTeamMember, createTeam, deleteTeam, getTeam, listTeamMembers, listTeams, removeTeamMember, updateTeam,
 } from './teams.service';
@@ -15,6 +23,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'teams:read',
       summary: 'List teams',
       schemas: { query: listTeamsQuery },
+      response: page(teamResponse),
       handler: (req) => listTeams(deps, principalOf(req), req.query as never),
     },
     {
@@ -24,6 +33,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Create a team (name unique in the organization)',
       schemas: { body: createTeamBody },
       status: 201,
+      response: teamResponse,
       handler: (req) => createTeam(deps, principalOf(req), req.body),
     },
     {
@@ -31,6 +41,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       path: '/teams/:id',
       scope: 'teams:read',
       summary: 'Read a team',
+      response: teamResponse,
       handler: (req) => getTeam(deps, principalOf(req), id(req.params.id)),
     },
     {
@@ -39,6 +50,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'teams:update',
       summary: "Edit a team's name or description",
       schemas: { body: updateTeamBody },
+      response: teamResponse,
       handler: (req) => updateTeam(deps, principalOf(req), id(req.params.id), req.body),
     },
     {
@@ -54,6 +66,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'teams:read',
       summary: "List a team's members",
       schemas: { query: listTeamMembersQuery },
+      response: page(teamMemberResponse),
       handler: (req) => listTeamMembers(deps, principalOf(req), id(req.params.id), req.query as never),
     },
     {
@@ -61,6 +74,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       path: '/teams/:id/members/:user_id',
       scope: 'teams:manage_members',
       summary: 'Add an organization member to a team (idempotent)',
+      response: teamMemberResponse,
       handler: (req) => addTeamMember(deps, principalOf(req), id(req.params.id), id(req.params.user_id)),
     },
     {

@@ -44,7 +44,9 @@ describe('the OpenAPI document', () => {
       responses: Record<string, { content: Record<string, { schema: { properties: Record<string, unknown> } }> }>;
     };
     expect(create.requestBody.content['application/json'].schema.required).toEqual(expect.arrayContaining(['name', 'url', 'events']));
-    expect(Object.keys(create.responses['201'].content['application/json'].schema.properties)).toContain('secret');
+    const created = create.responses['201'].content['application/json'].schema as { properties: object; required: string[] };
+    expect(Object.keys(created.properties)).toContain('secret');
+    expect(created.required).toEqual(Object.keys(created.properties));
     const list = document.paths['/api/v1/api-keys'].get as { parameters: Array<{ name: string; in: string }> };
     expect(list.parameters.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['query:limit', 'query:cursor']));
   });

@@ -34,6 +34,24 @@ function toSchema(schema: Joi.Schema): JsonSchema {
   return withoutBooleanSubschemas(parseJoi(schema, 'open-api-3.1')) as JsonSchema;
 }
 
+/**
+ * Response bodies are checked with presence 'required' (route.ts): every documented property is always present.
+ * joi-to-json only lists keys marked .required(), so state it here for every object of a response schema.
+ */
+function allPropertiesRequired(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(allPropertiesRequired);
+  if (value === null || typeof value !== 'object') return value;
+  const node = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, allPropertiesRequired(v)])) as JsonSchema;
+  if (node.type === 'object' && node.properties && typeof node.properties === 'object') {
+    node.required = Object.keys(node.properties as object);
+  }
+  return node;
+}
+
+function toResponseSchema(schema: Joi.Schema): JsonSchema {
+  return allPropertiesRequired(toSchema(schema)) as JsonSchema;
+}
+
 /** Express `/a/:id/b` -> OpenAPI `/a/{id}/b`. */
 export function openApiPath(expressPath: string): string {
   return `/api/v1${expressPath.replace(/:([A-Za-z_]+)/g, '{$1}')}`;
@@ -67,7 +85,7 @@ function successResponse(route: RouteSpec) {
     return { description: 'Success', content: { [route.responseMediaType]: { schema: { type: 'string' } } } };
   }
   if (!route.response) return { description: 'Success, no body' };
-  return { description: 'Success', content: { 'application/json': { schema: toSchema(route.response) } } };
+  return { description: 'Success', content: { 'application/json': { schema: toResponseSchema(route.response) } } };
 }
 
 function successStatus(route: RouteSpec): string {

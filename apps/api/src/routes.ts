@@ -13,6 +13,11 @@ import { projectRoutes } from './modules/projects/projects.routes';
 import { assessmentRoutes } from './modules/assessments/assessments.routes';
 import { grantRoutes } from './modules/grants/grants.routes';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes';
+import { reportRoutes } from './modules/reports/reports.routes';
+import { fixVerificationRoutes } from './modules/fix-verifications/fix-verifications.routes';
+import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
+import { monitoringRoutes } from './modules/monitoring/monitoring.routes';
+import { spendRoutes } from './modules/spend/spend.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
@@ -23,5 +28,10 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...projectRoutes(deps),
     ...assessmentRoutes(deps),
     ...grantRoutes(deps),
-    ...webhookRoutes(deps)];
+    ...webhookRoutes(deps),
+    ...reportRoutes(deps),
+    ...fixVerificationRoutes(deps),
+    ...prReviewRoutes(deps),
+    ...monitoringRoutes(deps),
+    ...spendRoutes(deps)];
 }

@@ -9,13 +9,16 @@ import {
   bullPrefix,
   createDeliveryQueue,
   createMaintenanceQueue,
+  createReportQueue,
   type DeliveryJobData,
+  type ReportJobData,
 } from '@svc/queue';
 import type { Queue } from 'bullmq';
 import type { WorkerDeps } from './deps';
 import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
 import { runMaintenanceJob, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
+import { createReportWorker, scheduleReportRelay } from './reports/report-job';
 
 /** BullMQ tuning a test may override (a short stalledInterval, say). */
 export type WorkerTuning = Pick<WorkerOptions, 'stalledInterval' | 'lockDuration' | 'maxStalledCount' | 'concurrency' | 'autorun'>;
@@ -75,6 +78,9 @@ export interface RunningWorker {
   maintenanceWorker: Worker;
   deliveryQueue: Queue<DeliveryJobData>;
   maintenanceQueue: Queue;
+  /** Renders PDF reports (apps/worker/src/reports). */
+  reportWorker: Worker;
+  reportQueue: Queue<ReportJobData>;
   /** Stops taking jobs, lets in-flight attempts finish, then closes every connection. */
   close(): Promise<void>;
 }
@@ -85,16 +91,23 @@ export async function startWorker(deps: WorkerDeps, options: StartWorkerOptions 
   const maintenanceQueue = createMaintenanceQueue(queueConnection, deps.config.redisPrefix);
   const deliveryWorker = createDeliveryWorker(deps, options.delivery);
   const maintenanceWorker = createMaintenanceWorker(deps, deliveryQueue);
-  if (options.schedule !== false) await scheduleMaintenance(deps, maintenanceQueue);
-  await Promise.all([deliveryWorker.waitUntilReady(), maintenanceWorker.waitUntilReady()]);
+  const reportQueue = createReportQueue(queueConnection, deps.config.redisPrefix);
+  const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue);
+  if (options.schedule !== false) {
+    await scheduleMaintenance(deps, maintenanceQueue);
+    await scheduleReportRelay(deps, reportQueue);
+  }
+  await Promise.all([deliveryWorker.waitUntilReady(), maintenanceWorker.waitUntilReady(), reportWorker.waitUntilReady()]);
   return {
     deliveryWorker,
     maintenanceWorker,
     deliveryQueue,
     maintenanceQueue,
+    reportWorker,
+    reportQueue,
     async close() {
-      await Promise.all([deliveryWorker.close(), maintenanceWorker.close()]);
-      await Promise.all([deliveryQueue.close(), maintenanceQueue.close()]);
+      await Promise.all([deliveryWorker.close(), maintenanceWorker.close(), reportWorker.close()]);
+      await Promise.all([deliveryQueue.close(), maintenanceQueue.close(), reportQueue.close()]);
       await queueConnection.quit().catch(() => queueConnection.disconnect());
     },
   };

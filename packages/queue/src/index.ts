@@ -53,3 +53,38 @@ export async function enqueueDelivery(
 ): Promise<void> {
   await queue.add('deliver', { deliveryId }, deliveryJobOptions(deliveryId, remainingAttempts, delayMs));
 }
+
+// ---------------------------------------------------------------------------
+// Report rendering: the API enqueues one `render` job per requested report (job id = report id) after commit;
+// the worker renders the PDF and publishes `report.ready`. A `report-relay` job scheduler enqueues reports still
+// pending after a while (an enqueue lost to a Redis outage or a crash), like the outbox relay does for deliveries.
+
+export const REPORT_QUEUE = 'reports';
+
+export interface ReportJobData {
+  reportId: string;
+}
+
+export type ReportJobName = 'render' | 'report-relay';
+
+/** Attempts at rendering one report before it is marked failed. */
+export const REPORT_RENDER_ATTEMPTS = 3;
+
+export function createReportQueue(connection: Redis, redisPrefix: string): Queue<ReportJobData> {
+  return new Queue<ReportJobData>(REPORT_QUEUE, { connection, prefix: bullPrefix(redisPrefix) });
+}
+
+/** Job id = report id: enqueueing a report that already has a job (API after commit, and the relay) adds nothing. */
+export function reportJobOptions(reportId: string): JobsOptions {
+  return {
+    jobId: reportId,
+    attempts: REPORT_RENDER_ATTEMPTS,
+    backoff: { type: 'exponential', delay: 2000 },
+    removeOnComplete: true,
+    removeOnFail: true,
+  };
+}
+
+export async function enqueueReport(queue: Queue<ReportJobData>, reportId: string): Promise<void> {
+  await queue.add('render', { reportId }, reportJobOptions(reportId));
+}

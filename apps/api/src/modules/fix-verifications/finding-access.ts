@@ -1,0 +1,24 @@
+// Shared by fix verification and monitoring: a finding the principal may read or change, 404 otherwise (another
+// organization, or an assessment the caller cannot read), and the outbox dependencies of the API.
+import type { Finding } from '@svc/db';
+import type { OutboxDeps } from '@svc/outbox';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { HttpError, notFound } from '../../http/errors';
+import { requireAssessmentAccess, type Access } from '../access/access.service';
+
+export async function requireFindingAccess(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Finding> {
+  const finding = await deps.prisma.finding.findFirst({ where: { id, organizationId: principal.organizationId } });
+  if (!finding) throw notFound('Finding');
+  try {
+    await requireAssessmentAccess(deps, principal, finding.assessmentId, need);
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 404) throw notFound('Finding');
+    throw err;
+  }
+  return finding;
+}
+
+export function apiOutboxDeps(deps: AppDeps): OutboxDeps {
+  return { prisma: deps.prisma, deliveryQueue: deps.deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts };
+}

@@ -1,0 +1,114 @@
+// PR security reviews: the engine reviews a pull request of a project's repository and posts the outcome here
+// (repository, PR number, verdict, findings count, link). Recording one publishes `pr_review.completed` in the
+// same transaction. Recording needs write access to the project, reading needs read access; a project of
+// another organization answers 404. Reviews are not recorded on an archived project (409).
+import type { PrReview } from '@svc/db';
+import { withOutbox } from '@svc/outbox';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
+import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { newId } from '../../lib/ids';
+import { requireProjectAccess } from '../access/access.service';
+import { apiOutboxDeps } from '../fix-verifications/finding-access';
+
+export const PR_REVIEW_VERDICTS = ['approved', 'changes_requested', 'commented'] as const;
+
+export interface PrReviewInput {
+  repository: string;
+  pr_number: number;
+  verdict: string;
+  findings_count: number;
+  url?: string | null;
+}
+
+export function presentPrReview(r: PrReview) {
+  return {
+    id: r.id,
+    project_id: r.projectId,
+    repository: r.repository,
+    pr_number: r.prNumber,
+    verdict: r.verdict,
+    findings_count: r.findingsCount,
+    url: r.url,
+    created_at: r.createdAt.toISOString(),
+  };
+}
+
+/** Engine: records a posted PR review and publishes pr_review.completed. */
+export async function recordPrReview(deps: AppDeps, principal: Principal, projectId: string, input: PrReviewInput) {
+  if (!(PR_REVIEW_VERDICTS as readonly string[]).includes(input.verdict)) {
+    throw unprocessable(`verdict must be one of ${PR_REVIEW_VERDICTS.join(', ')}.`);
+  }
+  const project = await requireProjectAccess(deps, principal, projectId, 'write');
+  if (project.archivedAt) throw conflict('The project is archived: unarchive it to record PR reviews.');
+  const now = deps.clock.now();
+  const review = await withOutbox(
+    apiOutboxDeps(deps),
+    async (tx, publish) => {
+      const created = await tx.prReview.create({
+        data: {
+          id: newId('prr', now.getTime()),
+          organizationId: project.organizationId,
+          projectId: project.id,
+          repository: input.repository,
+          prNumber: input.pr_number,
+          verdict: input.verdict,
+          findingsCount: input.findings_count,
+          url: input.url ?? null,
+          createdAt: now,
+        },
+      });
+      await publish({
+        type: 'pr_review.completed',
+        organizationId: created.organizationId,
+        projectId: created.projectId,
+        data: {
+          pr_review_id: created.id,
+          project_id: created.projectId,
+          repository: created.repository,
+          pr_number: created.prNumber,
+          verdict: created.verdict,
+          findings_count: created.findingsCount,
+          url: created.url,
+        },
+      });
+      return created;
+    },
+    () => now,
+  );
+  return presentPrReview(review);
+}
+
+export async function listPrReviews(
+  deps: AppDeps,
+  principal: Principal,
+  projectId: string,
+  query: PageQuery & { repository?: string; verdict?: string },
+) {
+  const project = await requireProjectAccess(deps, principal, projectId, 'read');
+  const args = pageArgs(query);
+  const rows = await deps.prisma.prReview.findMany({
+    ...args,
+    where: {
+      ...args.where,
+      organizationId: principal.organizationId,
+      projectId: project.id,
+      ...(query.repository && { repository: query.repository }),
+      ...(query.verdict && { verdict: query.verdict }),
+    },
+  });
+  return toPage(rows, query, presentPrReview);
+}
+
+export async function getPrReview(deps: AppDeps, principal: Principal, id: string) {
+  const review = await deps.prisma.prReview.findFirst({ where: { id, organizationId: principal.organizationId } });
+  if (!review) throw notFound('PR review');
+  try {
+    await requireProjectAccess(deps, principal, review.projectId, 'read');
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 404) throw notFound('PR review');
+    throw err;
+  }
+  return presentPrReview(review);
+}

@@ -1,0 +1,158 @@
+// The report-rendering jobs of the worker:
+// - `render` (one per report, job id = report id): reads the assessment, its project and every finding, renders
+//   the PDF, and in ONE transaction stores it (status pending -> ready, conditional, so a report is completed and
+//   announced once however many workers render it) and publishes `report.ready`. After the last failed attempt
+//   the report is marked `failed`.
+// - `report-relay` (a job scheduler, one run per tick whichever worker takes it): enqueues reports still pending
+//   after the relay age, whose enqueue was lost (Redis down, API killed after commit). A report that still has
+//   its job is not enqueued twice (job id = report id).
+import { Worker, type Job, type Queue } from 'bullmq';
+import { runWithLogContext } from '@svc/config';
+import { withOutbox, type OutboxDeps } from '@svc/outbox';
+import {
+  REPORT_QUEUE,
+  bullPrefix,
+  enqueueReport,
+  type DeliveryJobData,
+  type ReportJobData,
+  type ReportJobName,
+} from '@svc/queue';
+import type { WorkerDeps } from '../deps';
+import { renderReportPdf } from './render-pdf';
+
+const RELAY_BATCH_SIZE = 500;
+
+export type ReportJobResult = 'ready' | 'skipped' | 'failed' | number;
+
+function outboxDeps(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): OutboxDeps {
+  return { prisma: deps.prisma, deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts };
+}
+
+/** Renders one report and publishes report.ready; 'skipped' when it is gone or no longer pending. */
+export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped'> {
+  const report = await deps.prisma.report.findUnique({ where: { id: reportId }, omit: { pdf: true } });
+  if (!report || report.status !== 'pending') return 'skipped';
+  const assessment = await deps.prisma.assessment.findUnique({
+    where: { id: report.assessmentId },
+    include: { project: true, organization: { select: { name: true } } },
+  });
+  if (!assessment) return 'skipped';
+  const findings = await deps.prisma.finding.findMany({
+    where: { assessmentId: assessment.id },
+    select: { id: true, title: true, severity: true, status: true, location: true, description: true },
+    orderBy: { id: 'asc' },
+  });
+  const pdf = await renderReportPdf({
+    reportId: report.id,
+    title: report.title,
+    organizationName: assessment.organization.name,
+    assessment: {
+      id: assessment.id,
+      name: assessment.name,
+      status: assessment.status,
+      startedAt: assessment.startedAt,
+      finishedAt: assessment.finishedAt,
+    },
+    project: { id: assessment.project.id, name: assessment.project.name },
+    generatedAt: deps.clock.now(),
+    findings,
+  });
+  const now = deps.clock.now();
+  const completed = await withOutbox(
+    outboxDeps(deps, deliveryQueue),
+    async (tx, publish) => {
+      const claimed = await tx.report.updateMany({
+        where: { id: report.id, status: 'pending' },
+        data: { status: 'ready', pdf: new Uint8Array(pdf), sizeBytes: pdf.length, readyAt: now, error: null },
+      });
+      if (claimed.count !== 1) return false;
+      await publish({
+        type: 'report.ready',
+        organizationId: report.organizationId,
+        projectId: assessment.projectId,
+        assessmentId: assessment.id,
+        data: {
+          report_id: report.id,
+          assessment_id: assessment.id,
+          project_id: assessment.projectId,
+          title: report.title,
+          size_bytes: pdf.length,
+          ready_at: now.toISOString(),
+        },
+      });
+      return true;
+    },
+    () => now,
+  );
+  if (completed) deps.logger.info('Report ready', { report_id: report.id, size_bytes: pdf.length, findings: findings.length });
+  return completed ? 'ready' : 'skipped';
+}
+
+/** After the last attempt: the report is `failed` (the detail stays in the log, not in the API). */
+async function markFailed(deps: WorkerDeps, reportId: string, err: unknown): Promise<void> {
+  deps.logger.error('Report rendering failed', { report_id: reportId, error: err instanceof Error ? err.stack ?? err.message : String(err) });
+  await deps.prisma.report.updateMany({
+    where: { id: reportId, status: 'pending' },
+    data: { status: 'failed', error: 'The report could not be rendered.' },
+  });
+}
+
+export async function relayPendingReports(deps: WorkerDeps, reportQueue: Queue<ReportJobData>): Promise<number> {
+  const cutoff = new Date(deps.clock.now().getTime() - deps.config.webhooks.relayAgeMs);
+  const pending = await deps.prisma.report.findMany({
+    where: { status: 'pending', createdAt: { lt: cutoff } },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+    take: RELAY_BATCH_SIZE,
+  });
+  for (const { id } of pending) await enqueueReport(reportQueue, id);
+  if (pending.length > 0) deps.logger.info('Report relay enqueued pending reports', { reports: pending.length });
+  return pending.length;
+}
+
+export async function runReportJob(
+  deps: WorkerDeps,
+  deliveryQueue: Queue<DeliveryJobData>,
+  reportQueue: Queue<ReportJobData>,
+  job: Job<ReportJobData>,
+): Promise<ReportJobResult> {
+  switch (job.name as ReportJobName) {
+    case 'render':
+      try {
+        return await renderReport(deps, deliveryQueue, job.data.reportId);
+      } catch (err) {
+        const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+        if (!lastAttempt) throw err;
+        await markFailed(deps, job.data.reportId, err);
+        return 'failed';
+      }
+    case 'report-relay':
+      return relayPendingReports(deps, reportQueue);
+    default:
+      throw new Error(`Unknown report job ${job.name}`);
+  }
+}
+
+export function createReportWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportQueue: Queue<ReportJobData>): Worker {
+  const connection = deps.redis();
+  const worker = new Worker<ReportJobData, ReportJobResult>(
+    REPORT_QUEUE,
+    (job) => runWithLogContext({ jobId: job.id }, () => runReportJob(deps, deliveryQueue, reportQueue, job)),
+    { connection, prefix: bullPrefix(deps.config.redisPrefix), concurrency: 2 },
+  );
+  worker.on('closed', () => {
+    connection.quit().catch(() => connection.disconnect());
+  });
+  worker.on('failed', (job, err) => deps.logger.warn('Report job failed', { job_id: job?.id, error: err.message }));
+  worker.on('error', (err) => deps.logger.error('Worker error', { queue: REPORT_QUEUE, error: err.message }));
+  return worker;
+}
+
+/** The report relay's job scheduler; every worker process upserts it at start, idempotently. */
+export async function scheduleReportRelay(deps: WorkerDeps, reportQueue: Queue<ReportJobData>): Promise<void> {
+  await reportQueue.upsertJobScheduler(
+    'report-relay',
+    { every: deps.config.webhooks.relayIntervalMs },
+    { name: 'report-relay', data: { reportId: '' }, opts: { removeOnComplete: true, removeOnFail: 100 } },
+  );
+}

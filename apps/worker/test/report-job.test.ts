@@ -1,0 +1,180 @@
+// Report rendering end to end: a report requested through the API is rendered by the in-process worker into a
+// real PDF (checked with poppler's pdftotext: assessment, project, counts by severity, every finding), stored,
+// downloadable, and announced once by report.ready (delivered, signed); the relay picks up a report whose enqueue
+// was lost; a report whose rendering keeps failing ends `failed`.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Job } from 'bullmq';
+import { verifySignature } from '@svc/webhooks';
+import type { ReportJobData } from '@svc/queue';
+import { bearer, insertProject } from '../../api/test/support/fixtures';
+import { eventsOf, insertAssessmentIn, insertFinding } from '../../api/test/support/domain';
+import { newId } from '../../api/src/lib/ids';
+import * as renderModule from '../src/reports/render-pdf';
+import { relayPendingReports, renderReport, runReportJob } from '../src/reports/report-job';
+import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
+
+let w: World;
+let sub: CreatedSubscription;
+
+beforeAll(async () => {
+  w = await createWorld();
+  sub = await w.subscribe({ name: 'reports', url: w.receiver.url('/reports'), events: ['report.ready'] });
+});
+afterAll(() => w?.close());
+
+/** supertest parser keeping the raw bytes of a binary body. */
+function binaryParser(res: { on(event: string, listener: (chunk?: Buffer) => void): unknown }, done: (err: Error | null, body: Buffer) => void) {
+  const chunks: Buffer[] = [];
+  res.on('data', (c) => chunks.push(c!));
+  res.on('end', () => done(null, Buffer.concat(chunks)));
+}
+
+function pdfToText(pdf: Buffer): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'svc-report-'));
+  const file = path.join(dir, 'report.pdf');
+  writeFileSync(file, pdf);
+  return execFileSync('pdftotext', ['-layout', file, '-'], { encoding: 'utf8' });
+}
+
+const waitForStatus = (id: string, status: string) =>
+  poll(
+    () => w.h.deps.prisma.report.findUniqueOrThrow({ where: { id }, omit: { pdf: true } }),
+    (r) => r.status === status,
+    20_000,
+    `report ${id} to be ${status}`,
+  );
+
+async function arrange() {
+  const project = await insertProject(w.h, w.org.id, 'Storefront');
+  const assessment = await insertAssessmentIn(w.h, w.org.id, project.id, 'completed', { name: 'Pentest Q3', startedAt: new Date(), finishedAt: new Date() });
+  const findings = [
+    await insertFinding(w.h, assessment, {
+      severity: 'critical', title: 'SQL injection in login', status: 'confirmed', location: 'src/auth/login.ts:42',
+      description: 'The e-mail parameter reaches a raw SQL query.',
+    }),
+    await insertFinding(w.h, assessment, { severity: 'high', title: 'Stored XSS in comments', location: 'src/comments/render.ts:7', description: 'Comment bodies are rendered without escaping.' }),
+    await insertFinding(w.h, assessment, { severity: 'high', title: 'Missing CSRF token', status: 'fixed', location: 'src/forms.ts:3' }),
+    await insertFinding(w.h, assessment, { severity: 'info', title: 'Verbose server banner', location: null, description: null }),
+  ];
+  return { project, assessment, findings };
+}
+
+describe('the render job', () => {
+  it('renders a real PDF of the assessment, stores it, publishes report.ready once and delivers it signed', async () => {
+    const { project, assessment, findings } = await arrange();
+    const requested = await w.api().post(`/api/v1/assessments/${assessment.id}/reports`).set(bearer(w.org.admin.token)).send({ title: 'Storefront Q3 report' });
+    expect(requested.status).toBe(202);
+    const ready = await waitForStatus(requested.body.id, 'ready');
+    expect(ready.sizeBytes).toBeGreaterThan(500);
+    expect(ready.readyAt).not.toBeNull();
+
+    const read = await w.api().get(`/api/v1/reports/${ready.id}`).set(bearer(w.org.admin.token));
+    expect(read.body).toMatchObject({ status: 'ready', size_bytes: ready.sizeBytes, ready_at: ready.readyAt!.toISOString() });
+    const download = await w.api().get(`/api/v1/reports/${ready.id}/download`).set(bearer(w.org.admin.token)).buffer(true).parse(binaryParser);
+    expect(download.status).toBe(200);
+    expect(download.headers['content-type']).toBe('application/pdf');
+    expect(download.headers['content-disposition']).toBe('attachment; filename="Storefront-Q3-report.pdf"');
+    const pdf = download.body as Buffer;
+    expect(pdf.length).toBe(ready.sizeBytes);
+    expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    expect(pdf.subarray(-6).toString('latin1')).toMatch(/%%EOF\s*$/);
+
+    const text = pdfToText(pdf).replace(/[ \t]+/g, ' ');
+    for (const expected of [
+      'Storefront Q3 report', 'Project: Storefront', 'Assessment: Pentest Q3', assessment.id, project.id,
+      'Total findings: 4', 'Critical: 1', 'High: 2', 'Medium: 0', 'Low: 0', 'Info: 1',
+      'By status: confirmed 1, fixed 1, open 2',
+      'SQL injection in login', 'src/auth/login.ts:42', 'The e-mail parameter reaches a raw SQL query.',
+      'Stored XSS in comments', 'Comment bodies are rendered without escaping.', 'Missing CSRF token', 'Verbose server banner',
+      'Severity: critical', 'Status: confirmed', 'Status: fixed', 'Location: -', 'No description.',
+    ]) {
+      expect(text).toContain(expected);
+    }
+    for (const f of findings) expect(text).toContain(f.id);
+    // Most severe first.
+    expect(text.indexOf('SQL injection in login')).toBeLessThan(text.indexOf('Stored XSS in comments'));
+    expect(text.indexOf('Stored XSS in comments')).toBeLessThan(text.indexOf('Verbose server banner'));
+
+    const events = await eventsOf(w.h, w.org.id, 'report.ready', { report_id: ready.id });
+    expect(events).toHaveLength(1);
+    const data = {
+      report_id: ready.id,
+      assessment_id: assessment.id,
+      project_id: project.id,
+      title: 'Storefront Q3 report',
+      size_bytes: ready.sizeBytes,
+      ready_at: ready.readyAt!.toISOString(),
+    };
+    expect(events[0].data).toEqual(data);
+
+    const [received] = await w.receiver.waitForRequests('/reports', 1);
+    expect(verifySignature(received.body, String(received.headers['x-service-signature']), sub.secret).ok).toBe(true);
+    expect(JSON.parse(received.body.toString())).toMatchObject({ type: 'report.ready', data: { kind: 'report.ready', ...data } });
+
+    // Rendering it again (a second worker, a retried job) changes and publishes nothing.
+    expect(await renderReport(w.workerDeps, w.worker!.deliveryQueue, ready.id)).toBe('skipped');
+    expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: ready.id })).toHaveLength(1);
+  });
+
+  it('renders an assessment without findings, and text outside Latin-1 without failing', async () => {
+    const project = await insertProject(w.h, w.org.id, 'Ünïcode プロジェクト');
+    const assessment = await insertAssessmentIn(w.h, w.org.id, project.id, 'running', { name: 'Empty run' });
+    const requested = await w.api().post(`/api/v1/assessments/${assessment.id}/reports`).set(bearer(w.org.admin.token)).send({ title: 'Résumé 漢字' });
+    const ready = await waitForStatus(requested.body.id, 'ready');
+    const { pdf } = await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: ready.id }, select: { pdf: true } });
+    const text = pdfToText(Buffer.from(pdf!));
+    expect(text).toContain('Resume ??');
+    expect(text).toContain('Project: Unicode ?????');
+    expect(text).toContain('No findings were recorded.');
+    expect(text).toContain('Total findings: 0');
+  });
+});
+
+describe('the report relay', () => {
+  it('enqueues reports still pending after the relay age (their enqueue was lost), which then render', async () => {
+    const { assessment } = await arrange();
+    const old = new Date(Date.now() - w.h.config.webhooks.relayAgeMs - 1000);
+    const lost = await w.h.deps.prisma.report.create({
+      data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Lost enqueue', createdAt: old },
+    });
+    const fresh = await w.h.deps.prisma.report.create({
+      data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Just requested' },
+    });
+    expect(await relayPendingReports(w.workerDeps, w.worker!.reportQueue)).toBeGreaterThanOrEqual(1);
+    await waitForStatus(lost.id, 'ready');
+    expect((await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: fresh.id }, omit: { pdf: true } })).status).toBe('pending');
+    expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: lost.id })).toHaveLength(1);
+    await w.h.deps.prisma.report.delete({ where: { id: fresh.id } });
+  });
+});
+
+describe('failures', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('retries a failed render, and marks the report failed after the last attempt (no event)', async () => {
+    const { assessment } = await arrange();
+    const report = await w.h.deps.prisma.report.create({
+      data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Doomed' },
+    });
+    jest.spyOn(renderModule, 'renderReportPdf').mockRejectedValue(new Error('font table exploded'));
+    const job = (attemptsMade: number) =>
+      ({ name: 'render', data: { reportId: report.id }, attemptsMade, opts: { attempts: 3 } }) as unknown as Job<ReportJobData>;
+    await expect(runReportJob(w.workerDeps, w.worker!.deliveryQueue, w.worker!.reportQueue, job(0))).rejects.toThrow('font table exploded');
+    expect((await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).status).toBe('pending');
+    expect(await runReportJob(w.workerDeps, w.worker!.deliveryQueue, w.worker!.reportQueue, job(2))).toBe('failed');
+    const failed = await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } });
+    expect(failed).toMatchObject({ status: 'failed', error: 'The report could not be rendered.', sizeBytes: null });
+    const read = await w.api().get(`/api/v1/reports/${report.id}`).set(bearer(w.org.admin.token));
+    expect(read.body).toMatchObject({ status: 'failed', error: 'The report could not be rendered.' });
+    expect(read.body.error).not.toContain('font table');
+    expect((await w.api().get(`/api/v1/reports/${report.id}/download`).set(bearer(w.org.admin.token))).status).toBe(409);
+    expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: report.id })).toEqual([]);
+  });
+
+  it('skips a report whose assessment was deleted meanwhile', async () => {
+    expect(await renderReport(w.workerDeps, w.worker!.deliveryQueue, 'rpt_gone')).toBe('skipped');
+  });
+});

@@ -13,6 +13,8 @@ import { projectRoutes } from './modules/projects/projects.routes';
 import { assessmentRoutes } from './modules/assessments/assessments.routes';
 import { grantRoutes } from './modules/grants/grants.routes';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes';
+import { findingRoutes } from './modules/findings/findings.routes';
+import { governanceRoutes } from './modules/governance/governance.routes';
 import { reportRoutes } from './modules/reports/reports.routes';
 import { fixVerificationRoutes } from './modules/fix-verifications/fix-verifications.routes';
 import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
@@ -29,6 +31,8 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...assessmentRoutes(deps),
     ...grantRoutes(deps),
     ...webhookRoutes(deps),
+    ...findingRoutes(deps),
+    ...governanceRoutes(deps),
     ...reportRoutes(deps),
     ...fixVerificationRoutes(deps),
     ...prReviewRoutes(deps),

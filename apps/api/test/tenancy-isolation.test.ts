@@ -125,6 +125,13 @@ const cases: Array<{ route: string; name: string; call: Call }> = [
   { route: 'DELETE /projects/:id', name: "the victim's project", call: (i) => as(api().delete(`/api/v1/projects/${i.project}`)) },
   { route: 'POST /projects/:id/assessments', name: "the victim's project", call: (i) => as(api().post(`/api/v1/projects/${i.project}/assessments`).send({ name: 'x' })) },
   { route: 'GET /assessments/:id', name: "the victim's assessment", call: (i) => as(api().get(`/api/v1/assessments/${i.assessment}`)) },
+  { route: 'PATCH /assessments/:id', name: "the victim's assessment", call: (i) => as(api().patch(`/api/v1/assessments/${i.assessment}`).send({ notes: 'pwned' })) },
+  { route: 'DELETE /assessments/:id', name: "the victim's assessment", call: (i) => as(api().delete(`/api/v1/assessments/${i.assessment}`)) },
+  ...['launch', 'start', 'cancel', 'emergency-stop', 'archive', 'unarchive'].map((action) => ({
+    route: `POST /assessments/:id/${action}`, name: "the victim's assessment", call: (i: Ids) => as(api().post(`/api/v1/assessments/${i.assessment}/${action}`)),
+  })),
+  { route: 'POST /assessments/:id/complete', name: "the victim's assessment", call: (i) => as(api().post(`/api/v1/assessments/${i.assessment}/complete`).send({ summary: 'pwned' })) },
+  { route: 'POST /assessments/:id/fail', name: "the victim's assessment", call: (i) => as(api().post(`/api/v1/assessments/${i.assessment}/fail`).send({ reason: 'pwned' })) },
   { route: 'GET /projects/:id/access', name: "the victim's project", call: (i) => as(api().get(`/api/v1/projects/${i.project}/access`)) },
   { route: 'POST /projects/:id/access', name: "the victim's project, an own user", call: (i) => as(api().post(`/api/v1/projects/${i.project}/access`).send({ user_id: attacker.owner.id, access: 'write' })) },
   { route: 'POST /projects/:id/access', name: "an own project, the victim's user", call: (i) => as(api().post(`/api/v1/projects/${own.project}/access`).send({ user_id: i.user, access: 'write' })) },

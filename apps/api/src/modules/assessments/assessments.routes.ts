@@ -1,10 +1,32 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
-import { createAssessmentBody, listAssessmentsQuery } from './assessments.schemas';
-import { createAssessment, getAssessment, listAssessments } from './assessments.service';
+import { page } from '../../http/responses';
+import {
+  assessmentResponse,
+  completeAssessmentBody,
+  createAssessmentBody,
+  failAssessmentBody,
+  listAssessmentsQuery,
+  updateAssessmentBody,
+} from './assessments.schemas';
+import {
+  cancelAssessment,
+  completeAssessment,
+  createAssessment,
+  deleteAssessment,
+  emergencyStopAssessment,
+  failAssessment,
+  getAssessment,
+  launchAssessment,
+  listAssessments,
+  setArchived,
+  startAssessment,
+  updateAssessment,
+} from './assessments.service';
 
 export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
+  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -13,14 +35,16 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Create a draft assessment in a project (write access to the project required)',
       schemas: { body: createAssessmentBody },
       status: 201,
-      handler: (req) => createAssessment(deps, principalOf(req), req.params.id as string, req.body),
+      response: assessmentResponse,
+      handler: (req) => createAssessment(deps, principalOf(req), id(req), req.body),
     },
     {
       method: 'get',
       path: '/assessments',
       scope: 'assessments:read',
-      summary: 'List the assessments you can read (optional ?project_id=)',
+      summary: 'List the assessments you can read (optional ?project_id=, ?status=, ?archived=)',
       schemas: { query: listAssessmentsQuery },
+      response: page(assessmentResponse),
       handler: (req) => listAssessments(deps, principalOf(req), req.query as never),
     },
     {
@@ -28,7 +52,90 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       path: '/assessments/:id',
       scope: 'assessments:read',
       summary: 'Read an assessment (read access required)',
-      handler: (req) => getAssessment(deps, principalOf(req), req.params.id as string),
+      response: assessmentResponse,
+      handler: (req) => getAssessment(deps, principalOf(req), id(req)),
+    },
+    {
+      method: 'patch',
+      path: '/assessments/:id',
+      scope: 'assessments:update',
+      summary: 'Edit name, description and settings of a draft; notes at any time (write access required)',
+      schemas: { body: updateAssessmentBody },
+      response: assessmentResponse,
+      handler: (req) => updateAssessment(deps, principalOf(req), id(req), req.body),
+    },
+    {
+      method: 'delete',
+      path: '/assessments/:id',
+      scope: 'assessments:delete',
+      summary: 'Permanently delete an assessment with its findings; not while queued or running (write access required)',
+      handler: (req) => deleteAssessment(deps, principalOf(req), id(req)),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/launch',
+      scope: 'assessments:create',
+      summary: 'Launch a draft: draft -> queued; refused (400) when a spend cap is reached (write access required)',
+      response: assessmentResponse,
+      handler: (req) => launchAssessment(deps, principalOf(req), id(req)),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/cancel',
+      scope: 'assessments:cancel',
+      summary: 'Cancel: queued | running -> cancelled (write access required)',
+      response: assessmentResponse,
+      handler: (req) => cancelAssessment(deps, principalOf(req), id(req)),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/emergency-stop',
+      scope: 'assessments:emergency_stop',
+      summary: 'Emergency stop: queued | running -> emergency_stopped (write access required)',
+      response: assessmentResponse,
+      handler: (req) => emergencyStopAssessment(deps, principalOf(req), id(req)),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/archive',
+      scope: 'assessments:archive',
+      summary: 'Archive a finished assessment (write access required)',
+      response: assessmentResponse,
+      handler: (req) => setArchived(deps, principalOf(req), id(req), true),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/unarchive',
+      scope: 'assessments:archive',
+      summary: 'Unarchive an archived assessment (write access required)',
+      response: assessmentResponse,
+      handler: (req) => setArchived(deps, principalOf(req), id(req), false),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/start',
+      scope: 'assessments:update',
+      summary: 'Engine: the assessment started running: queued -> running (write access required)',
+      response: assessmentResponse,
+      handler: (req) => startAssessment(deps, principalOf(req), id(req)),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/complete',
+      scope: 'assessments:update',
+      summary: 'Engine: running -> completed with {summary}; publishes assessment.completed (write access required)',
+      schemas: { body: completeAssessmentBody },
+      response: assessmentResponse,
+      handler: (req) => completeAssessment(deps, principalOf(req), id(req), req.body),
+    },
+    {
+      method: 'post',
+      path: '/assessments/:id/fail',
+      scope: 'assessments:update',
+      summary: 'Engine: running -> failed with {reason} (write access required)',
+      schemas: { body: failAssessmentBody },
+      response: assessmentResponse,
+      handler: (req) => failAssessment(deps, principalOf(req), id(req), req.body),
     },
   ];
 }

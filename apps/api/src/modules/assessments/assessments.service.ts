@@ -1,27 +1,75 @@
 // Assessments inside a project. Creating one needs write access to the project (which also covers the new
-// assessment, so its creator gets no grant of its own); reading one needs read access to it or its project.
-// Lifecycle transitions belong to a later issue.
-import type { Assessment } from '@svc/db';
+// assessment, so its creator gets no grant of its own); reading one needs read access to it or its project; every
+// change needs write access to it.
+//
+// Lifecycle (assessment-lifecycle.ts): people launch, cancel, emergency-stop, archive and delete; the engine that
+// runs outside this service (an API key with assessments:update) starts, records findings, completes or fails.
+// Every transition is one conditional UPDATE (`WHERE status IN (<allowed>)`), so two racing requests cannot both
+// move the same assessment; the loser gets 409 naming the state it found.
+import { Prisma, type Assessment, type Tx } from '@svc/db';
+import { SEVERITIES } from '@svc/webhooks';
+import { withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
+import { assertWithinSpendCap } from '../spend/spend-guard';
+import {
+  ACTIVE_STATES,
+  ASSESSMENT_TRANSITIONS,
+  FINISHED_STATES,
+  impossibleTransition,
+  type AssessmentAction,
+} from './assessment-lifecycle';
+
+type JsonObject = Record<string, unknown>;
+
+function failureReasonOf(a: Assessment): string | null {
+  if (a.status !== 'failed' || a.summary === null || typeof a.summary !== 'object' || Array.isArray(a.summary)) return null;
+  const reason = (a.summary as JsonObject).failure_reason;
+  return typeof reason === 'string' ? reason : null;
+}
 
 export function presentAssessment(a: Assessment) {
   return {
     id: a.id,
     project_id: a.projectId,
     name: a.name,
+    description: a.description,
     status: a.status,
+    archived: a.archivedAt !== null,
+    archived_at: a.archivedAt?.toISOString() ?? null,
+    notes: a.notes,
+    settings: a.settings ?? null,
+    // The engine's completion summary; a failed assessment carries its reason in failure_reason instead.
+    summary: a.status === 'failed' ? null : (a.summary ?? null),
+    failure_reason: failureReasonOf(a),
     created_by_id: a.createdById,
+    queued_at: a.queuedAt?.toISOString() ?? null,
+    started_at: a.startedAt?.toISOString() ?? null,
+    finished_at: a.finishedAt?.toISOString() ?? null,
     created_at: a.createdAt.toISOString(),
     updated_at: a.updatedAt.toISOString(),
   };
 }
 
-export async function createAssessment(deps: AppDeps, principal: Principal, projectId: string, input: { name: string }) {
+export function outboxDeps(deps: AppDeps): OutboxDeps {
+  return { prisma: deps.prisma, deliveryQueue: deps.deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts };
+}
+
+/** Prisma wants Prisma.DbNull to store SQL NULL in a Json column. */
+function jsonOrNull(value: JsonObject | null): Prisma.InputJsonValue | typeof Prisma.DbNull {
+  return value === null ? Prisma.DbNull : (value as Prisma.InputJsonValue);
+}
+
+export async function createAssessment(
+  deps: AppDeps,
+  principal: Principal,
+  projectId: string,
+  input: { name: string; description?: string | null; notes?: string | null; settings?: JsonObject | null },
+) {
   const project = await requireProjectAccess(deps, principal, projectId, 'write');
   if (project.archivedAt) throw conflict('The project is archived: unarchive it to add assessments.');
   const assessment = await deps.prisma.assessment.create({
@@ -30,6 +78,9 @@ export async function createAssessment(deps: AppDeps, principal: Principal, proj
       organizationId: principal.organizationId,
       projectId: project.id,
       name: input.name,
+      description: input.description || null,
+      notes: input.notes || null,
+      ...(input.settings !== undefined && input.settings !== null && { settings: input.settings as Prisma.InputJsonValue }),
       status: 'draft',
       createdById: principal.userId,
     },
@@ -37,16 +88,191 @@ export async function createAssessment(deps: AppDeps, principal: Principal, proj
   return presentAssessment(assessment);
 }
 
-export async function listAssessments(deps: AppDeps, principal: Principal, query: PageQuery & { project_id?: string }) {
+export async function listAssessments(
+  deps: AppDeps,
+  principal: Principal,
+  query: PageQuery & { project_id?: string; status?: string; archived?: boolean },
+) {
   const args = pageArgs(query);
   const readable = await readableAssessmentsFilter(deps, principal);
   const rows = await deps.prisma.assessment.findMany({
     ...args,
-    where: { ...args.where, ...readable, ...(query.project_id ? { projectId: query.project_id } : {}) },
+    where: {
+      ...args.where,
+      ...readable,
+      ...(query.project_id ? { projectId: query.project_id } : {}),
+      ...(query.status ? { status: query.status } : {}),
+      ...(query.archived === undefined ? {} : { archivedAt: query.archived ? { not: null } : null }),
+    },
   });
   return toPage(rows, query, presentAssessment);
 }
 
 export async function getAssessment(deps: AppDeps, principal: Principal, id: string) {
   return presentAssessment(await requireAssessmentAccess(deps, principal, id, 'read'));
+}
+
+/** 409 naming the state the assessment is in now (read inside the transaction that lost). */
+async function refuse(tx: Tx, id: string, action: string, from: readonly string[]): Promise<never> {
+  const current = await tx.assessment.findUnique({ where: { id }, select: { status: true } });
+  throw conflict(impossibleTransition(action, current?.status ?? 'gone', from));
+}
+
+/**
+ * Moves an assessment along one transition of the table, in one transaction with whatever `then` does (events,
+ * spend check). 409 when the assessment is not in a state the transition starts from.
+ */
+async function transition(
+  deps: AppDeps,
+  principal: Principal,
+  id: string,
+  action: AssessmentAction,
+  extra: Prisma.AssessmentUpdateManyMutationInput,
+  then?: (tx: Tx, publish: Publish, updated: Assessment, now: Date) => Promise<void>,
+) {
+  const current = await requireAssessmentAccess(deps, principal, id, 'write');
+  const rule = ASSESSMENT_TRANSITIONS[action];
+  const now = deps.clock.now();
+  const updated = await withOutbox(
+    outboxDeps(deps),
+    async (tx, publish) => {
+      const moved = await tx.assessment.updateMany({
+        where: { id: current.id, organizationId: principal.organizationId, status: { in: [...rule.from] } },
+        data: { ...extra, status: rule.to, [rule.stamp]: now },
+      });
+      if (moved.count !== 1) await refuse(tx, current.id, action, rule.from);
+      const row = await tx.assessment.findUniqueOrThrow({ where: { id: current.id } });
+      if (then) await then(tx, publish, row, now);
+      return row;
+    },
+    () => now,
+  );
+  return presentAssessment(updated);
+}
+
+/** draft -> queued. Refused with 400 when the organization's or project's spend cap is reached (spend module). */
+export function launchAssessment(deps: AppDeps, principal: Principal, id: string) {
+  return transition(deps, principal, id, 'launch', {}, async (tx, _publish, row) => {
+    const project = await tx.project.findUniqueOrThrow({ where: { id: row.projectId }, select: { archivedAt: true } });
+    if (project.archivedAt) throw conflict('The project is archived: unarchive it to launch assessments.');
+    await assertWithinSpendCap(tx, row.organizationId, row.projectId);
+  });
+}
+
+/** Engine: queued -> running. */
+export function startAssessment(deps: AppDeps, principal: Principal, id: string) {
+  return transition(deps, principal, id, 'start', {});
+}
+
+/** The data of `assessment.completed`: public identifiers and counts only. */
+export async function assessmentCompletedData(tx: Tx, a: Assessment) {
+  const groups = await tx.finding.groupBy({ by: ['severity'], where: { assessmentId: a.id }, _count: { _all: true } });
+  const bySeverity = Object.fromEntries(SEVERITIES.map((s) => [s, 0])) as Record<(typeof SEVERITIES)[number], number>;
+  let total = 0;
+  for (const g of groups) {
+    total += g._count._all;
+    if (g.severity in bySeverity) bySeverity[g.severity as keyof typeof bySeverity] += g._count._all;
+  }
+  return {
+    assessment_id: a.id,
+    project_id: a.projectId,
+    name: a.name,
+    status: a.status,
+    findings_count: total,
+    findings_by_severity: bySeverity,
+    started_at: a.startedAt?.toISOString() ?? null,
+    completed_at: a.finishedAt?.toISOString() ?? null,
+  };
+}
+
+/** Engine: running -> completed with its summary; publishes `assessment.completed` in the same transaction. */
+export function completeAssessment(deps: AppDeps, principal: Principal, id: string, input: { summary: string | JsonObject }) {
+  return transition(deps, principal, id, 'complete', { summary: input.summary as Prisma.InputJsonValue }, async (tx, publish, row) => {
+    await publish({
+      type: 'assessment.completed',
+      organizationId: row.organizationId,
+      projectId: row.projectId,
+      assessmentId: row.id,
+      data: await assessmentCompletedData(tx, row),
+    });
+  });
+}
+
+/** Engine: running -> failed with a reason. */
+export function failAssessment(deps: AppDeps, principal: Principal, id: string, input: { reason: string }) {
+  return transition(deps, principal, id, 'fail', { summary: { failure_reason: input.reason } });
+}
+
+/** queued | running -> cancelled. */
+export function cancelAssessment(deps: AppDeps, principal: Principal, id: string) {
+  return transition(deps, principal, id, 'cancel', {});
+}
+
+/** queued | running -> emergency_stopped. */
+export function emergencyStopAssessment(deps: AppDeps, principal: Principal, id: string) {
+  return transition(deps, principal, id, 'emergency_stop', {});
+}
+
+/** Sets or clears the archived flag of a finished assessment; 409 when not finished or already in that state. */
+export async function setArchived(deps: AppDeps, principal: Principal, id: string, archived: boolean) {
+  const current = await requireAssessmentAccess(deps, principal, id, 'write');
+  const now = deps.clock.now();
+  const moved = await deps.prisma.assessment.updateMany({
+    where: {
+      id: current.id,
+      organizationId: principal.organizationId,
+      status: { in: [...FINISHED_STATES] },
+      archivedAt: archived ? null : { not: null },
+    },
+    data: { archivedAt: archived ? now : null },
+  });
+  if (moved.count !== 1) {
+    const fresh = await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id } });
+    if (!FINISHED_STATES.includes(fresh.status as never)) {
+      throw conflict(`Only finished assessments can be ${archived ? 'archived' : 'unarchived'}; this one is ${fresh.status}.`);
+    }
+    throw conflict(archived ? `The assessment (${fresh.status}) is already archived.` : `The assessment (${fresh.status}) is not archived.`);
+  }
+  return presentAssessment(await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id } }));
+}
+
+/**
+ * Name, description and settings can change only while the assessment is a draft (they are what the engine
+ * runs); notes can change at any time.
+ */
+export async function updateAssessment(
+  deps: AppDeps,
+  principal: Principal,
+  id: string,
+  input: { name?: string; description?: string | null; notes?: string | null; settings?: JsonObject | null },
+) {
+  const current = await requireAssessmentAccess(deps, principal, id, 'write');
+  const draftOnly = input.name !== undefined || input.description !== undefined || input.settings !== undefined;
+  const data: Prisma.AssessmentUpdateManyMutationInput = {
+    ...(input.name !== undefined && { name: input.name }),
+    ...(input.description !== undefined && { description: input.description || null }),
+    ...(input.notes !== undefined && { notes: input.notes || null }),
+    ...(input.settings !== undefined && { settings: jsonOrNull(input.settings) }),
+  };
+  const moved = await deps.prisma.assessment.updateMany({
+    where: { id: current.id, organizationId: principal.organizationId, ...(draftOnly && { status: 'draft' }) },
+    data,
+  });
+  if (moved.count !== 1) {
+    const fresh = await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id }, select: { status: true } });
+    throw conflict(`Name, description and settings can be changed only on a draft; this assessment is ${fresh.status} (notes can always change).`);
+  }
+  return presentAssessment(await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id } }));
+}
+
+/** Deletes the assessment with its findings (cascade); 409 while queued or running (cancel or stop it first). */
+export async function deleteAssessment(deps: AppDeps, principal: Principal, id: string): Promise<void> {
+  const current = await requireAssessmentAccess(deps, principal, id, 'write');
+  const deleted = await deps.prisma.assessment.deleteMany({
+    where: { id: current.id, organizationId: principal.organizationId, status: { notIn: [...ACTIVE_STATES] } },
+  });
+  if (deleted.count !== 1) {
+    const fresh = await deps.prisma.assessment.findUnique({ where: { id: current.id }, select: { status: true } });
+    if (fresh) throw conflict(`Cannot delete an assessment that is ${fresh.status}: cancel or emergency-stop it first.`);
+  }
 }

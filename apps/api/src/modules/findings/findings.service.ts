@@ -1,0 +1,254 @@
+// Findings: recorded by the engine on a running assessment, triaged by people, listed, read and exported.
+// Reading a finding needs read access to its assessment; changing it needs write access. A finding of another
+// organization, or of an assessment the caller cannot read, answers 404.
+//
+// Every status change goes through changeFindingStatus: one conditional UPDATE checked against the transition
+// table (finding-status.ts), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
+// the caller's transaction.
+import type { Finding, Prisma, Tx } from '@svc/db';
+import { FINDING_STATUSES, SEVERITIES, isFindingStatus, isSeverity, type FindingStatus } from '@svc/webhooks';
+import { withOutbox, type Publish } from '@svc/outbox';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
+import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { newId } from '../../lib/ids';
+import { readableAssessmentsFilter, requireAssessmentAccess, type Access } from '../access/access.service';
+import { outboxDeps } from '../assessments/assessments.service';
+import { loadSlaPolicy } from '../governance/governance.service';
+import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '../governance/sla-policy';
+import { findingEventData } from './finding-events';
+import { canChangeFindingStatus } from './finding-status';
+
+export function presentFinding(f: Finding, policy: SlaPolicy) {
+  return {
+    id: f.id,
+    project_id: f.projectId,
+    assessment_id: f.assessmentId,
+    fingerprint: f.fingerprint,
+    title: f.title,
+    severity: f.severity,
+    original_severity: f.originalSeverity,
+    status: f.status,
+    location: f.location,
+    description: f.description,
+    assignee_user_id: f.assigneeId,
+    opened_at: f.openedAt.toISOString(),
+    sla_due_at: findingSlaDueAt(f, policy)?.toISOString() ?? null,
+    sla_breached_at: f.slaBreachedAt?.toISOString() ?? null,
+    fixed_at: f.fixedAt?.toISOString() ?? null,
+    created_at: f.createdAt.toISOString(),
+    updated_at: f.updatedAt.toISOString(),
+  };
+}
+
+export type PresentedFinding = ReturnType<typeof presentFinding>;
+
+function checkSeverity(value: string): string {
+  if (!isSeverity(value)) throw unprocessable(`severity must be one of ${SEVERITIES.join(', ')}.`);
+  return value;
+}
+
+/**
+ * Changes a finding's status inside the caller's transaction and publishes the events of the change:
+ * `finding.status_changed` (status, previous_status) always, `finding.confirmed` too when the new status is
+ * `confirmed`. 409 when the transition table does not allow it, or when the finding's status changed since
+ * `finding` was read. Re-entering an open status (open, confirmed, regressed) from a closed one restarts the SLA
+ * window (openedAt = now) and clears the breach mark, so a later breach is reported again.
+ */
+export async function changeFindingStatus(
+  tx: Tx,
+  publish: Publish,
+  finding: Finding,
+  newStatus: FindingStatus,
+  now: Date,
+): Promise<Finding> {
+  const from = finding.status;
+  if (!canChangeFindingStatus(from, newStatus)) {
+    throw conflict(`Cannot move a finding that is ${from} to ${newStatus}.`);
+  }
+  const reopening = !isSlaOpenStatus(from) && isSlaOpenStatus(newStatus);
+  const moved = await tx.finding.updateMany({
+    where: { id: finding.id, status: from },
+    data: {
+      status: newStatus,
+      fixedAt: newStatus === 'fixed' ? now : null,
+      ...(reopening && { openedAt: now, slaBreachedAt: null }),
+    },
+  });
+  if (moved.count !== 1) {
+    const current = await tx.finding.findUnique({ where: { id: finding.id }, select: { status: true } });
+    throw conflict(`The finding changed meanwhile: it is ${current?.status ?? 'gone'} now.`);
+  }
+  const updated = await tx.finding.findUniqueOrThrow({ where: { id: finding.id } });
+  const event = { organizationId: updated.organizationId, projectId: updated.projectId, assessmentId: updated.assessmentId };
+  await publish({ ...event, type: 'finding.status_changed', data: { ...findingEventData(updated), previous_status: from } });
+  if (newStatus === 'confirmed') await publish({ ...event, type: 'finding.confirmed', data: findingEventData(updated) });
+  return updated;
+}
+
+/** The finding, when the principal has `need` access to its assessment; 404 otherwise (other org, no access). */
+async function requireFinding(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Finding> {
+  const finding = await deps.prisma.finding.findFirst({ where: { id, organizationId: principal.organizationId } });
+  if (!finding) throw notFound('Finding');
+  try {
+    await requireAssessmentAccess(deps, principal, finding.assessmentId, need);
+  } catch (err) {
+    // No read access answers exactly like a missing finding.
+    if (err instanceof HttpError && err.status === 404) throw notFound('Finding');
+    throw err;
+  }
+  return finding;
+}
+
+export interface RecordFindingInput {
+  title: string;
+  severity: string;
+  fingerprint: string;
+  location?: string | null;
+  description?: string | null;
+}
+
+/**
+ * Engine: records a finding on a running assessment. The fingerprint identifies the issue: the same fingerprint
+ * again in the same assessment updates that finding (title, location, description; severity too unless someone
+ * overrode it) and publishes nothing; a new one is created `open` and publishes `finding.created`.
+ * The assessment row is share-locked, so completion (which counts findings) waits for a recording in flight.
+ */
+export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput) {
+  const severity = checkSeverity(input.severity);
+  const assessment = await requireAssessmentAccess(deps, principal, assessmentId, 'write');
+  const now = deps.clock.now();
+  const result = await withOutbox(
+    outboxDeps(deps),
+    async (tx, publish) => {
+      const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE`;
+      if (!row || row.status !== 'running') {
+        throw conflict(`Findings can be recorded only while the assessment is running; it is ${row?.status ?? 'gone'}.`);
+      }
+      const key = { assessmentId_fingerprint: { assessmentId: assessment.id, fingerprint: input.fingerprint } };
+      // INSERT ... ON CONFLICT DO NOTHING: of two concurrent reports of one fingerprint, exactly one creates.
+      const inserted = await tx.finding.createMany({
+        data: [
+          {
+            id: newId('fnd', now.getTime()),
+            organizationId: assessment.organizationId,
+            projectId: assessment.projectId,
+            assessmentId: assessment.id,
+            fingerprint: input.fingerprint,
+            title: input.title,
+            severity,
+            originalSeverity: severity,
+            status: 'open',
+            location: input.location || null,
+            description: input.description || null,
+            openedAt: now,
+          },
+        ],
+        skipDuplicates: true,
+      });
+      if (inserted.count === 1) {
+        const created = await tx.finding.findUniqueOrThrow({ where: key });
+        await publish({
+          type: 'finding.created',
+          organizationId: created.organizationId,
+          projectId: created.projectId,
+          assessmentId: created.assessmentId,
+          data: findingEventData(created),
+        });
+        return { finding: created, created: true };
+      }
+      const existing = await tx.finding.findUniqueOrThrow({ where: key });
+      const overridden = existing.severity !== existing.originalSeverity;
+      const updated = await tx.finding.update({
+        where: { id: existing.id },
+        data: {
+          title: input.title,
+          ...(input.location !== undefined && { location: input.location || null }),
+          ...(input.description !== undefined && { description: input.description || null }),
+          originalSeverity: severity,
+          ...(!overridden && { severity }),
+        },
+      });
+      return { finding: updated, created: false };
+    },
+    () => now,
+  );
+  const policy = await loadSlaPolicy(deps, principal.organizationId);
+  return { created: result.created, finding: presentFinding(result.finding, policy) };
+}
+
+/** A triage action: one status change, published in the same transaction. */
+export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {
+  const finding = await requireFinding(deps, principal, id, 'write');
+  const now = deps.clock.now();
+  const updated = await withOutbox(outboxDeps(deps), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
+  return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
+}
+
+/** Overrides the severity (the engine's own stays in original_severity). Publishes nothing: not a status change. */
+export async function setFindingSeverity(deps: AppDeps, principal: Principal, id: string, input: { severity: string }) {
+  const severity = checkSeverity(input.severity);
+  const finding = await requireFinding(deps, principal, id, 'write');
+  const updated = await deps.prisma.finding.update({ where: { id: finding.id }, data: { severity } });
+  return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
+}
+
+/** Assigns the finding to a member of the organization (422 for anyone else), or unassigns it with null. */
+export async function reassignFinding(deps: AppDeps, principal: Principal, id: string, input: { assignee_user_id: string | null }) {
+  const finding = await requireFinding(deps, principal, id, 'write');
+  if (input.assignee_user_id !== null) {
+    const membership = await deps.prisma.membership.findFirst({
+      where: { organizationId: principal.organizationId, userId: input.assignee_user_id, user: { status: 'active' } },
+    });
+    if (!membership) throw unprocessable('assignee_user_id must be an active member of the organization.');
+  }
+  const updated = await deps.prisma.finding.update({ where: { id: finding.id }, data: { assigneeId: input.assignee_user_id } });
+  return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
+}
+
+export async function getFinding(deps: AppDeps, principal: Principal, id: string) {
+  const finding = await requireFinding(deps, principal, id, 'read');
+  return presentFinding(finding, await loadSlaPolicy(deps, principal.organizationId));
+}
+
+export interface FindingFilters {
+  project_id?: string;
+  assessment_id?: string;
+  severity?: string;
+  status?: string;
+  assignee?: string;
+}
+
+function listOf(value: string, allowed: readonly string[], ok: (v: string) => boolean, field: string): string[] {
+  const values = [...new Set(value.split(',').map((v) => v.trim()).filter(Boolean))];
+  const bad = values.filter((v) => !ok(v));
+  if (values.length === 0 || bad.length > 0) {
+    throw unprocessable(`${field} must be one or more of ${allowed.join(', ')} (comma-separated).`);
+  }
+  return values;
+}
+
+/** The Prisma filter for the findings a principal can read, narrowed by the query's filters (422 for bad values). */
+export async function findingsWhere(deps: AppDeps, principal: Principal, q: FindingFilters): Promise<Prisma.FindingWhereInput> {
+  const readable = await readableAssessmentsFilter(deps, principal);
+  const assignee =
+    q.assignee === undefined ? {} : q.assignee === 'none' ? { assigneeId: null } : { assigneeId: q.assignee === 'me' ? principal.userId : q.assignee };
+  return {
+    organizationId: principal.organizationId,
+    assessment: readable,
+    ...(q.project_id && { projectId: q.project_id }),
+    ...(q.assessment_id && { assessmentId: q.assessment_id }),
+    ...(q.severity && { severity: { in: listOf(q.severity, SEVERITIES, isSeverity, 'severity') } }),
+    ...(q.status && { status: { in: listOf(q.status, FINDING_STATUSES, isFindingStatus, 'status') } }),
+    ...assignee,
+  };
+}
+
+export async function listFindings(deps: AppDeps, principal: Principal, query: PageQuery & FindingFilters) {
+  const where = await findingsWhere(deps, principal, query);
+  const args = pageArgs(query);
+  const rows = await deps.prisma.finding.findMany({ ...args, where: { ...args.where, ...where } });
+  const policy = await loadSlaPolicy(deps, principal.organizationId);
+  return toPage(rows, query, (f) => presentFinding(f, policy));
+}

@@ -1,0 +1,131 @@
+// The SLA breach scan, run by the worker on a schedule: publishes `finding.sla_breached` once per finding and
+// breach, whichever worker runs it and however many run it at once.
+//
+// The rule is the one of apps/api/src/modules/governance/sla-policy.ts (apps/api/test/sla.test.ts checks that
+// both agree): a finding whose status is open, confirmed or regressed, whose severity has a window of N days in
+// its organization's policy, is in breach when opened_at + N x 24 h < now.
+//
+// Exactly once: candidates are read without locks; each is then claimed inside its own publishing transaction by
+// a conditional update (`sla_breached_at IS NULL`, same status set, severity and opened_at as read). PostgreSQL
+// makes a concurrent claimer wait for the first one's row lock and then re-checks the condition, so only one
+// transaction sees count 1 and publishes; the others see 0 and publish nothing. A reopened finding (regression,
+// re-triage) has sla_breached_at cleared and opened_at reset by the API, which arms the next breach.
+import type { Queue } from 'bullmq';
+import type { Logger } from '@svc/config';
+import type { Db } from '@svc/db';
+import type { DeliveryJobData } from '@svc/queue';
+import { withOutbox } from './enqueue';
+
+export interface SlaScanDeps {
+  prisma: Db;
+  deliveryQueue: Queue<DeliveryJobData>;
+  logger: Logger;
+  maxAttempts: number;
+}
+
+/** Statuses in which the SLA runs (sla-policy.ts SLA_OPEN_STATUSES). */
+export const SLA_SCAN_OPEN_STATUSES = ['open', 'confirmed', 'regressed'] as const;
+
+const DAY_MS = 24 * 3600 * 1000;
+const BATCH_SIZE = 500;
+
+interface Candidate {
+  id: string;
+  severity: string;
+  opened_at: Date;
+  sla_days: number;
+}
+
+async function findCandidates(prisma: Db, now: Date, excluded: readonly string[]): Promise<Candidate[]> {
+  // The window of the finding's severity in its organization's policy; NULL (no SLA) never matches.
+  // `now` travels as ISO 8601 text with its Z and is turned into a UTC timestamp, like the timestamp(3) columns.
+  return prisma.$queryRaw<Candidate[]>`
+    SELECT id, severity, opened_at, sla_days FROM (
+      SELECT f.id, f.severity, f.opened_at,
+             CASE f.severity
+               WHEN 'critical' THEN o.sla_critical_days
+               WHEN 'high' THEN o.sla_high_days
+               WHEN 'medium' THEN o.sla_medium_days
+               WHEN 'low' THEN o.sla_low_days
+               WHEN 'info' THEN o.sla_info_days
+             END AS sla_days
+      FROM findings f
+      JOIN organizations o ON o.id = f.organization_id
+      WHERE f.status IN ('open', 'confirmed', 'regressed')
+        AND f.sla_breached_at IS NULL
+        AND NOT (f.id = ANY(${excluded}::text[]))
+    ) c
+    WHERE c.sla_days IS NOT NULL
+      AND c.opened_at + make_interval(days => c.sla_days) < (${now.toISOString()}::timestamptz AT TIME ZONE 'UTC')
+    ORDER BY c.opened_at, c.id
+    LIMIT ${BATCH_SIZE}`;
+}
+
+/** Claims one breach and publishes its event in one transaction; false when another worker (or a change) won. */
+async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Date): Promise<boolean> {
+  return withOutbox(
+    deps,
+    async (tx, publish) => {
+      const claimed = await tx.finding.updateMany({
+        where: {
+          id: candidate.id,
+          slaBreachedAt: null,
+          status: { in: [...SLA_SCAN_OPEN_STATUSES] },
+          severity: candidate.severity,
+          openedAt: candidate.opened_at,
+        },
+        data: { slaBreachedAt: now },
+      });
+      if (claimed.count !== 1) return false;
+      const f = await tx.finding.findUniqueOrThrow({ where: { id: candidate.id } });
+      await publish({
+        type: 'finding.sla_breached',
+        organizationId: f.organizationId,
+        projectId: f.projectId,
+        assessmentId: f.assessmentId,
+        data: {
+          finding_id: f.id,
+          assessment_id: f.assessmentId,
+          project_id: f.projectId,
+          title: f.title,
+          severity: f.severity,
+          status: f.status,
+          location: f.location,
+          fingerprint: f.fingerprint,
+          sla_days: candidate.sla_days,
+          due_at: new Date(f.openedAt.getTime() + candidate.sla_days * DAY_MS).toISOString(),
+        },
+      });
+      return true;
+    },
+    () => now,
+  );
+}
+
+/**
+ * Publishes `finding.sla_breached` for every finding past its SLA at `now` that has not had one for its current
+ * breach; returns how many this call published. Safe to run concurrently: each breach is published exactly once.
+ */
+export async function scanSlaBreaches(deps: SlaScanDeps, now: Date): Promise<number> {
+  let published = 0;
+  // Candidates this run already tried (claimed, lost to another worker, or changed meanwhile): never twice.
+  const tried: string[] = [];
+  for (;;) {
+    const candidates = await findCandidates(deps.prisma, now, tried);
+    for (const candidate of candidates) {
+      tried.push(candidate.id);
+      try {
+        if (await claimAndPublish(deps, candidate, now)) published += 1;
+      } catch (err) {
+        // One finding's failure must not stop the scan; its claim rolled back, so the next run retries it.
+        deps.logger.error('SLA breach publication failed', {
+          finding_id: candidate.id,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+    if (candidates.length < BATCH_SIZE) break;
+  }
+  if (published > 0) deps.logger.info('SLA breaches published', { count: published });
+  return published;
+}

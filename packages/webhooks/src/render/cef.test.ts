@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { allSampleEnvelopes, CREATED_AT_MS, NASTY_STRINGS, sampleEnvelope } from '../__tests__/fixtures';
-import type { Envelope } from '../envelope';
+import { buildEnvelope, type Envelope } from '../envelope';
 import { describeEventType, EVENT_TYPES, FINDING_EVENT_TYPES } from '../events';
 import { renderPayload } from './index';
 import {
@@ -231,5 +231,22 @@ describe('cef format', () => {
     expect(escapeCefHeader('a\\b|c=d\ne')).toBe('a\\\\b\\|c=d e');
     expect(escapeCefExtensionValue('a\\b|c=d\ne\rf')).toBe('a\\\\b|c\\=d\\ne\\rf');
     expect(line(sampleEnvelope('finding.created', { title: 'x=y|z\\' }))).toContain('msg=x\\=y|z\\\\ cs1=');
+  });
+});
+
+describe('labels of status and severity', () => {
+  it('calls them finding fields only when the event carries a finding', () => {
+    const completed = buildEnvelope({
+      deliveryId: 'whdel_x', eventId: 'event_x', type: 'assessment.completed', createdAt: 0, organizationId: 'org_x',
+      data: { assessment_id: 'asm_x', status: 'completed' },
+    });
+    const pairs = Object.fromEntries(cefExtensionPairs(completed));
+    expect(pairs.cs6).toBe('completed');
+    expect(pairs.cs6Label).toBe('assessmentStatus');
+    const finding = buildEnvelope({
+      deliveryId: 'whdel_x', eventId: 'event_x', type: 'monitoring.regression', createdAt: 0, organizationId: 'org_x',
+      data: { finding_id: 'fnd_x', severity: 'high' },
+    });
+    expect(Object.fromEntries(cefExtensionPairs(finding)).flexString2Label).toBe('findingSeverity');
   });
 });

@@ -19,9 +19,10 @@
 //   cs3 / cs3Label     data.project_id / "projectId"
 //   cs4 / cs4Label     data.assessment_id / "assessmentId"
 //   cs5 / cs5Label     data.finding_id / "findingId"
-//   cs6 / cs6Label     data.status (a finding's status; the new one for finding.status_changed) / "findingStatus"
+//   cs6 / cs6Label     data.status / "findingStatus" when the event carries a finding_id (the new status for
+//                      finding.status_changed), otherwise "<family>Status" (e.g. "assessmentStatus")
 //   flexString1 / flexString1Label   data.previous_status / "previousStatus"
-//   flexString2 / flexString2Label   data.severity / "findingSeverity"
+//   flexString2 / flexString2Label   data.severity / "findingSeverity" (or "<family>Severity", as cs6)
 // Data values that are numbers are written in decimal; other non-string values are left out.
 import { describeEventType, isFindingEventType, type EventType } from '../events';
 import type { Envelope } from '../envelope';
@@ -118,6 +119,14 @@ function dataText(envelope: Envelope, key: string): string | undefined {
   return undefined;
 }
 
+/**
+ * What `status` and `severity` in data describe: a finding when the event carries one (finding events, monitoring
+ * regressions, fix verifications), otherwise the event's own family (e.g. `assessmentStatus`).
+ */
+function subjectOf(envelope: Envelope): string {
+  return dataText(envelope, 'finding_id') !== undefined ? 'finding' : envelope.type.split('.')[0].replace(/_(\w)/g, (_m, c: string) => c.toUpperCase());
+}
+
 /** The extension as ordered [key, unescaped value] pairs, values already cut to their limits. */
 export function cefExtensionPairs(envelope: Envelope): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
@@ -140,9 +149,10 @@ export function cefExtensionPairs(envelope: Envelope): Array<[string, string]> {
   addLabelled('cs3', 'projectId', dataText(envelope, 'project_id'), CEF_LIMITS.cs);
   addLabelled('cs4', 'assessmentId', dataText(envelope, 'assessment_id'), CEF_LIMITS.cs);
   addLabelled('cs5', 'findingId', dataText(envelope, 'finding_id'), CEF_LIMITS.cs);
-  addLabelled('cs6', 'findingStatus', dataText(envelope, 'status'), CEF_LIMITS.cs);
+  const subject = subjectOf(envelope);
+  addLabelled('cs6', `${subject}Status`, dataText(envelope, 'status'), CEF_LIMITS.cs);
   addLabelled('flexString1', 'previousStatus', dataText(envelope, 'previous_status'), CEF_LIMITS.flexString);
-  addLabelled('flexString2', 'findingSeverity', dataText(envelope, 'severity'), CEF_LIMITS.flexString);
+  addLabelled('flexString2', `${subject}Severity`, dataText(envelope, 'severity'), CEF_LIMITS.flexString);
   return pairs;
 }
 

@@ -13,6 +13,8 @@ import { projectRoutes } from './modules/projects/projects.routes';
 import { assessmentRoutes } from './modules/assessments/assessments.routes';
 import { grantRoutes } from './modules/grants/grants.routes';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes';
+import { auditRoutes } from './modules/audit/audit.routes';
+import { keyPolicyRoutes } from './modules/key-policy/key-policy.routes';
 import { findingRoutes } from './modules/findings/findings.routes';
 import { governanceRoutes } from './modules/governance/governance.routes';
 import { reportRoutes } from './modules/reports/reports.routes';
@@ -24,6 +26,8 @@ import { spendRoutes } from './modules/spend/spend.routes';
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
     ...organizationRoutes(deps),
+    ...keyPolicyRoutes(deps),
+    ...auditRoutes(deps),
     ...memberRoutes(deps),
     ...invitationRoutes(deps),
     ...teamRoutes(deps),

@@ -3,6 +3,7 @@
 import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
 import type { Db } from '@svc/db';
+import type { Mailer } from '@svc/mail';
 import type { Lookup } from '@svc/net';
 
 /** The time source. It must keep flowing (tests shift it, they never freeze it). */
@@ -21,4 +22,6 @@ export interface WorkerDeps {
   clock: Clock;
   /** DNS override for the URL-safety check (tests); the system resolver otherwise. */
   lookup?: Lookup;
+  /** Outgoing mail (API-key expiry warnings); built from config.mail when absent. */
+  mailer?: Mailer;
 }

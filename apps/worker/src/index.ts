@@ -2,6 +2,7 @@ export * from './deps';
 export * from './deliver';
 export * from './health';
 export * from './maintenance';
+export * from './key-lifecycle';
 export * from './record';
 export * from './retry';
 export * from './signing';

@@ -2,6 +2,7 @@
 // SIGINT stops taking jobs, lets in-flight attempts finish, disconnects and exits.
 import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createPrismaClient } from '@svc/db';
+import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { systemClock } from './deps';
 import { startWorker } from './worker';
@@ -10,7 +11,7 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
   const prisma = createPrismaClient(config.databaseUrl);
-  const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock };
+  const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
   logger.info('Worker started', {
     concurrency: config.webhooks.workerConcurrency,

@@ -1,11 +1,13 @@
-// Scheduled jobs of the worker: the outbox relay (enqueue deliveries whose enqueue was lost) and the retention
-// purge (deliveries and their attempts 30 days after they reached a terminal state). BullMQ job schedulers create
-// one job per tick in Redis, so each runs once per tick however many workers are up.
+// Scheduled jobs of the worker: the outbox relay (enqueue deliveries whose enqueue was lost), the retention
+// purge (deliveries and their attempts 30 days after they reached a terminal state) and the API-key lifecycle
+// policy (key-lifecycle.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
+// however many workers are up.
 import type { Queue } from 'bullmq';
 import type { Db } from '@svc/db';
 import { relayOverdueDeliveries } from '@svc/outbox';
 import type { DeliveryJobData, MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
+import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
 
 export const RETENTION_PURGE_INTERVAL_MS = 3600 * 1000;
 const PURGE_BATCH_SIZE = 1000;
@@ -62,6 +64,7 @@ export async function purgeExpiredDeliveries(deps: WorkerDeps): Promise<PurgeRes
 export const MAINTENANCE_SCHEDULES: ReadonlyArray<{ name: MaintenanceJobName; everyMs: (deps: WorkerDeps) => number }> = [
   { name: 'outbox-relay', everyMs: (deps) => deps.config.webhooks.relayIntervalMs },
   { name: 'retention-purge', everyMs: () => RETENTION_PURGE_INTERVAL_MS },
+  { name: 'key-lifecycle', everyMs: (deps) => deps.config.keyLifecycle.intervalMs },
 ];
 
 /** Creates or updates the job schedulers; every worker process does this at start, idempotently. */
@@ -79,12 +82,14 @@ export async function runMaintenanceJob(
   deps: WorkerDeps,
   deliveryQueue: Queue<DeliveryJobData>,
   name: string,
-): Promise<number | PurgeResult> {
+): Promise<number | PurgeResult | KeyLifecycleResult> {
   switch (name as MaintenanceJobName) {
     case 'outbox-relay':
       return runOutboxRelay(deps, deliveryQueue);
     case 'retention-purge':
       return purgeExpiredDeliveries(deps);
+    case 'key-lifecycle':
+      return runKeyLifecycle(deps);
     default:
       throw new Error(`Unknown maintenance job ${name}`);
   }

@@ -19,6 +19,7 @@ it('registers the relay and the retention purge as job schedulers, once however 
   try {
     const schedulers = await w.worker!.maintenanceQueue.getJobSchedulers();
     expect(schedulers.map((s) => [s.key, s.every]).sort()).toEqual([
+      ['key-lifecycle', 3_600_000],
       ['outbox-relay', 200],
       ['retention-purge', 3_600_000],
     ]);

@@ -72,6 +72,8 @@ const schema = Joi.object({
   OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(100).default(30_000),
   OUTBOX_RELAY_AGE_MS: Joi.number().integer().min(0).default(60_000),
   RETENTION_DAYS: Joi.number().integer().min(1).default(30),
+  // How often the worker runs the API-key lifecycle policy (expiry warnings, inactivity revocation).
+  KEY_LIFECYCLE_INTERVAL_MS: Joi.number().integer().min(1000).default(3600 * 1000),
 
   // OAuth sign-in. A provider without a client id is disabled; with one, its secret is required. Endpoint URLs
   // default to the real providers and are settings only so tests can point them at servers on loopback.
@@ -124,6 +126,8 @@ export interface Config {
     relayAgeMs: number;
     retentionDays: number;
   };
+  /** API-key lifecycle policy job (worker). */
+  keyLifecycle: { intervalMs: number };
   oauth: {
     /** How long a started sign-in (state, PKCE verifier, nonce) waits in Redis for its callback. */
     stateTtlSeconds: number;
@@ -214,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       relayAgeMs: value.OUTBOX_RELAY_AGE_MS,
       retentionDays: value.RETENTION_DAYS,
     },
+    keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
     oauth: {
       stateTtlSeconds: value.OAUTH_STATE_TTL_SECONDS,
       httpTimeoutMs: value.OAUTH_HTTP_TIMEOUT_MS,

@@ -1,5 +1,6 @@
 // Minting, listing and revoking API keys. A key's scopes must lie within its creator's role bundle (and, when
-// the creator is itself a key, within that key's scopes); wildcards are expanded before storage.
+// the creator is itself a key, within that key's scopes); wildcards are expanded before storage. The
+// organization's lifecycle policy decides the expiration; creation and revocation are audited.
 import { resolveRequestedScopes, roleRank } from '@svc/scopes';
 import type { ApiKey } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
@@ -8,6 +9,8 @@ import { conflict, forbidden, notFound, unprocessable } from '../../http/errors'
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
+import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
 
 export function presentApiKey(key: ApiKey) {
   return {
@@ -47,21 +50,39 @@ export async function createApiKey(
   deps: AppDeps,
   principal: Principal,
   input: { name: string; scopes: string[]; expires_at?: Date },
+  meta: RequestMeta,
 ) {
   const scopes = checkRequestedScopes(principal, input.scopes);
-  if (input.expires_at && input.expires_at <= deps.clock.now()) throw unprocessable('expires_at must be in the future.');
+  const now = deps.clock.now();
+  if (input.expires_at && input.expires_at <= now) throw unprocessable('expires_at must be in the future.');
+  const policy = await loadKeyPolicy(deps, principal.organizationId);
+  const { expiresAt, autoFilled } = expirationUnderPolicy(policy, input.expires_at, now);
   const value = generateApiKeyValue();
-  const key = await deps.prisma.apiKey.create({
-    data: {
-      id: newId('key'),
-      organizationId: principal.organizationId,
-      userId: principal.userId,
-      name: input.name,
-      displayPrefix: displayPrefix(value),
-      keyHash: hashApiKey(value, deps.config.apiKeyPepper),
-      scopes,
-      expiresAt: input.expires_at ?? null,
-    },
+  const key = await deps.prisma.$transaction(async (tx) => {
+    const created = await tx.apiKey.create({
+      data: {
+        id: newId('key'),
+        organizationId: principal.organizationId,
+        userId: principal.userId,
+        name: input.name,
+        displayPrefix: displayPrefix(value),
+        keyHash: hashApiKey(value, deps.config.apiKeyPepper),
+        scopes,
+        expiresAt,
+      },
+    });
+    await recordAs(tx, principal, meta, now, {
+      action: 'api_key.created',
+      target: { type: 'api_key', id: created.id },
+      metadata: {
+        name: created.name,
+        prefix: created.displayPrefix,
+        scopes,
+        expires_at: expiresAt?.toISOString() ?? null,
+        ...(autoFilled && { expires_at_set_by_policy: true }),
+      },
+    });
+    return created;
   });
   return { ...presentApiKey(key), key: value };
 }
@@ -78,9 +99,19 @@ export async function listApiKeys(deps: AppDeps, principal: Principal, query: Pa
   return toPage(rows, query, presentApiKey);
 }
 
-export async function revokeApiKey(deps: AppDeps, principal: Principal, id: string): Promise<void> {
+export async function revokeApiKey(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta): Promise<void> {
   const key = await deps.prisma.apiKey.findFirst({ where: { id, ...visibleKeysFilter(principal) } });
   if (!key) throw notFound('API key');
   if (key.revokedAt) throw conflict('API key is already revoked.');
-  await deps.prisma.apiKey.update({ where: { id }, data: { revokedAt: deps.clock.now() } });
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    // Conditional, so a concurrent revocation (or the inactivity job) records one revocation, not two.
+    const { count } = await tx.apiKey.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: now, revokedReason: 'user' } });
+    if (count !== 1) throw conflict('API key is already revoked.');
+    await recordAs(tx, principal, meta, now, {
+      action: 'api_key.revoked',
+      target: { type: 'api_key', id },
+      metadata: { name: key.name, prefix: key.displayPrefix, reason: 'user', owner_user_id: key.userId },
+    });
+  });
 }

@@ -1,6 +1,5 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import { badRequest } from '../../http/errors';
 import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import {
@@ -24,12 +23,14 @@ import {
   dummyPasswordHash,
   enableTwoFactor,
   login,
+  logout,
   loginWithSecondFactor,
   setupTwoFactor,
   signup,
   verifyEmail,
 } from './auth.service';
-import { clearSessionCookies, revokeSession, sessionResponse, setSessionCookies } from './sessions';
+import { requestMeta } from '../audit/audit.context';
+import { clearSessionCookies, sessionResponse, setSessionCookies } from './sessions';
 
 export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   // Warm the dummy hash so the first unknown-e-mail login costs what a wrong password costs.
@@ -64,7 +65,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       schemas: { body: loginBody },
       response: loginResponse,
       handler: async (req, res) => {
-        const outcome = await login(deps, limiters, req.body, req.ip ?? 'unknown');
+        const outcome = await login(deps, limiters, req.body, requestMeta(req));
         if (outcome.kind === 'two_factor') return { requires_2fa: true, partial_token: outcome.partialToken };
         setSessionCookies(res, outcome.session, secure);
         return sessionResponse(outcome.session);
@@ -78,7 +79,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       schemas: { body: login2faBody },
       response: issuedSessionResponse,
       handler: async (req, res) => {
-        const session = await loginWithSecondFactor(deps, limiters, req.body);
+        const session = await loginWithSecondFactor(deps, limiters, req.body, requestMeta(req));
         setSessionCookies(res, session, secure);
         return sessionResponse(session);
       },
@@ -89,11 +90,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       scope: 'profile:update',
       summary: 'Revoke the current session and clear its cookies',
       handler: async (req, res) => {
-        const principal = principalOf(req);
-        if (principal.kind !== 'session' || !principal.sessionId) {
-          throw badRequest('API keys are not logged out: revoke them with DELETE /api/v1/api-keys/{id}.');
-        }
-        await revokeSession(deps, principal.sessionId);
+        await logout(deps, principalOf(req), requestMeta(req));
         clearSessionCookies(res, secure);
         return undefined;
       },
@@ -121,7 +118,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       summary: 'Turn TOTP on with a code from the secret of the setup step',
       schemas: { body: totpCodeBody },
       response: twoFactorEnabledResponse,
-      handler: (req) => enableTwoFactor(deps, limiters, principalOf(req), req.body.code),
+      handler: (req) => enableTwoFactor(deps, limiters, principalOf(req), req.body.code, requestMeta(req)),
     },
     {
       method: 'post',
@@ -130,7 +127,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       summary: 'Turn TOTP off with a current code',
       schemas: { body: totpCodeBody },
       response: twoFactorDisabledResponse,
-      handler: (req) => disableTwoFactor(deps, limiters, principalOf(req), req.body.code),
+      handler: (req) => disableTwoFactor(deps, limiters, principalOf(req), req.body.code, requestMeta(req)),
     },
   ];
 }

@@ -1,6 +1,7 @@
 // Accounts and sign-in: signup with e-mail verification, password login (with TOTP second factor), 2FA
 // management, the caller's own profile. Sessions themselves are issued and revoked by sessions.ts.
 import bcrypt from 'bcrypt';
+import type { Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { PARTIAL_AUDIENCE, signToken, verifyToken } from '../../auth/tokens';
@@ -8,7 +9,8 @@ import { HttpError, badRequest, conflict, forbidden, unauthorized } from '../../
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, seal, sha256Hex, unseal } from '../../lib/crypto';
 import { newId } from '../../lib/ids';
-import { issueSession, type IssuedSession } from './sessions';
+import { recordAs, recordInOrganizations, recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { issueSession, revokeSession, type IssuedSession } from './sessions';
 import { acceptTotpCode, generateTotpSecret, otpauthUrl } from './totp';
 
 export const VERIFY_EMAIL_PURPOSE = 'verify_email';
@@ -159,25 +161,73 @@ async function membershipForLogin(deps: CoreDeps, userId: string, organizationId
   return membership;
 }
 
+/**
+ * A failed sign-in of a known user, recorded in each organization the user belongs to (an unknown e-mail is not
+ * recorded: the log would fill with other people's addresses).
+ */
+async function recordLoginFailure(
+  deps: CoreDeps,
+  user: { id: string; email: string },
+  meta: RequestMeta,
+  reason: 'invalid_password' | 'no_password' | 'email_not_verified' | 'invalid_totp_code',
+): Promise<void> {
+  await recordInUserOrganizations(deps.prisma, { type: 'user', id: user.id, label: user.email }, meta, deps.clock.now(), {
+    action: 'auth.login_failed',
+    target: { type: 'user', id: user.id },
+    metadata: { reason },
+  });
+}
+
 export async function login(
   deps: AppDeps,
   limiters: RateLimiters,
   input: { email: string; password: string; organization_id?: string },
-  clientIp: string,
+  meta: RequestMeta,
 ): Promise<LoginOutcome> {
   // Counted per client address and per e-mail (hashed: no addresses in Redis keys), before any work.
-  await consumeOrThrow(limiters.login, `ip:${clientIp}`);
+  await consumeOrThrow(limiters.login, `ip:${meta.ip ?? 'unknown'}`);
   await consumeOrThrow(limiters.login, `email:${sha256Hex(input.email)}`);
 
   const user = await deps.prisma.user.findUnique({ where: { email: input.email } });
   const hash = user?.passwordHash ?? (await dummyPasswordHash(deps.config.bcryptRounds));
   const passwordOk = await bcrypt.compare(input.password, hash);
-  if (!user || !user.passwordHash || !passwordOk) throw unauthorized(INVALID_CREDENTIALS);
+  if (!user || !user.passwordHash || !passwordOk) {
+    if (user) {
+      // Not awaited: a known e-mail must not answer more slowly than an unknown one (no account enumeration).
+      recordLoginFailure(deps, user, meta, user.passwordHash ? 'invalid_password' : 'no_password').catch((err: unknown) =>
+        deps.logger.error('Could not record a failed login', { user_id: user.id, error: String(err) }),
+      );
+    }
+    throw unauthorized(INVALID_CREDENTIALS);
+  }
 
   if (user.status !== 'active') {
+    await recordLoginFailure(deps, user, meta, 'email_not_verified');
     throw forbidden('E-mail address not verified: open the link in the verification e-mail first.', { code: 'EMAIL_NOT_VERIFIED' });
   }
-  return completeFirstFactor(deps, user, input.organization_id);
+  return completeFirstFactor(deps, user, input.organization_id, { method: 'password', meta });
+}
+
+/** How a sign-in happened, for the audit log: the first factor used and the request it came with. */
+export interface SignInAudit {
+  /** `password`, or the OAuth provider (`oauth_github`, `oauth_google`). */
+  method: string;
+  meta?: RequestMeta;
+}
+
+async function recordLogin(
+  deps: CoreDeps,
+  userId: string,
+  session: IssuedSession,
+  organizationId: string,
+  meta: RequestMeta | undefined,
+  metadata: Record<string, unknown>,
+): Promise<void> {
+  await recordInOrganizations(deps.prisma, [organizationId], await userActor(deps.prisma, userId), meta ?? {}, deps.clock.now(), {
+    action: 'auth.login',
+    target: { type: 'session', id: session.sessionId },
+    metadata,
+  });
 }
 
 /**
@@ -188,6 +238,7 @@ export async function completeFirstFactor(
   deps: CoreDeps,
   user: { id: string; totpEnabled: boolean },
   organizationId?: string,
+  audit: SignInAudit = { method: 'unspecified' },
 ): Promise<LoginOutcome> {
   const membership = await membershipForLogin(deps, user.id, organizationId);
 
@@ -201,7 +252,9 @@ export async function completeFirstFactor(
     );
     return { kind: 'two_factor', partialToken: token, expiresAt };
   }
-  return { kind: 'session', session: await issueSession(deps, user.id, membership.organizationId) };
+  const session = await issueSession(deps, user.id, membership.organizationId);
+  await recordLogin(deps, user.id, session, membership.organizationId, audit.meta, { method: audit.method });
+  return { kind: 'session', session };
 }
 
 /** Stores the accepted step only if it is newer than the stored one: a concurrent replay loses. */
@@ -217,6 +270,7 @@ export async function loginWithSecondFactor(
   deps: AppDeps,
   limiters: RateLimiters,
   input: { partial_token: string; code: string },
+  meta: RequestMeta,
 ): Promise<IssuedSession> {
   const now = deps.clock.now();
   const ttl = deps.config.partialTokenTtlSeconds;
@@ -234,6 +288,7 @@ export async function loginWithSecondFactor(
   const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
   const step = acceptTotpCode(secret, input.code, now, user.totpLastStep);
   if (step === undefined) {
+    await recordLoginFailure(deps, user, meta, 'invalid_totp_code');
     await consumeOrThrow(limiters.totpFailures, failuresKey);
     throw unauthorized(INVALID_TOTP_CODE);
   }
@@ -244,7 +299,9 @@ export async function loginWithSecondFactor(
   if (!(await recordAcceptedStep(deps, user.id, step))) throw unauthorized(INVALID_TOTP_CODE);
 
   const membership = await membershipForLogin(deps, user.id, claims.org);
-  return issueSession(deps, user.id, membership.organizationId);
+  const session = await issueSession(deps, user.id, membership.organizationId);
+  await recordLogin(deps, user.id, session, membership.organizationId, meta, { second_factor: 'totp' });
+  return session;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -279,6 +336,32 @@ async function checkManagementCode(
   return step;
 }
 
+/** A user's second factor guards every organization they belong to: the change is recorded in each. */
+async function recordTwoFactorChange(
+  tx: Tx,
+  principal: Principal,
+  meta: RequestMeta,
+  at: Date,
+  action: 'auth.2fa_enabled' | 'auth.2fa_disabled',
+): Promise<void> {
+  const actor = await userActor(tx, principal.userId);
+  await recordInUserOrganizations(tx, actor, meta, at, { action, target: { type: 'user', id: principal.userId } });
+}
+
+/** Ends the session of the request; recorded once, whoever revokes it first. */
+export async function logout(deps: AppDeps, principal: Principal, meta: RequestMeta): Promise<void> {
+  if (principal.kind !== 'session' || !principal.sessionId) {
+    throw badRequest('API keys are not logged out: revoke them with DELETE /api/v1/api-keys/{id}.');
+  }
+  const sessionId = principal.sessionId;
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    if (await revokeSession(tx, sessionId, now)) {
+      await recordAs(tx, principal, meta, now, { action: 'auth.logout', target: { type: 'session', id: sessionId } });
+    }
+  });
+}
+
 export async function setupTwoFactor(deps: AppDeps, principal: Principal) {
   requireSession(principal);
   const user = await currentUser(deps, principal);
@@ -289,7 +372,7 @@ export async function setupTwoFactor(deps: AppDeps, principal: Principal) {
   return { secret, otpauth_url: otpauthUrl(secret, user.email) };
 }
 
-export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string) {
+export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string, meta: RequestMeta) {
   requireSession(principal);
   const user = await currentUser(deps, principal);
   if (user.totpEnabled) throw conflict('Two-factor authentication is already enabled.');
@@ -297,25 +380,31 @@ export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, pri
   const secret = unseal(user.totpPendingEnc, deps.config.encryptionKey);
   // A fresh secret has no used codes yet; the step accepted here becomes the first used one.
   const step = await checkManagementCode(deps, limiters, user.id, secret, code, null);
-  const updated = await deps.prisma.user.updateMany({
-    where: { id: user.id, totpEnabled: false, totpPendingEnc: user.totpPendingEnc },
-    data: { totpSecretEnc: user.totpPendingEnc, totpPendingEnc: null, totpEnabled: true, totpLastStep: BigInt(step) },
+  await deps.prisma.$transaction(async (tx) => {
+    const updated = await tx.user.updateMany({
+      where: { id: user.id, totpEnabled: false, totpPendingEnc: user.totpPendingEnc },
+      data: { totpSecretEnc: user.totpPendingEnc, totpPendingEnc: null, totpEnabled: true, totpLastStep: BigInt(step) },
+    });
+    if (updated.count !== 1) throw conflict('Two-factor settings changed concurrently; try again.');
+    await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_enabled');
   });
-  if (updated.count !== 1) throw conflict('Two-factor settings changed concurrently; try again.');
   return { two_factor_enabled: true };
 }
 
-export async function disableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string) {
+export async function disableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string, meta: RequestMeta) {
   requireSession(principal);
   const user = await currentUser(deps, principal);
   if (!user.totpEnabled || !user.totpSecretEnc) throw conflict('Two-factor authentication is not enabled.');
   const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
   const step = await checkManagementCode(deps, limiters, user.id, secret, code, user.totpLastStep);
-  const updated = await deps.prisma.user.updateMany({
-    where: { id: user.id, totpEnabled: true, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },
-    data: { totpEnabled: false, totpSecretEnc: null, totpPendingEnc: null, totpLastStep: BigInt(step) },
+  await deps.prisma.$transaction(async (tx) => {
+    const updated = await tx.user.updateMany({
+      where: { id: user.id, totpEnabled: true, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },
+      data: { totpEnabled: false, totpSecretEnc: null, totpPendingEnc: null, totpLastStep: BigInt(step) },
+    });
+    if (updated.count !== 1) throw badRequest(INVALID_TOTP_CODE); // the same code was just used concurrently
+    await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_disabled');
   });
-  if (updated.count !== 1) throw badRequest(INVALID_TOTP_CODE); // the same code was just used concurrently
   return { two_factor_enabled: false };
 }
 

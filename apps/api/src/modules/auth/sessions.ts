@@ -1,5 +1,6 @@
 // Issuing and revoking session JWTs. Each session is a row keyed by the token's jti.
 import type { Response } from 'express';
+import type { Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import { CSRF_COOKIE, SESSION_COOKIE, csrfTokenFor } from '../../auth/csrf';
 import { SESSION_AUDIENCE, signToken } from '../../auth/tokens';
@@ -29,8 +30,10 @@ export async function issueSession(
   return { token, expiresAt, sessionId, csrfToken: csrfTokenFor(sessionId, deps.config.jwtSecret) };
 }
 
-export async function revokeSession(deps: Pick<AppDeps, 'prisma' | 'clock'>, sessionId: string): Promise<void> {
-  await deps.prisma.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: deps.clock.now() } });
+/** Revokes a live session (in the caller's transaction); false when it was already revoked. */
+export async function revokeSession(db: Pick<Tx, 'session'>, sessionId: string, now: Date): Promise<boolean> {
+  const { count } = await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
+  return count === 1;
 }
 
 /** The session travels in an httpOnly, Secure, SameSite=Strict cookie; the CSRF token in a readable one. */

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import { changeRoleBody, listMembersQuery, memberResponse } from './members.schemas';
 import { changeRole, listMembers, removeMember } from './members.service';
@@ -23,14 +24,14 @@ export function memberRoutes(deps: AppDeps): RouteSpec[] {
       summary: "Change a member's role (never above your own; the owner role moves by transfer-ownership)",
       schemas: { body: changeRoleBody },
       response: memberResponse,
-      handler: (req) => changeRole(deps, principalOf(req), req.params.user_id as string, req.body),
+      handler: (req) => changeRole(deps, principalOf(req), req.params.user_id as string, req.body, requestMeta(req)),
     },
     {
       method: 'delete',
       path: '/members/:user_id',
       scope: 'members:remove',
       summary: 'Remove a member; their sessions and API keys in this organization stop working',
-      handler: (req) => removeMember(deps, principalOf(req), req.params.user_id as string),
+      handler: (req) => removeMember(deps, principalOf(req), req.params.user_id as string, requestMeta(req)),
     },
   ];
 }

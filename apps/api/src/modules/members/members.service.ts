@@ -7,6 +7,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { badRequest, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 type MembershipWithUser = Membership & { user: Pick<User, 'email' | 'name' | 'status'> };
 
@@ -48,7 +49,13 @@ function refuseIfAbove(principal: Principal, target: Membership, action: string)
   }
 }
 
-export async function changeRole(deps: AppDeps, principal: Principal, userId: string, input: { role: Role }) {
+export async function changeRole(
+  deps: AppDeps,
+  principal: Principal,
+  userId: string,
+  input: { role: Role },
+  meta: RequestMeta,
+) {
   const target = await findMember(deps, principal, userId);
   refuseIfAbove(principal, target, 'change the role of');
   if (input.role === 'owner') {
@@ -60,12 +67,22 @@ export async function changeRole(deps: AppDeps, principal: Principal, userId: st
   if (target.role === 'owner') {
     throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
   }
-  // Conditional on the role read above, so a concurrent transfer of ownership to this member is not undone.
-  const { count } = await deps.prisma.membership.updateMany({
-    where: { id: target.id, role: target.role },
-    data: { role: input.role },
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    // Conditional on the role read above, so a concurrent transfer of ownership to this member is not undone.
+    const { count } = await tx.membership.updateMany({
+      where: { id: target.id, role: target.role },
+      data: { role: input.role },
+    });
+    if (count !== 1) throw notFound('Member');
+    if (target.role !== input.role) {
+      await recordAs(tx, principal, meta, now, {
+        action: 'member.role_changed',
+        target: { type: 'user', id: userId },
+        metadata: { email: target.user.email, previous_role: target.role, role: input.role },
+      });
+    }
   });
-  if (count !== 1) throw notFound('Member');
   return presentMember({ ...target, role: input.role });
 }
 
@@ -73,7 +90,7 @@ export async function changeRole(deps: AppDeps, principal: Principal, userId: st
  * Removes a member: the membership, their team memberships and direct grants in this organization go, and their
  * sessions and API keys of this organization are revoked, all in one transaction.
  */
-export async function removeMember(deps: AppDeps, principal: Principal, userId: string): Promise<void> {
+export async function removeMember(deps: AppDeps, principal: Principal, userId: string, meta: RequestMeta): Promise<void> {
   const target = await findMember(deps, principal, userId);
   refuseIfAbove(principal, target, 'remove');
   if (target.role === 'owner') {
@@ -87,6 +104,25 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
     await tx.teamMember.deleteMany({ where: { userId, team: { organizationId: orgId } } });
     await tx.accessGrant.deleteMany({ where: { organizationId: orgId, userId } });
     await tx.session.updateMany({ where: { organizationId: orgId, userId, revokedAt: null }, data: { revokedAt: now } });
-    await tx.apiKey.updateMany({ where: { organizationId: orgId, userId, revokedAt: null }, data: { revokedAt: now } });
+    const keys = await tx.apiKey.findMany({
+      where: { organizationId: orgId, userId, revokedAt: null },
+      select: { id: true, name: true, displayPrefix: true },
+    });
+    await tx.apiKey.updateMany({
+      where: { organizationId: orgId, userId, revokedAt: null },
+      data: { revokedAt: now, revokedReason: 'member_removed' },
+    });
+    await recordAs(tx, principal, meta, now, [
+      {
+        action: 'member.removed',
+        target: { type: 'user', id: userId },
+        metadata: { email: target.user.email, role: target.role, api_keys_revoked: keys.length },
+      },
+      ...keys.map((key) => ({
+        action: 'api_key.revoked' as const,
+        target: { type: 'api_key', id: key.id },
+        metadata: { name: key.name, prefix: key.displayPrefix, reason: 'member_removed', owner_user_id: userId },
+      })),
+    ]);
   });
 }

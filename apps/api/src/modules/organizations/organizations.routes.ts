@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { requestMeta } from '../audit/audit.context';
 import {
   deleteOrganizationBody,
   organizationResponse,
@@ -44,7 +45,7 @@ export function organizationRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Make an active member the owner; the previous owner becomes an admin',
       schemas: { body: transferOwnershipBody },
       response: transferOwnershipResponse,
-      handler: (req) => transferOwnership(deps, principalOf(req), req.body),
+      handler: (req) => transferOwnership(deps, principalOf(req), req.body, requestMeta(req)),
     },
   ];
 }

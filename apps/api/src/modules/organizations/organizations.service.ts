@@ -3,6 +3,7 @@ import type { Organization } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { badRequest, conflict, notFound } from '../../http/errors';
+import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 export function presentOrganization(org: Organization) {
   return {
@@ -44,8 +45,9 @@ export async function deleteOrganization(deps: AppDeps, principal: Principal, in
  * Makes an active member the owner; the previous owner becomes an admin. One transaction, and the demotion is
  * conditional on the caller still being the owner, so two concurrent transfers cannot both succeed.
  */
-export async function transferOwnership(deps: AppDeps, principal: Principal, input: { user_id: string }) {
+export async function transferOwnership(deps: AppDeps, principal: Principal, input: { user_id: string }, meta: RequestMeta) {
   if (input.user_id === principal.userId) throw badRequest('You already own this organization.');
+  const now = deps.clock.now();
   return deps.prisma.$transaction(async (tx) => {
     const target = await tx.membership.findUnique({
       where: { organizationId_userId: { organizationId: principal.organizationId, userId: input.user_id } },
@@ -59,6 +61,11 @@ export async function transferOwnership(deps: AppDeps, principal: Principal, inp
     });
     if (demoted.count !== 1) throw conflict('Only the current owner can transfer ownership.');
     await tx.membership.update({ where: { id: target.id }, data: { role: 'owner' } });
+    await recordAs(tx, principal, meta, now, {
+      action: 'organization.ownership_transferred',
+      target: { type: 'user', id: input.user_id },
+      metadata: { previous_owner_id: principal.userId, previous_owner_role: 'admin', new_owner_previous_role: target.role },
+    });
     return { owner_id: input.user_id, previous_owner_id: principal.userId, previous_owner_role: 'admin' };
   });
 }

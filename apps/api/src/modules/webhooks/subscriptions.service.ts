@@ -19,6 +19,7 @@ import { badRequest, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
 import { seal } from '../../lib/crypto';
+import { recordAs, type Acting } from '../audit/audit.context';
 import { subscriptionsOf, type LevelContext } from './levels';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
@@ -100,9 +101,40 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput) {
   };
 }
 
-export async function createSubscription(deps: AppDeps, ctx: LevelContext, input: SubscriptionInput) {
+/** The host of a webhook URL: its path and query may carry a receiver's token, so the audit log keeps only this. */
+function urlHost(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
+}
+
+/** Public facts about a subscription change for the audit log: field names and non-secret values only. */
+function auditedInput(input: SubscriptionInput) {
+  return {
+    fields: Object.keys(input).filter((k) => input[k as keyof SubscriptionInput] !== undefined).sort(),
+    ...(input.name !== undefined && { name: input.name }),
+    ...(input.url !== undefined && { url_host: urlHost(input.url) }),
+    ...(input.events !== undefined && { events: input.events }),
+    ...(input.active !== undefined && { active: input.active }),
+    ...(input.severity_filter !== undefined && { severity_filter: input.severity_filter }),
+    ...(input.status_filter !== undefined && { status_filter: input.status_filter }),
+    ...(input.payload_format !== undefined && { payload_format: input.payload_format }),
+    ...(input.splunk_index !== undefined && { splunk_index: input.splunk_index }),
+    // Only whether the receiver credential changed (a key named like a credential would be dropped by the redaction).
+    ...(input.authorization !== undefined && { receiver_header: input.authorization === null ? 'removed' : 'set' }),
+  };
+}
+
+function levelOf(ctx: LevelContext) {
+  return { level: ctx.level, project_id: ctx.projectId, assessment_id: ctx.assessmentId };
+}
+
+export async function createSubscription(deps: AppDeps, ctx: LevelContext, input: SubscriptionInput, by: Acting) {
   const columns = await toColumns(deps, input);
   const secret = generateSigningSecret();
+  const now = deps.clock.now();
   const subscription = await deps.prisma.$transaction(async (tx) => {
     // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race.
     await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${ctx.organizationId} FOR UPDATE`;
@@ -110,7 +142,7 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
     if (live >= MAX_LIVE_SUBSCRIPTIONS) {
       throw badRequest(`An organization may have at most ${MAX_LIVE_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
     }
-    return tx.webhookSubscription.create({
+    const created = await tx.webhookSubscription.create({
       data: {
         id: newId('whsub'),
         organizationId: ctx.organizationId,
@@ -124,6 +156,12 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
         ...columns,
       },
     });
+    await recordAs(tx, by.principal, by.meta, now, {
+      action: 'webhook.subscription_created',
+      target: { type: 'webhook_subscription', id: created.id },
+      metadata: { ...levelOf(ctx), ...auditedInput(input) },
+    });
+    return created;
   });
   return { ...presentSubscription(subscription), secret };
 }
@@ -140,30 +178,55 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
   return toPage(rows, query, presentSubscription);
 }
 
-export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput) {
+export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
   await findSubscription(deps, ctx, id);
   const columns = await toColumns(deps, input);
-  const updated = await deps.prisma.webhookSubscription.update({ where: { id }, data: columns });
+  const now = deps.clock.now();
+  const updated = await deps.prisma.$transaction(async (tx) => {
+    const row = await tx.webhookSubscription.update({ where: { id }, data: columns });
+    await recordAs(tx, by.principal, by.meta, now, {
+      action: 'webhook.subscription_updated',
+      target: { type: 'webhook_subscription', id },
+      metadata: { ...levelOf(ctx), ...auditedInput(input) },
+    });
+    return row;
+  });
   return presentSubscription(updated);
 }
 
-export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: string): Promise<void> {
-  await findSubscription(deps, ctx, id);
-  await deps.prisma.webhookSubscription.update({ where: { id }, data: { deletedAt: deps.clock.now() } });
+export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: string, by: Acting): Promise<void> {
+  const subscription = await findSubscription(deps, ctx, id);
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    await tx.webhookSubscription.update({ where: { id }, data: { deletedAt: now } });
+    await recordAs(tx, by.principal, by.meta, now, {
+      action: 'webhook.subscription_deleted',
+      target: { type: 'webhook_subscription', id },
+      metadata: { ...levelOf(ctx), name: subscription.name },
+    });
+  });
 }
 
 /** The new secret signs from now on; the previous one keeps signing alongside it for the grace window. */
-export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string) {
+export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string, by: Acting) {
   const current = await findSubscription(deps, ctx, id);
   const secret = generateSigningSecret();
-  const graceEnds = new Date(deps.clock.now().getTime() + deps.config.webhooks.secretGraceHours * 3600 * 1000);
-  await deps.prisma.webhookSubscription.update({
-    where: { id },
-    data: {
-      secretEnc: seal(secret, deps.config.encryptionKey),
-      previousSecretEnc: current.secretEnc,
-      previousSecretExpiresAt: graceEnds,
-    },
+  const now = deps.clock.now();
+  const graceEnds = new Date(now.getTime() + deps.config.webhooks.secretGraceHours * 3600 * 1000);
+  await deps.prisma.$transaction(async (tx) => {
+    await tx.webhookSubscription.update({
+      where: { id },
+      data: {
+        secretEnc: seal(secret, deps.config.encryptionKey),
+        previousSecretEnc: current.secretEnc,
+        previousSecretExpiresAt: graceEnds,
+      },
+    });
+    await recordAs(tx, by.principal, by.meta, now, {
+      action: 'webhook.secret_rotated',
+      target: { type: 'webhook_subscription', id },
+      metadata: { ...levelOf(ctx), name: current.name, grace_period_ends_at: graceEnds.toISOString() },
+    });
   });
   return { id, secret, previous_secret_expires_at: graceEnds.toISOString() };
 }

@@ -1,0 +1,251 @@
+// The scheduled half of the API-key lifecycle policy, run by the worker with a controllable clock: the expiry
+// warning (mailed once per key to its owner and the organization's admins and owner, even when two runs race) and
+// the inactivity revocation (the key answers 401, an audit event by `system`), and its job scheduler.
+import { QueueEvents } from 'bullmq';
+import request from 'supertest';
+import { ConfigError, loadConfig } from '@svc/config';
+import { createRedis } from '@svc/queue';
+import { createHarness, type Harness } from '../../api/test/support/harness';
+import { bearer, createOrg, createUserInOrg, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
+import type { WorkerDeps } from '../src/deps';
+import { revokeInactiveKeys, runKeyLifecycle, sendExpiryWarnings } from '../src/key-lifecycle';
+import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
+import { startWorker } from '../src/worker';
+
+const DAY = 24 * 3600 * 1000;
+
+let h: Harness;
+let deps: WorkerDeps;
+
+beforeAll(async () => {
+  h = await createHarness({ KEY_LIFECYCLE_INTERVAL_MS: '120000' });
+  deps = { config: h.config, logger: h.deps.logger, prisma: h.deps.prisma, redis: () => createRedis(h.config.redisUrl), clock: h.clock };
+});
+afterAll(() => h.close());
+
+const api = () => request(h.app);
+
+async function setPolicy(org: TestOrg, body: Record<string, unknown>) {
+  const res = await api().put('/api/v1/organization/api-key-policy').set(bearer(org.owner.token)).send(body);
+  expect(res.status).toBe(200);
+}
+
+async function createKey(token: string, body: Record<string, unknown> = {}) {
+  const res = await api().post('/api/v1/api-keys').set(bearer(token)).send({ name: 'ci', scopes: ['profile:read'], ...body });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; key: string; prefix: string; expires_at: string | null };
+}
+
+const at = (days: number) => new Date(Date.now() + days * DAY);
+const mailsAbout = (prefix: string) => h.mail().filter((m) => m.text.includes(prefix));
+
+describe('expiry warnings', () => {
+  let org: TestOrg;
+  let secondAdmin: TestUser;
+  // Runs limited to this test's organizations: other test files share the database.
+  const mine = () => ({ organizationIds: [org.id] });
+  beforeAll(async () => {
+    org = await createOrg(h);
+    secondAdmin = await createUserInOrg(h, org.id, 'admin', 'admin2');
+    await setPolicy(org, { enabled: true, warn_days_before: 7, max_lifetime_days: 90, inactivity_days: null });
+  });
+
+  it('mails the key owner, the admins and the owner once, warn_days_before the expiry, even when two runs race', async () => {
+    const key = await createKey(org.manager.token, { name: 'deploy bot', expires_at: at(20).toISOString() });
+
+    // 14 days before expiry: outside the 7-day window.
+    expect(await sendExpiryWarnings(deps, at(6), mine())).toBe(0);
+    expect(mailsAbout(key.prefix)).toEqual([]);
+
+    // 6 days before: inside. Two workers run the job at the same moment.
+    const now = at(14);
+    const results = await Promise.all([1, 2, 3].map(() => runKeyLifecycle(deps, now, mine())));
+    expect(results.map((r) => r.warned).reduce((a, b) => a + b)).toBe(1);
+
+    const mails = mailsAbout(key.prefix);
+    expect(mails.map((m) => m.to).sort()).toEqual([org.manager.email, org.admin.email, org.owner.email, secondAdmin.email].sort());
+    for (const mail of mails) {
+      expect(mail.subject).toBe(`API key "deploy bot" of ${org.name} expires in 6 days`);
+      expect(mail.text).toContain(key.expires_at);
+      expect(mail.text).toContain(org.manager.email);
+      expect(mail.text).not.toContain(key.key);
+    }
+    expect(mails.map((m) => m.to)).not.toContain(org.member.email);
+
+    const row = await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    expect(row.expiryWarnedAt?.getTime()).toBe(now.getTime());
+
+    // Later runs (and the days up to expiry) send nothing more.
+    await runKeyLifecycle(deps, at(15), mine());
+    await runKeyLifecycle(deps, at(19.9), mine());
+    expect(mailsAbout(key.prefix)).toHaveLength(4);
+  });
+
+  it('one mail per person when the key owner is an admin too', async () => {
+    const key = await createKey(org.admin.token, { expires_at: at(3).toISOString() });
+    await sendExpiryWarnings(deps, at(0), mine());
+    expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([org.admin.email, org.owner.email, secondAdmin.email].sort());
+  });
+
+  it('leaves alone revoked keys, expired keys and keys without expiration', async () => {
+    const revoked = await createKey(org.owner.token, { expires_at: at(2).toISOString() });
+    expect((await api().delete(`/api/v1/api-keys/${revoked.id}`).set(bearer(org.owner.token))).status).toBe(204);
+    const expiring = await createKey(org.owner.token, { expires_at: at(1).toISOString() });
+    const forever = await h.deps.prisma.apiKey.create({
+      data: { id: `key_${Date.now()}forever00000000`, organizationId: org.id, userId: org.owner.id, name: 'forever', displayPrefix: 'sk-svc-Frvr', keyHash: `hash-${Date.now()}`, scopes: [] },
+    });
+    await sendExpiryWarnings(deps, at(2), mine()); // `expiring` has expired by then
+    expect(mailsAbout(revoked.prefix)).toEqual([]);
+    expect(mailsAbout(expiring.prefix)).toEqual([]);
+    expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: forever.id } })).expiryWarnedAt).toBeNull();
+  });
+
+  it('sends nothing in an organization with the policy off, or with the warning rule off', async () => {
+    const off = await createOrg(h);
+    await setPolicy(off, { enabled: false, warn_days_before: 7 });
+    const noWarn = await createOrg(h);
+    await setPolicy(noWarn, { enabled: true, warn_days_before: null });
+    const a = await createKey(off.owner.token, { expires_at: at(2).toISOString() });
+    const b = await createKey(noWarn.owner.token, { expires_at: at(2).toISOString() });
+    await sendExpiryWarnings(deps, at(1), { organizationIds: [off.id, noWarn.id] });
+    expect(mailsAbout(a.prefix)).toEqual([]);
+    expect(mailsAbout(b.prefix)).toEqual([]);
+  });
+
+  it('gives the claim back when no mail could be sent, so the next run warns', async () => {
+    const key = await createKey(org.manager.token, { expires_at: at(5).toISOString() });
+    const failing = { send: async () => Promise.reject(new Error('SMTP down')) };
+    // Other keys of the organization may be due too; only this one matters here.
+    await sendExpiryWarnings(deps, at(0), mine(), failing);
+    expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).expiryWarnedAt).toBeNull();
+    await sendExpiryWarnings(deps, at(0), mine());
+    expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([org.manager.email, org.admin.email, org.owner.email, secondAdmin.email].sort());
+  });
+});
+
+describe('inactivity revocation', () => {
+  let org: TestOrg;
+  const mine = () => ({ organizationIds: [org.id] });
+  beforeAll(async () => {
+    org = await createOrg(h);
+    await setPolicy(org, { enabled: true, inactivity_days: 30, warn_days_before: null, max_lifetime_days: null });
+  });
+
+  it('revokes a key unused for longer than inactivity_days: then 401, revoked_reason inactivity, audited by system, once', async () => {
+    const key = await createKey(org.manager.token);
+    expect((await api().get('/api/v1/auth/me').set(bearer(key.key))).status).toBe(200);
+    // last_used_at is written after the response (throttled, without blocking the request).
+    let lastUsedAt: Date | null = null;
+    for (let i = 0; i < 100 && !lastUsedAt; i++) {
+      lastUsedAt = (await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).lastUsedAt;
+      if (!lastUsedAt) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(lastUsedAt).not.toBeNull();
+
+    // 29 days after its last use: still fine.
+    expect(await revokeInactiveKeys(deps, new Date(lastUsedAt!.getTime() + 29 * DAY), mine())).toBe(0);
+    expect((await api().get('/api/v1/auth/me').set(bearer(key.key))).status).toBe(200);
+
+    // 31 days after: revoked, by exactly one of two racing runs.
+    const now = new Date(lastUsedAt!.getTime() + 31 * DAY);
+    const results = await Promise.all([runKeyLifecycle(deps, now, mine()), runKeyLifecycle(deps, now, mine())]);
+    expect(results.map((r) => r.revoked).reduce((a, b) => a + b)).toBe(1);
+
+    const row = await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    expect(row.revokedAt?.getTime()).toBe(now.getTime());
+    expect(row.revokedReason).toBe('inactivity');
+    const res = await api().get('/api/v1/auth/me').set(bearer(key.key));
+    expect(res.status).toBe(401);
+
+    const events = await h.deps.prisma.auditEvent.findMany({ where: { organizationId: org.id, action: 'api_key.revoked', targetId: key.id } });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      actorType: 'system',
+      actorId: null,
+      actorLabel: 'system',
+      targetType: 'api_key',
+      ip: null,
+      userAgent: null,
+      metadata: { reason: 'inactivity', inactivity_days: 30, prefix: key.prefix, last_used_at: lastUsedAt!.toISOString(), owner_user_id: org.manager.id },
+    });
+    expect(events[0].createdAt.getTime()).toBe(now.getTime());
+
+    // Listed through the API like any other event.
+    const listed = await api().get(`/api/v1/audit-events?target_id=${key.id}&action=api_key.revoked`).set(bearer(org.admin.token));
+    expect(listed.body.data).toEqual([expect.objectContaining({ actor_type: 'system', actor_id: null, actor_label: 'system' })]);
+  });
+
+  it('counts from creation for a key never used', async () => {
+    const key = await createKey(org.manager.token);
+    const created = (await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).createdAt;
+    await revokeInactiveKeys(deps, new Date(created.getTime() + 30 * DAY - 60_000), mine());
+    expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).revokedAt).toBeNull();
+    await revokeInactiveKeys(deps, new Date(created.getTime() + 30 * DAY + 60_000), mine());
+    expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).revokedReason).toBe('inactivity');
+    expect((await api().get('/api/v1/auth/me').set(bearer(key.key))).status).toBe(401);
+  });
+
+  it('spares keys used recently, revoked or expired keys, and other organizations', async () => {
+    const recent = await createKey(org.manager.token);
+    await h.deps.prisma.apiKey.update({ where: { id: recent.id }, data: { lastUsedAt: at(40) } });
+    const byUser = await createKey(org.manager.token);
+    expect((await api().delete(`/api/v1/api-keys/${byUser.id}`).set(bearer(org.manager.token))).status).toBe(204);
+    const expired = await createKey(org.manager.token, { expires_at: at(10).toISOString() });
+    const off = await createOrg(h);
+    await setPolicy(off, { enabled: false, inactivity_days: 30 });
+    const elsewhere = await createKey(off.manager.token);
+
+    await revokeInactiveKeys(deps, at(45), { organizationIds: [org.id, off.id] });
+    const reasons = await h.deps.prisma.apiKey.findMany({
+      where: { id: { in: [recent.id, byUser.id, expired.id, elsewhere.id] } },
+      select: { id: true, revokedReason: true },
+    });
+    expect(Object.fromEntries(reasons.map((r) => [r.id, r.revokedReason]))).toEqual({
+      [recent.id]: null,
+      [byUser.id]: 'user',
+      [expired.id]: null,
+      [elsewhere.id]: null,
+    });
+  });
+});
+
+describe('the job scheduler', () => {
+  it('registers key-lifecycle hourly by default, at KEY_LIFECYCLE_INTERVAL_MS when set', async () => {
+    expect(loadConfig({}).keyLifecycle.intervalMs).toBe(3600 * 1000);
+    expect(() => loadConfig({ KEY_LIFECYCLE_INTERVAL_MS: '10' })).toThrow(ConfigError);
+    expect(() => loadConfig({ KEY_LIFECYCLE_INTERVAL_MS: 'hourly' })).toThrow(/KEY_LIFECYCLE_INTERVAL_MS/);
+    expect(MAINTENANCE_SCHEDULES.find((s) => s.name === 'key-lifecycle')?.everyMs(deps)).toBe(120_000);
+
+    const running = await startWorker(deps, { schedule: true });
+    try {
+      const schedulers = await running.maintenanceQueue.getJobSchedulers();
+      expect(schedulers.find((s) => s.key === 'key-lifecycle')).toMatchObject({ name: 'key-lifecycle', every: 120_000 });
+      // No scheduled runs behind the next test's back.
+      for (const scheduler of schedulers) await running.maintenanceQueue.removeJobScheduler(scheduler.key);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('runs through the maintenance worker', async () => {
+    const org = await createOrg(h);
+    await setPolicy(org, { enabled: true, inactivity_days: 1 });
+    const key = await createKey(org.owner.token);
+    const running = await startWorker(deps, { schedule: false });
+    const connection = deps.redis();
+    const events = new QueueEvents(running.maintenanceQueue.name, { connection, prefix: running.maintenanceQueue.opts.prefix });
+    try {
+      await events.waitUntilReady();
+      h.clock.advance(2 * DAY);
+      const job = await running.maintenanceQueue.add('key-lifecycle', {}, { removeOnComplete: true });
+      const result = await job.waitUntilFinished(events, 20_000);
+      expect(result).toEqual({ warned: expect.any(Number), revoked: expect.any(Number) });
+      expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).revokedReason).toBe('inactivity');
+    } finally {
+      h.clock.reset();
+      await events.close();
+      await connection.quit();
+      await running.close();
+    }
+  });
+});

@@ -1,0 +1,33 @@
+// The audit-log actions: every security-relevant change the API or the worker records. Filters accept these
+// names only.
+export const AUDIT_ACTIONS = [
+  'auth.login',
+  'auth.login_failed',
+  'auth.logout',
+  'auth.2fa_enabled',
+  'auth.2fa_disabled',
+  'api_key.created',
+  'api_key.revoked',
+  'api_key_policy.updated',
+  'member.role_changed',
+  'member.removed',
+  'organization.ownership_transferred',
+  'webhook.subscription_created',
+  'webhook.subscription_updated',
+  'webhook.subscription_deleted',
+  'webhook.secret_rotated',
+] as const;
+
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export function isAuditAction(value: string): value is AuditAction {
+  return (AUDIT_ACTIONS as readonly string[]).includes(value);
+}
+
+/** Who did it: a user (by session), an API key, or the service itself (scheduled jobs). */
+export type AuditActor =
+  | { type: 'user'; id: string; /** the user's e-mail */ label: string | null }
+  | { type: 'api_key'; id: string; /** the key's display prefix */ label: string }
+  | { type: 'system' };
+
+export const SYSTEM_ACTOR: AuditActor = { type: 'system' };

@@ -1,0 +1,3 @@
+export * from './actions';
+export * from './record';
+export * from './redact';

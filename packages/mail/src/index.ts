@@ -1,0 +1,37 @@
+// Outgoing mail, shared by the API (verification, invitations) and the worker (API-key expiry warnings): SMTP
+// through nodemailer when SMTP_URL is set; otherwise every message is written as a JSON file in the outbox folder,
+// so a developer (or a test) can read the links it carries.
+import { randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(message: MailMessage): Promise<void>;
+}
+
+export interface MailerOptions {
+  smtpUrl?: string;
+  from: string;
+  outboxDir: string;
+}
+
+export function createMailer(options: MailerOptions): Mailer {
+  if (options.smtpUrl) {
+    const transport = nodemailer.createTransport(options.smtpUrl);
+    return { send: async (m) => void (await transport.sendMail({ from: options.from, ...m })) };
+  }
+  return {
+    async send(message) {
+      await mkdir(options.outboxDir, { recursive: true });
+      const file = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(6).toString('base64url')}.json`;
+      await writeFile(path.join(options.outboxDir, file), JSON.stringify({ from: options.from, ...message }, null, 2));
+    },
+  };
+}

@@ -30,6 +30,7 @@ export function spawnWorker(w: World, env: Record<string, string> = {}): ChildWo
       NODE_ENV: 'test',
       LOG_LEVEL: 'info',
       REDIS_PREFIX: w.h.config.redisPrefix,
+      DATABASE_URL: w.h.config.databaseUrl,
       WEBHOOK_EXTRA_CA_FILE: w.tls.caFile,
       ...env,
     },

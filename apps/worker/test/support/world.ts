@@ -1,7 +1,8 @@
-// Everything an end-to-end worker test needs: the real API (harness) on the run's database and a Redis prefix of
+// Everything an end-to-end worker test needs: the real API (harness) on a database of its own and a Redis prefix of
 // its own, an organization, an HTTPS receiver with a certificate from a test CA, and a real BullMQ worker running
 // in-process on the same queues, with the harness's movable clock.
 import request from 'supertest';
+import { createIsolatedDatabase } from '../../../../test-support/databases';
 import type { Lookup } from '@svc/net';
 import type { WebhookAttempt, WebhookDelivery, WebhookSubscription } from '@svc/db';
 import { createRedis } from '@svc/queue';
@@ -84,7 +85,14 @@ async function poll<T>(read: () => Promise<T>, done: (value: T) => boolean, time
 export async function createWorld(options: WorldOptions = {}): Promise<World> {
   const tls = await createTestTls();
   const receiver = await startReceiver(tls);
-  const h = await createHarness({ ...FAST_RETRY_ENV, WEBHOOK_EXTRA_CA_FILE: tls.caFile, ...options.env });
+  // Workers scan every organization (relay, purge, schedulers): each world has a database of its own.
+  const database = await createIsolatedDatabase();
+  const h = await createHarness({
+    ...FAST_RETRY_ENV,
+    WEBHOOK_EXTRA_CA_FILE: tls.caFile,
+    DATABASE_URL: database.url,
+    ...options.env,
+  });
   const org = await createOrg(h);
   const workerDeps: WorkerDeps = {
     config: h.config,
@@ -144,6 +152,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
       await world.worker?.close();
       await h.close();
       await receiver.close();
+      await database.drop();
     },
   };
   return world;

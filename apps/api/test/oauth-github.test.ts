@@ -108,6 +108,9 @@ describe('sign-in and signup', () => {
       include: { user: true },
     });
     expect(identity.user).toMatchObject({ email: primaryEmail(account), status: 'active', passwordHash: null });
+    const audit = await h.deps.prisma.auditEvent.findFirstOrThrow({ where: { actorId: identity.userId, action: 'auth.login' } });
+    expect(audit).toMatchObject({ actorType: 'user', metadata: { method: 'oauth_github' } });
+    expect(audit.ip).toEqual(expect.any(String));
   });
 
   it('names the organization after the login when the GitHub profile has no name', async () => {

@@ -2,6 +2,7 @@ import type { Response } from 'express';
 import type { AppDeps } from '../../app-deps';
 import type { RouteSpec } from '../../http/route';
 import { sessionResponse, setSessionCookies } from '../auth/sessions';
+import { requestMeta } from '../audit/audit.context';
 import { callbackQuery, callbackResponse, startQuery } from './oauth.schemas';
 import {
   createProviders,
@@ -66,6 +67,7 @@ export function oauthRoutes(deps: AppDeps): RouteSpec[] {
           provider,
           typeof flowId === 'string' ? flowId : undefined,
           req.query as CallbackQuery,
+          requestMeta(req),
         );
         if (outcome.kind === 'two_factor') return { requires_2fa: true, partial_token: outcome.partialToken };
         setSessionCookies(res, outcome.session, secure);

@@ -14,6 +14,7 @@ import { HttpError, badRequest, conflict } from '../../http/errors';
 import { randomToken, safeEqual, sha256Hex } from '../../lib/crypto';
 import { newId } from '../../lib/ids';
 import { completeFirstFactor, createOwnerAccount, type LoginOutcome } from '../auth/auth.service';
+import type { RequestMeta } from '../audit/audit.context';
 import { joinInvitedOrganization } from '../invitations/invitations.service';
 import { githubProvider } from './github';
 import { googleProvider } from './google';
@@ -115,6 +116,7 @@ export async function finishSignIn(
   provider: OAuthProvider,
   flowId: string | undefined,
   query: CallbackQuery,
+  meta?: RequestMeta,
 ): Promise<{ outcome: LoginOutcome; redirectAfter?: string }> {
   if (!flowId || flowId.length > 100) {
     throw badRequest('No sign-in is in progress in this browser (the state cookie is missing); start the sign-in again.');
@@ -141,7 +143,8 @@ export async function finishSignIn(
     iss: query.iss,
   });
   const user = await userForIdentity(deps, identity);
-  return { outcome: await completeFirstFactor(deps, user), redirectAfter: flow.redirectAfter };
+  const outcome = await completeFirstFactor(deps, user, undefined, { method: `oauth_${provider.name}`, meta });
+  return { outcome, redirectAfter: flow.redirectAfter };
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { csvField } from '../../http/csv';
 
 export interface AuditFilters {
   action?: string;
@@ -68,16 +69,6 @@ export const AUDIT_CSV_COLUMNS = [
   'id', 'created_at', 'action', 'actor_type', 'actor_id', 'actor_label', 'target_type', 'target_id', 'ip', 'user_agent', 'metadata',
 ] as const satisfies ReadonlyArray<keyof PresentedAuditEvent>;
 
-/**
- * One CSV field. A value a spreadsheet would read as a formula (starting with =, +, -, @, tab or carriage return)
- * is prefixed with a single quote (OWASP "CSV injection"); a field holding a comma, quote or line break is quoted,
- * its quotes doubled (RFC 4180 2.6, 2.7).
- */
-export function csvField(value: string | null | undefined): string {
-  let text = value ?? '';
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
 
 export function auditCsvRecord(e: PresentedAuditEvent): string {
   const cell = (c: (typeof AUDIT_CSV_COLUMNS)[number]) => (c === 'metadata' ? (e.metadata ? JSON.stringify(e.metadata) : '') : e[c]);

@@ -5,6 +5,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingsWhere, presentFinding, type FindingFilters, type PresentedFinding } from './findings.service';
+import { csvField } from '../../http/csv';
 
 export const EXPORT_FORMATS = ['sarif', 'json', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -99,16 +100,6 @@ export const CSV_COLUMNS = [
   'fingerprint', 'assignee_user_id', 'opened_at', 'sla_due_at', 'sla_breached_at', 'fixed_at', 'created_at', 'updated_at',
 ] as const satisfies ReadonlyArray<keyof PresentedFinding>;
 
-/**
- * One CSV field. A value a spreadsheet would read as a formula (starting with =, +, -, @, tab or carriage return)
- * is prefixed with a single quote (OWASP "CSV injection"); a field holding a comma, quote or line break is quoted,
- * its quotes doubled (RFC 4180 2.6, 2.7).
- */
-export function csvField(value: string | null | undefined): string {
-  let text = value ?? '';
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
 
 /** Header line and one record per finding, CRLF-terminated (RFC 4180 2.1-2.3). */
 export function renderCsv(findings: PresentedFinding[]): string {

@@ -1,10 +1,10 @@
 // Scheduled jobs of the worker: the outbox relay (enqueue deliveries whose enqueue was lost), the retention
 // purge (deliveries and their attempts 30 days after they reached a terminal state) and the API-key lifecycle
-// policy (key-lifecycle.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
+// policy (key-lifecycle.ts) and the SLA scan (finding.sla_breached, @svc/outbox sla-scan.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
 // however many workers are up.
 import type { Queue } from 'bullmq';
 import type { Db } from '@svc/db';
-import { relayOverdueDeliveries } from '@svc/outbox';
+import { relayOverdueDeliveries, scanSlaBreaches } from '@svc/outbox';
 import type { DeliveryJobData, MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
@@ -18,6 +18,15 @@ export async function runOutboxRelay(deps: WorkerDeps, deliveryQueue: Queue<Deli
   const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, { ageMs: relayAgeMs, maxAttempts, now: deps.clock.now() });
   if (relayed > 0) deps.logger.info('Outbox relay enqueued overdue deliveries', { deliveries: relayed });
   return relayed;
+}
+
+export async function runSlaScan(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Promise<number> {
+  const breaches = await scanSlaBreaches(
+    { prisma: deps.prisma, deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts },
+    deps.clock.now(),
+  );
+  if (breaches > 0) deps.logger.info('SLA scan published breaches', { findings: breaches });
+  return breaches;
 }
 
 export interface PurgeResult {
@@ -65,6 +74,7 @@ export const MAINTENANCE_SCHEDULES: ReadonlyArray<{ name: MaintenanceJobName; ev
   { name: 'outbox-relay', everyMs: (deps) => deps.config.webhooks.relayIntervalMs },
   { name: 'retention-purge', everyMs: () => RETENTION_PURGE_INTERVAL_MS },
   { name: 'key-lifecycle', everyMs: (deps) => deps.config.keyLifecycle.intervalMs },
+  { name: 'sla-scan', everyMs: (deps) => deps.config.slaScan.intervalMs },
 ];
 
 /** Creates or updates the job schedulers; every worker process does this at start, idempotently. */
@@ -90,6 +100,8 @@ export async function runMaintenanceJob(
       return purgeExpiredDeliveries(deps);
     case 'key-lifecycle':
       return runKeyLifecycle(deps);
+    case 'sla-scan':
+      return runSlaScan(deps, deliveryQueue);
     default:
       throw new Error(`Unknown maintenance job ${name}`);
   }

@@ -88,3 +88,28 @@ it('runs as the retention-purge job of the maintenance queue', async () => {
   await w.worker!.maintenanceQueue.add('retention-purge', {}, { removeOnComplete: true });
   await poll(() => exists(old), (e) => !e.delivery && !e.event, 10_000, 'the purge job');
 });
+
+it('runs the SLA scan as a maintenance job: an overdue finding is delivered as finding.sla_breached once', async () => {
+  const { prisma } = w.h.deps;
+  const breachSub = await w.subscribe({ name: 'sla', url: w.receiver.url('/sla'), events: ['finding.sla_breached'] });
+  const project = await prisma.project.create({ data: { id: newId('prj'), organizationId: w.org.id, name: 'SLA' } });
+  const assessment = await prisma.assessment.create({
+    data: { id: newId('asm'), organizationId: w.org.id, projectId: project.id, name: 'SLA', status: 'running' },
+  });
+  const finding = await prisma.finding.create({
+    data: {
+      id: newId('fnd'), organizationId: w.org.id, projectId: project.id, assessmentId: assessment.id,
+      fingerprint: 'sla-fp', title: 'Stale critical', severity: 'critical', originalSeverity: 'critical',
+      openedAt: new Date(Date.now() - 8 * DAY), // critical: 7 days by default
+    },
+  });
+  for (let run = 0; run < 2; run++) {
+    await w.worker!.maintenanceQueue.add('sla-scan', {}, { removeOnComplete: true });
+  }
+  const delivered = await poll(() => Promise.resolve(w.receiver.requests('/sla')), (r) => r.length >= 1, 10_000, 'the breach delivery');
+  await new Promise((r) => setTimeout(r, 500));
+  expect(w.receiver.requests('/sla')).toHaveLength(1);
+  const body = JSON.parse(delivered[0].body.toString());
+  expect(body).toMatchObject({ type: 'finding.sla_breached', data: { kind: 'finding.sla_breached', finding_id: finding.id, sla_days: 7 } });
+  expect(await prisma.webhookDelivery.count({ where: { subscriptionId: breachSub.id } })).toBe(1);
+});

@@ -22,6 +22,7 @@ it('registers the relay and the retention purge as job schedulers, once however 
       ['key-lifecycle', 3_600_000],
       ['outbox-relay', 200],
       ['retention-purge', 3_600_000],
+      ['sla-scan', 900_000],
     ]);
   } finally {
     await second.close();

@@ -74,6 +74,8 @@ const schema = Joi.object({
   RETENTION_DAYS: Joi.number().integer().min(1).default(30),
   // How often the worker runs the API-key lifecycle policy (expiry warnings, inactivity revocation).
   KEY_LIFECYCLE_INTERVAL_MS: Joi.number().integer().min(1000).default(3600 * 1000),
+  // How often the worker looks for findings past their remediation SLA (finding.sla_breached).
+  SLA_SCAN_INTERVAL_MS: Joi.number().integer().min(1000).default(15 * 60 * 1000),
 
   // OAuth sign-in. A provider without a client id is disabled; with one, its secret is required. Endpoint URLs
   // default to the real providers and are settings only so tests can point them at servers on loopback.
@@ -128,6 +130,7 @@ export interface Config {
   };
   /** API-key lifecycle policy job (worker). */
   keyLifecycle: { intervalMs: number };
+  slaScan: { intervalMs: number };
   oauth: {
     /** How long a started sign-in (state, PKCE verifier, nonce) waits in Redis for its callback. */
     stateTtlSeconds: number;
@@ -219,6 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionDays: value.RETENTION_DAYS,
     },
     keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
+    slaScan: { intervalMs: value.SLA_SCAN_INTERVAL_MS },
     oauth: {
       stateTtlSeconds: value.OAUTH_STATE_TTL_SECONDS,
       httpTimeoutMs: value.OAUTH_HTTP_TIMEOUT_MS,

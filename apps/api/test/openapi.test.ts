@@ -88,3 +88,15 @@ describe('documented response shapes are enforced', () => {
     expect(res.status).toBe(500);
   });
 });
+
+describe('every JSON body is documented', () => {
+  it('fails a route that returns a body but declares no response shape', async () => {
+    const limiters = createRateLimiters(h.deps.redis, h.config.redisPrefix, {
+      perMinute: 1000, loginPerMinute: 10, totpMaxFailures: 5, partialTokenTtlSeconds: 300,
+    });
+    const app = express();
+    app.use(routerFor([{ method: 'get', path: '/y', scope: 'public', summary: 'y', handler: () => ({ id: 'a' }) }], h.deps, limiters));
+    app.use(errorHandler(h.deps.logger));
+    expect((await request(app).get('/y')).status).toBe(500);
+  });
+});

@@ -53,7 +53,9 @@ function rateLimitClient(limiters: RateLimiters): RequestHandler {
 
 /** In tests, a body that differs from the documented response shape fails loudly (the OpenAPI cannot drift). */
 function checkDocumentedShape(spec: RouteSpec, body: unknown): void {
-  if (!spec.response) return;
+  if (!spec.response) {
+    throw new Error(`${spec.method.toUpperCase()} ${spec.path} returned a JSON body but documents no response shape`);
+  }
   const { error } = spec.response.validate(body, { presence: 'required', convert: false });
   if (error) {
     throw new Error(`Response of ${spec.method.toUpperCase()} ${spec.path} differs from its documented shape: ${error.message}`);

@@ -1,3 +1,4 @@
+import Joi from 'joi';
 import type { RouteSpec } from '../http/route';
 import { buildOpenApiDocument } from './document';
 
@@ -11,6 +12,13 @@ export function openApiRoute(allRoutes: () => RouteSpec[], publicBaseUrl: string
     path: '/openapi.json',
     scope: 'public',
     summary: 'This OpenAPI 3.1 document',
+    response: Joi.object({
+      openapi: Joi.string().valid('3.1.0'),
+      info: Joi.object().unknown(true),
+      servers: Joi.array().items(Joi.object({ url: Joi.string() })),
+      paths: Joi.object().unknown(true),
+      components: Joi.object().unknown(true),
+    }),
     handler: () => (document ??= buildOpenApiDocument(allRoutes(), { version: API_VERSION, serverUrl: publicBaseUrl })),
   };
 }

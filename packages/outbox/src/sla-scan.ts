@@ -14,6 +14,7 @@ import type { Queue } from 'bullmq';
 import type { Logger } from '@svc/config';
 import type { Db } from '@svc/db';
 import type { DeliveryJobData } from '@svc/queue';
+import { findingEventData } from '@svc/webhooks';
 import { withOutbox } from './enqueue';
 
 export interface SlaScanDeps {
@@ -84,14 +85,7 @@ async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Dat
         projectId: f.projectId,
         assessmentId: f.assessmentId,
         data: {
-          finding_id: f.id,
-          assessment_id: f.assessmentId,
-          project_id: f.projectId,
-          title: f.title,
-          severity: f.severity,
-          status: f.status,
-          location: f.location,
-          fingerprint: f.fingerprint,
+          ...findingEventData(f),
           sla_days: candidate.sla_days,
           due_at: new Date(f.openedAt.getTime() + candidate.sla_days * DAY_MS).toISOString(),
         },

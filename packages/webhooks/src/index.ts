@@ -7,3 +7,4 @@ export * from './backoff';
 export * from './url-safety';
 export * from './text';
 export * from './render';
+export * from './event-data';

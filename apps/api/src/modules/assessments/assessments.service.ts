@@ -23,6 +23,7 @@ import {
   impossibleTransition,
   type AssessmentAction,
 } from './assessment-lifecycle';
+import { apiOutboxDeps } from '../../lib/outbox';
 
 type JsonObject = Record<string, unknown>;
 
@@ -53,10 +54,6 @@ export function presentAssessment(a: Assessment) {
     created_at: a.createdAt.toISOString(),
     updated_at: a.updatedAt.toISOString(),
   };
-}
-
-export function outboxDeps(deps: AppDeps): OutboxDeps {
-  return { prisma: deps.prisma, deliveryQueue: deps.deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts };
 }
 
 /** Prisma wants Prisma.DbNull to store SQL NULL in a Json column. */
@@ -134,7 +131,7 @@ async function transition(
   const rule = ASSESSMENT_TRANSITIONS[action];
   const now = deps.clock.now();
   const updated = await withOutbox(
-    outboxDeps(deps),
+    apiOutboxDeps(deps),
     async (tx, publish) => {
       const moved = await tx.assessment.updateMany({
         where: { id: current.id, organizationId: principal.organizationId, status: { in: [...rule.from] } },

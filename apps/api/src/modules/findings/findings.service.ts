@@ -6,7 +6,7 @@
 // table (finding-status.ts), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
 // the caller's transaction.
 import type { Finding, Prisma, Tx } from '@svc/db';
-import { FINDING_STATUSES, SEVERITIES, isFindingStatus, isSeverity, type FindingStatus } from '@svc/webhooks';
+import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/webhooks';
 import { withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -14,10 +14,10 @@ import { conflict, HttpError, notFound, unprocessable } from '../../http/errors'
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
 import { readableAssessmentsFilter, requireAssessmentAccess, type Access } from '../access/access.service';
-import { outboxDeps } from '../assessments/assessments.service';
+import { apiOutboxDeps } from '../../lib/outbox';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '../governance/sla-policy';
-import { findingEventData } from './finding-events';
+import { requireFindingAccess } from './finding-access';
 import { canChangeFindingStatus } from './finding-status';
 
 export function presentFinding(f: Finding, policy: SlaPolicy) {
@@ -87,20 +87,6 @@ export async function changeFindingStatus(
   return updated;
 }
 
-/** The finding, when the principal has `need` access to its assessment; 404 otherwise (other org, no access). */
-async function requireFinding(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Finding> {
-  const finding = await deps.prisma.finding.findFirst({ where: { id, organizationId: principal.organizationId } });
-  if (!finding) throw notFound('Finding');
-  try {
-    await requireAssessmentAccess(deps, principal, finding.assessmentId, need);
-  } catch (err) {
-    // No read access answers exactly like a missing finding.
-    if (err instanceof HttpError && err.status === 404) throw notFound('Finding');
-    throw err;
-  }
-  return finding;
-}
-
 export interface RecordFindingInput {
   title: string;
   severity: string;
@@ -120,7 +106,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
   const assessment = await requireAssessmentAccess(deps, principal, assessmentId, 'write');
   const now = deps.clock.now();
   const result = await withOutbox(
-    outboxDeps(deps),
+    apiOutboxDeps(deps),
     async (tx, publish) => {
       const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE`;
       if (!row || row.status !== 'running') {
@@ -180,23 +166,23 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
 
 /** A triage action: one status change, published in the same transaction. */
 export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {
-  const finding = await requireFinding(deps, principal, id, 'write');
+  const finding = await requireFindingAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const updated = await withOutbox(outboxDeps(deps), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
+  const updated = await withOutbox(apiOutboxDeps(deps), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 
 /** Overrides the severity (the engine's own stays in original_severity). Publishes nothing: not a status change. */
 export async function setFindingSeverity(deps: AppDeps, principal: Principal, id: string, input: { severity: string }) {
   const severity = checkSeverity(input.severity);
-  const finding = await requireFinding(deps, principal, id, 'write');
+  const finding = await requireFindingAccess(deps, principal, id, 'write');
   const updated = await deps.prisma.finding.update({ where: { id: finding.id }, data: { severity } });
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 
 /** Assigns the finding to a member of the organization (422 for anyone else), or unassigns it with null. */
 export async function reassignFinding(deps: AppDeps, principal: Principal, id: string, input: { assignee_user_id: string | null }) {
-  const finding = await requireFinding(deps, principal, id, 'write');
+  const finding = await requireFindingAccess(deps, principal, id, 'write');
   if (input.assignee_user_id !== null) {
     const membership = await deps.prisma.membership.findFirst({
       where: { organizationId: principal.organizationId, userId: input.assignee_user_id, user: { status: 'active' } },
@@ -208,7 +194,7 @@ export async function reassignFinding(deps: AppDeps, principal: Principal, id: s
 }
 
 export async function getFinding(deps: AppDeps, principal: Principal, id: string) {
-  const finding = await requireFinding(deps, principal, id, 'read');
+  const finding = await requireFindingAccess(deps, principal, id, 'read');
   return presentFinding(finding, await loadSlaPolicy(deps, principal.organizationId));
 }
 

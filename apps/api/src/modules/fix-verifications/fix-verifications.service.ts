@@ -19,7 +19,8 @@ import { newId } from '../../lib/ids';
 import { requireAssessmentAccess, type Access } from '../access/access.service';
 import { changeFindingStatus } from '../findings/findings.service';
 import { canChangeFindingStatus } from '../findings/finding-status';
-import { apiOutboxDeps, requireFindingAccess } from './finding-access';
+import { apiOutboxDeps } from '../../lib/outbox';
+import { requireFindingAccess } from '../findings/finding-access';
 
 export const FIX_VERIFICATION_RESULTS = ['fixed', 'still_present'] as const;
 export type FixVerificationResult = (typeof FIX_VERIFICATION_RESULTS)[number];

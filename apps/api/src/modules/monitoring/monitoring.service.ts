@@ -8,7 +8,8 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, unprocessable } from '../../http/errors';
 import { changeFindingStatus } from '../findings/findings.service';
-import { apiOutboxDeps, requireFindingAccess } from '../fix-verifications/finding-access';
+import { apiOutboxDeps } from '../../lib/outbox';
+import { requireFindingAccess } from '../findings/finding-access';
 
 export const MONITORING_RESULTS = ['still_fixed', 'regressed'] as const;
 

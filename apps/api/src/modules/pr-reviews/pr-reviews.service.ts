@@ -10,7 +10,7 @@ import { conflict, HttpError, notFound, unprocessable } from '../../http/errors'
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
 import { requireProjectAccess } from '../access/access.service';
-import { apiOutboxDeps } from '../fix-verifications/finding-access';
+import { apiOutboxDeps } from '../../lib/outbox';
 
 export const PR_REVIEW_VERDICTS = ['approved', 'changes_requested', 'commented'] as const;
 

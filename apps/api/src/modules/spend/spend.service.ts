@@ -17,7 +17,7 @@ import type { Principal } from '../../auth/principal';
 import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
-import { apiOutboxDeps } from '../fix-verifications/finding-access';
+import { apiOutboxDeps } from '../../lib/outbox';
 import { formatCredits, lockOrganizationSpend, spentIn, ZERO, type Decimal } from './spend-ledger';
 
 export const LIMIT_KINDS = ['threshold', 'cap'] as const;

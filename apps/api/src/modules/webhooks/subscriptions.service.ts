@@ -18,6 +18,7 @@ import type { AppDeps } from '../../app-deps';
 import { badRequest, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
+import { apiOutboxDeps } from '../../lib/outbox';
 import { seal } from '../../lib/crypto';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { subscriptionsOf, type LevelContext } from './levels';
@@ -234,7 +235,7 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
 export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string) {
   const subscription = await findSubscription(deps, ctx, id);
   const published = await withOutbox(
-    { ...deps, maxAttempts: deps.config.webhooks.maxAttempts },
+    apiOutboxDeps(deps),
     (_tx, publish) =>
       publish({
         type: 'webhook.test',

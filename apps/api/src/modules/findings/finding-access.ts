@@ -1,7 +1,6 @@
-// Shared by fix verification and monitoring: a finding the principal may read or change, 404 otherwise (another
-// organization, or an assessment the caller cannot read), and the outbox dependencies of the API.
+// A finding the principal may read or change, 404 otherwise (another organization, or an assessment the caller
+// cannot read, answers exactly like a missing finding). Used by triage, fix verification and monitoring.
 import type { Finding } from '@svc/db';
-import type { OutboxDeps } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, notFound } from '../../http/errors';
@@ -17,8 +16,4 @@ export async function requireFindingAccess(deps: AppDeps, principal: Principal, 
     throw err;
   }
   return finding;
-}
-
-export function apiOutboxDeps(deps: AppDeps): OutboxDeps {
-  return { prisma: deps.prisma, deliveryQueue: deps.deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts };
 }

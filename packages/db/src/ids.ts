@@ -29,7 +29,3 @@ export function newId(prefix: IdPrefix, now: number = Date.now()): string {
   return `${prefix}_${encodeTime(now)}${encodeRandom()}`;
 }
 
-/** Shape check for ids arriving in paths and queries (a malformed id is simply not found). */
-export function looksLikeId(value: string, prefix: IdPrefix): boolean {
-  return new RegExp(`^${prefix}_[0-9a-z]{26}$`).test(value);
-}

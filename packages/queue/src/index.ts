@@ -45,14 +45,6 @@ export function deliveryJobOptions(deliveryId: string, remainingAttempts: number
   };
 }
 
-export async function enqueueDelivery(
-  queue: Queue<DeliveryJobData>,
-  deliveryId: string,
-  remainingAttempts: number,
-  delayMs = 0,
-): Promise<void> {
-  await queue.add('deliver', { deliveryId }, deliveryJobOptions(deliveryId, remainingAttempts, delayMs));
-}
 
 // ---------------------------------------------------------------------------
 // Report rendering: the API enqueues one `render` job per requested report (job id = report id) after commit;

@@ -1,1 +1,1 @@
-export { newId, looksLikeId, type IdPrefix } from '@svc/db';
+export { newId, type IdPrefix } from '@svc/db';

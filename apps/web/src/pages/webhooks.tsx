@@ -225,7 +225,7 @@ export function SubscriptionPage() {
           </dl>
           <div className="actions">
             <Link to={`${level.page}/deliveries?subscription_id=${id}`}>Deliveries of this subscription</Link>
-            {can('webhooks:test') && <button type="button" onClick={sendTest}>Send test delivery</button>}
+            {can('webhooks:update') && <button type="button" onClick={sendTest}>Send test delivery</button>}
             {can('webhooks:update') && (
               <>
                 <button type="button" onClick={() => setActive(!s.active)}>{s.active ? 'Disable' : 'Enable'}</button>

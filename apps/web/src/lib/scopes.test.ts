@@ -1,3 +1,4 @@
+// Unit tests of the dashboard's scope helpers (pure logic, no browser).
 import { allows, categoryOf, groupScopes, wildcardOptions } from './scopes';
 
 describe('dashboard scope helpers', () => {

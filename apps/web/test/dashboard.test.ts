@@ -189,6 +189,7 @@ describe('dashboard in Chromium', () => {
       expect(res.status).toBe(200);
       const refused = await apiWithKey(key, '/api/v1/webhooks/subscriptions');
       expect(refused.status).toBe(403);
+      await page.evaluate('window.scrollTo(0, 0)');
       await page.screenshot({ path: path.join(SCREENSHOTS, 'api-key-created.png') });
     });
 
@@ -233,6 +234,11 @@ describe('dashboard in Chromium', () => {
         return (await page.getByText('succeeded').count()) > 0 ? true : undefined;
       }, 'the delivery to show as succeeded');
       await page.screenshot({ path: path.join(SCREENSHOTS, 'deliveries.png') });
+      // Readable on a phone: the same page at 390 px.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.getByRole('link', { name: /^whdel_/ }).first().waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'deliveries-390px.png') });
+      await page.setViewportSize({ width: 1280, height: 900 });
       await page.getByRole('link', { name: /^whdel_/ }).first().click();
       await page.getByRole('heading', { name: 'Attempts' }).waitFor();
       await page.getByTestId('attempt-status').first().getByText('202').waitFor();

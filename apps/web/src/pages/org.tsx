@@ -174,7 +174,7 @@ export function MembersPage() {
                 <td>{m.name}</td>
                 <td>{m.email}</td>
                 <td>
-                  {can('members:update_role') && !self && m.role !== 'owner' ? (
+                  {can('members:change_role') && !self && m.role !== 'owner' ? (
                     <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => changeRole(userId, e.target.value)}>
                       {ROLES.map((r) => <option key={r}>{r}</option>)}
                     </select>

@@ -285,7 +285,7 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('heading', { name: 'Projects' }).waitFor();
       await page.getByRole('link', { name: 'Members' }).click();
       await page.getByLabel('E-mail to invite').fill(invitee);
-      await page.getByLabel('Role').selectOption('manager');
+      await page.getByLabel('Invitation role').selectOption('manager');
       await page.getByRole('button', { name: 'Send invitation' }).click();
       await page.getByText(`${invitee} (manager)`).waitFor();
       await page.getByRole('button', { name: 'Log out' }).click();

@@ -206,7 +206,7 @@ export function MembersPage() {
           <form onSubmit={invite} aria-label="Invite a member">
             <Field label="E-mail to invite" name="invite-email" type="email" value={email} onChange={setEmail} required />
             <div className="field">
-              <label htmlFor="invite-role">Role</label>
+              <label htmlFor="invite-role">Invitation role</label>
               <select id="invite-role" value={role} onChange={(e) => setRole(e.target.value as typeof role)}>
                 {ROLES.map((r) => <option key={r}>{r}</option>)}
               </select>

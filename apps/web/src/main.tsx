@@ -4,7 +4,7 @@ import { BrowserRouter, Link, Navigate, NavLink, Route, Routes, useLocation, use
 import { client, setUnauthorizedHandler, unwrap } from './api/client';
 import { SessionProvider, useSession } from './lib/session';
 import { AcceptInvitePage, LoginPage, SignupPage, VerifyEmailPage } from './pages/auth';
-import { ApiKeysPage, ProfilePage } from './pages/account';
+import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage } from './pages/org';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
 import './style.css';
@@ -74,6 +74,7 @@ function App() {
         <Route path="/" element={signedIn(<Navigate to="/projects" replace />)} />
         <Route path="/profile" element={signedIn(<ProfilePage />)} />
         <Route path="/settings/api-keys" element={signedIn(<ApiKeysPage />)} />
+        <Route path="/settings/api-key-policy" element={signedIn(<KeyPolicyPage />)} />
         <Route path="/members" element={signedIn(<MembersPage />)} />
         <Route path="/audit" element={signedIn(<AuditPage />)} />
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />

@@ -262,6 +262,27 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('cell', { name: 'revoked' }).waitFor();
       expect((await apiWithKey(key, '/api/v1/projects')).status).toBe(401);
     });
+
+    await step('audit-log', async () => {
+      await page.getByRole('link', { name: 'Audit log' }).click();
+      await page.getByLabel('Action (e.g. api_key.created)').fill('webhook.secret_rotated');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.getByRole('cell', { name: 'webhook.secret_rotated' }).waitFor();
+      expect(await page.getByRole('cell', { name: 'api_key.revoked' }).count()).toBe(0);
+    });
+
+    await step('key-policy', async () => {
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByRole('link', { name: 'Organization key policy' }).click();
+      await page.getByLabel('Policy enabled').check();
+      await page.getByLabel('Require an expiry').check();
+      await page.getByLabel('Maximum lifetime (days, empty: none)').fill('30');
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await page.getByText('Policy saved.').waitFor();
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByText('Organization key policy: an expiry is required; keys live at most 30 days').waitFor();
+      expect(await page.getByLabel('Expires', { exact: true }).getAttribute('required')).not.toBeNull();
+    });
   }, 120_000);
 
   it('a member is offered no webhook pages, and a direct visit names the missing scope', async () => {

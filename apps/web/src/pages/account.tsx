@@ -1,6 +1,7 @@
 // Profile (2FA setup with a locally rendered QR code) and Settings -> API keys.
 import { useEffect, useState, type FormEvent } from 'react';
 import QRCode from 'qrcode';
+import { Link } from 'react-router-dom';
 import { client, unwrap } from '../api/client';
 import { groupScopes, wildcardOptions } from '../lib/scopes';
 import { useSession } from '../lib/session';
@@ -91,6 +92,73 @@ export function ProfilePage() {
 
 type CreatedKey = { name?: string; key?: string };
 
+type KeyPolicy = { enabled?: boolean; require_expiration?: boolean; max_lifetime_days?: number | null; warn_days_before?: number | null; inactivity_days?: number | null };
+
+/** What the organization's key policy asks of a new key's expiry. */
+export function keyLimits(policy: KeyPolicy | undefined, today = new Date()): { required: boolean; maxDate?: string; text: string } {
+  if (!policy?.enabled) return { required: false, text: '' };
+  const max = policy.max_lifetime_days ? new Date(today.getTime() + policy.max_lifetime_days * 86_400_000) : undefined;
+  const parts = [
+    policy.require_expiration ? 'an expiry is required' : 'an expiry is optional',
+    policy.max_lifetime_days ? `keys live at most ${policy.max_lifetime_days} days` : '',
+    policy.inactivity_days ? `keys unused for ${policy.inactivity_days} days are revoked` : '',
+  ].filter(Boolean);
+  return { required: !!policy.require_expiration, maxDate: max?.toISOString().slice(0, 10), text: `Organization key policy: ${parts.join('; ')}.` };
+}
+
+const daysOrNull = (text: string) => (text.trim() === '' ? null : Number(text));
+
+export function KeyPolicyPage() {
+  const { can } = useSession();
+  const policy = useLoad(() => unwrap(client.GET('/api/v1/organization/api-key-policy')));
+  const [form, setForm] = useState<Record<string, string> | null>(null);
+  const [saved, setSaved] = useState(false);
+  const { busy, error, run } = useAction();
+  const p = policy.data as KeyPolicy | undefined;
+  const values = form ?? {
+    enabled: String(!!p?.enabled),
+    require_expiration: String(!!p?.require_expiration),
+    max_lifetime_days: p?.max_lifetime_days?.toString() ?? '',
+    warn_days_before: p?.warn_days_before?.toString() ?? '',
+    inactivity_days: p?.inactivity_days?.toString() ?? '',
+  };
+  const set = (key: string) => (value: string) => setForm({ ...values, [key]: value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const body = {
+        enabled: values.enabled === 'true',
+        require_expiration: values.require_expiration === 'true',
+        max_lifetime_days: daysOrNull(values.max_lifetime_days),
+        warn_days_before: daysOrNull(values.warn_days_before),
+        inactivity_days: daysOrNull(values.inactivity_days),
+      };
+      await unwrap(client.PUT('/api/v1/organization/api-key-policy', { body }));
+      setSaved(true);
+      policy.reload();
+    });
+  };
+  const editable = can('org:update');
+  return (
+    <main>
+      <h1>API-key policy</h1>
+      <ErrorBox error={policy.error} />
+      <form onSubmit={submit}>
+        <fieldset disabled={!editable}>
+          <label className="check"><input type="checkbox" checked={values.enabled === 'true'} onChange={(e) => set('enabled')(String(e.target.checked))} /> Policy enabled</label>
+          <label className="check"><input type="checkbox" checked={values.require_expiration === 'true'} onChange={(e) => set('require_expiration')(String(e.target.checked))} /> Require an expiry</label>
+          <Field label="Maximum lifetime (days, empty: none)" name="max_lifetime_days" value={values.max_lifetime_days} onChange={set('max_lifetime_days')} inputMode="numeric" />
+          <Field label="Warn this many days before expiry" name="warn_days_before" value={values.warn_days_before} onChange={set('warn_days_before')} inputMode="numeric" />
+          <Field label="Revoke after this many days unused" name="inactivity_days" value={values.inactivity_days} onChange={set('inactivity_days')} inputMode="numeric" />
+        </fieldset>
+        <ErrorBox error={error} />
+        {saved && <p role="status" className="ok">Policy saved.</p>}
+        {editable && <button type="submit" disabled={busy}>Save policy</button>}
+      </form>
+    </main>
+  );
+}
+
 function CreateKeyForm({ onCreated }: { onCreated(key: CreatedKey): void }) {
   const { me } = useSession();
   const [name, setName] = useState('');
@@ -114,13 +182,16 @@ function CreateKeyForm({ onCreated }: { onCreated(key: CreatedKey): void }) {
       setPicked(new Set());
     });
   };
-  const policyText = policy.data ? JSON.stringify(policy.data) : '';
+  const limits = keyLimits(policy.data);
   return (
     <form onSubmit={submit} aria-label="Create an API key">
       <h2>Create a key</h2>
       <Field label="Key name" name="key-name" value={name} onChange={setName} required />
-      <Field label="Expires (optional)" name="expires" type="date" value={expires} onChange={setExpires} />
-      {policyText && <p className="hint">Organization key policy: {policyText}</p>}
+      <div className="field">
+        <label htmlFor="key-expires">{limits.required ? 'Expires' : 'Expires (optional)'}</label>
+        <input id="key-expires" name="expires" type="date" value={expires} max={limits.maxDate} required={limits.required} onChange={(e) => setExpires(e.target.value)} />
+      </div>
+      {limits.text && <p className="hint">{limits.text}</p>}
       <fieldset>
         <legend>Scopes (from your own)</legend>
         {wildcardOptions(me?.role ?? '', own).length > 0 && (
@@ -165,6 +236,7 @@ export function ApiKeysPage() {
   return (
     <main>
       <h1>API keys</h1>
+      {can('org:read') && <p><Link to="/settings/api-key-policy">Organization key policy</Link></p>}
       {created?.key && <OnceSecret label={`New key "${created.name}"`} value={created.key} />}
       <ErrorBox error={keys.error ?? revoke.error} />
       <table>

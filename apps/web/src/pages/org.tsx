@@ -219,13 +219,37 @@ export function MembersPage() {
   );
 }
 
+const AUDIT_FILTERS = [
+  ['action', 'Action (e.g. api_key.created)'],
+  ['actor_id', 'Actor id'],
+  ['target_id', 'Target id'],
+  ['since', 'Since (ISO date)'],
+  ['until', 'Until (ISO date)'],
+] as const;
+
+type AuditEvent = {
+  id: string;
+  created_at: string;
+  action: string;
+  actor_type: string;
+  actor_label: string | null;
+  actor_id: string | null;
+  target_type: string | null;
+  target_id: string | null;
+  ip: string | null;
+};
+
 export function AuditPage() {
-  const [action, setAction] = useState('');
-  const [filter, setFilter] = useState('');
+  const [draft, setDraft] = useState<Record<string, string>>({});
+  const [filters, setFilters] = useState<Record<string, string>>({});
+  const [cursor, setCursor] = useState<string | undefined>();
+  const active = Object.fromEntries(Object.entries(filters).filter(([, v]) => v.trim()));
   const events = useLoad(
-    () => unwrap(client.GET('/api/v1/audit-events', { params: { query: { limit: 100, ...(filter ? { action: filter } : {}) } as never } })),
-    [filter],
+    () => unwrap(client.GET('/api/v1/audit-events', { params: { query: { limit: 50, ...active, ...(cursor ? { cursor } : {}) } as never } })),
+    [JSON.stringify(active), cursor],
   );
+  const page = events.data as { data: AuditEvent[]; next_cursor: string | null } | undefined;
+  const exportHref = (format: string) => `/api/v1/audit-events/export?${new URLSearchParams({ ...active, format })}`;
   return (
     <main>
       <h1>Audit log</h1>
@@ -233,27 +257,33 @@ export function AuditPage() {
         className="inline"
         onSubmit={(e) => {
           e.preventDefault();
-          setFilter(action);
+          setCursor(undefined);
+          setFilters(draft);
         }}
       >
-        <Field label="Action" name="action" value={action} onChange={setAction} placeholder="e.g. api_key.created" />
+        {AUDIT_FILTERS.map(([key, label]) => (
+          <Field key={key} label={label} name={key} value={draft[key] ?? ''} onChange={(v) => setDraft({ ...draft, [key]: v })} />
+        ))}
         <button type="submit">Filter</button>
-        <a className="button" href={`/api/v1/audit-events/export${filter ? `?action=${encodeURIComponent(filter)}` : ''}`}>Export</a>
+        <a className="button" href={exportHref('jsonl')}>Export (JSON lines)</a>
+        <a className="button" href={exportHref('csv')}>Export (CSV)</a>
       </form>
       <ErrorBox error={events.error} />
       <table>
-        <thead><tr><th>When</th><th>Action</th><th>Actor</th><th>Target</th></tr></thead>
+        <thead><tr><th>When</th><th>Action</th><th>Actor</th><th>Target</th><th>IP</th></tr></thead>
         <tbody>
-          {(events.data?.data as Array<Record<string, unknown>> | undefined)?.map((ev) => (
-            <tr key={String(ev.id)}>
-              <td><When at={ev.created_at as string} /></td>
-              <td>{String(ev.action)}</td>
-              <td>{JSON.stringify(ev.actor ?? ev.actor_id ?? '')}</td>
-              <td>{JSON.stringify(ev.target ?? ev.target_id ?? '')}</td>
+          {page?.data.map((ev) => (
+            <tr key={ev.id}>
+              <td><When at={ev.created_at} /></td>
+              <td>{ev.action}</td>
+              <td>{ev.actor_label ?? ev.actor_id ?? ev.actor_type}</td>
+              <td>{ev.target_type ? `${ev.target_type} ${ev.target_id ?? ''}` : '—'}</td>
+              <td>{ev.ip ?? ''}</td>
             </tr>
           ))}
         </tbody>
       </table>
+      {page?.next_cursor && <button type="button" onClick={() => setCursor(page.next_cursor!)}>Next page</button>}
     </main>
   );
 }

@@ -15,7 +15,7 @@ beforeAll(async () => {
   writeFileSync(path.join(dist, 'index.html'), '<!doctype html><title>dashboard shell</title><script type="module" src="/assets/app.js"></script>');
   writeFileSync(path.join(dist, 'assets', 'app.js'), 'console.log("app");');
   h = await createHarness({ WEB_DIST_DIR: dist });
-  withoutBuild = await createHarness({ WEB_DIST_DIR: path.join(dist, 'missing') });
+  withoutBuild = await createHarness({ WEB_DIST_DIR: path.join(dist, 'missing'), GITHUB_CLIENT_ID: 'gh-client', GITHUB_CLIENT_SECRET: 'gh-secret' });
 });
 afterAll(async () => {
   await h?.close();
@@ -59,5 +59,7 @@ describe('dashboard serving', () => {
     const res = await request(h.app).get('/api/v1/auth/providers');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ password: true, oauth: [] });
+    const withGithub = await request(withoutBuild.app).get('/api/v1/auth/providers');
+    expect(withGithub.body).toEqual({ password: true, oauth: ['github'] });
   });
 });

@@ -5,7 +5,7 @@ import { client, setUnauthorizedHandler, unwrap } from './api/client';
 import { SessionProvider, useSession } from './lib/session';
 import { AcceptInvitePage, LoginPage, SignupPage, VerifyEmailPage } from './pages/auth';
 import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
-import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage } from './pages/org';
+import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
 import './style.css';
 
@@ -48,6 +48,7 @@ function Shell({ children }: { children: ReactNode }) {
             {can('projects:read') && <NavLink to="/projects">Projects</NavLink>}
             {can('webhooks:read') && <NavLink to="/webhooks">Webhooks</NavLink>}
             {can('members:read') && <NavLink to="/members">Members</NavLink>}
+            {can('teams:read') && <NavLink to="/teams">Teams</NavLink>}
             {can('api_keys:read') && <NavLink to="/settings/api-keys">API keys</NavLink>}
             {can('audit:read') && <NavLink to="/audit">Audit log</NavLink>}
             <NavLink to="/profile">Profile</NavLink>
@@ -76,6 +77,7 @@ function App() {
         <Route path="/settings/api-keys" element={signedIn(<ApiKeysPage />)} />
         <Route path="/settings/api-key-policy" element={signedIn(<KeyPolicyPage />)} />
         <Route path="/members" element={signedIn(<MembersPage />)} />
+        <Route path="/teams" element={signedIn(<TeamsPage />)} />
         <Route path="/audit" element={signedIn(<AuditPage />)} />
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />
         <Route path="/projects/:id" element={signedIn(<ProjectPage />)} />

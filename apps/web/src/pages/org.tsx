@@ -287,3 +287,88 @@ export function AuditPage() {
     </main>
   );
 }
+
+function TeamMembers({ teamId, teamName }: { teamId: string; teamName: string }) {
+  const { can } = useSession();
+  const members = useLoad(
+    () => unwrap(client.GET('/api/v1/teams/{id}/members', { params: { path: { id: teamId }, query: { limit: 100 } } })),
+    [teamId],
+  );
+  const org = useLoad(() => (can('members:read') ? unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100 } } })) : Promise.resolve(undefined)));
+  const [userId, setUserId] = useState('');
+  const action = useAction();
+  const add = (e: FormEvent) => {
+    e.preventDefault();
+    void action.run(async () => {
+      await unwrap(client.PUT('/api/v1/teams/{id}/members/{user_id}', { params: { path: { id: teamId, user_id: userId } } }));
+      members.reload();
+    });
+  };
+  const remove = (memberId: string) =>
+    void action.run(async () => {
+      await unwrap(client.DELETE('/api/v1/teams/{id}/members/{user_id}', { params: { path: { id: teamId, user_id: memberId } } }));
+      members.reload();
+    });
+  const manage = can('teams:manage_members');
+  return (
+    <>
+      <ErrorBox error={members.error ?? action.error} />
+      <ul>
+        {members.data?.data?.map((m) => (
+          <li key={m.user_id}>
+            {m.name} ({m.email}){' '}
+            {manage && <button type="button" onClick={() => remove(m.user_id!)}>Remove from {teamName}</button>}
+          </li>
+        ))}
+      </ul>
+      {manage && (
+        <form className="inline" onSubmit={add}>
+          <div className="field">
+            <label htmlFor={`add-${teamId}`}>Add a member to {teamName}</label>
+            <select id={`add-${teamId}`} value={userId} onChange={(e) => setUserId(e.target.value)} required>
+              <option value="">choose…</option>
+              {org.data?.data?.map((m) => <option key={m.user_id} value={m.user_id}>{m.email}</option>)}
+            </select>
+          </div>
+          <button type="submit" disabled={action.busy || !userId}>Add</button>
+        </form>
+      )}
+    </>
+  );
+}
+
+export function TeamsPage() {
+  const { can } = useSession();
+  const teams = useLoad(() => unwrap(client.GET('/api/v1/teams', { params: { query: { limit: 100 } } })));
+  const action = useAction();
+  const remove = (id: string, name: string) => {
+    if (!window.confirm(`Delete the team ${name}?`)) return;
+    void action.run(async () => {
+      await unwrap(client.DELETE('/api/v1/teams/{id}', { params: { path: { id } } }));
+      teams.reload();
+    });
+  };
+  return (
+    <main>
+      <h1>Teams</h1>
+      <ErrorBox error={teams.error ?? action.error} />
+      {teams.data?.data?.map((t) => (
+        <section key={t.id}>
+          <h2>{t.name}</h2>
+          {t.description && <p>{t.description}</p>}
+          <TeamMembers teamId={t.id!} teamName={t.name!} />
+          {can('teams:delete') && <button type="button" onClick={() => remove(t.id!, t.name!)}>Delete team {t.name}</button>}
+        </section>
+      ))}
+      {can('teams:create') && (
+        <CreateByName
+          label="Create team"
+          onCreate={async (name) => {
+            await unwrap(client.POST('/api/v1/teams', { body: { name } }));
+            teams.reload();
+          }}
+        />
+      )}
+    </main>
+  );
+}

@@ -221,6 +221,10 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('link', { name: 'Open project receiver' }).click();
       await page.getByRole('heading', { name: 'Subscription project receiver' }).waitFor();
       await page.getByTestId('subscription-status').getByText('active').waitFor();
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      await page.getByRole('button', { name: 'Enable' }).click();
+      await page.getByRole('button', { name: 'Disable' }).waitFor();
     });
 
     await step('test-delivery', async () => {

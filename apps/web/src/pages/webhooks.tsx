@@ -1,7 +1,7 @@
 // Webhooks at any of the three levels. One set of components, parameterised by the level's API base
 // (/api/v1/webhooks, /api/v1/projects/{id}/webhooks, /api/v1/assessments/{id}/webhooks) and its page base.
 import { useState, type FormEvent } from 'react';
-import { Link, useParams } from 'react-router-dom';
+import { Link, useLocation, useParams } from 'react-router-dom';
 import { request } from '../api/client';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
@@ -323,8 +323,11 @@ type Attempt = {
 export function DeliveryPage() {
   const level = useLevel();
   const { id = '' } = useParams();
-  // The list has no single-delivery route; the delivery comes from the list page's link state, or the list.
+  const location = useLocation();
+  const fromList = (location.state as Delivery | null)?.id === id ? (location.state as Delivery) : undefined;
+  // The API has no single-delivery route: the delivery comes with the list page's link, else from the newest 100.
   const delivery = useLoad(async () => {
+    if (fromList) return fromList;
     const page = await request<Page<Delivery>>('GET', `${level.api}/deliveries?limit=100`);
     return page.data.find((d) => d.id === id);
   }, [level.api, id]);

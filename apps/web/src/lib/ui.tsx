@@ -81,7 +81,6 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
     return () => {
       live = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, version]);
   const reload = useCallback(() => setVersion((v) => v + 1), []);
   return { data, error, reload };

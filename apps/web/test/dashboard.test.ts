@@ -242,6 +242,7 @@ describe('dashboard in Chromium', () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await page.getByRole('link', { name: /^whdel_/ }).first().waitFor();
       await page.screenshot({ path: path.join(SCREENSHOTS, 'deliveries-390px.png') });
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
       await page.setViewportSize({ width: 1280, height: 900 });
       await page.getByRole('link', { name: /^whdel_/ }).first().click();
       await page.getByRole('heading', { name: 'Attempts' }).waitFor();

@@ -8,7 +8,7 @@ import { isPayloadFormat, renderPayload, type Envelope, type RenderedPayload } f
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
 import { outcomeOfHttp, recordedHeaders, type AttemptOutcome } from './http/outcome';
-import { trustedCertificateAuthorities } from './http/trust';
+import { trustedSecureContext } from './http/trust';
 import {
   AttemptConflictError,
   failPendingDelivery,
@@ -25,11 +25,12 @@ export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
 }
 
-/** Reads the extra CA once and builds the HTTP transport. */
+/** Reads the extra CA once and builds the HTTP transport with its connection pools. */
 export function createDeliveryContext(deps: WorkerDeps): DeliveryContext {
   const post = createPostWebhook({
     timeoutMs: deps.config.webhooks.timeoutMs,
-    certificateAuthorities: trustedCertificateAuthorities(deps.config.webhooks.extraCaFile),
+    secureContext: trustedSecureContext(deps.config.webhooks.extraCaFile),
+    maxSocketsPerAddress: deps.config.webhooks.workerConcurrency,
   });
   return { ...deps, post };
 }

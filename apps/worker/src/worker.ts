@@ -51,6 +51,7 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     ...tuning,
   });
   ownConnection(worker, connection);
+  worker.on('closed', () => ctx.post.close());
   logFailures(worker, deps);
   return worker;
 }

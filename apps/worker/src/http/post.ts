@@ -1,7 +1,9 @@
 // One HTTPS POST of a webhook with got: exact body bytes, no redirects followed, no retries (the queue retries),
-// a total time limit, TLS verified, connected to a pinned address. Never throws: a response or an error is the
-// result. Only the first bytes of the response body are read; the connection is then dropped.
-import { Agent } from 'node:https';
+// a total time limit, TLS verified, connected to a pinned address over a kept-alive connection of that address's
+// pool (agents.ts). Never throws: a response or an error is the result. Only the first bytes of the response body
+// are read; a response longer than that has its connection dropped rather than drained.
+import type { SecureContext } from 'node:tls';
+import { ConnectionPool } from './agents';
 import { loadGot } from './got';
 import { pinnedLookup } from './pinned-lookup';
 
@@ -18,7 +20,9 @@ export interface OutboundRequest {
 
 export interface TransportOptions {
   timeoutMs: number;
-  certificateAuthorities?: string[];
+  secureContext?: SecureContext;
+  /** Concurrent connections per receiver address (the worker's concurrency is a sensible value). */
+  maxSocketsPerAddress: number;
 }
 
 export interface HttpResult {
@@ -30,14 +34,31 @@ export interface HttpResult {
   durationMs: number;
 }
 
-export type PostWebhook = (request: OutboundRequest) => Promise<HttpResult>;
+export interface PostWebhook {
+  (request: OutboundRequest): Promise<HttpResult>;
+  /** Closes every pooled connection (shutdown). */
+  close(): void;
+}
+
+const IDLE_CONNECTION_TIMEOUT_MS = 30_000;
+const MAX_POOLS = 1_000;
 
 export function createPostWebhook(options: TransportOptions): PostWebhook {
-  return async (request) => {
+  const pool = new ConnectionPool({
+    secureContext: options.secureContext,
+    maxSocketsPerAddress: options.maxSocketsPerAddress,
+    idleTimeoutMs: IDLE_CONNECTION_TIMEOUT_MS,
+    maxPools: MAX_POOLS,
+  });
+  const post = async (request: OutboundRequest): Promise<HttpResult> => {
     const got = await loadGot();
     const started = performance.now();
-    // A fresh agent without keep-alive: a pooled socket would skip the pinned lookup.
-    const agent = new Agent({ keepAlive: false });
+    const agent = pool.agentFor({
+      hostname: request.url.hostname,
+      port: Number(request.url.port || 443),
+      address: request.address,
+      family: request.family,
+    });
     const stream = got.stream.post(request.url, {
       body: request.body,
       headers: request.headers,
@@ -47,30 +68,27 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
       throwHttpErrors: false,
       dnsLookup: pinnedLookup(request.address, request.family),
       agent: { https: agent },
-      https: options.certificateAuthorities ? { certificateAuthority: options.certificateAuthorities } : {},
     });
-    try {
-      const result = await readResponse(stream);
-      return { ...result, durationMs: Math.round(performance.now() - started) };
-    } finally {
-      stream.destroy();
-      agent.destroy();
-    }
+    const result = await readResponse(stream);
+    // A response read to its end leaves its socket to the pool; anything else (error, over-long body) drops it.
+    if (!result.complete) stream.destroy();
+    return { response: result.response, body: result.body, error: result.error, durationMs: Math.round(performance.now() - started) };
   };
+  return Object.assign(post, { close: () => pool.close() });
 }
 
 type GotStream = ReturnType<Awaited<ReturnType<typeof loadGot>>['stream']['post']>;
 
-function readResponse(stream: GotStream): Promise<Omit<HttpResult, 'durationMs'>> {
+function readResponse(stream: GotStream): Promise<Omit<HttpResult, 'durationMs'> & { complete: boolean }> {
   return new Promise((resolve) => {
     let response: HttpResult['response'] = null;
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
-    const finish = (error: Error | null) => {
+    const finish = (error: Error | null, complete = false) => {
       if (settled) return;
       settled = true;
-      resolve({ response, body: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES), error });
+      resolve({ response, body: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES), error, complete });
     };
     stream.on('response', (res: { statusCode: number; headers: Record<string, string | string[] | undefined> }) => {
       response = { status: res.statusCode, headers: res.headers };
@@ -78,9 +96,9 @@ function readResponse(stream: GotStream): Promise<Omit<HttpResult, 'durationMs'>
     stream.on('data', (chunk: Buffer) => {
       chunks.push(chunk);
       size += chunk.length;
-      if (size >= RESPONSE_BODY_LIMIT_BYTES) finish(null);
+      if (size > RESPONSE_BODY_LIMIT_BYTES) finish(null);
     });
-    stream.on('end', () => finish(null));
+    stream.on('end', () => finish(null, true));
     stream.on('error', (err: Error) => finish(err));
   });
 }

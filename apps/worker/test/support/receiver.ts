@@ -28,6 +28,8 @@ export interface Receiver {
   script(path: string, script: Script): void;
   requests(path?: string): ReceivedRequest[];
   waitForRequests(path: string, count: number, timeoutMs?: number): Promise<ReceivedRequest[]>;
+  /** TCP connections accepted so far. */
+  connectionCount(): number;
   close(): Promise<void>;
 }
 
@@ -53,10 +55,11 @@ function answer(res: ServerResponse, reply: Reply): void {
   else send();
 }
 
-export async function startReceiver(tls: { key: string; cert: string }): Promise<Receiver> {
+export async function startReceiver(tls: { key: string; cert: string }, host = '127.0.0.1'): Promise<Receiver> {
   const scripts = new Map<string, Script>();
   const received: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
+  let connections = 0;
   const server: Server = createServer({ key: tls.key, cert: tls.cert }, async (req, res) => {
     const body = await readBody(req);
     const path = (req.url ?? '/').split('?')[0];
@@ -68,13 +71,15 @@ export async function startReceiver(tls: { key: string; cert: string }): Promise
   });
   server.on('connection', (socket: Socket) => {
     sockets.add(socket);
+    connections += 1;
     socket.on('close', () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    url: (path, host = '127.0.0.1') => `https://${host}:${port}${path}`,
+    url: (path, urlHost = host) => `https://${urlHost}:${port}${path}`,
+    connectionCount: () => connections,
     script: (path, script) => void scripts.set(path, script),
     requests: (path) => received.filter((r) => path === undefined || r.path === path),
     async waitForRequests(path, count, timeoutMs = 15_000) {

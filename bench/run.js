@@ -1,0 +1,598 @@
+#!/usr/bin/env node
+// `npm run bench`: publishing and delivery throughput of the real API and worker processes, each figure beside a
+// limit loop run in the same process tree (sign + POST with got over keep-alive + one INSERT per delivery, no
+// queue, same receiver, same concurrency), so that the ratios survive a noisy machine.
+//
+// It sets up everything itself: a database and a Redis prefix of its own (dropped at the end), an HTTPS receiver
+// on loopback with a certificate it makes, an owner, an API key, a running assessment and subscriptions. The API
+// and the worker are the built apps (`npm start` builds them the same way), run with NODE_ENV=production.
+//
+// Output: one JSON line per figure on stdout, then a table. Sizes (environment):
+//   BENCH_PUBLISH_SECONDS (8)   measured seconds per publish level (1, 8, 32 clients) and per fan-out level
+//   BENCH_DRAIN_EVENTS (5000)   backlog size per drain run
+//   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x16,1x100,2x16,2x100,1x16-noextraca" (the default)
+//   BENCH_LATENCY_SECONDS (10)  seconds of paced publishing for the event-to-receipt latency
+//   BENCH_LIMIT_DELIVERIES (3000) deliveries per limit-loop run
+//   BENCH_FANOUT (25)           subscriptions each event matches in the fan-out run
+//   BENCH_SKIP_BUILD=1          use the existing build
+//   TEST_DATABASE_ADMIN_URL / REDIS_URL  the servers to use (defaults: local PostgreSQL and Redis)
+'use strict';
+const { execFileSync, fork, spawn } = require('node:child_process');
+const { createRequire } = require('node:module');
+const { mkdtempSync, writeFileSync, readFileSync, existsSync } = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const crypto = require('node:crypto');
+const https = require('node:https');
+
+const ROOT = path.resolve(__dirname, '..');
+const workerRequire = createRequire(path.join(ROOT, 'apps/worker/package.json'));
+const { Pool } = require('pg');
+const { generate } = require('selfsigned');
+const Redis = workerRequire('ioredis');
+
+const env = process.env;
+const num = (name, fallback) => (env[name] ? Number(env[name]) : fallback);
+const SIZES = {
+  publishSeconds: num('BENCH_PUBLISH_SECONDS', 8),
+  drainEvents: num('BENCH_DRAIN_EVENTS', 5000),
+  drainRuns: (env.BENCH_DRAIN_RUNS || '1x16,1x16-noextraca,1x100,2x16,2x100').split(',').map(parseDrainRun),
+  latencySeconds: num('BENCH_LATENCY_SECONDS', 10),
+  limitDeliveries: num('BENCH_LIMIT_DELIVERIES', 3000),
+  fanout: num('BENCH_FANOUT', 25),
+};
+const ADMIN_URL = env.TEST_DATABASE_ADMIN_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = env.REDIS_URL || 'redis://127.0.0.1:6379';
+const RUN_ID = `bench_${process.pid}_${Date.now().toString(36)}`;
+const MiB = 1024 * 1024;
+
+function parseDrainRun(text) {
+  const match = /^(\d+)x(\d+)(-noextraca)?$/.exec(text.trim());
+  if (!match) throw new Error(`BENCH_DRAIN_RUNS: cannot read "${text}" (expected e.g. 1x16 or 1x16-noextraca)`);
+  return { workers: Number(match[1]), concurrency: Number(match[2]), extraCa: !match[3], label: text.trim() };
+}
+
+const log = (message) => process.stderr.write(`[bench] ${message}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const figures = [];
+
+function report(figure) {
+  figures.push(figure);
+  process.stdout.write(`${JSON.stringify(figure)}\n`);
+}
+
+function percentile(values, p) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+const round = (x, digits = 1) => (x === null || x === undefined ? null : Math.round(x * 10 ** digits) / 10 ** digits);
+
+// --- set-up -----------------------------------------------------------------------------------------------
+
+function databaseUrl(name) {
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function createDatabase() {
+  const admin = new Pool({ connectionString: ADMIN_URL, max: 1 });
+  await admin.query(`CREATE DATABASE ${RUN_ID}`);
+  await admin.end();
+  const url = databaseUrl(RUN_ID);
+  execFileSync(path.join(ROOT, 'node_modules/.bin/prisma'), ['migrate', 'deploy'], {
+    cwd: ROOT,
+    env: { ...env, DATABASE_URL: url },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return url;
+}
+
+async function dropDatabase() {
+  const admin = new Pool({ connectionString: ADMIN_URL, max: 1 });
+  await admin.query(`DROP DATABASE IF EXISTS ${RUN_ID} WITH (FORCE)`).catch((err) => log(`drop database: ${err.message}`));
+  await admin.end();
+}
+
+async function deleteRedisPrefix() {
+  const redis = new Redis(REDIS_URL);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${RUN_ID}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+  await redis.quit();
+}
+
+async function makeTls() {
+  const ca = await generate([{ name: 'commonName', value: 'Bench CA' }], {
+    keyType: 'ec',
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
+  });
+  const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    algorithm: 'sha256',
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'extKeyUsage', serverAuth: true },
+      { name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }, { type: 2, value: 'localhost' }] },
+    ],
+    ca: { key: ca.private, cert: ca.cert },
+  });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-ca-'));
+  const caFile = path.join(dir, 'ca.pem');
+  writeFileSync(caFile, ca.cert);
+  return { caFile, caCert: ca.cert, key: leaf.private, cert: leaf.cert };
+}
+
+function startReceiver(tls) {
+  const child = fork(path.join(__dirname, 'receiver.js'), [], {
+    env: { ...env, BENCH_RECEIVER_TLS: JSON.stringify({ key: tls.key, cert: tls.cert }) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const stats = (reset = false) =>
+    new Promise((resolve) => {
+      child.once('message', resolve);
+      child.send({ cmd: 'stats', reset });
+    });
+  return new Promise((resolve, reject) => {
+    child.once('message', (m) => resolve({ port: m.port, stats, close: () => child.kill() }));
+    child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
+  });
+}
+
+function serviceEnv(databaseUrlValue, port, tls) {
+  return {
+    ...env,
+    NODE_ENV: 'production',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    DATABASE_URL: databaseUrlValue,
+    REDIS_URL,
+    REDIS_PREFIX: RUN_ID,
+    JWT_SECRET: crypto.randomBytes(32).toString('hex'),
+    API_KEY_PEPPER: crypto.randomBytes(32).toString('hex'),
+    ENCRYPTION_KEY: crypto.randomBytes(32).toString('base64'),
+    COOKIE_SECURE: 'false',
+    BCRYPT_ROUNDS: '4',
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+    WEBHOOK_EXTRA_CA_FILE: tls.caFile,
+    MAIL_OUTBOX_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-mail-')),
+    LOG_LEVEL: env.BENCH_LOG_LEVEL || 'info',
+  };
+}
+
+/** A built app's main.js as a child process; its logs are discarded (they would only slow the terminal). */
+function startProcess(main, processEnv) {
+  const child = spawn(process.execPath, [...(env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : []), path.join(ROOT, main)], {
+    env: processEnv,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+  child.on('exit', (code, signal) => {
+    if (!child.stopping) log(`${main} exited unexpectedly (${code ?? signal}): ${stderr}`);
+  });
+  return child;
+}
+
+async function stopProcess(child) {
+  if (child.exitCode !== null) return;
+  child.stopping = true;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Peak and current RSS of a live process, from /proc (Linux). */
+function memoryOf(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
+  return { peak: kib('VmHWM'), current: kib('VmRSS') };
+}
+
+// --- the API, as a client ----------------------------------------------------------------------------------
+
+const agent = new (require('node:http').Agent)({ keepAlive: true, maxSockets: 256 });
+
+function call(base, method, route, { token, body } = {}) {
+  const started = performance.now();
+  return fetchJson(`${base}${route}`, method, token, body).then((res) => ({ ...res, ms: performance.now() - started }));
+}
+
+function fetchJson(url, method, token, body) {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = require('node:http').request(
+      url,
+      {
+        method,
+        agent,
+        headers: {
+          accept: 'application/json',
+          ...(token && { authorization: `Bearer ${token}` }),
+          ...(payload && { 'content-type': 'application/json', 'content-length': String(payload.length) }),
+        },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json = null;
+          try {
+            json = text ? JSON.parse(text) : null;
+          } catch {
+            json = { raw: text };
+          }
+          resolve({ status: res.statusCode, body: json });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+async function expectStatus(promise, status, what) {
+  const res = await promise;
+  if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+async function waitForHealthy(base) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      const res = await call(base, 'GET', '/readyz');
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error('the API did not become ready within 60 s');
+    await sleep(200);
+  }
+}
+
+async function setUpTenant(base, serviceEnvironment, receiverPort) {
+  const email = `owner-${RUN_ID}@bench.example`;
+  const password = crypto.randomBytes(12).toString('hex');
+  execFileSync(process.execPath, [path.join(ROOT, 'apps/api/dist/cli.js'), 'create-owner', '--email', email, '--password', password, '--org', 'Bench'], {
+    env: serviceEnvironment,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const session = await expectStatus(call(base, 'POST', '/api/v1/auth/login', { body: { email, password } }), 200, 'login');
+  const token = session.token;
+  const key = await expectStatus(
+    call(base, 'POST', '/api/v1/api-keys', { token, body: { name: 'engine', scopes: ['assessments:update'] } }),
+    201,
+    'create API key',
+  );
+  const project = await expectStatus(call(base, 'POST', '/api/v1/projects', { token, body: { name: 'Bench' } }), 201, 'create project');
+  const assessment = await expectStatus(
+    call(base, 'POST', `/api/v1/projects/${project.id}/assessments`, { token, body: { name: 'Bench run' } }),
+    201,
+    'create assessment',
+  );
+  await expectStatus(call(base, 'POST', `/api/v1/assessments/${assessment.id}/launch`, { token }), 200, 'launch');
+  await expectStatus(call(base, 'POST', `/api/v1/assessments/${assessment.id}/start`, { token: key.key }), 200, 'start');
+  const subscribe = (name) =>
+    expectStatus(
+      call(base, 'POST', '/api/v1/webhooks/subscriptions', {
+        token,
+        body: { name, url: `https://127.0.0.1:${receiverPort}/hook`, events: ['finding.created'] },
+      }),
+      201,
+      'create subscription',
+    );
+  await subscribe('bench');
+  return { token, engineKey: key.key, assessmentId: assessment.id, subscribe };
+}
+
+// --- load -----------------------------------------------------------------------------------------------
+
+let findingSeq = 0;
+function publishOne(base, tenant) {
+  findingSeq += 1;
+  return call(base, 'POST', `/api/v1/assessments/${tenant.assessmentId}/findings`, {
+    token: tenant.engineKey,
+    body: { title: `Bench finding ${findingSeq}`, severity: 'high', fingerprint: `bench-${RUN_ID}-${findingSeq}` },
+  });
+}
+
+/** `clients` closed-loop clients publishing for `seconds` (after a 1 s warm-up): events/s and response times. */
+async function publishFor(base, tenant, clients, seconds) {
+  const times = [];
+  let errors = 0;
+  let measuring = false;
+  const warmupEnd = Date.now() + 1000;
+  const end = warmupEnd + seconds * 1000;
+  let started = 0;
+  const client = async () => {
+    while (Date.now() < end) {
+      const res = await publishOne(base, tenant);
+      if (!measuring && Date.now() >= warmupEnd) {
+        measuring = true;
+        started = performance.now();
+      }
+      if (res.status !== 201) {
+        errors += 1;
+        if (errors <= 3) log(`publish answered ${res.status}: ${JSON.stringify(res.body)}`);
+      } else if (measuring) times.push(res.ms);
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, client));
+  const elapsed = (performance.now() - started) / 1000;
+  return { perSecond: times.length / elapsed, p50: percentile(times, 50), p99: percentile(times, 99), errors, events: times.length };
+}
+
+/** Publishes exactly `count` events with 32 clients (a backlog, when no worker runs). */
+async function publishCount(base, tenant, count) {
+  let left = count;
+  const client = async () => {
+    while (left > 0) {
+      left -= 1;
+      const res = await publishOne(base, tenant);
+      if (res.status !== 201) throw new Error(`publish answered ${res.status}: ${JSON.stringify(res.body)}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 32 }, client));
+}
+
+async function countDeliveries(db, status) {
+  const { rows } = await db.query('SELECT count(*)::int AS n FROM webhook_deliveries WHERE status = $1', [status]);
+  return rows[0].n;
+}
+
+async function waitUntil(check, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Starts `workers` worker processes, waits until every pending delivery succeeded, and measures it. */
+async function drain(db, receiver, workerEnv, run) {
+  const pending = await countDeliveries(db, 'pending');
+  const succeededBefore = await countDeliveries(db, 'succeeded');
+  await receiver.stats(true);
+  const processes = Array.from({ length: run.workers }, () =>
+    startProcess('apps/worker/dist/main.js', {
+      ...workerEnv,
+      WORKER_CONCURRENCY: String(run.concurrency),
+      ...(run.extraCa ? {} : { WEBHOOK_EXTRA_CA_FILE: '', NODE_EXTRA_CA_CERTS: workerEnv.WEBHOOK_EXTRA_CA_FILE }),
+    }),
+  );
+  let rssAtQuarter = null;
+  await waitUntil(
+    async () => {
+      const done = (await countDeliveries(db, 'succeeded')) - succeededBefore;
+      if (rssAtQuarter === null && done >= pending / 4) rssAtQuarter = processes.map((p) => memoryOf(p.pid).current);
+      return done >= pending;
+    },
+    600_000,
+    `${pending} deliveries to succeed`,
+  );
+  const finishedAt = Date.now();
+  const memory = processes.map((p) => memoryOf(p.pid));
+  const stats = await receiver.stats(true);
+  await Promise.all(processes.map(stopProcess));
+  const seconds = (finishedAt - stats.firstAt) / 1000;
+  return {
+    deliveries: pending,
+    perSecond: pending / seconds,
+    peakRssMiB: Math.max(...memory.map((m) => m.peak)) / MiB,
+    rssGrowthMiB: rssAtQuarter ? Math.max(...memory.map((m, i) => m.current - rssAtQuarter[i])) / MiB : null,
+  };
+}
+
+// --- the limit loop ---------------------------------------------------------------------------------------
+
+/** What the machine allows: sign + POST (got, keep-alive) + INSERT per delivery, `concurrency` at a time. */
+async function limitLoop(databaseUrlValue, receiverPort, tls, concurrency, deliveries) {
+  const { got } = await workerRequire('got');
+  const db = new Pool({ connectionString: databaseUrlValue, max: 10 });
+  await db.query('CREATE TABLE IF NOT EXISTS bench_limit_attempts (id text PRIMARY KEY, delivery text NOT NULL, status int, duration_ms int, created_at timestamptz NOT NULL DEFAULT now())');
+  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: concurrency, ca: [tls.caCert] });
+  const secret = crypto.randomBytes(32);
+  const url = `https://127.0.0.1:${receiverPort}/limit`;
+  const times = [];
+  let next = 0;
+  const started = performance.now();
+  const one = async () => {
+    const t0 = performance.now();
+    const id = `limit_${next}`;
+    const body = Buffer.from(
+      JSON.stringify({ id: `evt_${next}`, type: 'finding.created', created_at: new Date().toISOString(), data: { finding_id: id, severity: 'high' } }),
+    );
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signature = crypto.createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest('hex');
+    const response = await got.post(url, {
+      body,
+      headers: { 'content-type': 'application/json', 'webhook-signature': `t=${timestamp},v1=${signature}` },
+      agent: { https: httpsAgent },
+      followRedirect: false,
+      retry: { limit: 0 },
+      throwHttpErrors: false,
+      timeout: { request: 10_000 },
+    });
+    await db.query('INSERT INTO bench_limit_attempts (id, delivery, status, duration_ms) VALUES ($1, $2, $3, $4)', [
+      `${RUN_ID}_${id}_${concurrency}`,
+      id,
+      response.statusCode,
+      Math.round(performance.now() - t0),
+    ]);
+    times.push(performance.now() - t0);
+  };
+  const lane = async () => {
+    while (next < deliveries) {
+      next += 1;
+      await one();
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  const seconds = (performance.now() - started) / 1000;
+  httpsAgent.destroy();
+  await db.end();
+  return { perSecond: deliveries / seconds, p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+// --- the run ------------------------------------------------------------------------------------------------
+
+async function main() {
+  const began = Date.now();
+  if (env.BENCH_SKIP_BUILD !== '1') {
+    log('building (as npm start does)');
+    execFileSync('bash', ['-c', 'source scripts/lib.sh && prepare_workspace'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  const tls = await makeTls();
+  const dbUrl = await createDatabase();
+  const receiver = await startReceiver(tls);
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const base = `http://127.0.0.1:${port}`;
+  const processEnv = serviceEnv(dbUrl, port, tls);
+  const api = startProcess('apps/api/dist/main.js', processEnv);
+  const db = new Pool({ connectionString: dbUrl, max: 2 });
+  const cleanup = async () => {
+    await stopProcess(api);
+    receiver.close();
+    await db.end();
+    await dropDatabase();
+    await deleteRedisPrefix();
+  };
+  try {
+    await waitForHealthy(base);
+    const tenant = await setUpTenant(base, processEnv, receiver.port);
+    log(`set up in ${((Date.now() - began) / 1000).toFixed(0)} s; database ${RUN_ID}`);
+
+    log('limit loop');
+    const limit = {};
+    for (const concurrency of [...new Set(SIZES.drainRuns.map((r) => r.concurrency))]) {
+      limit[concurrency] = await limitLoop(dbUrl, receiver.port, tls, concurrency, SIZES.limitDeliveries);
+      report({ figure: `limit loop c=${concurrency}`, deliveries_per_s: round(limit[concurrency].perSecond), p50_ms: round(limit[concurrency].p50), p99_ms: round(limit[concurrency].p99) });
+    }
+    await receiver.stats(true);
+    const limitRate = limit[16]?.perSecond ?? Object.values(limit)[0].perSecond;
+    const limitP99 = limit[16]?.p99 ?? Object.values(limit)[0].p99;
+
+    log('publish (no worker running)');
+    const publish = {};
+    for (const clients of [1, 8, 32]) {
+      publish[clients] = await publishFor(base, tenant, clients, SIZES.publishSeconds);
+      report({
+        figure: `publish ${clients} client${clients > 1 ? 's' : ''}`,
+        events_per_s: round(publish[clients].perSecond),
+        p50_ms: round(publish[clients].p50),
+        p99_ms: round(publish[clients].p99),
+        errors: publish[clients].errors,
+        ratio_to_limit: round(publish[clients].perSecond / limitRate, 3),
+      });
+    }
+
+    log('draining what publishing left (warm-up, not measured)');
+    await drain(db, receiver, processEnv, { workers: 1, concurrency: 16, extraCa: true });
+
+    const drains = {};
+    for (const run of SIZES.drainRuns) {
+      log(`drain ${run.label}: publishing a backlog of ${SIZES.drainEvents}`);
+      await publishCount(base, tenant, SIZES.drainEvents);
+      const result = await drain(db, receiver, processEnv, run);
+      drains[run.label] = result;
+      report({
+        figure: `drain ${run.workers} worker${run.workers > 1 ? 's' : ''} c=${run.concurrency}${run.extraCa ? '' : ' (CA via NODE_EXTRA_CA_CERTS, no WEBHOOK_EXTRA_CA_FILE)'}`,
+        deliveries_per_s: round(result.perSecond),
+        peak_rss_mib: round(result.peakRssMiB),
+        rss_growth_after_first_quarter_mib: round(result.rssGrowthMiB),
+        ratio_to_limit: round(result.perSecond / (limit[run.concurrency]?.perSecond ?? limitRate), 3),
+      });
+    }
+
+    const drainRate = (drains['1x16'] ?? Object.values(drains)[0]).perSecond;
+    const rate = drainRate / 2;
+    log(`latency: publishing at ${rate.toFixed(0)} events/s for ${SIZES.latencySeconds} s with one worker at c=16`);
+    const worker = startProcess('apps/worker/dist/main.js', { ...processEnv, WORKER_CONCURRENCY: '16' });
+    await sleep(2000);
+    await receiver.stats(true);
+    const inFlight = [];
+    const total = Math.round(rate * SIZES.latencySeconds);
+    const t0 = performance.now();
+    for (let i = 0; i < total; i += 1) {
+      const due = t0 + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      inFlight.push(publishOne(base, tenant));
+    }
+    await Promise.all(inFlight);
+    await waitUntil(async () => (await receiver.stats()).count >= total, 120_000, 'latency events to arrive');
+    const latency = (await receiver.stats(true)).latencies;
+    await stopProcess(worker);
+    report({
+      figure: 'event-to-receipt latency at half the drain rate',
+      events_per_s: round(rate),
+      p50_ms: latency.p50,
+      p99_ms: latency.p99,
+      limit_p99_ms: round(limitP99),
+      ratio_p99_to_limit_p99: round(latency.p99 / limitP99, 2),
+    });
+
+    log(`fan-out: 1 and ${SIZES.fanout} matching subscriptions (8 clients, no worker)`);
+    const single = await publishFor(base, tenant, 8, SIZES.publishSeconds);
+    for (let i = 1; i < SIZES.fanout; i += 1) await tenant.subscribe(`bench fan-out ${i}`);
+    const fanned = await publishFor(base, tenant, 8, SIZES.publishSeconds);
+    for (const [label, result] of [
+      ['1 subscription', single],
+      [`${SIZES.fanout} subscriptions`, fanned],
+    ]) {
+      report({ figure: `fan-out ${label}`, events_per_s: round(result.perSecond), p50_ms: round(result.p50), p99_ms: round(result.p99), errors: result.errors });
+    }
+    report({ figure: `fan-out cost (${SIZES.fanout} vs 1, p50 publish time)`, ratio: round(fanned.p50 / single.p50, 2) });
+
+    printTable(limit, publish, drains, latency, limitP99, single, fanned);
+    log(`finished in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+  } finally {
+    await cleanup();
+    agent.destroy();
+  }
+}
+
+function printTable(limit, publish, drains, latency, limitP99, single, fanned) {
+  const limitRate = (limit[16] ?? Object.values(limit)[0]).perSecond;
+  const rows = [['figure', 'value', 'limit loop', 'ratio', 'target']];
+  for (const [c, l] of Object.entries(limit)) rows.push([`limit loop c=${c}`, `${round(l.perSecond)}/s, p99 ${round(l.p99)} ms`, '', '', '']);
+  for (const [clients, p] of Object.entries(publish)) {
+    rows.push([`publish ${clients} client(s)`, `${round(p.perSecond)}/s, p50 ${round(p.p50)} ms, p99 ${round(p.p99)} ms`, `${round(limitRate)}/s`, `${round(p.perSecond / limitRate, 3)}`, clients === '32' ? '>= 400/s, p99 <= 250 ms' : '']);
+  }
+  for (const [label, d] of Object.entries(drains)) {
+    const run = parseDrainRun(label);
+    const l = (limit[run.concurrency] ?? limit[16]).perSecond;
+    rows.push([`drain ${label}`, `${round(d.perSecond)}/s, peak RSS ${round(d.peakRssMiB)} MiB (+${round(d.rssGrowthMiB)})`, `${round(l)}/s`, `${round(d.perSecond / l, 3)}`, run.concurrency === 16 && run.workers === 1 ? '>= 0.5' : run.concurrency === 100 ? 'RSS <= 200 MiB' : '']);
+  }
+  rows.push(['latency p99 at half drain rate', `p50 ${latency.p50} ms, p99 ${latency.p99} ms`, `p99 ${round(limitP99)} ms`, `${round(latency.p99 / limitP99, 2)}`, '<= 3']);
+  rows.push([`fan-out 1 / ${SIZES.fanout} subs (8 clients)`, `${round(single.perSecond)}/s p50 ${round(single.p50)} ms / ${round(fanned.perSecond)}/s p50 ${round(fanned.p50)} ms`, '', `${round(fanned.p50 / single.p50, 2)}`, '<= 3']);
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
+  const line = (r) => `| ${r.map((cell, i) => String(cell).padEnd(widths[i])).join(' | ')} |`;
+  process.stdout.write(`\n${line(rows[0])}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${rows.slice(1).map(line).join('\n')}\n`);
+  process.stdout.write(`\nmachine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${round(os.totalmem() / 1024 ** 3, 0)} GiB, node ${process.version}\n`);
+}
+
+if (!existsSync(path.join(ROOT, 'node_modules'))) {
+  log('run the README set-up first (npm start or npm test installs the dependencies)');
+  process.exit(1);
+}
+main().catch((err) => {
+  process.stderr.write(`[bench] failed: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});

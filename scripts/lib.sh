@@ -10,7 +10,7 @@
 #   ensure_database URL     creates the database named in URL if it does not exist
 #   install_deps            pnpm install --frozen-lockfile (plain install only when there is no lockfile)
 #   prisma_generate         prisma generate (needs DATABASE_URL: a default is supplied)
-#   build                   tsc -b apps/api apps/worker
+#   build                   tsc -b apps/api apps/worker, then the dashboard (type check + vite build to apps/web/dist)
 #   typecheck_tests         tsc -p tsconfig.test.json (the test files; no emit)
 #   prepare_workspace       install_deps + prisma_generate + build
 #
@@ -349,7 +349,15 @@ prisma_generate() {
 # Returns tsc's status instead of exiting, so that the test script can go on to run the tests.
 build() {
   log "tsc -b apps/api apps/worker"
-  (cd "$ROOT" && ./node_modules/.bin/tsc -b apps/api apps/worker)
+  (cd "$ROOT" && ./node_modules/.bin/tsc -b apps/api apps/worker) || return
+  build_web
+}
+
+# The dashboard: type check, then vite build into apps/web/dist (served by the API).
+build_web() {
+  [[ -f "$ROOT/apps/web/package.json" ]] || return 0
+  log "dashboard: tsc -p apps/web, vite build"
+  (cd "$ROOT/apps/web" && "$ROOT/node_modules/.bin/tsc" -p tsconfig.json && ./node_modules/.bin/vite build --logLevel warn)
 }
 
 # Type-checks the test files as well (tsconfig.test.json: noEmit). Needs build's declarations first.
@@ -362,5 +370,5 @@ typecheck_tests() {
 prepare_workspace() {
   install_deps
   prisma_generate
-  build || die "the TypeScript build (tsc -b apps/api apps/worker) failed"
+  build || die "the build (tsc -b apps/api apps/worker, then the dashboard) failed"
 }

@@ -80,7 +80,7 @@ log "API pid $API_PID, worker pid $WORKER_PID"
       fetch(`http://127.0.0.1:${process.env.PORT}/healthz`, { signal: AbortSignal.timeout(2000) })
         .then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1));
     ' 2>/dev/null; then
-      log "API ready: http://localhost:$PORT (worker running)"
+      log "API ready: http://localhost:$PORT (worker running); dashboard: http://localhost:$PORT/"
       exit 0
     fi
     if ((SECONDS >= deadline)); then

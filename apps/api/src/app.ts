@@ -3,6 +3,7 @@ import cookieParser from 'cookie-parser';
 import express, { type Express } from 'express';
 import helmet from 'helmet';
 import type { AppDeps } from './app-deps';
+import { dashboardRouter } from './http/dashboard';
 import { errorHandler, unknownRoute } from './http/errors';
 import { createRateLimiters, type RateLimiters } from './http/rate-limit';
 import { accessLog, requestId } from './http/request-id';
@@ -38,6 +39,8 @@ export function createApp(deps: AppDeps): App {
   app.use(cookieParser());
   app.use(healthRouter(deps));
   app.use('/api/v1', routerFor(routes, deps, limiters));
+  const dashboard = dashboardRouter(deps.config.webDistDir, deps.logger);
+  if (dashboard) app.use(dashboard);
   app.use(unknownRoute);
   app.use(errorHandler(deps.logger));
   return app;

@@ -52,6 +52,8 @@ const schema = Joi.object({
   SMTP_URL: Joi.string().uri({ scheme: ['smtp', 'smtps'] }).allow(''),
   MAIL_FROM: Joi.string().default('Security Assessment Service <no-reply@localhost>'),
   MAIL_OUTBOX_DIR: Joi.string().default('var/outbox'),
+  // The dashboard's build output (apps/web/dist); empty: the one next to the API's own code.
+  WEB_DIST_DIR: Joi.string().allow('').default(''),
 
   WEBHOOK_MAX_ATTEMPTS: Joi.number().integer().min(1).max(20).default(8),
   WEBHOOK_BACKOFF_BASE_MS: Joi.number().integer().min(1).default(30_000),
@@ -97,6 +99,8 @@ export interface Config {
   host: string;
   port: number;
   publicBaseUrl: string;
+  /** Folder of the dashboard's build; undefined: apps/web/dist beside the API. */
+  webDistDir?: string;
   trustProxy: boolean | number | string;
   logLevel: string;
   databaseUrl: string;
@@ -186,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host: value.HOST,
     port: value.PORT,
     publicBaseUrl: value.PUBLIC_BASE_URL.replace(/\/$/, ''),
+    webDistDir: value.WEB_DIST_DIR || undefined,
     trustProxy: value.TRUST_PROXY,
     logLevel: value.LOG_LEVEL,
     databaseUrl: value.DATABASE_URL,

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import Joi from 'joi';
 import type { AppDeps } from '../../app-deps';
 import type { RouteSpec } from '../../http/route';
 import { sessionResponse, setSessionCookies } from '../auth/sessions';
@@ -28,6 +29,17 @@ export function oauthRoutes(deps: AppDeps): RouteSpec[] {
   const noStore = (res: Response) => res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
 
   return [
+    {
+      method: 'get',
+      path: '/auth/providers',
+      scope: 'public',
+      summary: 'The sign-in methods this deployment offers: password, and each OAuth provider that is configured',
+      response: Joi.object({
+        password: Joi.boolean().valid(true).required(),
+        oauth: Joi.array().items(Joi.string().valid('github', 'google')).required(),
+      }),
+      handler: () => ({ password: true, oauth: (['github', 'google'] as const).filter((name) => deps.config.oauth[name]) }),
+    },
     {
       method: 'get',
       path: '/auth/oauth/:provider/start',

@@ -1,0 +1,269 @@
+// Profile (2FA setup with a locally rendered QR code) and Settings -> API keys.
+import { useEffect, useState, type FormEvent } from 'react';
+import QRCode from 'qrcode';
+import { Link } from 'react-router-dom';
+import { client, unwrap } from '../api/client';
+import { keyLimits, type KeyPolicy } from '../lib/key-policy';
+import { groupScopes, wildcardOptions } from '../lib/scopes';
+import { useSession } from '../lib/session';
+import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
+
+function TwoFactorSetup({ onDone }: { onDone(): void }) {
+  const [setup, setSetup] = useState<{ secret: string; otpauth_url: string } | null>(null);
+  const [qr, setQr] = useState('');
+  const [code, setCode] = useState('');
+  const { busy, error, run } = useAction();
+  useEffect(() => {
+    if (setup) QRCode.toDataURL(setup.otpauth_url, { margin: 1, width: 200 }).then(setQr, () => setQr(''));
+  }, [setup]);
+  const start = () => void run(async () => setSetup(await unwrap(client.POST('/api/v1/auth/2fa/setup'))));
+  const enable = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      await unwrap(client.POST('/api/v1/auth/2fa/enable', { body: { code } }));
+      setSetup(null);
+      onDone();
+    });
+  };
+  if (!setup) {
+    return (
+      <>
+        <ErrorBox error={error} />
+        <button type="button" onClick={start} disabled={busy}>Set up two-factor authentication</button>
+      </>
+    );
+  }
+  return (
+    <form onSubmit={enable}>
+      <p>Scan this code with an authenticator app, or type the secret in by hand.</p>
+      {qr && <img src={qr} alt="QR code of the authenticator setup link" width={200} height={200} />}
+      <p>
+        Secret: <code data-testid="totp-secret">{setup.secret}</code>
+      </p>
+      <Field label="Code from the app" name="code" value={code} onChange={setCode} inputMode="numeric" autoComplete="one-time-code" required />
+      <ErrorBox error={error} />
+      <button type="submit" disabled={busy}>Enable</button>
+    </form>
+  );
+}
+
+function TwoFactorDisable({ onDone }: { onDone(): void }) {
+  const [code, setCode] = useState('');
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      await unwrap(client.POST('/api/v1/auth/2fa/disable', { body: { code } }));
+      onDone();
+    });
+  };
+  return (
+    <form onSubmit={submit}>
+      <Field label="Code to disable" name="disable-code" value={code} onChange={setCode} inputMode="numeric" required />
+      <ErrorBox error={error} />
+      <button type="submit" disabled={busy}>Disable two-factor authentication</button>
+    </form>
+  );
+}
+
+export function ProfilePage() {
+  const { me, refresh } = useSession();
+  if (!me) return null;
+  return (
+    <main>
+      <h1>Profile</h1>
+      <dl>
+        <dt>Name</dt>
+        <dd>{me.user?.name}</dd>
+        <dt>E-mail</dt>
+        <dd>{me.user?.email}</dd>
+        <dt>Organization</dt>
+        <dd>{me.organization?.name}</dd>
+        <dt>Role</dt>
+        <dd>{me.role}</dd>
+      </dl>
+      <h2>Two-factor authentication</h2>
+      <p role="status" data-testid="two-factor-status">
+        Two-factor authentication is {me.user?.two_factor_enabled ? 'on' : 'off'}.
+      </p>
+      {me.user?.two_factor_enabled ? <TwoFactorDisable onDone={refresh} /> : <TwoFactorSetup onDone={refresh} />}
+    </main>
+  );
+}
+
+type CreatedKey = { name?: string; key?: string };
+
+const daysOrNull = (text: string) => (text.trim() === '' ? null : Number(text));
+
+export function KeyPolicyPage() {
+  const { can } = useSession();
+  const policy = useLoad(() => unwrap(client.GET('/api/v1/organization/api-key-policy')));
+  const [form, setForm] = useState<Record<string, string> | null>(null);
+  const [saved, setSaved] = useState(false);
+  const { busy, error, run } = useAction();
+  const p = policy.data as KeyPolicy | undefined;
+  const values = form ?? {
+    enabled: String(!!p?.enabled),
+    require_expiration: String(!!p?.require_expiration),
+    max_lifetime_days: p?.max_lifetime_days?.toString() ?? '',
+    warn_days_before: p?.warn_days_before?.toString() ?? '',
+    inactivity_days: p?.inactivity_days?.toString() ?? '',
+  };
+  const set = (key: string) => (value: string) => setForm({ ...values, [key]: value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const body = {
+        enabled: values.enabled === 'true',
+        require_expiration: values.require_expiration === 'true',
+        max_lifetime_days: daysOrNull(values.max_lifetime_days),
+        warn_days_before: daysOrNull(values.warn_days_before),
+        inactivity_days: daysOrNull(values.inactivity_days),
+      };
+      await unwrap(client.PUT('/api/v1/organization/api-key-policy', { body }));
+      setSaved(true);
+      policy.reload();
+    });
+  };
+  const editable = can('org:update');
+  return (
+    <main>
+      <h1>API-key policy</h1>
+      <ErrorBox error={policy.error} />
+      <form onSubmit={submit}>
+        <fieldset disabled={!editable}>
+          <label className="check"><input type="checkbox" checked={values.enabled === 'true'} onChange={(e) => set('enabled')(String(e.target.checked))} /> Policy enabled</label>
+          <label className="check"><input type="checkbox" checked={values.require_expiration === 'true'} onChange={(e) => set('require_expiration')(String(e.target.checked))} /> Require an expiry</label>
+          <Field label="Maximum lifetime (days, empty: none)" name="max_lifetime_days" value={values.max_lifetime_days} onChange={set('max_lifetime_days')} inputMode="numeric" />
+          <Field label="Warn this many days before expiry" name="warn_days_before" value={values.warn_days_before} onChange={set('warn_days_before')} inputMode="numeric" />
+          <Field label="Revoke after this many days unused" name="inactivity_days" value={values.inactivity_days} onChange={set('inactivity_days')} inputMode="numeric" />
+        </fieldset>
+        <ErrorBox error={error} />
+        {saved && <p role="status" className="ok">Policy saved.</p>}
+        {editable && <button type="submit" disabled={busy}>Save policy</button>}
+      </form>
+    </main>
+  );
+}
+
+function CreateKeyForm({ onCreated }: { onCreated(key: CreatedKey): void }) {
+  const { me } = useSession();
+  const [name, setName] = useState('');
+  const [expires, setExpires] = useState('');
+  const [picked, setPicked] = useState<Set<string>>(new Set());
+  const { busy, error, run } = useAction();
+  const policy = useLoad(() => unwrap(client.GET('/api/v1/organization/api-key-policy')).catch(() => undefined));
+  const own = me?.scopes ?? [];
+  const toggle = (scope: string) => {
+    const next = new Set(picked);
+    if (next.has(scope)) next.delete(scope);
+    else next.add(scope);
+    setPicked(next);
+  };
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const body = { name, scopes: [...picked], ...(expires ? { expires_at: new Date(expires).toISOString() } : {}) };
+      onCreated(await unwrap(client.POST('/api/v1/api-keys', { body })));
+      setName('');
+      setPicked(new Set());
+    });
+  };
+  const limits = keyLimits(policy.data);
+  return (
+    <form onSubmit={submit} aria-label="Create an API key">
+      <h2>Create a key</h2>
+      <Field label="Key name" name="key-name" value={name} onChange={setName} required />
+      <div className="field">
+        <label htmlFor="key-expires">{limits.required ? 'Expires' : 'Expires (optional)'}</label>
+        <input id="key-expires" name="expires" type="date" value={expires} max={limits.maxDate} required={limits.required} onChange={(e) => setExpires(e.target.value)} />
+      </div>
+      {limits.text && <p className="hint">{limits.text}</p>}
+      <fieldset>
+        <legend>Scopes (from your own)</legend>
+        {wildcardOptions(me?.role ?? '', own).length > 0 && (
+          <div className="scope-group">
+            <h3>Wildcards</h3>
+            {wildcardOptions(me?.role ?? '', own).map((s) => (
+              <label key={s} className="check">
+                <input type="checkbox" checked={picked.has(s)} onChange={() => toggle(s)} /> {s}
+              </label>
+            ))}
+          </div>
+        )}
+        {groupScopes(own).map((group) => (
+          <div key={group.category} className="scope-group">
+            <h3>{group.category}</h3>
+            {group.scopes.map((s) => (
+              <label key={s} className="check">
+                <input type="checkbox" checked={picked.has(s)} onChange={() => toggle(s)} /> {s}
+              </label>
+            ))}
+          </div>
+        ))}
+      </fieldset>
+      <ErrorBox error={error} />
+      <button type="submit" disabled={busy || picked.size === 0}>Create key</button>
+    </form>
+  );
+}
+
+export function ApiKeysPage() {
+  const { can } = useSession();
+  const keys = useLoad(() => unwrap(client.GET('/api/v1/api-keys', { params: { query: { limit: 100 } } })));
+  const [created, setCreated] = useState<CreatedKey | null>(null);
+  const revoke = useAction();
+  const revokeKey = (id: string, name: string) => {
+    if (!window.confirm(`Revoke the key "${name}"? Programs using it stop working at once.`)) return;
+    void revoke.run(async () => {
+      await unwrap(client.DELETE('/api/v1/api-keys/{id}', { params: { path: { id } } }));
+      keys.reload();
+    });
+  };
+  return (
+    <main>
+      <h1>API keys</h1>
+      {can('org:read') && <p><Link to="/settings/api-key-policy">Organization key policy</Link></p>}
+      {created?.key && <OnceSecret label={`New key "${created.name}"`} value={created.key} />}
+      <ErrorBox error={keys.error ?? revoke.error} />
+      <table>
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Prefix</th>
+            <th>Scopes</th>
+            <th>Expires</th>
+            <th>Last used</th>
+            <th>Status</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {keys.data?.data?.map((k) => (
+            <tr key={k.id}>
+              <td>{k.name}</td>
+              <td><code>{k.prefix}</code></td>
+              <td>{k.scopes?.join(', ')}</td>
+              <td><When at={k.expires_at} /></td>
+              <td><When at={k.last_used_at} /></td>
+              <td>{k.revoked_at ? 'revoked' : 'active'}</td>
+              <td>
+                {!k.revoked_at && can('api_keys:revoke') && (
+                  <button type="button" onClick={() => revokeKey(k.id!, k.name!)}>Revoke {k.name}</button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {can('api_keys:create') && (
+        <CreateKeyForm
+          onCreated={(key) => {
+            setCreated(key);
+            keys.reload();
+          }}
+        />
+      )}
+    </main>
+  );
+}

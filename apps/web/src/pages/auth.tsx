@@ -1,0 +1,193 @@
+// Sign up, e-mail verification, log in (password, then TOTP when the account has it), invitation acceptance.
+import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router-dom';
+import { client, unwrap } from '../api/client';
+import { useSession } from '../lib/session';
+import { ErrorBox, Field, useAction, useLoad } from '../lib/ui';
+
+/** Only same-site relative paths are followed after login. */
+function safeNext(next: string | null): string {
+  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+}
+
+export function LoginPage() {
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const { refresh } = useSession();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [code, setCode] = useState('');
+  // The partial token lives in this component's state only, for the TOTP step.
+  const [partialToken, setPartialToken] = useState<string | null>(null);
+  const { busy, error, run } = useAction();
+  const providers = useLoad(() => unwrap(client.GET('/api/v1/auth/providers')));
+  const next = safeNext(params.get('next'));
+
+  const finish = async () => {
+    setPartialToken(null);
+    await refresh();
+    navigate(next, { replace: true });
+  };
+
+  const submitPassword = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const result = await unwrap(client.POST('/api/v1/auth/login', { body: { email, password } }), { quiet401: true });
+      if ('requires_2fa' in result && result.requires_2fa) setPartialToken(result.partial_token ?? null);
+      else await finish();
+    });
+  };
+
+  const submitCode = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      await unwrap(client.POST('/api/v1/auth/login/2fa', { body: { partial_token: partialToken!, code } }), { quiet401: true });
+      await finish();
+    });
+  };
+
+  if (partialToken) {
+    return (
+      <main className="narrow">
+        <h1>Two-factor authentication</h1>
+        <form onSubmit={submitCode}>
+          <Field label="Authentication code" name="code" value={code} onChange={setCode} inputMode="numeric" autoComplete="one-time-code" required />
+          <ErrorBox error={error} />
+          <button type="submit" disabled={busy}>Verify</button>
+        </form>
+      </main>
+    );
+  }
+  return (
+    <main className="narrow">
+      <h1>Log in</h1>
+      <form onSubmit={submitPassword}>
+        <Field label="E-mail" name="email" type="email" value={email} onChange={setEmail} autoComplete="username" required />
+        <Field label="Password" name="password" type="password" value={password} onChange={setPassword} autoComplete="current-password" required />
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>Log in</button>
+      </form>
+      {providers.data?.oauth.map((p) => (
+        <p key={p}>
+          <a className="button" href={`/api/v1/auth/oauth/${p}/start?redirect_after=${encodeURIComponent(next)}`}>
+            Continue with {p === 'github' ? 'GitHub' : 'Google'}
+          </a>
+        </p>
+      ))}
+      <p>
+        No account? <Link to="/signup">Sign up</Link>
+      </p>
+    </main>
+  );
+}
+
+export function SignupPage() {
+  const [form, setForm] = useState({ name: '', email: '', password: '', organization_name: '' });
+  const [done, setDone] = useState(false);
+  const { busy, error, run } = useAction();
+  const set = (key: keyof typeof form) => (value: string) => setForm({ ...form, [key]: value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      await unwrap(client.POST('/api/v1/auth/signup', { body: form }));
+      setDone(true);
+    });
+  };
+  if (done) {
+    return (
+      <main className="narrow">
+        <h1>Check your e-mail</h1>
+        <p role="status">We sent a verification link to {form.email}. Open it to activate your account.</p>
+      </main>
+    );
+  }
+  return (
+    <main className="narrow">
+      <h1>Sign up</h1>
+      <form onSubmit={submit}>
+        <Field label="Your name" name="name" value={form.name} onChange={set('name')} autoComplete="name" required />
+        <Field label="E-mail" name="email" type="email" value={form.email} onChange={set('email')} autoComplete="email" required />
+        <Field label="Password (at least 10 characters)" name="password" type="password" value={form.password} onChange={set('password')} autoComplete="new-password" required />
+        <Field label="Organization name" name="organization_name" value={form.organization_name} onChange={set('organization_name')} required />
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>Create account</button>
+      </form>
+      <p>
+        Already registered? <Link to="/login">Log in</Link>
+      </p>
+    </main>
+  );
+}
+
+export function VerifyEmailPage() {
+  const [params] = useSearchParams();
+  const token = params.get('token') ?? '';
+  const [state, setState] = useState<{ ok: boolean; message: string } | null>(null);
+  const started = useRef(false);
+  useEffect(() => {
+    if (started.current) return; // a token is single use: StrictMode's second effect must not spend it again
+    started.current = true;
+    unwrap(client.POST('/api/v1/auth/verify-email', { body: { token } })).then(
+      () => setState({ ok: true, message: 'Your e-mail address is verified. You can log in now.' }),
+      (err: Error) => setState({ ok: false, message: `This link cannot verify your address: ${err.message}` }),
+    );
+  }, [token]);
+  return (
+    <main className="narrow">
+      <h1>E-mail verification</h1>
+      {!state ? <p>Verifying…</p> : <p role={state.ok ? 'status' : 'alert'} className={state.ok ? 'ok' : 'error'}>{state.message}</p>}
+      {state && <Link to="/login">Go to log in</Link>}
+    </main>
+  );
+}
+
+export function AcceptInvitePage() {
+  const [params] = useSearchParams();
+  const token = params.get('token') ?? '';
+  const [existing, setExisting] = useState(false);
+  const [name, setName] = useState('');
+  const [password, setPassword] = useState('');
+  const [accepted, setAccepted] = useState<string | null>(null);
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const body = existing ? { token, password } : { token, name, password };
+      const result = await unwrap(client.POST('/api/v1/invitations/accept', { body }), { quiet401: true });
+      setAccepted(`You joined ${result.organization?.name} as ${result.role}. You can log in now.`);
+    });
+  };
+  if (accepted) {
+    return (
+      <main className="narrow">
+        <h1>Invitation accepted</h1>
+        <p role="status" className="ok">{accepted}</p>
+        <Link to="/login">Go to log in</Link>
+      </main>
+    );
+  }
+  return (
+    <main className="narrow">
+      <h1>Accept the invitation</h1>
+      <form onSubmit={submit}>
+        <div className="field">
+          <label>
+            <input type="checkbox" checked={existing} onChange={(e) => setExisting(e.target.checked)} /> I already have an account
+          </label>
+        </div>
+        {!existing && <Field label="Your name" name="name" value={name} onChange={setName} autoComplete="name" required />}
+        <Field
+          label={existing ? 'Your current password' : 'Choose a password (at least 10 characters)'}
+          name="password"
+          type="password"
+          value={password}
+          onChange={setPassword}
+          autoComplete={existing ? 'current-password' : 'new-password'}
+          required
+        />
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>Accept invitation</button>
+      </form>
+    </main>
+  );
+}

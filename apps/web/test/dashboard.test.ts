@@ -1,0 +1,380 @@
+// The dashboard in a real browser: Debian's Chromium driven by playwright-core, against the real API (serving the
+// built dashboard on a loopback port), the real in-process delivery worker, PostgreSQL, Redis and an HTTPS receiver.
+// Assertions are on what the page shows. A failing step saves a screenshot to test-results/dashboard/<step>.png.
+import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { TEST_PASSWORD } from '../../api/test/support/fixtures';
+import { oathtoolCode } from '../../api/test/support/auth-helpers';
+import { createWorld, type World } from '../../worker/test/support/world';
+
+const SCREENSHOTS = path.resolve(__dirname, '../../../test-results/dashboard');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+let w: World;
+let server: Server;
+let base: string;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs one step of a journey; on failure saves a screenshot named after it, then fails. */
+async function step<T>(name: string, action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (err) {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    const file = path.join(SCREENSHOTS, `${name.replace(/[^a-z0-9]+/gi, '-')}.png`);
+    await page?.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+    throw new Error(`step "${name}" failed (screenshot: ${file}): ${(err as Error).message}`);
+  }
+}
+
+function lastMailTo(email: string): { subject: string; text: string } {
+  const mails = w.h.mail().filter((m: { to: string }) => m.to === email);
+  if (mails.length === 0) throw new Error(`no mail to ${email}`);
+  return mails[mails.length - 1];
+}
+
+function linkIn(text: string, pathName: string): string {
+  const match = new RegExp(`https?://[^\\s]+${pathName}\\?token=[^\\s]+`).exec(text);
+  if (!match) throw new Error(`no ${pathName} link in: ${text}`);
+  return match[0];
+}
+
+async function poll<T>(read: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function logIn(email: string, password: string) {
+  await page.goto(`${base}/login`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+function apiWithKey(key: string, pathName: string) {
+  return fetch(`${base}${pathName}`, { headers: { Authorization: `Bearer ${key}` } });
+}
+
+beforeAll(async () => {
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  w = await createWorld({ env: { PUBLIC_BASE_URL: base, RATE_LIMIT_PER_MINUTE: '5000', LOGIN_RATE_LIMIT_PER_MINUTE: '100' } });
+  w.receiver.script('/dash', () => ({ status: 202, headers: { 'content-type': 'text/plain' }, body: 'accepted by the test receiver' }));
+  server = await new Promise<Server>((resolve) => {
+    const s = w.h.app.listen(port, '127.0.0.1', () => resolve(s));
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}, 60_000);
+
+beforeEach(async () => {
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  page.on('dialog', (dialog) => void dialog.accept());
+});
+
+afterEach(async () => {
+  await context?.close();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((r) => server?.close(r));
+  await w?.close();
+});
+
+describe('dashboard in Chromium', () => {
+  it('sign up -> verify -> 2FA -> API key -> project and webhooks -> test delivery and its attempt -> rotate -> revoke', async () => {
+    const email = `dash-${Date.now()}@example.test`;
+    const password = 'a long enough passphrase';
+    const orgName = `Dashboard Org ${Date.now()}`;
+
+    await step('signup', async () => {
+      await page.goto(`${base}/signup`);
+      await page.getByLabel('Your name').fill('Dana Dashboard');
+      await page.getByLabel('E-mail').fill(email);
+      await page.getByLabel(/^Password/).fill(password);
+      await page.getByLabel('Organization name').fill(orgName);
+      await page.getByRole('button', { name: 'Create account' }).click();
+      await page.getByText(`We sent a verification link to ${email}`).waitFor();
+    });
+
+    await step('verify-email', async () => {
+      const link = linkIn(lastMailTo(email).text, '/verify-email');
+      expect(new URL(link).origin).toBe(base);
+      await page.goto(link);
+      await page.getByText('Your e-mail address is verified').waitFor();
+      // The same link again: the page says why it cannot be used.
+      await page.goto(link);
+      await page.getByText(/This link cannot verify your address: .+/).waitFor();
+    });
+
+    await step('login', async () => {
+      await logIn(email, password);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.getByText(`${email} · ${orgName} (owner)`).waitFor();
+    });
+
+    let secret = '';
+    await step('enable-2fa', async () => {
+      await page.getByRole('link', { name: 'Profile' }).click();
+      await page.getByText('Two-factor authentication is off.').waitFor();
+      await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+      await page.getByRole('img', { name: 'QR code of the authenticator setup link' }).waitFor();
+      secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
+      await page.getByLabel('Code from the app').fill(oathtoolCode(secret, new Date()));
+      await page.getByRole('button', { name: 'Enable' }).click();
+      await page.getByText('Two-factor authentication is on.').waitFor();
+    });
+
+    await step('logout', async () => {
+      await page.getByRole('button', { name: 'Log out' }).click();
+      await page.getByRole('heading', { name: 'Log in' }).waitFor();
+      expect((await context.cookies()).find((c) => c.name === 'session')).toBeUndefined();
+    });
+
+    await step('login-with-totp', async () => {
+      await logIn(email, password);
+      await page.getByRole('heading', { name: 'Two-factor authentication' }).waitFor();
+      // The next time step: the enabling code's step is spent (replay protection).
+      await page.getByLabel('Authentication code').fill(oathtoolCode(secret, new Date(Date.now() + 30_000)));
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      const stored = await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })');
+      expect(stored).toBe('{}{}');
+    });
+
+    let key = '';
+    await step('create-api-key', async () => {
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByLabel('Key name').fill('browser-made');
+      await page.getByLabel('projects:read', { exact: true }).check();
+      await page.getByLabel('findings:read', { exact: true }).check();
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByText('It is shown only once').waitFor();
+      key = (await page.getByTestId('secret-value').textContent()) ?? '';
+      expect(key).toMatch(/^sk-svc-/);
+      await page.getByRole('cell', { name: 'projects:read, findings:read' }).or(page.getByRole('cell', { name: 'findings:read, projects:read' })).waitFor();
+      const res = await apiWithKey(key, '/api/v1/projects');
+      expect(res.status).toBe(200);
+      const refused = await apiWithKey(key, '/api/v1/webhooks/subscriptions');
+      expect(refused.status).toBe(403);
+      await page.evaluate('window.scrollTo(0, 0)');
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'api-key-created.png') });
+    });
+
+    await step('org-webhook', async () => {
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Organization webhooks' }).waitFor();
+      await page.getByLabel('Subscription name').fill('org receiver');
+      await page.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/dash'));
+      await page.getByLabel('finding.created', { exact: true }).check();
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      await page.getByText('It is shown only once').waitFor();
+      expect(await page.getByTestId('secret-value').textContent()).toMatch(/^whsec_/);
+      await page.getByRole('cell', { name: 'org receiver' }).waitFor();
+    });
+
+    await step('project-webhook', async () => {
+      await page.getByRole('link', { name: 'Projects' }).click();
+      await page.getByLabel('Create project: name').fill('Storefront');
+      await page.getByRole('button', { name: 'Create project' }).click();
+      await page.getByRole('link', { name: 'Storefront' }).click();
+      await page.getByRole('heading', { name: 'Project Storefront' }).waitFor();
+      await page.getByRole('link', { name: 'Project webhooks' }).click();
+      await page.getByRole('heading', { name: 'Project webhooks' }).waitFor();
+      await page.getByLabel('Subscription name').fill('project receiver');
+      await page.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/dash'));
+      await page.getByLabel('finding.created', { exact: true }).check();
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      expect(await page.getByTestId('secret-value').textContent()).toMatch(/^whsec_/);
+      await page.getByRole('link', { name: 'Open project receiver' }).click();
+      await page.getByRole('heading', { name: 'Subscription project receiver' }).waitFor();
+      await page.getByTestId('subscription-status').getByText('active').waitFor();
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      await page.getByRole('button', { name: 'Enable' }).click();
+      await page.getByRole('button', { name: 'Disable' }).waitFor();
+    });
+
+    await step('test-delivery', async () => {
+      await page.getByRole('button', { name: 'Send test delivery' }).click();
+      await page.getByText(/Test delivery whdel_\w+ queued\./).waitFor();
+      await w.receiver.waitForRequests('/dash', 1, 20_000);
+      await page.getByRole('link', { name: 'Deliveries of this subscription' }).click();
+      await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+      await poll(async () => {
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        return (await page.getByText('succeeded').count()) > 0 ? true : undefined;
+      }, 'the delivery to show as succeeded');
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'deliveries.png') });
+      // Readable on a phone: the same page at 390 px.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.getByRole('link', { name: /^whdel_/ }).first().waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'deliveries-390px.png') });
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await page.getByRole('link', { name: /^whdel_/ }).first().click();
+      await page.getByRole('heading', { name: 'Attempts' }).waitFor();
+      await page.getByTestId('attempt-status').first().getByText('202').waitFor();
+      expect(await page.getByTestId('delivery-status').textContent()).toBe('succeeded');
+      expect(await page.getByTestId('payload').textContent()).toContain('"type": "webhook.test"');
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'delivery-attempts.png'), fullPage: true });
+    });
+
+    await step('rotate-secret', async () => {
+      await page.goBack();
+      await page.goBack();
+      await page.getByRole('heading', { name: 'Subscription project receiver' }).waitFor();
+      await page.getByRole('button', { name: 'Rotate secret' }).click();
+      await page.getByText('The previous secret stops signing at').waitFor();
+      expect(await page.getByTestId('secret-value').textContent()).toMatch(/^whsec_/);
+    });
+
+    await step('revoke-key', async () => {
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByRole('button', { name: 'Revoke browser-made' }).click();
+      await page.getByRole('cell', { name: 'revoked' }).waitFor();
+      expect((await apiWithKey(key, '/api/v1/projects')).status).toBe(401);
+    });
+
+    await step('audit-log', async () => {
+      await page.getByRole('link', { name: 'Audit log' }).click();
+      await page.getByLabel('Action (e.g. api_key.created)').fill('webhook.secret_rotated');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.getByRole('cell', { name: 'webhook.secret_rotated' }).waitFor();
+      // Filtered: the key's revocation (the newest event) leaves the table.
+      await poll(async () => ((await page.getByRole('cell', { name: 'api_key.revoked' }).count()) === 0 ? true : undefined), 'the filter to apply', 5_000);
+      await page.getByRole('cell', { name: 'webhook.secret_rotated' }).waitFor();
+    });
+
+    await step('key-policy', async () => {
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByRole('link', { name: 'Organization key policy' }).click();
+      await page.getByLabel('Policy enabled').check();
+      await page.getByLabel('Require an expiry').check();
+      await page.getByLabel('Maximum lifetime (days, empty: none)').fill('30');
+      await page.getByRole('button', { name: 'Save policy' }).click();
+      await page.getByText('Policy saved.').waitFor();
+      await page.getByRole('link', { name: 'API keys' }).click();
+      await page.getByText('Organization key policy: an expiry is required; keys live at most 30 days').waitFor();
+      expect(await page.getByLabel('Expires', { exact: true }).getAttribute('required')).not.toBeNull();
+    });
+  }, 120_000);
+
+  it('a member is offered no webhook pages, and a direct visit names the missing scope', async () => {
+    await step('member', async () => {
+      await logIn(w.org.member.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      await nav.getByRole('link', { name: 'Profile' }).waitFor();
+      expect(await nav.getByRole('link', { name: 'Webhooks' }).count()).toBe(0);
+      expect(await page.getByRole('button', { name: 'Create project' }).count()).toBe(0);
+      await page.goto(`${base}/webhooks`);
+      await page.getByRole('alert').getByText(/webhooks:read/).waitFor();
+      expect(await page.getByRole('button', { name: 'Create subscription' }).count()).toBe(0);
+    });
+  }, 60_000);
+
+  it('an invited person accepts through the mailed link, then logs in to the organization', async () => {
+    const invitee = `invitee-${Date.now()}@example.test`;
+    await step('invite', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.getByRole('link', { name: 'Members' }).click();
+      await page.getByLabel('E-mail to invite').fill(invitee);
+      await page.getByLabel('Invitation role').selectOption('manager');
+      await page.getByRole('button', { name: 'Send invitation' }).click();
+      await page.getByText(`${invitee} (manager)`).waitFor();
+      // Teams, on the way: create one and put the organization's member in it.
+      await page.getByRole('link', { name: 'Teams' }).click();
+      await page.getByLabel('Create team: name').fill('Blue team');
+      await page.getByRole('button', { name: 'Create team' }).click();
+      await page.getByLabel('Add a member to Blue team').selectOption({ label: w.org.member.email });
+      await page.getByRole('button', { name: 'Add', exact: true }).click();
+      await page.getByRole('button', { name: 'Remove from Blue team' }).waitFor();
+      await page.getByText(`(${w.org.member.email})`).waitFor();
+      await page.getByRole('button', { name: 'Log out' }).click();
+      await page.getByRole('heading', { name: 'Log in' }).waitFor();
+    });
+    await step('accept', async () => {
+      await page.goto(linkIn(lastMailTo(invitee).text, '/accept-invite'));
+      await page.getByLabel('Your name').fill('Ivy Invitee');
+      await page.getByLabel(/Choose a password/).fill('invited passphrase 123');
+      await page.getByRole('button', { name: 'Accept invitation' }).click();
+      await page.getByText(`You joined ${w.org.name} as manager.`).waitFor();
+      await logIn(invitee, 'invited passphrase 123');
+      await page.getByText(`${invitee} · ${w.org.name} (manager)`).waitFor();
+    });
+  }, 60_000);
+
+  it('a 401 goes to the login page and back; a cookie session without the CSRF header changes nothing', async () => {
+    await step('return-after-login', async () => {
+      await page.goto(`${base}/settings/api-keys`);
+      await page.getByRole('heading', { name: 'Log in' }).waitFor();
+      expect(new URL(page.url()).searchParams.get('next')).toBe('/settings/api-keys');
+      await page.getByLabel('E-mail').fill(w.org.owner.email);
+      await page.getByLabel('Password').fill(TEST_PASSWORD);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    });
+    await step('csrf', async () => {
+      // Runs in the page: the session cookie goes along by itself; the CSRF header only when asked.
+      const attempt = (withCsrf: boolean): Promise<number> =>
+        page.evaluate(`(async () => {
+          const csrf = decodeURIComponent(/(?:^|;\\s*)csrf_token=([^;]*)/.exec(document.cookie)?.[1] ?? '');
+          const res = await fetch('/api/v1/projects', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json', ${withCsrf ? "'X-CSRF-Token': csrf" : ''} },
+            body: JSON.stringify({ name: ${withCsrf ? "'with csrf'" : "'forged'"} }),
+          });
+          return res.status;
+        })()`);
+      expect(await attempt(false)).toBe(403);
+      expect(await attempt(true)).toBe(201);
+      const names = (await w.h.deps.prisma.project.findMany({ where: { organizationId: w.org.id } })).map((p: { name: string }) => p.name);
+      expect(names).toContain('with csrf');
+      expect(names).not.toContain('forged');
+    });
+    await step('api-404-stays-json', async () => {
+      const res = await fetch(`${base}/api/v1/nothing-here`, { headers: { Accept: 'text/html' } });
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ detail: 'No route for GET /api/v1/nothing-here.' });
+      const spa = await fetch(`${base}/verify-email?token=x`, { headers: { Accept: 'text/html' } });
+      expect(spa.status).toBe(200);
+      expect(spa.headers.get('content-security-policy')).toContain("script-src 'self'");
+      const json = await fetch(`${base}/verify-email`, { headers: { Accept: 'application/json' } });
+      expect(json.status).toBe(404);
+    });
+  }, 60_000);
+});

@@ -32,3 +32,4 @@ export * from './service';
 export * from './splunk-hec';
 export * from './sentinel';
 export * from './cef';
+export * from './fields';

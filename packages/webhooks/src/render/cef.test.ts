@@ -9,6 +9,7 @@ import { renderPayload } from './index';
 import {
   buildCefLine,
   CEF_EVENT_SEVERITY,
+  cefEventName,
   cefExtensionPairs,
   cefSeverity,
   escapeCefExtensionValue,
@@ -97,7 +98,7 @@ describe('cef format', () => {
       expect(cef.DeviceProduct).toBe('Security Assessment Service');
       expect(cef.DeviceVersion).toBe('1.0');
       expect(cef.SignatureID).toBe(envelope.type);
-      expect(cef.Name).toBe(describeEventType(envelope.type));
+      expect(cef.Name).toBe(cefEventName(envelope));
       expect(cef.Severity).toBe(String(cefSeverity(envelope)));
       expect(cef.Extensions).toEqual(Object.fromEntries(cefExtensionPairs(envelope)));
       expect(cef.Extensions.rt).toBe(String(CREATED_AT_MS));
@@ -135,7 +136,7 @@ describe('cef format', () => {
       flexString2Label: 'findingSeverity',
     });
     const [plain] = lognormalize([line(sampleEnvelope('webhook.test'))]);
-    expect(plain.Extensions.msg).toBe(describeEventType('webhook.test'));
+    expect(plain.Extensions.msg).toBe('This is a test delivery');
     expect(plain.Extensions).not.toHaveProperty('cs3');
     expect(plain.Extensions).not.toHaveProperty('cs3Label');
   });
@@ -235,18 +236,31 @@ describe('cef format', () => {
 });
 
 describe('labels of status and severity', () => {
-  it('calls them finding fields only when the event carries a finding', () => {
+  it('keeps cs6 the finding status: an assessment status goes to outcome', () => {
     const completed = buildEnvelope({
       deliveryId: 'whdel_x', eventId: 'event_x', type: 'assessment.completed', createdAt: 0, organizationId: 'org_x',
       data: { assessment_id: 'asm_x', status: 'completed' },
     });
     const pairs = Object.fromEntries(cefExtensionPairs(completed));
-    expect(pairs.cs6).toBe('completed');
-    expect(pairs.cs6Label).toBe('assessmentStatus');
+    expect(pairs.outcome).toBe('completed');
+    expect(pairs).not.toHaveProperty('cs6');
+    expect(pairs).not.toHaveProperty('cs6Label');
     const finding = buildEnvelope({
       deliveryId: 'whdel_x', eventId: 'event_x', type: 'monitoring.regression', createdAt: 0, organizationId: 'org_x',
       data: { finding_id: 'fnd_x', severity: 'high' },
     });
     expect(Object.fromEntries(cefExtensionPairs(finding)).flexString2Label).toBe('findingSeverity');
+  });
+
+  it('names the scope of spend events in Name and msg', () => {
+    const spend = (scope: string) =>
+      buildEnvelope({
+        deliveryId: 'whdel_x', eventId: 'event_x', type: 'spend.threshold_crossed', createdAt: 0, organizationId: 'org_x',
+        data: { limit_id: 'lim_x', scope, project_id: scope === 'project' ? 'prj_x' : null, threshold_credits: '20.00', spent_credits: '21.50' },
+      });
+    const [project, organization] = lognormalize([line(spend('project')), line(spend('organization'))]);
+    expect(project.Name).toBe('Project spend crossed a configured alert threshold');
+    expect(project.Extensions.msg).toBe(project.Name);
+    expect(organization.Name).toBe('Organization spend crossed a configured alert threshold');
   });
 });

@@ -135,17 +135,18 @@ export function allSentinelColumns(): SentinelColumn[] {
 function typedValue(type: SentinelColumnType, value: unknown): SentinelValue | undefined {
   if (value === undefined) return undefined;
   if (value === null) return null;
+  // A value of another type than the catalogue's is left to the generic columns rather than lost.
   switch (type) {
     case 'real':
-      return creditsAsNumber(value) ?? null;
+      return creditsAsNumber(value);
     case 'int':
-      return typeof value === 'number' && Number.isFinite(value) ? value : null;
+      return typeof value === 'number' && Number.isInteger(value) ? value : undefined;
     case 'datetime': {
       const ms = typeof value === 'string' ? Date.parse(value) : NaN;
-      return Number.isFinite(ms) ? new Date(ms).toISOString() : null;
+      return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
     }
     case 'string':
-      return typeof value === 'string' ? value : null;
+      return typeof value === 'string' ? value : undefined;
   }
 }
 
@@ -153,10 +154,9 @@ function envelopeValue(envelope: Envelope, source: string): unknown {
   return (envelope as unknown as Record<string, unknown>)[source];
 }
 
-/** The fields of `data` outside the catalogue (and other than `kind`), as a pruned copy. */
-function uncataloguedData(envelope: Envelope): Record<string, unknown> {
-  const catalogued = new Set(dataFieldsOf(envelope.type).map((field) => field.path));
-  catalogued.add('kind');
+/** The fields of `data` not written as typed columns (and other than `kind`), as a pruned copy. */
+function uncataloguedData(envelope: Envelope, written: ReadonlySet<string>): Record<string, unknown> {
+  const catalogued = new Set([...written, 'kind']);
   const prune = (value: Record<string, unknown>, prefix: string): Record<string, unknown> => {
     const out: Record<string, unknown> = {};
     for (const [key, child] of Object.entries(value)) {
@@ -173,16 +173,19 @@ function uncataloguedData(envelope: Envelope): Record<string, unknown> {
 export function buildSentinelRecord(envelope: Envelope): SentinelRecord {
   const taken = new Set<string>(SENTINEL_RESERVED_COLUMNS.map((name) => name.toLowerCase()));
   const record: SentinelRecord = {};
+  const written = new Set<string>();
   for (const column of sentinelColumns(envelope.type)) {
     taken.add(column.name.toLowerCase());
     const raw = column.source.startsWith('data.')
       ? readDataPath(envelope.data, column.source.slice('data.'.length))
       : envelopeValue(envelope, column.source);
     const value = typedValue(column.type, raw);
-    if (value !== undefined) record[column.name] = capValue(value);
+    if (value === undefined) continue;
+    record[column.name] = capValue(value);
+    if (column.source.startsWith('data.')) written.add(column.source.slice('data.'.length));
   }
   const leaves: Leaf[] = [];
-  collectLeaves([], uncataloguedData(envelope), leaves);
+  collectLeaves([], uncataloguedData(envelope, written), leaves);
   for (const leaf of leaves) {
     record[claimColumnName(sanitizeColumnName(leaf.path), taken)] = capValue(leaf.value);
   }

@@ -1,7 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { allSampleEnvelopes, CREATED_AT_MS, NASTY_STRINGS, sampleEnvelope } from '../__tests__/fixtures';
 import { buildEnvelope, type Envelope } from '../envelope';
 import { describeEventType, EVENT_TYPES, FINDING_EVENT_TYPES } from '../events';
@@ -17,54 +14,7 @@ import {
 } from './cef';
 import { resolveRenderOptions, type RenderOptions } from './options';
 
-// Independent check: liblognorm's strict CEF parser (`lognormalizer`, Debian package liblognorm-utils).
-interface ParsedCef {
-  DeviceVendor: string;
-  DeviceProduct: string;
-  DeviceVersion: string;
-  SignatureID: string;
-  Name: string;
-  Severity: string;
-  Extensions: Record<string, string>;
-}
-
-const INSTALL_HINT = 'lognormalizer not found: install liblognorm-utils (apt-get install -y liblognorm-utils)';
-
-let workDir: string;
-let rulebase: string;
-
-beforeAll(() => {
-  workDir = mkdtempSync(join(tmpdir(), 'cef-lognorm-'));
-  rulebase = join(workDir, 'cef.rulebase');
-  writeFileSync(rulebase, 'version=2\nrule=:%cef:cef%\n');
-});
-
-afterAll(() => {
-  rmSync(workDir, { recursive: true, force: true });
-});
-
-/** Parses CEF lines with lognormalizer; a line that does not parse makes the test fail. */
-function lognormalize(lines: string[]): ParsedCef[] {
-  // liblognorm drops the first letter of the first extension key when no space follows the severity's `|`.
-  const input = lines
-    .map((line) => {
-      expect(line).not.toMatch(/[\r\n]/);
-      return line.replace(/^((?:[^|\\]|\\.)*(?:\|(?:[^|\\]|\\.)*){6}\|)/, '$1 ');
-    })
-    .join('\n');
-  const result = spawnSync('lognormalizer', ['-r', rulebase, '-e', 'json'], { input: `${input}\n`, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (result.error && (result.error as NodeJS.ErrnoException).code === 'ENOENT') {
-    throw new Error(INSTALL_HINT);
-  }
-  if (result.status !== 0) throw new Error(`lognormalizer failed (${result.status}): ${result.stderr}`);
-  const outputs = result.stdout.split('\n').filter((l) => l.trim() !== '');
-  expect(outputs).toHaveLength(lines.length);
-  return outputs.map((out, i) => {
-    const json = JSON.parse(out);
-    if (!json.cef) throw new Error(`lognormalizer could not parse line ${i}: ${lines[i].slice(0, 300)}\n${out.slice(0, 300)}`);
-    return json.cef as ParsedCef;
-  });
-}
+import { INSTALL_HINT, lognormalize } from '../__tests__/lognormalize';
 
 function line(envelope: Envelope, options: RenderOptions = {}): string {
   return renderPayload('cef', envelope, options).body.toString('utf8');

@@ -33,3 +33,4 @@ export * from './splunk-hec';
 export * from './sentinel';
 export * from './cef';
 export * from './fields';
+export * from './field-mapping';

@@ -18,9 +18,11 @@
 //   cs2 / cs2Label     organization id / "organizationId"
 // then every `data` field of the event type at the key fields.ts assigns it (standard ArcSight keys where the
 // dictionary has one, custom keys with one fixed label across all event types, `svc*` vendor keys otherwise).
-// Integers and credits are written in decimal, timestamps as epoch milliseconds; null fields are left out.
+// Integers and credits are written in decimal, timestamps as epoch milliseconds; null fields are left out. Data
+// outside the catalogue goes to `svcX<PascalCase path>` vendor keys rather than being dropped.
 import { describeEventType, isFindingEventType, type EventType } from '../events';
-import { creditsAsNumber, dataFieldsOf, readDataPath, type DataField } from './fields';
+import { canonicalJson } from '../canonical-json';
+import { creditsAsNumber, dataFieldsOf, extraData, pascalCaseOfPath, readDataPath, type DataField } from './fields';
 import type { Envelope } from '../envelope';
 import { truncateChars } from '../text';
 import type { RenderedPayload, ResolvedRenderOptions } from './options';
@@ -146,6 +148,25 @@ export function cefFieldValue(field: DataField, value: unknown): string | undefi
   }
 }
 
+/**
+ * Data outside the catalogue (or not of its catalogued type) is not dropped: each leaf goes to a vendor key
+ * `svcX<PascalCase path>` (alphanumerics only), in sorted key order; arrays and objects as canonical JSON.
+ */
+function addExtraFields(pairs: Array<[string, string]>, extra: Record<string, unknown>, path: string[] = []): void {
+  for (const key of Object.keys(extra).sort()) {
+    const value = extra[key];
+    const childPath = [...path, key];
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype) {
+      addExtraFields(pairs, value as Record<string, unknown>, childPath);
+      continue;
+    }
+    const text = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : value === null || value === undefined ? undefined : canonicalJson(value);
+    const name = `svcX${pascalCaseOfPath(childPath.join('.')).replace(/[^A-Za-z0-9]/g, '')}`;
+    if (text === undefined || text === '' || pairs.some(([k]) => k === name)) continue;
+    pairs.push([name, truncateChars(text, CEF_LIMITS.msg)]);
+  }
+}
+
 /** The extension as ordered [key, unescaped value] pairs, values already cut to their limits. */
 export function cefExtensionPairs(envelope: Envelope): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
@@ -162,10 +183,13 @@ export function cefExtensionPairs(envelope: Envelope): Array<[string, string]> {
   add('msg', messageField ? String(readDataPath(envelope.data, messageField.path)) : cefEventName(envelope));
   add('cs1', envelope.id, 'deliveryId');
   add('cs2', envelope.organization_id, 'organizationId');
+  const written = new Set<string>();
   for (const field of fields) {
-    if (field.cef.key === 'msg') continue;
-    add(field.cef.key, cefFieldValue(field, readDataPath(envelope.data, field.path)), field.cef.label);
+    const value = cefFieldValue(field, readDataPath(envelope.data, field.path));
+    if (value !== undefined) written.add(field.path);
+    if (field.cef.key !== 'msg') add(field.cef.key, value, field.cef.label);
   }
+  addExtraFields(pairs, extraData(envelope.data, written));
   return pairs;
 }
 

@@ -121,6 +121,20 @@ describe('every data field of every event type reaches every format', () => {
   });
 });
 
+describe('data outside the catalogue', () => {
+  it('is kept: CEF svcX<Path> vendor keys, Sentinel PascalCase columns', () => {
+    const envelope = buildEnvelope({
+      deliveryId: 'whdel_x', eventId: 'event_x', type: 'finding.created', createdAt: 0, organizationId: 'org_x',
+      data: { finding_id: 'fnd_x', location: { path: 'src/a.ts', line: 42 }, cwe: ['CWE-89'], extra_note: 'a=b' },
+    });
+    const [cef] = lognormalize([renderPayload('cef', envelope).body.toString('utf8')]);
+    expect(cef.Extensions).toMatchObject({ cs5: 'fnd_x', svcXLocationPath: 'src/a.ts', svcXLocationLine: '42', svcXCwe: '["CWE-89"]', svcXExtraNote: 'a=b' });
+    expect(cef.Extensions).not.toHaveProperty('filePath');
+    const [record] = JSON.parse(renderPayload('microsoft_sentinel', envelope).body.toString('utf8'));
+    expect(record).toMatchObject({ FindingId: 'fnd_x', LocationPath: 'src/a.ts', LocationLine: 42, Cwe: '["CWE-89"]', ExtraNote: 'a=b' });
+  });
+});
+
 describe('README field mapping', () => {
   it('is the generated table (run scripts/generate-field-mapping.js when this fails)', () => {
     const readme = readFileSync(join(__dirname, '..', '..', '..', '..', 'README.md'), 'utf8');

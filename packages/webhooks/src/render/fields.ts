@@ -134,3 +134,21 @@ export function creditsAsNumber(value: unknown): number | undefined {
   if (typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value)) return Number(value);
   return undefined;
 }
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) && typeof (value as { toJSON?: unknown }).toJSON !== 'function';
+}
+
+/** The part of `data` not already written at its catalogued place (`written` paths) and other than `kind`. */
+export function extraData(data: Record<string, unknown>, written: ReadonlySet<string>): Record<string, unknown> {
+  const skip = new Set([...written, 'kind']);
+  const prune = (value: Record<string, unknown>, prefix: string): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(value)) {
+      const path = prefix === '' ? key : `${prefix}.${key}`;
+      if (!skip.has(path)) out[key] = isPlainObject(child) ? prune(child, path) : child;
+    }
+    return out;
+  };
+  return prune(data, '');
+}

@@ -15,7 +15,7 @@ import { truncateUtf8 } from '../text';
 import type { RenderedPayload } from './options';
 import { JSON_CONTENT_TYPE } from './service';
 import { EVENT_TYPES, type EventType } from '../events';
-import { creditsAsNumber, dataFieldsOf, pascalCaseOfPath, readDataPath, type FieldType } from './fields';
+import { creditsAsNumber, dataFieldsOf, extraData, pascalCaseOfPath, readDataPath, type FieldType } from './fields';
 
 export const SENTINEL_COLUMN_NAME = /^[A-Za-z][A-Za-z0-9_]{0,44}$/;
 export const SENTINEL_MAX_COLUMN_NAME_LENGTH = 45;
@@ -154,21 +154,6 @@ function envelopeValue(envelope: Envelope, source: string): unknown {
   return (envelope as unknown as Record<string, unknown>)[source];
 }
 
-/** The fields of `data` not written as typed columns (and other than `kind`), as a pruned copy. */
-function uncataloguedData(envelope: Envelope, written: ReadonlySet<string>): Record<string, unknown> {
-  const catalogued = new Set([...written, 'kind']);
-  const prune = (value: Record<string, unknown>, prefix: string): Record<string, unknown> => {
-    const out: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(value)) {
-      const path = prefix === '' ? key : `${prefix}.${key}`;
-      if (catalogued.has(path)) continue;
-      out[key] = isPlainObject(child) && typeof (child as { toJSON?: unknown }).toJSON !== 'function' ? prune(child, path) : child;
-    }
-    return out;
-  };
-  return prune(envelope.data, '');
-}
-
 /** The flat record (before wrapping in the request array). */
 export function buildSentinelRecord(envelope: Envelope): SentinelRecord {
   const taken = new Set<string>(SENTINEL_RESERVED_COLUMNS.map((name) => name.toLowerCase()));
@@ -185,7 +170,7 @@ export function buildSentinelRecord(envelope: Envelope): SentinelRecord {
     if (column.source.startsWith('data.')) written.add(column.source.slice('data.'.length));
   }
   const leaves: Leaf[] = [];
-  collectLeaves([], uncataloguedData(envelope, written), leaves);
+  collectLeaves([], extraData(envelope.data, written), leaves);
   for (const leaf of leaves) {
     record[claimColumnName(sanitizeColumnName(leaf.path), taken)] = capValue(leaf.value);
   }

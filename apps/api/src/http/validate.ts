@@ -46,5 +46,8 @@ export const name = () => Joi.string().trim().min(1).max(200);
 
 export const paginationQuery = {
   limit: Joi.number().integer().min(1).max(100).default(25),
-  cursor: Joi.string().max(100),
+  // A cursor is a `next_cursor` this API returned: an id (`<prefix>_<26 base32 chars>`); anything else is a 400.
+  cursor: Joi.string()
+    .pattern(/^[a-z]+_[0-9a-hjkmnp-tv-z]{26}$/)
+    .messages({ 'string.pattern.base': '"cursor" must be a next_cursor value returned by this API' }),
 };

@@ -1,7 +1,4 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { allSampleEnvelopes, CREATED_AT_MS, NASTY_STRINGS, sampleEnvelope } from '../__tests__/fixtures';
 import { buildEnvelope, type Envelope } from '../envelope';
 import { describeEventType, EVENT_TYPES, FINDING_EVENT_TYPES } from '../events';
@@ -9,6 +6,7 @@ import { renderPayload } from './index';
 import {
   buildCefLine,
   CEF_EVENT_SEVERITY,
+  cefEventName,
   cefExtensionPairs,
   cefSeverity,
   escapeCefExtensionValue,
@@ -16,54 +14,7 @@ import {
 } from './cef';
 import { resolveRenderOptions, type RenderOptions } from './options';
 
-// Independent check: liblognorm's strict CEF parser (`lognormalizer`, Debian package liblognorm-utils).
-interface ParsedCef {
-  DeviceVendor: string;
-  DeviceProduct: string;
-  DeviceVersion: string;
-  SignatureID: string;
-  Name: string;
-  Severity: string;
-  Extensions: Record<string, string>;
-}
-
-const INSTALL_HINT = 'lognormalizer not found: install liblognorm-utils (apt-get install -y liblognorm-utils)';
-
-let workDir: string;
-let rulebase: string;
-
-beforeAll(() => {
-  workDir = mkdtempSync(join(tmpdir(), 'cef-lognorm-'));
-  rulebase = join(workDir, 'cef.rulebase');
-  writeFileSync(rulebase, 'version=2\nrule=:%cef:cef%\n');
-});
-
-afterAll(() => {
-  rmSync(workDir, { recursive: true, force: true });
-});
-
-/** Parses CEF lines with lognormalizer; a line that does not parse makes the test fail. */
-function lognormalize(lines: string[]): ParsedCef[] {
-  // liblognorm drops the first letter of the first extension key when no space follows the severity's `|`.
-  const input = lines
-    .map((line) => {
-      expect(line).not.toMatch(/[\r\n]/);
-      return line.replace(/^((?:[^|\\]|\\.)*(?:\|(?:[^|\\]|\\.)*){6}\|)/, '$1 ');
-    })
-    .join('\n');
-  const result = spawnSync('lognormalizer', ['-r', rulebase, '-e', 'json'], { input: `${input}\n`, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (result.error && (result.error as NodeJS.ErrnoException).code === 'ENOENT') {
-    throw new Error(INSTALL_HINT);
-  }
-  if (result.status !== 0) throw new Error(`lognormalizer failed (${result.status}): ${result.stderr}`);
-  const outputs = result.stdout.split('\n').filter((l) => l.trim() !== '');
-  expect(outputs).toHaveLength(lines.length);
-  return outputs.map((out, i) => {
-    const json = JSON.parse(out);
-    if (!json.cef) throw new Error(`lognormalizer could not parse line ${i}: ${lines[i].slice(0, 300)}\n${out.slice(0, 300)}`);
-    return json.cef as ParsedCef;
-  });
-}
+import { INSTALL_HINT, lognormalize } from '../__tests__/lognormalize';
 
 function line(envelope: Envelope, options: RenderOptions = {}): string {
   return renderPayload('cef', envelope, options).body.toString('utf8');
@@ -97,7 +48,7 @@ describe('cef format', () => {
       expect(cef.DeviceProduct).toBe('Security Assessment Service');
       expect(cef.DeviceVersion).toBe('1.0');
       expect(cef.SignatureID).toBe(envelope.type);
-      expect(cef.Name).toBe(describeEventType(envelope.type));
+      expect(cef.Name).toBe(cefEventName(envelope));
       expect(cef.Severity).toBe(String(cefSeverity(envelope)));
       expect(cef.Extensions).toEqual(Object.fromEntries(cefExtensionPairs(envelope)));
       expect(cef.Extensions.rt).toBe(String(CREATED_AT_MS));
@@ -135,7 +86,7 @@ describe('cef format', () => {
       flexString2Label: 'findingSeverity',
     });
     const [plain] = lognormalize([line(sampleEnvelope('webhook.test'))]);
-    expect(plain.Extensions.msg).toBe(describeEventType('webhook.test'));
+    expect(plain.Extensions.msg).toBe('This is a test delivery');
     expect(plain.Extensions).not.toHaveProperty('cs3');
     expect(plain.Extensions).not.toHaveProperty('cs3Label');
   });
@@ -235,18 +186,31 @@ describe('cef format', () => {
 });
 
 describe('labels of status and severity', () => {
-  it('calls them finding fields only when the event carries a finding', () => {
+  it('keeps cs6 the finding status: an assessment status goes to outcome', () => {
     const completed = buildEnvelope({
       deliveryId: 'whdel_x', eventId: 'event_x', type: 'assessment.completed', createdAt: 0, organizationId: 'org_x',
       data: { assessment_id: 'asm_x', status: 'completed' },
     });
     const pairs = Object.fromEntries(cefExtensionPairs(completed));
-    expect(pairs.cs6).toBe('completed');
-    expect(pairs.cs6Label).toBe('assessmentStatus');
+    expect(pairs.outcome).toBe('completed');
+    expect(pairs).not.toHaveProperty('cs6');
+    expect(pairs).not.toHaveProperty('cs6Label');
     const finding = buildEnvelope({
       deliveryId: 'whdel_x', eventId: 'event_x', type: 'monitoring.regression', createdAt: 0, organizationId: 'org_x',
       data: { finding_id: 'fnd_x', severity: 'high' },
     });
     expect(Object.fromEntries(cefExtensionPairs(finding)).flexString2Label).toBe('findingSeverity');
+  });
+
+  it('names the scope of spend events in Name and msg', () => {
+    const spend = (scope: string) =>
+      buildEnvelope({
+        deliveryId: 'whdel_x', eventId: 'event_x', type: 'spend.threshold_crossed', createdAt: 0, organizationId: 'org_x',
+        data: { limit_id: 'lim_x', scope, project_id: scope === 'project' ? 'prj_x' : null, threshold_credits: '20.00', spent_credits: '21.50' },
+      });
+    const [project, organization] = lognormalize([line(spend('project')), line(spend('organization'))]);
+    expect(project.Name).toBe('Project spend crossed a configured alert threshold');
+    expect(project.Extensions.msg).toBe(project.Name);
+    expect(organization.Name).toBe('Organization spend crossed a configured alert threshold');
   });
 });

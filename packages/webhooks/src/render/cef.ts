@@ -8,23 +8,21 @@
 // Lengths (UTF-16 code units, as CEF consumers count them; cut before escaping, never inside a surrogate pair):
 // header fields 1023 (name 512), externalId 40, msg 1023, cat 1023, flexString1/2 1023, csN 4000, csNLabel 1023.
 //
-// Header `<name>` is the event type's one-line description (events.ts). Extension keys, in this order, each only
-// when there is a value:
+// Header `<name>` is the event type's one-line description (events.ts), except that spend events say their scope
+// ("Project spend ..." or "Organization spend ..."). Extension keys, each only when there is a value:
 //   rt                 created_at in epoch milliseconds
 //   externalId         event id
 //   cat                event family: the part of the type before the dot (finding, assessment, ...)
-//   msg                data.title when it is a non-empty string, otherwise the event description
+//   msg                data.title, data.name or data.message when set, otherwise the <name> above
 //   cs1 / cs1Label     delivery id / "deliveryId"
 //   cs2 / cs2Label     organization id / "organizationId"
-//   cs3 / cs3Label     data.project_id / "projectId"
-//   cs4 / cs4Label     data.assessment_id / "assessmentId"
-//   cs5 / cs5Label     data.finding_id / "findingId"
-//   cs6 / cs6Label     data.status / "findingStatus" when the event carries a finding_id (the new status for
-//                      finding.status_changed), otherwise "<family>Status" (e.g. "assessmentStatus")
-//   flexString1 / flexString1Label   data.previous_status / "previousStatus"
-//   flexString2 / flexString2Label   data.severity / "findingSeverity" (or "<family>Severity", as cs6)
-// Data values that are numbers are written in decimal; other non-string values are left out.
+// then every `data` field of the event type at the key fields.ts assigns it (standard ArcSight keys where the
+// dictionary has one, custom keys with one fixed label across all event types, `svc*` vendor keys otherwise).
+// Integers and credits are written in decimal, timestamps as epoch milliseconds; null fields are left out. Data
+// outside the catalogue goes to `svcX<PascalCase path>` vendor keys rather than being dropped.
 import { describeEventType, isFindingEventType, type EventType } from '../events';
+import { canonicalJson } from '../canonical-json';
+import { creditsAsNumber, dataFieldsOf, extraData, pascalCaseOfPath, readDataPath, type DataField } from './fields';
 import type { Envelope } from '../envelope';
 import { truncateChars } from '../text';
 import type { RenderedPayload, ResolvedRenderOptions } from './options';
@@ -112,47 +110,86 @@ export function cefSeverity(envelope: Envelope): number {
   return CEF_EVENT_SEVERITY[envelope.type as keyof typeof CEF_EVENT_SEVERITY];
 }
 
-function dataText(envelope: Envelope, key: string): string | undefined {
-  const value = envelope.data[key];
-  if (typeof value === 'string') return value === '' ? undefined : value;
-  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  return undefined;
+/** The CEF Name of an event: its description, with spend events naming their scope. */
+export function cefEventName(envelope: Envelope): string {
+  if (envelope.type === 'spend.threshold_crossed' || envelope.type === 'spend.cap_reached') {
+    const scope = envelope.data.scope === 'project' ? 'Project' : 'Organization';
+    const action = envelope.type === 'spend.cap_reached' ? 'reached a configured cap' : 'crossed a configured alert threshold';
+    return `${scope} spend ${action}`;
+  }
+  return describeEventType(envelope.type);
+}
+
+const CEF_KEY_LIMITS: Readonly<Record<string, number>> = Object.freeze({
+  externalId: CEF_LIMITS.externalId,
+  cs1: CEF_LIMITS.cs,
+  cs2: CEF_LIMITS.cs,
+  cs3: CEF_LIMITS.cs,
+  cs4: CEF_LIMITS.cs,
+  cs5: CEF_LIMITS.cs,
+  cs6: CEF_LIMITS.cs,
+});
+
+/** A data field's value as CEF text, or undefined when the event does not carry it. */
+export function cefFieldValue(field: DataField, value: unknown): string | undefined {
+  switch (field.type) {
+    case 'string':
+      return typeof value === 'string' && value !== '' ? value : undefined;
+    case 'int':
+      return typeof value === 'number' && Number.isFinite(value) ? String(value) : undefined;
+    case 'credits': {
+      const credits = creditsAsNumber(value);
+      return credits === undefined ? undefined : String(value);
+    }
+    case 'datetime': {
+      const ms = typeof value === 'string' ? Date.parse(value) : NaN;
+      return Number.isFinite(ms) ? String(ms) : undefined;
+    }
+  }
 }
 
 /**
- * What `status` and `severity` in data describe: a finding when the event carries one (finding events, monitoring
- * regressions, fix verifications), otherwise the event's own family (e.g. `assessmentStatus`).
+ * Data outside the catalogue (or not of its catalogued type) is not dropped: each leaf goes to a vendor key
+ * `svcX<PascalCase path>` (alphanumerics only), in sorted key order; arrays and objects as canonical JSON.
  */
-function subjectOf(envelope: Envelope): string {
-  return dataText(envelope, 'finding_id') !== undefined ? 'finding' : envelope.type.split('.')[0].replace(/_(\w)/g, (_m, c: string) => c.toUpperCase());
+function addExtraFields(pairs: Array<[string, string]>, extra: Record<string, unknown>, path: string[] = []): void {
+  for (const key of Object.keys(extra).sort()) {
+    const value = extra[key];
+    const childPath = [...path, key];
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype) {
+      addExtraFields(pairs, value as Record<string, unknown>, childPath);
+      continue;
+    }
+    const text = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : value === null || value === undefined ? undefined : canonicalJson(value);
+    const name = `svcX${pascalCaseOfPath(childPath.join('.')).replace(/[^A-Za-z0-9]/g, '')}`;
+    if (text === undefined || text === '' || pairs.some(([k]) => k === name)) continue;
+    pairs.push([name, truncateChars(text, CEF_LIMITS.msg)]);
+  }
 }
 
 /** The extension as ordered [key, unescaped value] pairs, values already cut to their limits. */
 export function cefExtensionPairs(envelope: Envelope): Array<[string, string]> {
   const pairs: Array<[string, string]> = [];
-  const add = (key: string, value: string | undefined, limit: number): void => {
-    if (value !== undefined) pairs.push([key, truncateChars(value, limit)]);
-  };
-  const addLabelled = (key: string, label: string, value: string | undefined, limit: number): void => {
+  const add = (key: string, value: string | undefined, label?: string): void => {
     if (value === undefined) return;
-    add(key, value, limit);
-    add(`${key}Label`, label, CEF_LIMITS.label);
+    pairs.push([key, truncateChars(value, CEF_KEY_LIMITS[key] ?? CEF_LIMITS.msg)]);
+    if (label !== undefined) pairs.push([`${key}Label`, truncateChars(label, CEF_LIMITS.label)]);
   };
-  const description = describeEventType(envelope.type);
-  add('rt', String(Date.parse(envelope.created_at)), CEF_LIMITS.msg);
-  add('externalId', envelope.event_id, CEF_LIMITS.externalId);
-  add('cat', envelope.type.split('.')[0], CEF_LIMITS.cat);
-  const title = envelope.data.title;
-  add('msg', typeof title === 'string' && title !== '' ? title : description, CEF_LIMITS.msg);
-  addLabelled('cs1', 'deliveryId', envelope.id, CEF_LIMITS.cs);
-  addLabelled('cs2', 'organizationId', envelope.organization_id, CEF_LIMITS.cs);
-  addLabelled('cs3', 'projectId', dataText(envelope, 'project_id'), CEF_LIMITS.cs);
-  addLabelled('cs4', 'assessmentId', dataText(envelope, 'assessment_id'), CEF_LIMITS.cs);
-  addLabelled('cs5', 'findingId', dataText(envelope, 'finding_id'), CEF_LIMITS.cs);
-  const subject = subjectOf(envelope);
-  addLabelled('cs6', `${subject}Status`, dataText(envelope, 'status'), CEF_LIMITS.cs);
-  addLabelled('flexString1', 'previousStatus', dataText(envelope, 'previous_status'), CEF_LIMITS.flexString);
-  addLabelled('flexString2', `${subject}Severity`, dataText(envelope, 'severity'), CEF_LIMITS.flexString);
+  const fields = dataFieldsOf(envelope.type);
+  const messageField = fields.find((field) => field.cef.key === 'msg' && cefFieldValue(field, readDataPath(envelope.data, field.path)) !== undefined);
+  add('rt', String(Date.parse(envelope.created_at)));
+  add('externalId', envelope.event_id);
+  add('cat', envelope.type.split('.')[0]);
+  add('msg', messageField ? String(readDataPath(envelope.data, messageField.path)) : cefEventName(envelope));
+  add('cs1', envelope.id, 'deliveryId');
+  add('cs2', envelope.organization_id, 'organizationId');
+  const written = new Set<string>();
+  for (const field of fields) {
+    const value = cefFieldValue(field, readDataPath(envelope.data, field.path));
+    if (value !== undefined) written.add(field.path);
+    if (field.cef.key !== 'msg') add(field.cef.key, value, field.cef.label);
+  }
+  addExtraFields(pairs, extraData(envelope.data, written));
   return pairs;
 }
 
@@ -163,7 +200,7 @@ export function cefHeaderFields(envelope: Envelope, options: ResolvedRenderOptio
     truncateChars(options.product, CEF_LIMITS.header),
     truncateChars(options.version, CEF_LIMITS.header),
     truncateChars(envelope.type, CEF_LIMITS.header),
-    truncateChars(describeEventType(envelope.type), CEF_LIMITS.name),
+    truncateChars(cefEventName(envelope), CEF_LIMITS.name),
     String(cefSeverity(envelope)),
   ];
 }

@@ -32,3 +32,5 @@ export * from './service';
 export * from './splunk-hec';
 export * from './sentinel';
 export * from './cef';
+export * from './fields';
+export * from './field-mapping';

@@ -48,24 +48,24 @@ describe('microsoft_sentinel format', () => {
       EventId: envelope.event_id,
       EventType: 'finding.created',
       OrganizationId: envelope.organization_id,
-      Data_kind: 'finding.created',
-      Data_severity: 'critical',
-      Data_status: 'open',
+      Severity: 'critical',
+      Status: 'open',
     });
   });
 
-  it('flattens nested objects with _ and writes arrays as JSON strings', () => {
+  it('flattens nested objects into PascalCase and writes arrays as JSON strings', () => {
     const { record } = render(sampleEnvelope('finding.created'));
-    expect(record.Data_location_path).toBe('src/auth/login.ts');
-    expect(record.Data_location_line).toBe(42);
-    expect(record).not.toHaveProperty('Data_location');
-    expect(record.Data_cwe).toBe('["CWE-89"]');
+    expect(record).not.toHaveProperty('Kind');
+    expect(record.LocationPath).toBe('src/auth/login.ts');
+    expect(record.LocationLine).toBe(42);
+    expect(record).not.toHaveProperty('Location');
+    expect(record.Cwe).toBe('["CWE-89"]');
     const deep = render(sampleEnvelope('webhook.test', { a: { b: { c: { d: true } } }, list: [1, { x: 'y' }, [2]], empty: {}, nothing: null }));
-    expect(deep.record.Data_a_b_c_d).toBe(true);
-    expect(deep.record.Data_list).toBe('[1,{"x":"y"},[2]]');
-    expect(JSON.parse(deep.record.Data_list as string)).toEqual([1, { x: 'y' }, [2]]);
-    expect(deep.record.Data_nothing).toBeNull();
-    expect(Object.keys(deep.record).some((k) => k.startsWith('Data_empty'))).toBe(false);
+    expect(deep.record.ABCD).toBe(true);
+    expect(deep.record.List).toBe('[1,{"x":"y"},[2]]');
+    expect(JSON.parse(deep.record.List as string)).toEqual([1, { x: 'y' }, [2]]);
+    expect(deep.record.Nothing).toBeNull();
+    expect(Object.keys(deep.record).some((k) => k.startsWith('Empty'))).toBe(false);
   });
 
   it('makes awkward keys into valid, unique column names, deterministically', () => {
@@ -86,12 +86,12 @@ describe('microsoft_sentinel format', () => {
     expectFlatValidRecord(record);
     const values = Object.values(record);
     for (const v of [1, 2, 3, 4, 5, 6, 7, 'a', 'b', 8, 9]) expect(values).toContain(v);
-    expect(record.Data_weird_key_).toBe(1);
-    expect(record.Data_weird_key__2).toBe(2);
-    expect(record.Data_Severity).toBe('a');
-    expect(record.Data_severity_2).toBe('b');
-    expect(record.Data_nested_a_b_c_d).toBe(8);
-    expect(record.Data_nested_a_b_c_d_2).toBe(9);
+    expect(record.WeirdKey).toBe(1);
+    expect(record.WeirdKey_2).toBe(2);
+    expect(record.Severity).toBe('a');
+    expect(record.Severity_2).toBe('b');
+    expect(record.NestedABCD).toBe(8);
+    expect(record.NestedABCD_2).toBe(9);
     // Same data inserted in another order: same bytes.
     const reversed = Object.fromEntries(Object.entries(data).reverse());
     expect(renderPayload('microsoft_sentinel', sampleEnvelope('webhook.test', reversed)).body.equals(
@@ -102,7 +102,7 @@ describe('microsoft_sentinel format', () => {
   it('never lets data take TimeGenerated or the identifier columns', () => {
     const { record } = render(sampleEnvelope('webhook.test', { TimeGenerated: 'x' }));
     expect(record.TimeGenerated).toBe(CREATED_AT);
-    expect(record.Data_TimeGenerated).toBe('x');
+    expect(record.TimeGenerated_2).toBe('x');
   });
 
   it('caps every string value at 64 KB of UTF-8 without splitting characters', () => {
@@ -114,26 +114,26 @@ describe('microsoft_sentinel format', () => {
       return { record: r.record, body: r.body };
     })();
     expectFlatValidRecord(record);
-    expect(record.Data_huge).toBe('a'.repeat(SENTINEL_MAX_VALUE_BYTES));
-    const u = record.Data_hugeUnicode as string;
+    expect(record.Huge).toBe('a'.repeat(SENTINEL_MAX_VALUE_BYTES));
+    const u = record.HugeUnicode as string;
     expect(Buffer.byteLength(u)).toBeLessThanOrEqual(SENTINEL_MAX_VALUE_BYTES);
     expect(Buffer.byteLength(u)).toBeGreaterThan(SENTINEL_MAX_VALUE_BYTES - 4);
     expect(hugeUnicode.startsWith(u)).toBe(true);
     expect(u).not.toContain('\ufffd');
-    expect(Buffer.byteLength(record.Data_hugeArray as string)).toBeLessThanOrEqual(SENTINEL_MAX_VALUE_BYTES);
+    expect(Buffer.byteLength(record.HugeArray as string)).toBeLessThanOrEqual(SENTINEL_MAX_VALUE_BYTES);
     expect(body.length).toBeGreaterThan(3 * 60_000);
   });
 
   it('keeps nasty strings intact', () => {
     const { record } = render(sampleEnvelope('finding.created', { title: NASTY_STRINGS.join('|') }));
-    expect(record.Data_title).toBe(NASTY_STRINGS.join('|'));
+    expect(record.Title).toBe(NASTY_STRINGS.join('|'));
   });
 
   it('exposes the name helpers', () => {
     expect(SENTINEL_COLUMN_NAME.source).toBe(COLUMN.source);
-    expect(sanitizeColumnName(['Data', 'a-b', 'c'])).toBe('Data_a_b_c');
+    expect(sanitizeColumnName(['Data', 'a-b', 'c'])).toBe('DataABC');
     expect(sanitizeColumnName(['9lives'])).toBe('C9lives');
-    expect(sanitizeColumnName(['_x'])).toBe('C_x');
+    expect(sanitizeColumnName(['_x'])).toBe('X');
     expect(sanitizeColumnName(['x'.repeat(60)])).toHaveLength(45);
     const taken = new Set<string>();
     expect(claimColumnName('x'.repeat(45), taken)).toBe('x'.repeat(45));

@@ -15,7 +15,7 @@ import type { WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
-import { badRequest, notFound, unprocessable } from '../../http/errors';
+import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '../../lib/ids';
 import { apiOutboxDeps } from '../../lib/outbox';
@@ -37,7 +37,9 @@ export interface SubscriptionInput {
   authorization?: string | null;
 }
 
-export function presentSubscription(s: WebhookSubscription) {
+/** The API view of a subscription; the previous secret's expiry shows only while its grace period runs. */
+export function presentSubscription(s: WebhookSubscription, now: Date) {
+  const graceRunning = s.previousSecretExpiresAt !== null && s.previousSecretExpiresAt.getTime() > now.getTime();
   return {
     id: s.id,
     name: s.name,
@@ -53,7 +55,7 @@ export function presentSubscription(s: WebhookSubscription) {
     level: s.level,
     project_id: s.projectId,
     assessment_id: s.assessmentId,
-    previous_secret_expires_at: s.previousSecretExpiresAt?.toISOString() ?? null,
+    previous_secret_expires_at: graceRunning ? s.previousSecretExpiresAt!.toISOString() : null,
     disabled_reason: s.status === 'disabled' ? s.disabledReason : null,
     created_at: s.createdAt.toISOString(),
     updated_at: s.updatedAt.toISOString(),
@@ -164,7 +166,7 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
     });
     return created;
   });
-  return { ...presentSubscription(subscription), secret };
+  return { ...presentSubscription(subscription, deps.clock.now()), secret };
 }
 
 export async function findSubscription(deps: AppDeps, ctx: LevelContext, id: string): Promise<WebhookSubscription> {
@@ -176,7 +178,8 @@ export async function findSubscription(deps: AppDeps, ctx: LevelContext, id: str
 export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query: PageQuery) {
   const args = pageArgs(query);
   const rows = await deps.prisma.webhookSubscription.findMany({ ...args, where: { ...args.where, ...subscriptionsOf(ctx) } });
-  return toPage(rows, query, presentSubscription);
+  const now = deps.clock.now();
+  return toPage(rows, query, (row) => presentSubscription(row, now));
 }
 
 export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
@@ -192,7 +195,7 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
     });
     return row;
   });
-  return presentSubscription(updated);
+  return presentSubscription(updated, now);
 }
 
 export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: string, by: Acting): Promise<void> {
@@ -234,6 +237,9 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
 
 export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string) {
   const subscription = await findSubscription(deps, ctx, id);
+  if (subscription.status === 'disabled') {
+    throw conflict('The subscription is disabled: re-activate it (PATCH with active: true) before sending a test event.');
+  }
   const published = await withOutbox(
     apiOutboxDeps(deps),
     (_tx, publish) =>

@@ -68,7 +68,7 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
       method: 'get', suffix: '/subscriptions/:id', scope: 'webhooks:read', summary: 'Read one subscription',
       schemas: { params: subscriptionParams },
       response: subscriptionResponse,
-      handle: async (ctx, req) => presentSubscription(await findSubscription(deps, ctx, id(req))),
+      handle: async (ctx, req) => presentSubscription(await findSubscription(deps, ctx, id(req)), deps.clock.now()),
     },
     {
       method: 'patch', suffix: '/subscriptions/:id', scope: 'webhooks:update',
@@ -91,7 +91,7 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
     },
     {
       method: 'post', suffix: '/subscriptions/:id/test', scope: 'webhooks:update', status: 202,
-      summary: 'Send a synthetic webhook.test delivery to this subscription',
+      summary: 'Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)',
       schemas: { params: subscriptionParams },
       response: testDeliveryResponse,
       handle: (ctx, req) => sendTestEvent(deps, ctx, id(req)),

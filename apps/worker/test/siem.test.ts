@@ -7,7 +7,7 @@ import { createRedis } from '@svc/queue';
 import { insertAssessment, insertProject, bearer } from '../../api/test/support/fixtures';
 import { buildWorker, spawnWorker, type ChildWorker } from './support/child-worker';
 import { CLIENT_ID, CLIENT_SECRET, TENANT_ID, startEntra, startSentinel, type EntraStandIn, type SentinelStandIn } from './support/entra';
-import { createWorld, type CreatedSubscription, type Level, type World } from './support/world';
+import { createWorld, poll, type CreatedSubscription, type Level, type World } from './support/world';
 
 const TOKEN_TTL_SECONDS = 8;
 const MAX_ATTEMPTS = 2;
@@ -59,6 +59,14 @@ function sentinelSub(stream: string, overrides: Record<string, unknown> = {}): P
     ...overrides,
   });
 }
+
+// An event goes to every subscription of its type: each test's subscriptions stop receiving once it is over, so
+// token counts of the next test are its own.
+afterEach(async () => {
+  const prisma = w.h.deps.prisma;
+  await poll(() => prisma.webhookDelivery.count({ where: { status: 'pending' } }), (n) => n === 0, 20_000, 'no pending deliveries');
+  await prisma.webhookSubscription.updateMany({ where: { deletedAt: null }, data: { deletedAt: new Date() } });
+});
 
 const deliver = (sub: CreatedSubscription) => w.publishTo(sub.id, { type: 'finding.created', data: FINDING });
 const ingested = (stream: string) => sentinel.requests.filter((r) => r.path.endsWith(`/streams/${stream}`));

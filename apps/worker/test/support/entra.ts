@@ -87,6 +87,7 @@ export async function startEntra(options: { tokenTtlSeconds: number }): Promise<
     jwks: { keys: [{ ...signingKey, kid: 'entra-loopback', alg: 'RS256', use: 'sig' }] as never },
     features: { clientCredentials: { enabled: true }, devInteractions: { enabled: false }, resourceIndicators: { enabled: false } },
     routes: { token: tokenPath },
+    cookies: { keys: ['entra-loopback-cookie-key-0123456789'] },
     ttl: { ClientCredentials: options.tokenTtlSeconds },
   });
   callback = provider.callback();

@@ -254,7 +254,7 @@ describe('cross-organization access', () => {
     const projectSub = await create(base.project(), org.admin.token, { events: ['webhook.test'] });
     const test = await request(h.app).post(`${base.org()}/subscriptions/${sub.body.id}/test`).set(bearer(org.admin.token));
     const webhookRoutes = h.app.locals.routes.filter((r) => r.path.includes('/webhooks/'));
-    expect(webhookRoutes).toHaveLength(30);
+    expect(webhookRoutes).toHaveLength(33);
     let checked = 0;
     for (const route of webhookRoutes) {
       const isOrgLevel = route.path.startsWith('/webhooks');
@@ -268,7 +268,7 @@ describe('cross-organization access', () => {
       expect({ route: `${route.method} ${route.path}`, status: res.status }).toEqual({ route: `${route.method} ${route.path}`, status: 404 });
       checked++;
     }
-    expect(checked).toBe(26);
+    expect(checked).toBe(29);
     const untouched = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: sub.body.id } });
     expect(untouched).toMatchObject({ name: 'SIEM', deletedAt: null });
   });

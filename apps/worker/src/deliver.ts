@@ -9,6 +9,9 @@ import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
 import { outcomeOfHttp, recordedHeaders, type AttemptOutcome } from './http/outcome';
 import { trustedSecureContext } from './http/trust';
+import { createEntraTokens, type EntraTokens } from './http/entra-token';
+import { hecErrorOf } from './http/hec-error';
+import { sendAuthorized, type AuthorizedResult } from './http/receiver-auth';
 import {
   AttemptConflictError,
   failPendingDelivery,
@@ -23,16 +26,26 @@ import { signatureHeader, signatureTimestamp } from './signing';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
+  entraTokens: EntraTokens;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
 export function createDeliveryContext(deps: WorkerDeps): DeliveryContext {
+  const secureContext = trustedSecureContext(deps.config.webhooks.extraCaFile);
   const post = createPostWebhook({
     timeoutMs: deps.config.webhooks.timeoutMs,
-    secureContext: trustedSecureContext(deps.config.webhooks.extraCaFile),
+    secureContext,
     maxSocketsPerAddress: deps.config.webhooks.workerConcurrency,
   });
-  return { ...deps, post };
+  const entraTokens = createEntraTokens({
+    authorityHost: deps.config.azure.authorityHost,
+    timeoutMs: deps.config.webhooks.timeoutMs,
+    secureContext,
+    redis: deps.redis,
+    redisPrefix: deps.config.redisPrefix,
+    key: deps.config.encryptionKey,
+  });
+  return { ...deps, post, entraTokens };
 }
 
 export type DeliveryResult =
@@ -91,8 +104,9 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
     const message = describeTargetRejection(check.reason);
     return finishWithoutRequest(ctx, run, 'unsafe_url', message, { kind: 'unsafe_url', reason: message });
   }
-  const result = await send(ctx, run, rendered, check.target);
-  return conclude(ctx, run, result, outcomeOfHttp(result));
+  const sent = await send(ctx, run, rendered, check.target);
+  if ('tokenError' in sent) return conclude(ctx, run, noResponse(run, new Error(sent.tokenError)), 'token_error');
+  return conclude(ctx, run, sent.result, outcomeOfHttp(sent.result));
 }
 
 /** Why this delivery gets no attempt, or null when it should get one. */
@@ -128,12 +142,14 @@ function render(delivery: LoadedDelivery): RenderedPayload | Error {
   }
 }
 
-async function send(ctx: DeliveryContext, run: AttemptInProgress, rendered: RenderedPayload, target: ResolvedTarget): Promise<HttpResult> {
+async function send(ctx: DeliveryContext, run: AttemptInProgress, rendered: RenderedPayload, target: ResolvedTarget): Promise<AuthorizedResult> {
   const key = ctx.config.encryptionKey;
   const timestamp = signatureTimestamp(run.startedAt);
   const signature = signatureHeader(rendered.body, timestamp, run.delivery.subscription, run.startedAt, key);
   const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, signature }, key);
-  return ctx.post({ url: target.url, address: target.address, family: target.family, headers, body: rendered.body });
+  const post = (extra: Record<string, string>) =>
+    ctx.post({ url: target.url, address: target.address, family: target.family, headers: { ...headers, ...extra }, body: rendered.body });
+  return sendAuthorized(ctx.entraTokens, run.delivery.subscription, post);
 }
 
 function noResponse(run: AttemptInProgress, error: Error): HttpResult {
@@ -150,7 +166,7 @@ function attemptRecord(run: AttemptInProgress, result: HttpResult, outcome: Atte
     responseStatus: response?.status ?? null,
     responseHeaders: response ? recordedHeaders(response.headers) : null,
     responseBody: response ? result.body.toString('utf8') : null,
-    error: describeError(result, outcome),
+    error: describeError(result, outcome) ?? hecErrorOf(run.delivery.subscription.payloadFormat, result),
   };
 }
 

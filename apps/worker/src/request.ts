@@ -1,5 +1,5 @@
 // The headers of a delivery request (SPEC "Payload formats and headers"), plus User-Agent and the subscription's
-// optional Authorization value (e.g. `Splunk <HEC token>`), stored sealed.
+// optional Authorization value (e.g. `Splunk <HEC token>`), stored sealed, and a Splunk HEC request channel.
 import { unseal, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import type { RenderedPayload } from '@svc/webhooks';
 
@@ -13,7 +13,7 @@ export interface SignedAttempt {
 
 export function deliveryHeaders(
   delivery: Pick<WebhookDelivery, 'id' | 'eventType'>,
-  subscription: Pick<WebhookSubscription, 'payloadFormat' | 'authorizationEnc'>,
+  subscription: Pick<WebhookSubscription, 'payloadFormat' | 'authorizationEnc' | 'splunkChannel'>,
   signed: SignedAttempt,
   key: Buffer,
 ): Record<string, string> {
@@ -26,5 +26,7 @@ export function deliveryHeaders(
     'X-Service-Format': subscription.payloadFormat,
     'User-Agent': USER_AGENT,
     ...(subscription.authorizationEnc && { Authorization: unseal(subscription.authorizationEnc, key) }),
+    // HEC tokens with indexer acknowledgement refuse requests without a channel.
+    ...(subscription.splunkChannel && { 'X-Splunk-Request-Channel': subscription.splunkChannel }),
   };
 }

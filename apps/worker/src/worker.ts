@@ -52,6 +52,7 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   });
   ownConnection(worker, connection);
   worker.on('closed', () => ctx.post.close());
+  worker.on('closed', () => void ctx.entraTokens.close());
   logFailures(worker, deps);
   return worker;
 }

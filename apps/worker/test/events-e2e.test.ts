@@ -4,7 +4,7 @@
 // and checked there: signature (verifySignature), headers, `type`, `data.kind`, the event's own fields, and
 // nothing in `data` but public identifiers (no internal ids, tokens, keys or secrets). A per-project and a
 // per-assessment subscription receive exactly the events of their project / assessment.
-import { EVENT_TYPES, verifySignature } from '@svc/webhooks';
+import { EVENT_TYPES, renderPayload, verifySignature } from '@svc/webhooks';
 import { scanSlaBreaches } from '@svc/outbox';
 import { bearer } from '../../api/test/support/fixtures';
 import { createKey } from '../../api/test/support/domain';
@@ -364,5 +364,33 @@ describe('subscription levels', () => {
       ].sort(),
     );
     expect(envelopes.filter((e) => e.type === 'finding.created').map((e) => e.data.finding_id).sort()).toEqual([F1, F2].sort());
+  });
+});
+
+describe('sentinel-schema route against the events the actions above really produced', () => {
+  it('lists, per event type, exactly the columns of the Sentinel record of each real delivery, with their types', async () => {
+    const admin = w.org.admin.token;
+    const url = `${w.receiver.url(`/dataCollectionRules/dcr-${'c'.repeat(32)}/streams/Custom-Schema`)}?api-version=2023-01-01`;
+    const sentinel = await w.subscribe({ name: 'schema', url, events: ['webhook.test'], payload_format: 'microsoft_sentinel' });
+    const envelopes = w.receiver.requests('/all').map(parse);
+    for (const type of EVENT_TYPES) {
+      const patched = await api().patch(`/api/v1/webhooks/subscriptions/${sentinel.id}`).set(bearer(admin)).send({ events: [type] });
+      expect(patched.status).toBe(200);
+      const schema = await api().get(`/api/v1/webhooks/subscriptions/${sentinel.id}/sentinel-schema`).set(bearer(admin));
+      expect(schema.status).toBe(200);
+      const columns = schema.body.columns as Array<{ name: string; type: string }>;
+      const ofType = envelopes.filter((e) => e.type === type);
+      expect(ofType.length).toBeGreaterThan(0);
+      for (const envelope of ofType) {
+        const [record] = JSON.parse(renderPayload('microsoft_sentinel', envelope as never).body.toString('utf8')) as Array<Record<string, unknown>>;
+        expect({ type, columns: columns.map((c) => c.name).sort() }).toEqual({ type, columns: Object.keys(record).sort() });
+        for (const column of columns) {
+          const value = record[column.name];
+          if (value === null || column.name === 'TimeGenerated') continue;
+          const expected = typeof value === 'number' ? (Number.isInteger(value) ? 'long' : 'real') : typeof value;
+          expect({ column: column.name, type: column.type }).toEqual({ column: column.name, type: expected });
+        }
+      }
+    }
   });
 });

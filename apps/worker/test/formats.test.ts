@@ -49,8 +49,8 @@ function expectNotSignedWith(request: ReceivedRequest, secret: string): void {
   expect(() => stripe.webhooks.signature!.verifyHeader(request.body, header, secret, 300, undefined, nowMs())).toThrow(/No signatures found/);
 }
 
-async function deliverOnce(path: string, body: Record<string, unknown>, data: Record<string, unknown> = FINDING) {
-  const sub = await w.subscribe({ name: path, url: w.receiver.url(path), events: ['finding.created'], ...body });
+async function deliverOnce(path: string, body: Record<string, unknown>, data: Record<string, unknown> = FINDING, query = '') {
+  const sub = await w.subscribe({ name: path, url: w.receiver.url(path) + query, events: ['finding.created'], ...body });
   const delivery = await w.publishTo(sub.id, { type: 'finding.created', data });
   const [request] = await w.receiver.waitForRequests(path, 1);
   return { sub, delivery, request };
@@ -60,7 +60,10 @@ describe.each(PAYLOAD_FORMATS)('payload format %s', (format: PayloadFormat) => {
   let result: Awaited<ReturnType<typeof deliverOnce>>;
   beforeAll(async () => {
     const splunkIndex = format === 'splunk_hec' ? { splunk_index: 'security' } : {};
-    result = await deliverOnce(`/format-${format}`, { payload_format: format, ...splunkIndex });
+    // A microsoft_sentinel URL must have the Logs Ingestion shape.
+    const path = format === 'microsoft_sentinel' ? `/dataCollectionRules/dcr-${'0'.repeat(32)}/streams/Custom-Format` : `/format-${format}`;
+    const query = format === 'microsoft_sentinel' ? '?api-version=2023-01-01' : '';
+    result = await deliverOnce(path, { payload_format: format, ...splunkIndex }, FINDING, query);
   });
 
   it('sends the rendered bytes of the payload snapshot, exactly', () => {

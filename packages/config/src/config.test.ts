@@ -31,6 +31,11 @@ describe('loadConfig', () => {
     expect(config.encryptionKey).toHaveLength(32);
   });
 
+  it('takes the Entra ID authority host from AZURE_AUTHORITY_HOST, without a trailing slash', () => {
+    expect(loadConfig({}).azure.authorityHost).toBe('https://login.microsoftonline.com');
+    expect(loadConfig({ AZURE_AUTHORITY_HOST: 'https://login.microsoftonline.us/' }).azure.authorityHost).toBe('https://login.microsoftonline.us');
+  });
+
   it.each([
     ['PORT', 'eighty', /PORT/],
     ['DATABASE_URL', 'mysql://root@localhost/db', /DATABASE_URL/],
@@ -38,6 +43,7 @@ describe('loadConfig', () => {
     ['ENCRYPTION_KEY', Buffer.alloc(16).toString('base64'), /ENCRYPTION_KEY/],
     ['JWT_SECRET', 'short', /JWT_SECRET/],
     ['NODE_ENV', 'staging', /NODE_ENV/],
+    ['AZURE_AUTHORITY_HOST', 'http://login.microsoftonline.com', /AZURE_AUTHORITY_HOST/],
     ['WEBHOOK_MAX_ATTEMPTS', '0', /WEBHOOK_MAX_ATTEMPTS/],
   ])('refuses a malformed %s and names it', (name, value, pattern) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);

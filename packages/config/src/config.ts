@@ -65,6 +65,8 @@ const schema = Joi.object({
   // PEM file with an extra CA trusted for webhook receivers (tests use a self-made CA).
   WEBHOOK_EXTRA_CA_FILE: Joi.string().allow(''),
   WEBHOOK_SECRET_GRACE_HOURS: Joi.number().min(0).default(72),
+  // Microsoft Entra ID authority for Sentinel subscriptions' client-credentials tokens (sovereign clouds, tests).
+  AZURE_AUTHORITY_HOST: Joi.string().uri({ scheme: ['https'] }).default('https://login.microsoftonline.com'),
   // Subscription health: consecutive terminal delivery failures that make it `failing`, and that disable it
   // once they span at least WEBHOOK_DISABLE_MIN_SPAN_HOURS.
   WEBHOOK_FAILING_AFTER_FAILURES: Joi.number().integer().min(1).default(3),
@@ -132,6 +134,8 @@ export interface Config {
     relayAgeMs: number;
     retentionDays: number;
   };
+  /** Microsoft Entra ID (tokens for microsoft_sentinel subscriptions). */
+  azure: { authorityHost: string };
   /** API-key lifecycle policy job (worker). */
   keyLifecycle: { intervalMs: number };
   slaScan: { intervalMs: number };
@@ -226,6 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       relayAgeMs: value.OUTBOX_RELAY_AGE_MS,
       retentionDays: value.RETENTION_DAYS,
     },
+    azure: { authorityHost: value.AZURE_AUTHORITY_HOST.replace(/\/+$/, '') },
     keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
     slaScan: { intervalMs: value.SLA_SCAN_INTERVAL_MS },
     oauth: {

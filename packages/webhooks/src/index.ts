@@ -8,3 +8,5 @@ export * from './url-safety';
 export * from './text';
 export * from './render';
 export * from './event-data';
+export * from './sentinel-schema';
+export * from './sentinel-url';

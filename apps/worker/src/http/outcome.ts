@@ -11,7 +11,8 @@ export type AttemptOutcome =
   | 'network_error'
   | 'payload_too_large'
   | 'unsafe_url'
-  | 'render_error';
+  | 'render_error'
+  | 'token_error';
 
 const TLS_ERROR_CODE = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/;
 

@@ -10,6 +10,8 @@ import {
   isFindingStatus,
   isPayloadFormat,
   isSeverity,
+  sentinelSchema,
+  sentinelUrlProblem,
 } from '@svc/webhooks';
 import type { WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
@@ -35,6 +37,10 @@ export interface SubscriptionInput {
   payload_format?: string;
   splunk_index?: string | null;
   authorization?: string | null;
+  splunk_channel?: string | null;
+  azure_tenant_id?: string | null;
+  azure_client_id?: string | null;
+  azure_client_secret?: string | null;
 }
 
 /** The API view of a subscription; the previous secret's expiry shows only while its grace period runs. */
@@ -52,6 +58,8 @@ export function presentSubscription(s: WebhookSubscription, now: Date) {
     payload_format: s.payloadFormat,
     splunk_index: s.splunkIndex,
     has_authorization: s.authorizationEnc !== null,
+    splunk_channel: s.splunkChannel,
+    has_azure_credentials: s.azureCredentialsEnc !== null,
     level: s.level,
     project_id: s.projectId,
     assessment_id: s.assessmentId,
@@ -73,15 +81,45 @@ async function checkedUrl(deps: AppDeps, url: string): Promise<string> {
   return check.target.url.toString();
 }
 
+/** The Entra ID app credentials sealed as one value, null to remove them, undefined when not in the input. */
+function sealedAzureCredentials(input: SubscriptionInput, key: Buffer): string | null | undefined {
+  if (input.azure_client_secret === undefined) return undefined;
+  if (input.azure_client_secret === null || !input.azure_tenant_id || !input.azure_client_id) return null;
+  const credentials = { tenant_id: input.azure_tenant_id, client_id: input.azure_client_id, client_secret: input.azure_client_secret };
+  return seal(JSON.stringify(credentials), key);
+}
+
+/** Format-specific rules on the subscription as it will be (the stored one merged with the input). */
+function refuseFormatMismatch(input: SubscriptionInput, current: WebhookSubscription | null): void {
+  const format = input.payload_format ?? current?.payloadFormat ?? 'service';
+  const url = input.url ?? current?.url ?? '';
+  if (format === 'microsoft_sentinel' && (input.url !== undefined || input.payload_format !== undefined)) {
+    const problem = sentinelUrlProblem(url);
+    if (problem) {
+      throw unprocessable(
+        `A microsoft_sentinel URL must be a Logs Ingestion URL, https://<endpoint>/dataCollectionRules/<dcr-immutable-id>/streams/<stream>?api-version=<version>: ${problem}.`,
+      );
+    }
+  }
+  if (input.azure_client_secret && format !== 'microsoft_sentinel') {
+    throw unprocessable('azure_tenant_id, azure_client_id and azure_client_secret apply to payload_format microsoft_sentinel only.');
+  }
+  if (input.splunk_channel && format !== 'splunk_hec') {
+    throw unprocessable('splunk_channel applies to payload_format splunk_hec only.');
+  }
+}
+
 /** Validates the values (422) and maps them to columns; only the fields present in the input. */
-async function toColumns(deps: AppDeps, input: SubscriptionInput) {
+async function toColumns(deps: AppDeps, input: SubscriptionInput, current: WebhookSubscription | null = null) {
   refuseOutside(input.events, EVENT_TYPES, isEventType, 'events');
   refuseOutside(input.severity_filter, SEVERITIES, isSeverity, 'severity_filter');
   refuseOutside(input.status_filter, FINDING_STATUSES, isFindingStatus, 'status_filter');
   if (input.payload_format !== undefined && !isPayloadFormat(input.payload_format)) {
     throw unprocessable(`payload_format must be one of ${PAYLOAD_FORMATS.join(', ')}.`);
   }
+  refuseFormatMismatch(input, current);
   const key = deps.config.encryptionKey;
+  const azureCredentialsEnc = sealedAzureCredentials(input, key);
   return {
     ...(input.name !== undefined && { name: input.name }),
     ...(input.url !== undefined && { url: await checkedUrl(deps, input.url) }),
@@ -99,6 +137,8 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput) {
     ...(input.authorization !== undefined && {
       authorizationEnc: input.authorization === null ? null : seal(input.authorization, key),
     }),
+    ...(input.splunk_channel !== undefined && { splunkChannel: input.splunk_channel }),
+    ...(azureCredentialsEnc !== undefined && { azureCredentialsEnc }),
     ...(input.active === true && { status: 'active' as const, consecutiveFailures: 0, firstFailureAt: null, disabledReason: null }),
     ...(input.active === false && { status: 'disabled' as const, disabledReason: 'disabled by a user' }),
   };
@@ -127,6 +167,8 @@ function auditedInput(input: SubscriptionInput) {
     ...(input.splunk_index !== undefined && { splunk_index: input.splunk_index }),
     // Only whether the receiver credential changed (a key named like a credential would be dropped by the redaction).
     ...(input.authorization !== undefined && { receiver_header: input.authorization === null ? 'removed' : 'set' }),
+    ...(input.splunk_channel !== undefined && { splunk_channel: input.splunk_channel }),
+    ...(input.azure_client_secret !== undefined && { azure_app: input.azure_client_secret === null ? 'removed' : 'set' }),
   };
 }
 
@@ -183,8 +225,8 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
 }
 
 export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
-  await findSubscription(deps, ctx, id);
-  const columns = await toColumns(deps, input);
+  const current = await findSubscription(deps, ctx, id);
+  const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
   const updated = await deps.prisma.$transaction(async (tx) => {
     const row = await tx.webhookSubscription.update({ where: { id }, data: columns });
@@ -254,4 +296,11 @@ export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string
     () => deps.clock.now(),
   );
   return { event_id: published.eventId, delivery_id: published.deliveryIds[0] };
+}
+
+/** The Log Analytics columns and DCR fragments for the subscription's event types (SIEM side of microsoft_sentinel). */
+export async function subscriptionSentinelSchema(deps: AppDeps, ctx: LevelContext, id: string) {
+  const subscription = await findSubscription(deps, ctx, id);
+  const events = subscription.events.filter(isEventType);
+  return { subscription_id: subscription.id, events, ...sentinelSchema(events, subscription.url) };
 }

@@ -1,4 +1,4 @@
-// The ten webhook management routes of SPEC, mounted once per level (org-wide, per project, per assessment)
+// The webhook management routes of SPEC, mounted once per level (org-wide, per project, per assessment)
 // from one table: only the base path and the access rule differ between levels.
 import type { Request } from 'express';
 import { EVENT_CATALOGUE } from '@svc/webhooks';
@@ -16,6 +16,7 @@ import {
   presentSubscription,
   rotateSecret,
   sendTestEvent,
+  subscriptionSentinelSchema,
   updateSubscription,
 } from './subscriptions.service';
 import { page } from '../../http/responses';
@@ -25,6 +26,7 @@ import {
   deliveryResponse,
   eventTypesResponse,
   rotatedSecretResponse,
+  sentinelSchemaResponse,
   subscriptionResponse,
   testDeliveryResponse,
   createSubscriptionBody,
@@ -95,6 +97,13 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
       schemas: { params: subscriptionParams },
       response: testDeliveryResponse,
       handle: (ctx, req) => sendTestEvent(deps, ctx, id(req)),
+    },
+    {
+      method: 'get', suffix: '/subscriptions/:id/sentinel-schema', scope: 'webhooks:read',
+      summary: 'Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription',
+      schemas: { params: subscriptionParams },
+      response: sentinelSchemaResponse,
+      handle: (ctx, req) => subscriptionSentinelSchema(deps, ctx, id(req)),
     },
     {
       method: 'get', suffix: '/deliveries', scope: 'webhooks:read', summary: 'List deliveries with their payload snapshots',

@@ -18,16 +18,24 @@ const subscriptionFields = {
   splunk_index: Joi.string().pattern(/^[A-Za-z0-9_][A-Za-z0-9_-]{0,79}$/).allow(null),
   // Value of the Authorization header sent with every delivery (e.g. "Splunk <HEC token>"). Write-only.
   authorization: Joi.string().max(4096).pattern(/^[\x21-\x7e][\x20-\x7e]*$/).allow(null),
+  // Splunk HEC request channel (a GUID), sent as X-Splunk-Request-Channel (payload_format splunk_hec).
+  splunk_channel: Joi.string().guid().allow(null),
+  // Microsoft Entra ID app credentials for microsoft_sentinel: given together, or all null to remove. Write-only.
+  azure_tenant_id: Joi.string().max(100).pattern(/^[A-Za-z0-9.-]+$/).allow(null),
+  azure_client_id: Joi.string().guid().allow(null),
+  azure_client_secret: Joi.string().max(1024).pattern(/^[\x20-\x7e]+$/).allow(null),
 };
+
+const AZURE_CREDENTIAL_FIELDS = ['azure_tenant_id', 'azure_client_id', 'azure_client_secret'] as const;
 
 export const createSubscriptionBody = Joi.object({
   ...subscriptionFields,
   name: subscriptionFields.name.required(),
   url: subscriptionFields.url.required(),
   events: subscriptionFields.events.required(),
-});
+}).and(...AZURE_CREDENTIAL_FIELDS);
 
-export const updateSubscriptionBody = Joi.object(subscriptionFields).min(1);
+export const updateSubscriptionBody = Joi.object(subscriptionFields).min(1).and(...AZURE_CREDENTIAL_FIELDS);
 
 export const subscriptionParams = Joi.object({
   projectId: Joi.string().max(100),
@@ -67,6 +75,8 @@ export const subscriptionResponse = Joi.object({
   payload_format: Joi.string().valid('service', 'splunk_hec', 'microsoft_sentinel', 'cef'),
   splunk_index: nullableString(),
   has_authorization: Joi.boolean(),
+  splunk_channel: nullableString(),
+  has_azure_credentials: Joi.boolean(),
   level: Joi.string().valid('organization', 'project', 'assessment'),
   project_id: nullableId('prj'),
   assessment_id: nullableId('asm'),
@@ -119,6 +129,26 @@ export const attemptsResponse = Joi.object({
       response_headers: Joi.object().pattern(Joi.string(), Joi.string()).allow(null),
       response_body: nullableString().allow(''),
       error: nullableString(),
+    }),
+  ),
+});
+
+const logAnalyticsColumn = Joi.object({
+  name: Joi.string(),
+  type: Joi.string().valid('datetime', 'string', 'long', 'real', 'boolean'),
+});
+
+export const sentinelSchemaResponse = Joi.object({
+  subscription_id: id('whsub'),
+  events: Joi.array().items(Joi.string()),
+  columns: Joi.array().items(logAnalyticsColumn),
+  stream_declarations: Joi.object().pattern(Joi.string(), Joi.object({ columns: Joi.array().items(logAnalyticsColumn) })),
+  data_flows: Joi.array().items(
+    Joi.object({
+      streams: Joi.array().items(Joi.string()),
+      destinations: Joi.array().items(Joi.string()),
+      transformKql: Joi.string(),
+      outputStream: Joi.string(),
     }),
   ),
 });

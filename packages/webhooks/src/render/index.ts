@@ -30,7 +30,22 @@ export function contentTypeFor(format: PayloadFormat): string {
 export * from './options';
 export * from './service';
 export * from './splunk-hec';
-export * from './sentinel';
+// The declared columns per event type stay internal to the renderers (field-mapping.ts, the README table); the
+// public column list is sentinel-schema.ts, derived from what renderSentinel actually produces.
+export {
+  SENTINEL_COLUMN_NAME,
+  SENTINEL_MAX_COLUMN_NAME_LENGTH,
+  SENTINEL_MAX_VALUE_BYTES,
+  SENTINEL_RESERVED_COLUMNS,
+  type SentinelValue,
+  type SentinelRecord,
+  type SentinelColumnType,
+  sanitizeColumnName,
+  claimColumnName,
+  allSentinelColumns,
+  buildSentinelRecord,
+  renderSentinel,
+} from './sentinel';
 export * from './cef';
 export * from './fields';
 export * from './field-mapping';

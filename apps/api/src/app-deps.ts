@@ -3,8 +3,8 @@ import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
 import type { Db } from '@svc/db';
 import type { DeliveryJobData } from '@svc/queue';
-import type { Clock } from './lib/clock';
-import type { Mailer } from './lib/mailer';
+import type { Clock } from '@svc/domain';
+import type { Mailer } from '@svc/mail';
 
 /** Everything the API needs from the outside world; main.ts builds it, tests build their own. */
 export interface AppDeps {

@@ -3,8 +3,8 @@ import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createPrismaClient } from '@svc/db';
 import { createDeliveryQueue, createRedis } from '@svc/queue';
 import { createApp } from './app';
-import { systemClock } from './lib/clock';
-import { createMailer } from './lib/mailer';
+import { systemClock } from '@svc/domain';
+import { createMailer } from '@svc/mail';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();

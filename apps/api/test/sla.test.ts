@@ -5,10 +5,9 @@
 // The scan covers the whole database, which other test files share; so every finding here is opened in the 1990s
 // and every scan runs at a 1990s `now`: findings of other tests (opened now) are never in breach at those times.
 import { createPrismaClient, newId, type Finding } from '@svc/db';
-import { scanSlaBreaches, withOutbox } from '@svc/outbox';
+import { scanSlaBreaches, outboxDeps, withOutbox } from '@svc/outbox';
 import { FINDING_STATUSES, SEVERITIES } from '@svc/webhooks';
 import request from 'supertest';
-import { apiOutboxDeps } from '../src/lib/outbox';
 import { changeFindingStatus } from '../src/modules/findings/findings.service';
 import {
   DEFAULT_SLA_POLICY,
@@ -204,9 +203,9 @@ describe('scanSlaBreaches', () => {
     const fixedAt = at('1998-02-01T00:00:00.000Z');
     const reopenedAt = at('1998-03-01T00:00:00.000Z');
     let row = await h.deps.prisma.finding.findUniqueOrThrow({ where: { id: f.id } });
-    row = await withOutbox(apiOutboxDeps(h.deps), (tx, publish) => changeFindingStatus(tx, publish, row, 'fixed', fixedAt));
+    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, row, 'fixed', fixedAt));
     await scanSlaBreaches(scanDeps(), at('1998-02-20T00:00:00.000Z'));
-    row = await withOutbox(apiOutboxDeps(h.deps), (tx, publish) => changeFindingStatus(tx, publish, row, 'regressed', reopenedAt));
+    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, row, 'regressed', reopenedAt));
     expect(row).toMatchObject({ status: 'regressed', slaBreachedAt: null, openedAt: reopenedAt });
 
     await scanSlaBreaches(scanDeps(), at('1998-03-08T00:00:00.000Z')); // exactly due: not yet

@@ -4,7 +4,7 @@
 // however many workers are up.
 import type { Queue } from 'bullmq';
 import type { Db } from '@svc/db';
-import { relayOverdueDeliveries, scanSlaBreaches } from '@svc/outbox';
+import { outboxDeps, relayOverdueDeliveries, scanSlaBreaches } from '@svc/outbox';
 import type { DeliveryJobData, MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
@@ -22,7 +22,7 @@ export async function runOutboxRelay(deps: WorkerDeps, deliveryQueue: Queue<Deli
 
 export async function runSlaScan(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Promise<number> {
   const breaches = await scanSlaBreaches(
-    { prisma: deps.prisma, deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts },
+    outboxDeps(deps, deliveryQueue),
     deps.clock.now(),
   );
   if (breaches > 0) deps.logger.info('SLA scan published breaches', { findings: breaches });

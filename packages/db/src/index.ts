@@ -16,3 +16,4 @@ export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$trans
 export type Db = PrismaClient;
 export * from './ids';
 export * from './sealed';
+export * from './errors';

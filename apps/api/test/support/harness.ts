@@ -9,8 +9,8 @@ import { createPrismaClient } from '@svc/db';
 import { createDeliveryQueue, createRedis } from '@svc/queue';
 import { createApp, type App } from '../../src/app';
 import type { AppDeps } from '../../src/app-deps';
-import { OffsetClock } from '../../src/lib/clock';
-import { createMailer } from '../../src/lib/mailer';
+import { OffsetClock } from './clock';
+import { createMailer } from '@svc/mail';
 
 export interface Harness {
   app: App;

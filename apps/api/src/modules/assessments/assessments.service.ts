@@ -8,12 +8,12 @@
 // move the same assessment; the loser gets 409 naming the state it found.
 import { Prisma, type Assessment, type Tx } from '@svc/db';
 import { SEVERITIES } from '@svc/webhooks';
-import { withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
+import { outboxDeps, withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
 import { assertWithinSpendCap } from '../spend/spend-guard';
 import {
@@ -23,7 +23,6 @@ import {
   impossibleTransition,
   type AssessmentAction,
 } from './assessment-lifecycle';
-import { apiOutboxDeps } from '../../lib/outbox';
 
 type JsonObject = Record<string, unknown>;
 
@@ -131,7 +130,7 @@ async function transition(
   const rule = ASSESSMENT_TRANSITIONS[action];
   const now = deps.clock.now();
   const updated = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       const moved = await tx.assessment.updateMany({
         where: { id: current.id, organizationId: principal.organizationId, status: { in: [...rule.from] } },

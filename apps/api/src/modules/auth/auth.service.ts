@@ -1,14 +1,15 @@
 // Accounts and sign-in: signup with e-mail verification, password login (with TOTP second factor), 2FA
 // management, the caller's own profile. Sessions themselves are issued and revoked by sessions.ts.
 import bcrypt from 'bcrypt';
-import type { Tx } from '@svc/db';
+import { isUniqueViolation, type Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { PARTIAL_AUDIENCE, signToken, verifyToken } from '../../auth/tokens';
 import { HttpError, badRequest, conflict, forbidden, unauthorized } from '../../http/errors';
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
-import { randomToken, seal, sha256Hex, unseal } from '../../lib/crypto';
-import { newId } from '../../lib/ids';
+import { randomToken, sha256Hex } from '../../lib/crypto';
+import { seal, unseal } from '@svc/db';
+import { newId } from '@svc/db';
 import { recordAs, recordInOrganizations, recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import { issueSession, revokeSession, type IssuedSession } from './sessions';
 import { acceptTotpCode, generateTotpSecret, otpauthUrl } from './totp';
@@ -21,10 +22,6 @@ const INVALID_PARTIAL_TOKEN = 'Invalid or expired partial token: log in again.';
 const INVALID_TOTP_CODE = 'Invalid two-factor code.';
 
 type CoreDeps = Pick<AppDeps, 'prisma' | 'config' | 'clock'>;
-
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Accounts

@@ -7,14 +7,13 @@
 // the caller's transaction.
 import type { Finding, Prisma, Tx } from '@svc/db';
 import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/webhooks';
-import { withOutbox, type Publish } from '@svc/outbox';
+import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, type Access } from '../access/access.service';
-import { apiOutboxDeps } from '../../lib/outbox';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '../governance/sla-policy';
 import { requireFindingAccess } from './finding-access';
@@ -106,7 +105,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
   const assessment = await requireAssessmentAccess(deps, principal, assessmentId, 'write');
   const now = deps.clock.now();
   const result = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE`;
       if (!row || row.status !== 'running') {
@@ -168,7 +167,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
 export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {
   const finding = await requireFindingAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const updated = await withOutbox(apiOutboxDeps(deps), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
+  const updated = await withOutbox(outboxDeps(deps, deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 

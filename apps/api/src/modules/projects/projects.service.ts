@@ -5,7 +5,7 @@ import type { Project } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
 
 export function presentProject(p: Project) {

@@ -12,7 +12,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess } from '../access/access.service';
 import { enqueueReportRendering } from './report-queue';
 

@@ -1,10 +1,10 @@
 // Teams of the caller's organization and their members. A team's members must be members of the organization.
-import type { Team } from '@svc/db';
+import { isUniqueViolation, type Team } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, conflict, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 
 export function presentTeam(team: Team) {
   return {
@@ -14,10 +14,6 @@ export function presentTeam(team: Team) {
     created_at: team.createdAt.toISOString(),
     updated_at: team.updatedAt.toISOString(),
   };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
 }
 
 async function uniqueName<T>(work: () => Promise<T>): Promise<T> {

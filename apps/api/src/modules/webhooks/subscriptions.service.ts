@@ -13,13 +13,12 @@ import {
 } from '@svc/webhooks';
 import type { WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
-import { withOutbox } from '@svc/outbox';
+import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
-import { apiOutboxDeps } from '../../lib/outbox';
-import { seal } from '../../lib/crypto';
+import { newId } from '@svc/db';
+import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { subscriptionsOf, type LevelContext } from './levels';
 
@@ -235,7 +234,7 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
 export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string) {
   const subscription = await findSubscription(deps, ctx, id);
   const published = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     (_tx, publish) =>
       publish({
         type: 'webhook.test',

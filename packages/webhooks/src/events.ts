@@ -70,8 +70,6 @@ export type FindingStatus = (typeof FINDING_STATUSES)[number];
 export const PAYLOAD_FORMATS = ['service', 'splunk_hec', 'microsoft_sentinel', 'cef'] as const;
 export type PayloadFormat = (typeof PAYLOAD_FORMATS)[number];
 
-export const DEFAULT_PAYLOAD_FORMAT: PayloadFormat = 'service';
-
 function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
   return typeof value === 'string' && (list as readonly string[]).includes(value);
 }

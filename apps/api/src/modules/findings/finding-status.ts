@@ -21,8 +21,3 @@ export const FINDING_TRANSITIONS: Readonly<Record<FindingStatus, readonly Findin
 export function canChangeFindingStatus(from: string, to: string): boolean {
   return (FINDING_TRANSITIONS[from as FindingStatus] ?? []).includes(to as FindingStatus);
 }
-
-/** The statuses a finding in `to` may come from (for 409 messages). */
-export function statusesLeadingTo(to: FindingStatus): FindingStatus[] {
-  return (Object.keys(FINDING_TRANSITIONS) as FindingStatus[]).filter((from) => FINDING_TRANSITIONS[from].includes(to));
-}

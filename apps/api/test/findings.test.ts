@@ -3,8 +3,8 @@
 // data and deliveries; scopes, access and cross-organization 404.
 import request from 'supertest';
 import { outboxDeps, withOutbox } from '@svc/outbox';
-import type { FindingStatus } from '@svc/webhooks';
-import { FINDING_TRANSITIONS } from '../src/modules/findings/finding-status';
+import type { FindingStatus } from '@svc/domain';
+import { FINDING_TRANSITIONS } from '@svc/domain';
 import { changeFindingStatus } from '../src/modules/findings/findings.service';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';

@@ -9,7 +9,7 @@ import {
   type HealthRules,
   healthAfterUnsafeUrl,
   type SubscriptionHealth,
-} from './health';
+} from '@svc/domain';
 
 export interface AttemptRecord {
   number: number;

@@ -7,4 +7,3 @@ export * from './backoff';
 export * from './url-safety';
 export * from './text';
 export * from './render';
-export * from './event-data';

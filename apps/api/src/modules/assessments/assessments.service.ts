@@ -7,7 +7,7 @@
 // Every transition is one conditional UPDATE (`WHERE status IN (<allowed>)`), so two racing requests cannot both
 // move the same assessment; the loser gets 409 naming the state it found.
 import { Prisma, type Assessment, type Tx } from '@svc/db';
-import { SEVERITIES } from '@svc/webhooks';
+import { SEVERITIES } from '@svc/domain';
 import { outboxDeps, withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';

@@ -3,10 +3,10 @@
 // organization, or of an assessment the caller cannot read, answers 404.
 //
 // Every status change goes through changeFindingStatus: one conditional UPDATE checked against the transition
-// table (finding-status.ts), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
+// table (@svc/domain), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
 // the caller's transaction.
 import type { Finding, Prisma, Tx } from '@svc/db';
-import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/webhooks';
+import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/domain';
 import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -15,9 +15,9 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, type Access } from '../access/access.service';
 import { loadSlaPolicy } from '../governance/governance.service';
-import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '../governance/sla-policy';
+import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
 import { requireFindingAccess } from './finding-access';
-import { canChangeFindingStatus } from './finding-status';
+import { canChangeFindingStatus } from '@svc/domain';
 
 export function presentFinding(f: Finding, policy: SlaPolicy) {
   return {

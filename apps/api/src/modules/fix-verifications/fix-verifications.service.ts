@@ -18,7 +18,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
 import { requireAssessmentAccess, type Access } from '../access/access.service';
 import { changeFindingStatus } from '../findings/findings.service';
-import { canChangeFindingStatus } from '../findings/finding-status';
+import { canChangeFindingStatus } from '@svc/domain';
 import { requireFindingAccess } from '../findings/finding-access';
 
 export const FIX_VERIFICATION_RESULTS = ['fixed', 'still_present'] as const;

@@ -1,16 +1,7 @@
 // Webhook subscriptions: create, read, update, soft-delete, rotate the signing secret, send a test event.
 // Every function takes the LevelContext the route resolved, so one implementation serves all three levels.
-import {
-  EVENT_TYPES,
-  FINDING_STATUSES,
-  PAYLOAD_FORMATS,
-  SEVERITIES,
-  generateSigningSecret,
-  isEventType,
-  isFindingStatus,
-  isPayloadFormat,
-  isSeverity,
-} from '@svc/webhooks';
+import { EVENT_TYPES, PAYLOAD_FORMATS, generateSigningSecret, isEventType, isPayloadFormat } from '@svc/webhooks';
+import { FINDING_STATUSES, SEVERITIES, isFindingStatus, isSeverity } from '@svc/domain';
 import type { WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { outboxDeps, withOutbox } from '@svc/outbox';

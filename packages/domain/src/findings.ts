@@ -15,7 +15,8 @@ export const FINDING_STATUSES = [
 ] as const;
 export type FindingStatus = (typeof FINDING_STATUSES)[number];
 
-function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
+/** True when `value` is one of the strings of `list` (a type guard for `as const` lists). */
+export function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
   return typeof value === 'string' && (list as readonly string[]).includes(value);
 }
 

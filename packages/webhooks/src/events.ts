@@ -1,4 +1,5 @@
 // The event catalogue of SPEC "Events", plus the value lists DESIGN.md fixes for filters and formats.
+import { isOneOf } from '@svc/domain';
 
 /** The twelve customer-facing event types, in SPEC's order. */
 export const EVENT_TYPES = [
@@ -55,10 +56,6 @@ export type FindingEventType = (typeof FINDING_EVENT_TYPES)[number];
 
 export const PAYLOAD_FORMATS = ['service', 'splunk_hec', 'microsoft_sentinel', 'cef'] as const;
 export type PayloadFormat = (typeof PAYLOAD_FORMATS)[number];
-
-function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
-  return typeof value === 'string' && (list as readonly string[]).includes(value);
-}
 
 export function isEventType(value: unknown): value is EventType {
   return isOneOf(EVENT_TYPES, value);

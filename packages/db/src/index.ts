@@ -17,3 +17,4 @@ export type Db = PrismaClient;
 export * from './ids';
 export * from './sealed';
 export * from './errors';
+export * from './tenancy';

@@ -8,7 +8,7 @@ import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '@svc/db';
+import { newId, scopedTo } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { subscriptionsOf, type LevelContext } from './levels';
@@ -158,14 +158,14 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
 }
 
 export async function findSubscription(deps: AppDeps, ctx: LevelContext, id: string): Promise<WebhookSubscription> {
-  const subscription = await deps.prisma.webhookSubscription.findFirst({ where: { id, ...subscriptionsOf(ctx) } });
+  const subscription = await scopedTo(deps.prisma, ctx).webhookSubscription.findFirst({ where: { id, ...subscriptionsOf(ctx) } });
   if (!subscription) throw notFound('Webhook subscription');
   return subscription;
 }
 
 export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query: PageQuery) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.webhookSubscription.findMany({ ...args, where: { ...args.where, ...subscriptionsOf(ctx) } });
+  const rows = await scopedTo(deps.prisma, ctx).webhookSubscription.findMany({ ...args, where: { ...args.where, ...subscriptionsOf(ctx) } });
   return toPage(rows, query, presentSubscription);
 }
 

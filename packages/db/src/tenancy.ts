@@ -1,6 +1,6 @@
 // Tenancy in the data layer. `scopedTo(prisma, principal)` is a Prisma client whose every read and write of an
-// organization-owned model carries the principal's organization: the filter is added to each `where` (last, so
-// a caller can neither forget nor override it), and a create's data must name the same organization. Queries on
+// organization-owned model carries the principal's organization: the filter is added to each `where` (a caller
+// can neither forget nor widen it), and a create's data must name the same organization. Queries on
 // other models (users, organizations themselves) pass through unchanged.
 import { Prisma, type PrismaClient } from './generated/prisma/client';
 
@@ -37,6 +37,13 @@ function ownedBy(model: string, data: unknown, organizationId: string): unknown 
   return Array.isArray(data) ? (data as Array<Record<string, unknown>>).map(stamp) : stamp(data as Record<string, unknown>);
 }
 
+/** The caller's filter AND the tenant's organization; a caller's own organization filter narrows, never widens. */
+function scopeWhere(where: Record<string, unknown> | undefined, organizationId: string): Record<string, unknown> {
+  const { organizationId: asked, ...rest } = where ?? {};
+  if (asked === undefined || asked === organizationId) return { ...rest, organizationId };
+  return { ...rest, organizationId, AND: [{ organizationId: asked }, ...[rest.AND ?? []].flat()] };
+}
+
 const tenancy = (organizationId: string) =>
   Prisma.defineExtension({
     name: 'tenancy',
@@ -44,8 +51,8 @@ const tenancy = (organizationId: string) =>
       $allModels: {
         async $allOperations({ model, operation, args, query }) {
           if (!ORGANIZATION_SCOPED_MODELS.has(model)) return query(args);
-          const a = (args ?? {}) as { where?: object; data?: unknown };
-          if (FILTERED.has(operation)) return query({ ...a, where: { ...a.where, organizationId } } as typeof args);
+          const a = (args ?? {}) as { where?: Record<string, unknown>; data?: unknown };
+          if (FILTERED.has(operation)) return query({ ...a, where: scopeWhere(a.where, organizationId) } as typeof args);
           if (CREATING.has(operation)) return query({ ...a, data: ownedBy(model, a.data, organizationId) } as typeof args);
           return query(args);
         },

@@ -4,7 +4,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, conflict, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '@svc/db';
+import { newId, scopedTo } from '@svc/db';
 
 export function presentTeam(team: Team) {
   return {
@@ -26,7 +26,7 @@ async function uniqueName<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export async function findTeam(deps: AppDeps, principal: Principal, id: string): Promise<Team> {
-  const team = await deps.prisma.team.findFirst({ where: { id, organizationId: principal.organizationId } });
+  const team = await scopedTo(deps.prisma, principal).team.findFirst({ where: { id } });
   if (!team) throw notFound('Team');
   return team;
 }
@@ -42,7 +42,7 @@ export async function createTeam(deps: AppDeps, principal: Principal, input: { n
 
 export async function listTeams(deps: AppDeps, principal: Principal, query: PageQuery) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.team.findMany({ ...args, where: { ...args.where, organizationId: principal.organizationId } });
+  const rows = await scopedTo(deps.prisma, principal).team.findMany({ ...args, where: args.where });
   return toPage(rows, query, presentTeam);
 }
 
@@ -67,7 +67,7 @@ export async function updateTeam(
 
 /** Deleting a team removes its memberships and the grants given to it (cascade). */
 export async function deleteTeam(deps: AppDeps, principal: Principal, id: string): Promise<void> {
-  const { count } = await deps.prisma.team.deleteMany({ where: { id, organizationId: principal.organizationId } });
+  const { count } = await scopedTo(deps.prisma, principal).team.deleteMany({ where: { id } });
   if (count === 0) throw notFound('Team');
 }
 

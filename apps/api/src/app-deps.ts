@@ -2,9 +2,9 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
 import type { Db } from '@svc/db';
-import type { DeliveryJobData } from '@svc/queue';
-import type { Clock } from './lib/clock';
-import type { Mailer } from './lib/mailer';
+import type { DeliveryJobData, ReportJobData } from '@svc/queue';
+import type { Clock } from '@svc/domain';
+import type { Mailer } from '@svc/mail';
 
 /** Everything the API needs from the outside world; main.ts builds it, tests build their own. */
 export interface AppDeps {
@@ -13,6 +13,8 @@ export interface AppDeps {
   prisma: Db;
   redis: Redis;
   deliveryQueue: Queue<DeliveryJobData>;
+  /** Producer side of the report-rendering queue (the worker renders); closed at shutdown with the rest. */
+  reportQueue: Queue<ReportJobData>;
   mailer: Mailer;
   clock: Clock;
 }

@@ -7,9 +7,9 @@ import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '@svc/config';
 import { createPrismaClient } from '@svc/db';
 import { HttpError } from './http/errors';
-import { systemClock, type Clock } from './lib/clock';
+import { systemClock, type Clock } from '@svc/domain';
 import { signupBody } from './modules/auth/auth.schemas';
-import { createOwnerAccount, type NewOwnerInput } from './modules/auth/auth.service';
+import { createOwnerAccount, type NewOwnerInput } from './modules/auth/accounts';
 
 const USAGE = `Usage:
   cli create-owner --email <e-mail> --password <password> --org <organization name> [--name <display name>]

@@ -1,10 +1,10 @@
 // API entry point: configuration, connections, HTTP server, graceful shutdown on SIGTERM/SIGINT.
 import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createPrismaClient } from '@svc/db';
-import { createDeliveryQueue, createRedis } from '@svc/queue';
+import { createDeliveryQueue, createRedis, createReportQueue } from '@svc/queue';
 import { createApp } from './app';
-import { systemClock } from './lib/clock';
-import { createMailer } from './lib/mailer';
+import { systemClock } from '@svc/domain';
+import { createMailer } from '@svc/mail';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -13,8 +13,10 @@ async function main(): Promise<void> {
   const redis = createRedis(config.redisUrl);
   redis.on('error', (err) => logger.warn('Redis connection error', { error: err.message }));
   const deliveryQueue = createDeliveryQueue(redis, config.redisPrefix);
+  const reportQueue = createReportQueue(redis, config.redisPrefix);
+  reportQueue.on('error', (err) => logger.warn('Report queue error', { error: err.message }));
   const mailer = createMailer(config.mail);
-  const app = createApp({ config, logger, prisma, redis, deliveryQueue, mailer, clock: systemClock });
+  const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock });
 
   const server = app.listen(config.port, config.host, () => {
     logger.info('API listening', { url: `http://${config.host}:${config.port}` });
@@ -29,6 +31,7 @@ async function main(): Promise<void> {
     server.closeIdleConnections();
     await new Promise((resolve) => server.once('close', resolve));
     await deliveryQueue.close();
+    await reportQueue.close();
     await redis.quit().catch(() => undefined);
     await prisma.$disconnect();
     logger.info('Stopped');

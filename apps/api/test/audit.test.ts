@@ -4,7 +4,7 @@
 import request from 'supertest';
 import { AUDIT_ACTIONS } from '@svc/audit';
 import type { AuditEvent } from '@svc/db';
-import { newId } from '../src/lib/ids';
+import { newId } from '@svc/db';
 import { csvField } from '../src/http/csv';
 import { AUDIT_CSV_COLUMNS, auditCsvRecord, presentAuditEvent } from '../src/modules/audit/audit.service';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';

@@ -1,6 +1,11 @@
 // The error envelope (SPEC Errors): every error, including the ones the framework and body parser raise, is
 // JSON with exactly a string `detail` (plus `code` only for EMAIL_NOT_VERIFIED). And the security headers.
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
 import request from 'supertest';
+import { errorHandler } from '../src/http/errors';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { signupViaApi } from './support/auth-helpers';
@@ -110,6 +115,42 @@ describe('headers', () => {
       expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
       expect(res.headers['referrer-policy']).toBe('no-referrer');
       expect(res.headers['x-request-id']).toEqual(expect.any(String));
+    }
+  });
+});
+
+describe('an error after the response started (a streamed export failing midway)', () => {
+  it('cuts the body short instead of appending an envelope to a 200', async () => {
+    const streaming = express();
+    streaming.get('/export', async (_req, res) => {
+      res.status(200).type('text/csv');
+      res.write('id,title\r\n');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      throw new Error('database went away after the first batch');
+    });
+    streaming.use(errorHandler(h.deps.logger));
+    const server = streaming.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const outcome = await new Promise<{ status?: number; body: string; completed: boolean }>((resolve) => {
+        let body = '';
+        let status: number | undefined;
+        const req = http.get({ host: '127.0.0.1', port, path: '/export' }, (res) => {
+          status = res.statusCode;
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve({ status, body, completed: res.complete }));
+          res.on('error', () => resolve({ status, body, completed: false }));
+        });
+        req.on('error', () => resolve({ status, body, completed: false }));
+      });
+      expect(outcome.status).toBe(200);
+      expect(outcome.body).toBe('id,title\r\n');
+      expect(outcome.completed).toBe(false);
+    } finally {
+      server.closeAllConnections();
+      server.close();
     }
   });
 });

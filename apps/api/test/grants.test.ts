@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { newId } from '../src/lib/ids';
+import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertAssessment, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 

@@ -1,7 +1,7 @@
 import bcrypt from 'bcrypt';
 import request from 'supertest';
 import { sha256Hex } from '../src/lib/crypto';
-import { newId } from '../src/lib/ids';
+import { newId } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { TEST_PASSWORD, bearer, createOrg, type TestOrg } from './support/fixtures';
 

@@ -2,7 +2,6 @@
 // downloading (409 until ready, then an application/pdf attachment); scopes, access and cross-organization 404.
 // The rendering itself, report.ready and the PDF's content are tested with the worker (apps/worker/test/report-job).
 import request from 'supertest';
-import { reportQueueOf } from '../src/modules/reports/report-queue';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 import { insertAssessmentIn } from './support/domain';
@@ -45,7 +44,7 @@ describe('POST /assessments/{id}/reports', () => {
       created_at: expect.any(String),
       ready_at: null,
     });
-    const job = await reportQueueOf(h.deps).getJob(res.body.id);
+    const job = await h.deps.reportQueue.getJob(res.body.id);
     expect(job?.name).toBe('render');
     expect(job?.data).toEqual({ reportId: res.body.id });
   });

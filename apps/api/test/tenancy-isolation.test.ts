@@ -2,7 +2,7 @@
 // and nothing of the victim organization changes. The attacker is the owner of another organization: it holds
 // every scope, so nothing but tenancy stands in the way.
 import request from 'supertest';
-import { newId } from '../src/lib/ids';
+import { newId } from '@svc/db';
 import type { RouteSpec } from '../src/http/route';
 import { assessmentRoutes } from '../src/modules/assessments/assessments.routes';
 import { grantRoutes } from '../src/modules/grants/grants.routes';

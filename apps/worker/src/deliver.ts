@@ -133,7 +133,8 @@ async function skipDelivery(
 }
 
 function render(delivery: LoadedDelivery): RenderedPayload | Error {
-  const { payloadFormat, splunkIndex } = delivery.subscription;
+  const { payloadFormat } = delivery; // fixed when the delivery was created (README, Webhooks)
+  const { splunkIndex } = delivery.subscription;
   try {
     if (!isPayloadFormat(payloadFormat)) throw new TypeError(`unknown payload format ${payloadFormat}`);
     return renderPayload(payloadFormat, delivery.payload as unknown as Envelope, { splunkIndex });

@@ -5,13 +5,7 @@ import type { Config, Logger } from '@svc/config';
 import type { Db } from '@svc/db';
 import type { Mailer } from '@svc/mail';
 import type { Lookup } from '@svc/net';
-
-/** The time source. It must keep flowing (tests shift it, they never freeze it). */
-export interface Clock {
-  now(): Date;
-}
-
-export const systemClock: Clock = { now: () => new Date() };
+import type { Clock } from '@svc/domain';
 
 export interface WorkerDeps {
   config: Config;

@@ -1,6 +1,5 @@
 export * from './deps';
 export * from './deliver';
-export * from './health';
 export * from './maintenance';
 export * from './key-lifecycle';
 export * from './record';

@@ -15,7 +15,7 @@ export interface KeyLifecycleResult {
   revoked: number;
 }
 
-/** Limits a run to some organizations (tests sharing a database; an operator re-running one organization). */
+/** Limits a run to some organizations: a seam for tests that share one database (production runs unscoped). */
 export interface KeyLifecycleScope {
   organizationIds?: string[];
 }

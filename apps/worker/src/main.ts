@@ -4,7 +4,7 @@ import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createPrismaClient } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
-import { systemClock } from './deps';
+import { systemClock } from '@svc/domain';
 import { startWorker } from './worker';
 
 async function main(): Promise<void> {

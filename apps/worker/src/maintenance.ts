@@ -1,10 +1,11 @@
 // Scheduled jobs of the worker: the outbox relay (enqueue deliveries whose enqueue was lost), the retention
 // purge (deliveries and their attempts 30 days after they reached a terminal state) and the API-key lifecycle
-// policy (key-lifecycle.ts) and the SLA scan (finding.sla_breached, @svc/outbox sla-scan.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
+// policy (key-lifecycle.ts) and the SLA scan (finding.sla_breached, sla-scan.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
 // however many workers are up.
 import type { Queue } from 'bullmq';
 import type { Db } from '@svc/db';
-import { relayOverdueDeliveries, scanSlaBreaches } from '@svc/outbox';
+import { outboxDeps, relayOverdueDeliveries } from '@svc/outbox';
+import { scanSlaBreaches } from './sla-scan';
 import type { DeliveryJobData, MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
@@ -22,7 +23,7 @@ export async function runOutboxRelay(deps: WorkerDeps, deliveryQueue: Queue<Deli
 
 export async function runSlaScan(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Promise<number> {
   const breaches = await scanSlaBreaches(
-    { prisma: deps.prisma, deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts },
+    outboxDeps(deps, deliveryQueue),
     deps.clock.now(),
   );
   if (breaches > 0) deps.logger.info('SLA scan published breaches', { findings: breaches });

@@ -1,7 +1,7 @@
 // Writing down what an attempt did, in ONE transaction: the attempt row, the delivery's new state and the
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
-import { newId, type Db, type Tx } from '@svc/db';
+import { isUniqueViolation, newId, type Db, type Tx } from '@svc/db';
 import type { AttemptOutcome } from './http/outcome';
 import {
   healthAfterSuccess,
@@ -9,7 +9,7 @@ import {
   type HealthRules,
   healthAfterUnsafeUrl,
   type SubscriptionHealth,
-} from './health';
+} from '@svc/domain';
 
 export interface AttemptRecord {
   number: number;
@@ -89,13 +89,6 @@ async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: S
   const next = nextHealth(current, effect, now);
   const unchanged = (Object.keys(next) as Array<keyof SubscriptionHealth>).every((k) => next[k] === current[k]);
   if (!unchanged) await tx.webhookSubscription.update({ where: { id: subscriptionId }, data: next });
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, meta } = err as { code?: string; meta?: { code?: string } };
-  // P2002 from a model query; a raw statement reports PostgreSQL's own code.
-  return code === 'P2002' || meta?.code === '23505' || /\b23505\b|unique constraint/i.test(String((err as Error).message));
 }
 
 export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<void> {

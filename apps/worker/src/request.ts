@@ -12,8 +12,8 @@ export interface SignedAttempt {
 }
 
 export function deliveryHeaders(
-  delivery: Pick<WebhookDelivery, 'id' | 'eventType'>,
-  subscription: Pick<WebhookSubscription, 'payloadFormat' | 'authorizationEnc' | 'splunkChannel'>,
+  delivery: Pick<WebhookDelivery, 'id' | 'eventType' | 'payloadFormat'>,
+  subscription: Pick<WebhookSubscription, 'authorizationEnc' | 'splunkChannel'>,
   signed: SignedAttempt,
   key: Buffer,
 ): Record<string, string> {
@@ -23,7 +23,7 @@ export function deliveryHeaders(
     'X-Service-Delivery': delivery.id,
     'X-Service-Timestamp': String(signed.timestamp),
     'X-Service-Signature': signed.signature,
-    'X-Service-Format': subscription.payloadFormat,
+    'X-Service-Format': delivery.payloadFormat,
     'User-Agent': USER_AGENT,
     ...(subscription.authorizationEnc && { Authorization: unseal(subscription.authorizationEnc, key) }),
     // HEC tokens with indexer acknowledgement refuse requests without a channel.

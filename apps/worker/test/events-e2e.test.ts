@@ -5,7 +5,8 @@
 // nothing in `data` but public identifiers (no internal ids, tokens, keys or secrets). A per-project and a
 // per-assessment subscription receive exactly the events of their project / assessment.
 import { EVENT_TYPES, renderPayload, verifySignature } from '@svc/webhooks';
-import { scanSlaBreaches } from '@svc/outbox';
+import { scanSlaBreaches } from '../src/sla-scan';
+import { outboxDeps } from '@svc/outbox';
 import { bearer } from '../../api/test/support/fixtures';
 import { createKey } from '../../api/test/support/domain';
 import type { ReceivedRequest } from './support/receiver';
@@ -184,7 +185,7 @@ describe('every event type, from its action through the API to a signed delivery
     // The scan covers the whole (shared) test database: this finding is moved to 1985 and the scan runs in 1985,
     // a time no other test uses, so it breaches this finding only (critical: 7 days).
     await w.h.deps.prisma.finding.update({ where: { id: F2 }, data: { openedAt: new Date('1985-01-01T00:00:00.000Z') } });
-    const deps = { prisma: w.h.deps.prisma, deliveryQueue: w.h.deps.deliveryQueue, logger: w.h.deps.logger, maxAttempts: w.h.config.webhooks.maxAttempts };
+    const deps = outboxDeps(w.h.deps, w.h.deps.deliveryQueue);
     expect(await scanSlaBreaches(deps, new Date('1985-01-08T00:00:00.000Z'))).toBe(0);
     expect(await scanSlaBreaches(deps, new Date('1985-01-09T00:00:00.000Z'))).toBe(1);
     const { data } = await received('finding.sla_breached', { finding_id: F2 });

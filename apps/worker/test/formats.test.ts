@@ -194,3 +194,38 @@ describe('request details', () => {
     });
   });
 });
+
+describe('the payload format of a delivery', () => {
+  it('is fixed when the delivery is created: after a PATCH of the format, a pending retry still sends the old bytes', async () => {
+    const path = '/format-fixed-per-delivery';
+    let patched: Promise<{ status: number }> | undefined;
+    // The first attempt fails; while it is in flight the subscription is switched to CEF.
+    w.receiver.script(path, (_req, n) => {
+      if (n === 1) {
+        patched = w.api().patch(`/api/v1/webhooks/subscriptions/${sub.id}`).set(bearer(w.org.admin.token)).send({ payload_format: 'cef' }).then((r) => r);
+        return { status: 500, headers: { 'content-type': 'text/plain' }, body: 'later', delayMs: 500 };
+      }
+      return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' };
+    });
+    const sub = await w.subscribe({ name: path, url: w.receiver.url(path), events: ['finding.created'], payload_format: 'service' });
+    const delivery = await w.publishTo(sub.id, { type: 'finding.created', data: FINDING });
+
+    expect((await patched)?.status).toBe(200);
+    expect((await w.subscription(sub.id)).payloadFormat).toBe('cef');
+    expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 2, payloadFormat: 'service' });
+    const [first, retry] = w.receiver.requests(path);
+    const serviceBytes = renderPayload('service', delivery.payload as unknown as Envelope).body;
+    for (const request of [first, retry]) {
+      expect(request.body.equals(serviceBytes)).toBe(true);
+      expect(request.headers['x-service-format']).toBe('service');
+      expect(request.headers['content-type']).toBe('application/json');
+    }
+
+    // A delivery created after the PATCH uses the new format.
+    const later = await w.publishTo(sub.id, { type: 'finding.created', data: FINDING });
+    expect(later.payloadFormat).toBe('cef');
+    const last = w.receiver.requests(path).at(-1)!;
+    expect(last.body.equals(renderPayload('cef', later.payload as unknown as Envelope).body)).toBe(true);
+    expect(last.headers['x-service-format']).toBe('cef');
+  });
+});

@@ -1,6 +1,6 @@
 // Pure rules of subscription health and of the retry schedule handed to BullMQ.
 import { loadConfig } from '@svc/config';
-import { healthAfterSuccess, healthAfterTerminalFailure, healthAfterUnsafeUrl, type SubscriptionHealth } from '../src/health';
+import { healthAfterSuccess, healthAfterTerminalFailure, healthAfterUnsafeUrl, type SubscriptionHealth } from '@svc/domain';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from '../src/retry';
 import { outcomeOfError, outcomeOfHttp, recordedHeaders } from '../src/http/outcome';
 

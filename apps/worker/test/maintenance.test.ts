@@ -55,6 +55,7 @@ it('removes terminal deliveries, their attempts and their events 30 days after c
       eventId: sharedEvent.eventId,
       eventType: 'report.ready',
       payload: {},
+      payloadFormat: 'service',
       status: 'succeeded',
       completedAt: new Date(Date.now() - DAY),
     },

@@ -11,7 +11,7 @@ import { verifySignature } from '@svc/webhooks';
 import type { ReportJobData } from '@svc/queue';
 import { bearer, insertProject } from '../../api/test/support/fixtures';
 import { eventsOf, insertAssessmentIn, insertFinding } from '../../api/test/support/domain';
-import { newId } from '../../api/src/lib/ids';
+import { newId } from '@svc/db';
 import * as renderModule from '../src/reports/render-pdf';
 import { relayPendingReports, renderReport, runReportJob } from '../src/reports/report-job';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';

@@ -2,7 +2,8 @@
 // tokens) stands in for Entra ID, and a Logs Ingestion stand-in checks each bearer token with it (401 when unknown,
 // revoked or expired). Splunk HEC: a receiver that, like a token with indexer acknowledgement, refuses requests
 // without a channel. Plus the Sentinel URL checks and the sentinel-schema route at the three levels.
-import { EVENT_TYPES, findingEventData, type EventType } from '@svc/webhooks';
+import { EVENT_TYPES, type EventType } from '@svc/webhooks';
+import { findingEventData } from '@svc/domain';
 import { createRedis } from '@svc/queue';
 import { insertAssessment, insertProject, bearer } from '../../api/test/support/fixtures';
 import { buildWorker, spawnWorker, type ChildWorker } from './support/child-worker';

@@ -1,6 +1,9 @@
 // The one configuration module of the service. Every setting comes from the environment, is validated with joi
 // at start-up, and a missing or malformed one stops the process with a message naming it.
 import Joi from 'joi';
+import { DEFAULT_HEALTH_RULES } from '@svc/domain';
+
+const HOUR_MS = 3600 * 1000;
 
 const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
 // 32 bytes, base64: development only.
@@ -69,9 +72,9 @@ const schema = Joi.object({
   AZURE_AUTHORITY_HOST: Joi.string().uri({ scheme: ['https'] }).default('https://login.microsoftonline.com'),
   // Subscription health: consecutive terminal delivery failures that make it `failing`, and that disable it
   // once they span at least WEBHOOK_DISABLE_MIN_SPAN_HOURS.
-  WEBHOOK_FAILING_AFTER_FAILURES: Joi.number().integer().min(1).default(3),
-  WEBHOOK_DISABLE_AFTER_FAILURES: Joi.number().integer().min(1).default(10),
-  WEBHOOK_DISABLE_MIN_SPAN_HOURS: Joi.number().min(0).default(24),
+  WEBHOOK_FAILING_AFTER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_HEALTH_RULES.failingAfterFailures),
+  WEBHOOK_DISABLE_AFTER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_HEALTH_RULES.disableAfterFailures),
+  WEBHOOK_DISABLE_MIN_SPAN_HOURS: Joi.number().min(0).default(DEFAULT_HEALTH_RULES.disableMinSpanMs / HOUR_MS),
   WORKER_CONCURRENCY: Joi.number().integer().min(1).default(10),
   OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(100).default(30_000),
   OUTBOX_RELAY_AGE_MS: Joi.number().integer().min(0).default(60_000),
@@ -223,7 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       health: {
         failingAfterFailures: value.WEBHOOK_FAILING_AFTER_FAILURES,
         disableAfterFailures: value.WEBHOOK_DISABLE_AFTER_FAILURES,
-        disableMinSpanMs: value.WEBHOOK_DISABLE_MIN_SPAN_HOURS * 3600 * 1000,
+        disableMinSpanMs: value.WEBHOOK_DISABLE_MIN_SPAN_HOURS * HOUR_MS,
       },
       workerConcurrency: value.WORKER_CONCURRENCY,
       relayIntervalMs: value.OUTBOX_RELAY_INTERVAL_MS,

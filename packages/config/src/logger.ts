@@ -14,10 +14,6 @@ export function runWithLogContext<T>(context: LogContext, fn: () => T): T {
   return logContext.run(context, fn);
 }
 
-export function currentLogContext(): LogContext | undefined {
-  return logContext.getStore();
-}
-
 const addContext = winston.format((info) => {
   const ctx = logContext.getStore();
   if (ctx?.requestId) info.request_id = ctx.requestId;

@@ -16,3 +16,5 @@ export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$trans
 export type Db = PrismaClient;
 export * from './ids';
 export * from './sealed';
+export * from './errors';
+export * from './tenancy';

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Db, Tx } from '@svc/db';
-import type { Logger } from '@svc/config';
+import type { Config, Logger } from '@svc/config';
 import { deliveryJobOptions, type DeliveryJobData } from '@svc/queue';
 import { publishEvent, type PublishEventInput, type PublishedEvent } from './publish';
 
@@ -9,6 +9,14 @@ export interface OutboxDeps {
   deliveryQueue: Queue<DeliveryJobData>;
   logger: Logger;
   maxAttempts: number;
+}
+
+/** The one way to build OutboxDeps from a process's connections (API or worker) and the queue deliveries go to. */
+export function outboxDeps(
+  from: { prisma: Db; logger: Logger; config: Pick<Config, 'webhooks'> },
+  deliveryQueue: Queue<DeliveryJobData>,
+): OutboxDeps {
+  return { prisma: from.prisma, deliveryQueue, logger: from.logger, maxAttempts: from.config.webhooks.maxAttempts };
 }
 
 export type Publish = (input: PublishEventInput) => Promise<PublishedEvent>;

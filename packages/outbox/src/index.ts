@@ -1,4 +1,3 @@
 export * from './publish';
 export * from './enqueue';
 export * from './relay';
-export * from './sla-scan';

@@ -89,6 +89,8 @@ export async function publishEvent(tx: Tx, input: PublishEventInput, now: Date =
       eventId,
       eventType: input.type,
       payload: envelope as unknown as object,
+      // Fixed now: a later change of the subscription's format does not change what this delivery's retries send.
+      payloadFormat: subscription.payloadFormat,
       createdAt: now,
     };
   });

@@ -3,15 +3,12 @@ import {
   EVENT_CATALOGUE,
   EVENT_TYPES,
   FINDING_EVENT_TYPES,
-  FINDING_STATUSES,
   isEventType,
   isFindingEventType,
-  isFindingStatus,
   isPayloadFormat,
-  isSeverity,
   PAYLOAD_FORMATS,
-  SEVERITIES,
 } from './events';
+import { FINDING_STATUSES, isFindingStatus, isSeverity, SEVERITIES } from '@svc/domain';
 
 describe('event catalogue', () => {
   it('has the twelve event types of SPEC, each once', () => {

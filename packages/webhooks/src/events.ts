@@ -1,4 +1,5 @@
 // The event catalogue of SPEC "Events", plus the value lists DESIGN.md fixes for filters and formats.
+import { isOneOf } from '@svc/domain';
 
 /** The twelve customer-facing event types, in SPEC's order. */
 export const EVENT_TYPES = [
@@ -53,28 +54,8 @@ export const FINDING_EVENT_TYPES = [
 
 export type FindingEventType = (typeof FINDING_EVENT_TYPES)[number];
 
-export const SEVERITIES = ['critical', 'high', 'medium', 'low', 'info'] as const;
-export type Severity = (typeof SEVERITIES)[number];
-
-export const FINDING_STATUSES = [
-  'open',
-  'confirmed',
-  'dismissed',
-  'accepted_risk',
-  'suppressed',
-  'fixed',
-  'regressed',
-] as const;
-export type FindingStatus = (typeof FINDING_STATUSES)[number];
-
 export const PAYLOAD_FORMATS = ['service', 'splunk_hec', 'microsoft_sentinel', 'cef'] as const;
 export type PayloadFormat = (typeof PAYLOAD_FORMATS)[number];
-
-export const DEFAULT_PAYLOAD_FORMAT: PayloadFormat = 'service';
-
-function isOneOf<T extends string>(list: readonly T[], value: unknown): value is T {
-  return typeof value === 'string' && (list as readonly string[]).includes(value);
-}
 
 export function isEventType(value: unknown): value is EventType {
   return isOneOf(EVENT_TYPES, value);
@@ -82,14 +63,6 @@ export function isEventType(value: unknown): value is EventType {
 
 export function isFindingEventType(value: unknown): value is FindingEventType {
   return isOneOf(FINDING_EVENT_TYPES, value);
-}
-
-export function isSeverity(value: unknown): value is Severity {
-  return isOneOf(SEVERITIES, value);
-}
-
-export function isFindingStatus(value: unknown): value is FindingStatus {
-  return isOneOf(FINDING_STATUSES, value);
 }
 
 export function isPayloadFormat(value: unknown): value is PayloadFormat {

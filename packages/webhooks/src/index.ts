@@ -7,6 +7,5 @@ export * from './backoff';
 export * from './url-safety';
 export * from './text';
 export * from './render';
-export * from './event-data';
 export * from './sentinel-schema';
 export * from './sentinel-url';

@@ -3,7 +3,7 @@
 // the renderer produces. Also the DCR stream declaration and data flow an engineer pastes into a data collection rule.
 import { buildEnvelope, type Envelope } from './envelope';
 import { EVENT_TYPES, type EventType } from './events';
-import { findingEventData } from './event-data';
+import { findingEventData } from '@svc/domain';
 import { buildSentinelRecord, type SentinelValue } from './render/sentinel';
 
 /** Log Analytics column types the service's records use. */

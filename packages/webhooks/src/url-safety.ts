@@ -210,11 +210,6 @@ export function classifyIpAddress(ip: string): IpClassification {
   return { public: false, reason: 'unparsable' };
 }
 
-/** True when `ip` is a public unicast address. */
-export function isPublicIpAddress(ip: string): boolean {
-  return classifyIpAddress(ip).public;
-}
-
 export type UrlRejectionReason =
   | 'unparsable'
   | 'not_https'

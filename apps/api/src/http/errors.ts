@@ -49,7 +49,14 @@ function fromClientError(err: { status?: number; type?: string; message?: string
 }
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err, _req, res, _next) => {
+  return (err, _req, res, next) => {
+    if (res.headersSent) {
+      // Part of the body is already on the wire (a streamed export failing midway): no envelope can follow.
+      // Express's default handler destroys the connection, so the client sees a truncated response, not a 200.
+      logger.error('Error after the response started', { error: err instanceof Error ? err.stack : String(err) });
+      next(err);
+      return;
+    }
     const httpError = err instanceof HttpError ? err : fromClientError(err);
     if (!httpError) {
       logger.error('Unhandled error', { error: err instanceof Error ? err.stack : String(err) });

@@ -1,6 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export { seal, unseal } from '@svc/db';
 
 export function hmacHex(key: string | Buffer, value: string): string {
   return createHmac('sha256', key).update(value).digest('hex');

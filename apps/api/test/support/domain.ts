@@ -2,7 +2,7 @@
 // the three levels, assessments and findings arranged in a given state, and reading back events and deliveries.
 import request from 'supertest';
 import type { Finding } from '@svc/db';
-import { newId } from '../../src/lib/ids';
+import { newId } from '@svc/db';
 import type { Harness } from './harness';
 import { uniqueSuffix } from './harness';
 import { bearer } from './fixtures';

@@ -2,7 +2,7 @@
 // Users are written with the service's own password hashing and sessions issued by the real session service.
 import bcrypt from 'bcrypt';
 import type { Role } from '@svc/scopes';
-import { newId } from '../../src/lib/ids';
+import { newId } from '@svc/db';
 import { issueSession } from '../../src/modules/auth/sessions';
 import type { Harness } from './harness';
 import { uniqueSuffix } from './harness';

@@ -6,11 +6,11 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createLogger, loadConfig, type Config } from '@svc/config';
 import { createPrismaClient } from '@svc/db';
-import { createDeliveryQueue, createRedis } from '@svc/queue';
+import { createDeliveryQueue, createRedis, createReportQueue } from '@svc/queue';
 import { createApp, type App } from '../../src/app';
 import type { AppDeps } from '../../src/app-deps';
-import { OffsetClock } from '../../src/lib/clock';
-import { createMailer } from '../../src/lib/mailer';
+import { OffsetClock } from './clock';
+import { createMailer } from '@svc/mail';
 
 export interface Harness {
   app: App;
@@ -42,8 +42,9 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
   const prisma = createPrismaClient(config.databaseUrl, { max: 4 });
   const redis = createRedis(config.redisUrl);
   const deliveryQueue = createDeliveryQueue(redis, config.redisPrefix);
+  const reportQueue = createReportQueue(redis, config.redisPrefix);
   const clock = new OffsetClock();
-  const deps: AppDeps = { config, logger, prisma, redis, deliveryQueue, mailer: createMailer(config.mail), clock };
+  const deps: AppDeps = { config, logger, prisma, redis, deliveryQueue, reportQueue, mailer: createMailer(config.mail), clock };
   const app = createApp(deps);
   return {
     app,
@@ -57,6 +58,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
         .map((f) => JSON.parse(readFileSync(path.join(outboxDir, f), 'utf8'))),
     async close() {
       await deliveryQueue.close();
+      await reportQueue.close();
       const keys = await redis.keys(`${config.redisPrefix}:*`);
       if (keys.length > 0) await redis.del(...keys);
       await redis.quit();

@@ -1,5 +1,5 @@
 // Projects and assessments arranged directly in the database, for tests of features that hang on them.
-import { newId } from '../../src/lib/ids';
+import { newId } from '@svc/db';
 import type { Harness } from './harness';
 
 export async function createProject(h: Harness, organizationId: string, name = 'Project') {

@@ -1,6 +1,7 @@
 // The PDF of an assessment report, drawn with PDFKit (standard fonts, no files to ship): a cover block with the
 // assessment and project, the summary counts by severity and by status, then every finding with its severity,
 // status, location and description, most severe first.
+import { SEVERITIES } from '@svc/domain';
 import PDFDocument from 'pdfkit';
 
 export interface ReportFinding {
@@ -22,7 +23,8 @@ export interface ReportDocument {
   findings: ReportFinding[];
 }
 
-export const SEVERITY_ORDER = ['critical', 'high', 'medium', 'low', 'info'] as const;
+/** Most severe first. */
+export const SEVERITY_ORDER = SEVERITIES;
 
 const SEVERITY_COLOURS: Record<string, string> = {
   critical: '#8b0000',

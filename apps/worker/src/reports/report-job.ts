@@ -8,7 +8,7 @@
 //   its job is not enqueued twice (job id = report id).
 import { Worker, type Job, type Queue } from 'bullmq';
 import { runWithLogContext } from '@svc/config';
-import { withOutbox, type OutboxDeps } from '@svc/outbox';
+import { outboxDeps, withOutbox } from '@svc/outbox';
 import {
   REPORT_QUEUE,
   bullPrefix,
@@ -23,10 +23,6 @@ import { renderReportPdf } from './render-pdf';
 const RELAY_BATCH_SIZE = 500;
 
 export type ReportJobResult = 'ready' | 'skipped' | 'failed' | number;
-
-function outboxDeps(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): OutboxDeps {
-  return { prisma: deps.prisma, deliveryQueue, logger: deps.logger, maxAttempts: deps.config.webhooks.maxAttempts };
-}
 
 /** Renders one report and publishes report.ready; 'skipped' when it is gone or no longer pending. */
 export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped'> {

@@ -1,6 +1,9 @@
 import { allSampleEnvelopes, sampleEnvelope } from '../__tests__/fixtures';
 import { PAYLOAD_FORMATS, type PayloadFormat } from '../events';
-import { contentTypeFor, DEFAULT_RENDER_OPTIONS, RENDERERS, renderPayload, resolveRenderOptions } from './index';
+import { DEFAULT_RENDER_OPTIONS, RENDERERS, renderPayload, resolveRenderOptions } from './index';
+
+/** The Content-Type each format must be sent with. */
+const contentTypeFor = (format: PayloadFormat) => (format === 'cef' ? 'text/plain; charset=utf-8' : 'application/json');
 
 describe('renderPayload registry', () => {
   it('has exactly one renderer per payload format', () => {

@@ -1,10 +1,10 @@
 // The one registry of payload formats: renderPayload(format, envelope, options) -> { body, contentType }.
 import type { Envelope } from '../envelope';
 import { isPayloadFormat, type PayloadFormat } from '../events';
-import { CEF_CONTENT_TYPE, renderCef } from './cef';
+import { renderCef } from './cef';
 import { resolveRenderOptions, type RenderedPayload, type Renderer, type RenderOptions } from './options';
 import { renderSentinel } from './sentinel';
-import { JSON_CONTENT_TYPE, renderService } from './service';
+import { renderService } from './service';
 import { renderSplunkHec } from './splunk-hec';
 
 export const RENDERERS: Readonly<Record<PayloadFormat, Renderer>> = Object.freeze({
@@ -20,11 +20,6 @@ export function renderPayload(format: PayloadFormat, envelope: Envelope, options
     throw new TypeError(`Unknown payload format: ${String(format)}`);
   }
   return RENDERERS[format](envelope, resolveRenderOptions(options));
-}
-
-/** The Content-Type header value of a payload format. */
-export function contentTypeFor(format: PayloadFormat): string {
-  return format === 'cef' ? CEF_CONTENT_TYPE : JSON_CONTENT_TYPE;
 }
 
 export * from './options';

@@ -7,7 +7,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, forbidden, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';

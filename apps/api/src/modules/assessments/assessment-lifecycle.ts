@@ -31,10 +31,6 @@ export const ASSESSMENT_TRANSITIONS: Readonly<Record<AssessmentAction, Assessmen
   emergency_stop: { from: ['queued', 'running'], to: 'emergency_stopped', stamp: 'finishedAt' },
 };
 
-export function isFinished(status: string): boolean {
-  return (FINISHED_STATES as readonly string[]).includes(status);
-}
-
 /** The 409 detail for an impossible transition: names the current state and the states the action needs. */
 export function impossibleTransition(action: string, current: string, from: readonly string[]): string {
   return `Cannot ${action.replace('_', '-')} an assessment that is ${current} (allowed from: ${from.join(', ')}).`;

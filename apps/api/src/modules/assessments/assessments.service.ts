@@ -7,13 +7,13 @@
 // Every transition is one conditional UPDATE (`WHERE status IN (<allowed>)`), so two racing requests cannot both
 // move the same assessment; the loser gets 409 naming the state it found.
 import { Prisma, type Assessment, type Tx } from '@svc/db';
-import { SEVERITIES } from '@svc/webhooks';
-import { withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
+import { SEVERITIES } from '@svc/domain';
+import { outboxDeps, withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
 import { assertWithinSpendCap } from '../spend/spend-guard';
 import {
@@ -23,7 +23,6 @@ import {
   impossibleTransition,
   type AssessmentAction,
 } from './assessment-lifecycle';
-import { apiOutboxDeps } from '../../lib/outbox';
 
 type JsonObject = Record<string, unknown>;
 
@@ -131,7 +130,7 @@ async function transition(
   const rule = ASSESSMENT_TRANSITIONS[action];
   const now = deps.clock.now();
   const updated = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       const moved = await tx.assessment.updateMany({
         where: { id: current.id, organizationId: principal.organizationId, status: { in: [...rule.from] } },
@@ -214,10 +213,9 @@ export function emergencyStopAssessment(deps: AppDeps, principal: Principal, id:
 export async function setArchived(deps: AppDeps, principal: Principal, id: string, archived: boolean) {
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const moved = await deps.prisma.assessment.updateMany({
+  const moved = await scopedTo(deps.prisma, principal).assessment.updateMany({
     where: {
       id: current.id,
-      organizationId: principal.organizationId,
       status: { in: [...FINISHED_STATES] },
       archivedAt: archived ? null : { not: null },
     },
@@ -251,8 +249,8 @@ export async function updateAssessment(
     ...(input.notes !== undefined && { notes: input.notes || null }),
     ...(input.settings !== undefined && { settings: jsonOrNull(input.settings) }),
   };
-  const moved = await deps.prisma.assessment.updateMany({
-    where: { id: current.id, organizationId: principal.organizationId, ...(draftOnly && { status: 'draft' }) },
+  const moved = await scopedTo(deps.prisma, principal).assessment.updateMany({
+    where: { id: current.id, ...(draftOnly && { status: 'draft' }) },
     data,
   });
   if (moved.count !== 1) {
@@ -265,8 +263,8 @@ export async function updateAssessment(
 /** Deletes the assessment with its findings (cascade); 409 while queued or running (cancel or stop it first). */
 export async function deleteAssessment(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
-  const deleted = await deps.prisma.assessment.deleteMany({
-    where: { id: current.id, organizationId: principal.organizationId, status: { notIn: [...ACTIVE_STATES] } },
+  const deleted = await scopedTo(deps.prisma, principal).assessment.deleteMany({
+    where: { id: current.id, status: { notIn: [...ACTIVE_STATES] } },
   });
   if (deleted.count !== 1) {
     const fresh = await deps.prisma.assessment.findUnique({ where: { id: current.id }, select: { status: true } });

@@ -17,18 +17,11 @@ import {
   verifyEmailBody,
   verifyEmailResponse,
 } from './auth.schemas';
-import {
-  describePrincipal,
-  disableTwoFactor,
-  dummyPasswordHash,
-  enableTwoFactor,
-  login,
-  logout,
-  loginWithSecondFactor,
-  setupTwoFactor,
-  signup,
-  verifyEmail,
-} from './auth.service';
+import { signup, verifyEmail } from './accounts';
+import { dummyPasswordHash, login, logout } from './login';
+import { describePrincipal } from './profile';
+import { disableTwoFactor, enableTwoFactor, setupTwoFactor } from './two-factor';
+import { loginWithSecondFactor } from './two-factor-login';
 import { requestMeta } from '../audit/audit.context';
 import { clearSessionCookies, sessionResponse, setSessionCookies } from './sessions';
 

@@ -4,7 +4,7 @@ import type { Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import { CSRF_COOKIE, SESSION_COOKIE, csrfTokenFor } from '../../auth/csrf';
 import { SESSION_AUDIENCE, signToken } from '../../auth/tokens';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 
 export interface IssuedSession {
   token: string;

@@ -84,3 +84,5 @@ export function acceptTotpCode(
   if (lastAcceptedStep !== null && lastAcceptedStep !== undefined && step <= Number(lastAcceptedStep)) return undefined;
   return step;
 }
+
+export const INVALID_TOTP_CODE = 'Invalid two-factor code.';

@@ -5,6 +5,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingsWhere, presentFinding, type FindingFilters, type PresentedFinding } from './findings.service';
+import { scopedTo } from '@svc/db';
 import { csvField } from '../../http/csv';
 
 export const EXPORT_FORMATS = ['sarif', 'json', 'csv'] as const;
@@ -120,10 +121,11 @@ export async function exportFindings(
 ): Promise<void> {
   const where = await findingsWhere(deps, principal, query);
   const policy = await loadSlaPolicy(deps, principal.organizationId);
+  const db = scopedTo(deps.prisma, principal);
   const findings: PresentedFinding[] = [];
   // Oldest first, read in batches along the id (time-ordered) so a large export never holds one huge query.
   for (let cursor: string | undefined; ; ) {
-    const rows = await deps.prisma.finding.findMany({
+    const rows = await db.finding.findMany({
       where: { ...where, ...(cursor && { id: { gt: cursor } }) },
       orderBy: { id: 'asc' },
       take: BATCH,

@@ -1,4 +1,4 @@
-import type { FindingStatus } from '@svc/webhooks';
+import type { FindingStatus } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { FINDING_STATUSES, SEVERITIES } from '@svc/webhooks';
+import { FINDING_STATUSES, SEVERITIES } from '@svc/domain';
 import { paginationQuery } from '../../http/validate';
 import { id, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 

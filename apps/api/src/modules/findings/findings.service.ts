@@ -3,22 +3,21 @@
 // organization, or of an assessment the caller cannot read, answers 404.
 //
 // Every status change goes through changeFindingStatus: one conditional UPDATE checked against the transition
-// table (finding-status.ts), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
+// table (@svc/domain), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
 // the caller's transaction.
 import type { Finding, Prisma, Tx } from '@svc/db';
-import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/webhooks';
-import { withOutbox, type Publish } from '@svc/outbox';
+import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/domain';
+import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, type Access } from '../access/access.service';
-import { apiOutboxDeps } from '../../lib/outbox';
 import { loadSlaPolicy } from '../governance/governance.service';
-import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '../governance/sla-policy';
+import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
 import { requireFindingAccess } from './finding-access';
-import { canChangeFindingStatus } from './finding-status';
+import { canChangeFindingStatus } from '@svc/domain';
 
 export function presentFinding(f: Finding, policy: SlaPolicy) {
   return {
@@ -106,7 +105,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
   const assessment = await requireAssessmentAccess(deps, principal, assessmentId, 'write');
   const now = deps.clock.now();
   const result = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE`;
       if (!row || row.status !== 'running') {
@@ -168,7 +167,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
 export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {
   const finding = await requireFindingAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const updated = await withOutbox(apiOutboxDeps(deps), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
+  const updated = await withOutbox(outboxDeps(deps, deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 
@@ -176,7 +175,7 @@ export async function setFindingStatus(deps: AppDeps, principal: Principal, id: 
 export async function setFindingSeverity(deps: AppDeps, principal: Principal, id: string, input: { severity: string }) {
   const severity = checkSeverity(input.severity);
   const finding = await requireFindingAccess(deps, principal, id, 'write');
-  const updated = await deps.prisma.finding.update({ where: { id: finding.id }, data: { severity } });
+  const updated = await scopedTo(deps.prisma, principal).finding.update({ where: { id: finding.id }, data: { severity } });
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 
@@ -184,12 +183,12 @@ export async function setFindingSeverity(deps: AppDeps, principal: Principal, id
 export async function reassignFinding(deps: AppDeps, principal: Principal, id: string, input: { assignee_user_id: string | null }) {
   const finding = await requireFindingAccess(deps, principal, id, 'write');
   if (input.assignee_user_id !== null) {
-    const membership = await deps.prisma.membership.findFirst({
-      where: { organizationId: principal.organizationId, userId: input.assignee_user_id, user: { status: 'active' } },
+    const membership = await scopedTo(deps.prisma, principal).membership.findFirst({
+      where: { userId: input.assignee_user_id, user: { status: 'active' } },
     });
     if (!membership) throw unprocessable('assignee_user_id must be an active member of the organization.');
   }
-  const updated = await deps.prisma.finding.update({ where: { id: finding.id }, data: { assigneeId: input.assignee_user_id } });
+  const updated = await scopedTo(deps.prisma, principal).finding.update({ where: { id: finding.id }, data: { assigneeId: input.assignee_user_id } });
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 
@@ -215,13 +214,15 @@ function listOf(value: string, allowed: readonly string[], ok: (v: string) => bo
   return values;
 }
 
-/** The Prisma filter for the findings a principal can read, narrowed by the query's filters (422 for bad values). */
+/**
+ * The Prisma filter for the findings a principal can read, narrowed by the query's filters (422 for bad values).
+ * The organization is not in it: query through scopedTo(deps.prisma, principal), which adds it.
+ */
 export async function findingsWhere(deps: AppDeps, principal: Principal, q: FindingFilters): Promise<Prisma.FindingWhereInput> {
   const readable = await readableAssessmentsFilter(deps, principal);
   const assignee =
     q.assignee === undefined ? {} : q.assignee === 'none' ? { assigneeId: null } : { assigneeId: q.assignee === 'me' ? principal.userId : q.assignee };
   return {
-    organizationId: principal.organizationId,
     assessment: readable,
     ...(q.project_id && { projectId: q.project_id }),
     ...(q.assessment_id && { assessmentId: q.assessment_id }),
@@ -234,7 +235,7 @@ export async function findingsWhere(deps: AppDeps, principal: Principal, q: Find
 export async function listFindings(deps: AppDeps, principal: Principal, query: PageQuery & FindingFilters) {
   const where = await findingsWhere(deps, principal, query);
   const args = pageArgs(query);
-  const rows = await deps.prisma.finding.findMany({ ...args, where: { ...args.where, ...where } });
+  const rows = await scopedTo(deps.prisma, principal).finding.findMany({ ...args, where: { ...args.where, ...where } });
   const policy = await loadSlaPolicy(deps, principal.organizationId);
   return toPage(rows, query, (f) => presentFinding(f, policy));
 }

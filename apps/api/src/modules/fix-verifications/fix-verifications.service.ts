@@ -10,16 +10,15 @@
 // - a `fixed` result on a finding that was meanwhile fixed, dismissed or suppressed completes the run and leaves the
 //   finding's status alone.
 import type { FixVerification, Finding } from '@svc/db';
-import { withOutbox } from '@svc/outbox';
+import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { requireAssessmentAccess, type Access } from '../access/access.service';
 import { changeFindingStatus } from '../findings/findings.service';
-import { canChangeFindingStatus } from '../findings/finding-status';
-import { apiOutboxDeps } from '../../lib/outbox';
+import { canChangeFindingStatus } from '@svc/domain';
 import { requireFindingAccess } from '../findings/finding-access';
 
 export const FIX_VERIFICATION_RESULTS = ['fixed', 'still_present'] as const;
@@ -85,7 +84,7 @@ export async function completeFixVerification(deps: AppDeps, principal: Principa
   const run = await requireFixVerification(deps, principal, id, 'write');
   const now = deps.clock.now();
   const completed = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       const done = await tx.fixVerification.updateMany({
         where: { id: run.id, status: 'running' },

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { MAX_SLA_DAYS, MIN_SLA_DAYS, SLA_SEVERITIES } from './sla-policy';
+import { MAX_SLA_DAYS, MIN_SLA_DAYS, SLA_SEVERITIES } from '@svc/domain';
 
 const days = () => Joi.number().integer().strict().min(MIN_SLA_DAYS).max(MAX_SLA_DAYS).allow(null).required();
 

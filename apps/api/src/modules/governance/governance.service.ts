@@ -1,9 +1,9 @@
 // Governance policy: the remediation SLA per finding severity, stored on the organization. The breach scan that
-// reads it runs in the worker (packages/outbox/src/sla-scan.ts).
+// reads it runs in the worker (apps/worker/src/sla-scan.ts).
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { notFound } from '../../http/errors';
-import { slaPolicyFromColumns, slaPolicyToColumns, type SlaPolicy } from './sla-policy';
+import { slaPolicyFromColumns, slaPolicyToColumns, type SlaPolicy } from '@svc/domain';
 
 const SLA_SELECT = { slaCriticalDays: true, slaHighDays: true, slaMediumDays: true, slaLowDays: true, slaInfoDays: true } as const;
 

@@ -6,7 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { requireAssessmentAccess, requireProjectAccess, type Access } from '../access/access.service';
 
 export type GrantTarget = { kind: 'project'; id: string } | { kind: 'assessment'; id: string };

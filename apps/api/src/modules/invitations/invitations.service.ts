@@ -2,14 +2,14 @@
 // proves control of the address: a new address becomes an active user, an existing user proves their password.
 import bcrypt from 'bcrypt';
 import { roleRank, type Role } from '@svc/scopes';
-import type { Invitation, User } from '@svc/db';
+import { isUniqueViolation, type Invitation, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -29,10 +29,6 @@ export function presentInvitation(inv: Invitation, now: Date) {
     accepted_at: inv.acceptedAt?.toISOString() ?? null,
     created_at: inv.createdAt.toISOString(),
   };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
 }
 
 const emailFilter = (address: string) => ({ equals: address, mode: 'insensitive' as const });

@@ -3,12 +3,11 @@
 // (`finding.status_changed`, previous_status fixed; the SLA window restarts) and `monitoring.regression` is
 // published, in one transaction. Checks apply only to fixed findings: any other status is 409, and of two
 // concurrent regressions of one finding the second is 409 too (changeFindingStatus's conditional update).
-import { withOutbox } from '@svc/outbox';
+import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, unprocessable } from '../../http/errors';
 import { changeFindingStatus } from '../findings/findings.service';
-import { apiOutboxDeps } from '../../lib/outbox';
 import { requireFindingAccess } from '../findings/finding-access';
 
 export const MONITORING_RESULTS = ['still_fixed', 'regressed'] as const;
@@ -28,7 +27,7 @@ export async function recordMonitoringCheck(deps: AppDeps, principal: Principal,
     return { finding_id: finding.id, result: input.result, status: finding.status, previous_status: finding.status, checked_at: checkedAt };
   }
   const regressed = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       const updated = await changeFindingStatus(tx, publish, finding, 'regressed', now);
       await publish({

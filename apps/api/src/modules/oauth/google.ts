@@ -3,7 +3,7 @@
 // JWKS (signature with an asymmetric algorithm the issuer announces, iss, aud = our client id, azp, exp, iat,
 // nonce), and only an address with `email_verified: true` is accepted.
 import type { OAuthGoogleConfig } from '@svc/config';
-import type { Clock } from '../../lib/clock';
+import type { Clock } from '@svc/domain';
 import { safeEqual } from '../../lib/crypto';
 import { badRequest, forbidden } from '../../http/errors';
 import { email as emailRule } from '../../http/validate';

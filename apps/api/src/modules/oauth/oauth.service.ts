@@ -8,12 +8,13 @@
 // e-mail address (linked now), else a new account (joining the organization of a pending invitation, or owning a
 // new one). Users with TOTP on get a partial token, exactly as at password login.
 import { createHash } from 'node:crypto';
-import type { User } from '@svc/db';
+import { isUniqueViolation, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import { HttpError, badRequest, conflict } from '../../http/errors';
 import { randomToken, safeEqual, sha256Hex } from '../../lib/crypto';
-import { newId } from '../../lib/ids';
-import { completeFirstFactor, createOwnerAccount, type LoginOutcome } from '../auth/auth.service';
+import { newId } from '@svc/db';
+import { createOwnerAccount } from '../auth/accounts';
+import { completeFirstFactor, type LoginOutcome } from '../auth/login';
 import type { RequestMeta } from '../audit/audit.context';
 import { joinInvitedOrganization } from '../invitations/invitations.service';
 import { githubProvider } from './github';
@@ -149,10 +150,6 @@ export async function finishSignIn(
 
 // ---------------------------------------------------------------------------------------------------------
 // From a verified identity to a user
-
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
-}
 
 const emailFilter = (address: string) => ({ equals: address, mode: 'insensitive' as const });
 

@@ -3,14 +3,13 @@
 // same transaction. Recording needs write access to the project, reading needs read access; a project of
 // another organization answers 404. Reviews are not recorded on an archived project (409).
 import type { PrReview } from '@svc/db';
-import { withOutbox } from '@svc/outbox';
+import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId } from '@svc/db';
 import { requireProjectAccess } from '../access/access.service';
-import { apiOutboxDeps } from '../../lib/outbox';
 
 export const PR_REVIEW_VERDICTS = ['approved', 'changes_requested', 'commented'] as const;
 
@@ -44,7 +43,7 @@ export async function recordPrReview(deps: AppDeps, principal: Principal, projec
   if (project.archivedAt) throw conflict('The project is archived: unarchive it to record PR reviews.');
   const now = deps.clock.now();
   const review = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       const created = await tx.prReview.create({
         data: {

@@ -5,7 +5,7 @@ import type { Project } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId, scopedTo } from '@svc/db';
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
 
 export function presentProject(p: Project) {
@@ -51,7 +51,7 @@ export async function listProjects(deps: AppDeps, principal: Principal, query: P
   const args = pageArgs(query);
   const readable = await readableProjectsFilter(deps, principal);
   const archived = query.archived === undefined ? {} : { archivedAt: query.archived ? { not: null } : null };
-  const rows = await deps.prisma.project.findMany({ ...args, where: { ...args.where, ...readable, ...archived } });
+  const rows = await scopedTo(deps.prisma, principal).project.findMany({ ...args, where: { ...args.where, ...readable, ...archived } });
   return toPage(rows, query, presentProject);
 }
 
@@ -72,12 +72,12 @@ export async function updateProject(
   // Archiving an archived project keeps its first archive time; unarchiving clears it.
   if (input.archived === true && !current.archivedAt) data.archivedAt = deps.clock.now();
   if (input.archived === false) data.archivedAt = null;
-  const project = await deps.prisma.project.update({ where: { id: current.id }, data });
+  const project = await scopedTo(deps.prisma, principal).project.update({ where: { id: current.id }, data });
   return presentProject(project);
 }
 
 /** Deletes the project with its assessments and grants (cascade). */
 export async function deleteProject(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   await requireProjectAccess(deps, principal, id, 'write');
-  await deps.prisma.project.deleteMany({ where: { id, organizationId: principal.organizationId } });
+  await scopedTo(deps.prisma, principal).project.deleteMany({ where: { id } });
 }

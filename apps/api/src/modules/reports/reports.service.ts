@@ -12,7 +12,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess } from '../access/access.service';
 import { enqueueReportRendering } from './report-queue';
 
@@ -63,7 +63,7 @@ export async function requestReport(deps: AppDeps, principal: Principal, assessm
 
 /** The report when the principal can read its assessment; 404 otherwise. */
 async function requireReport(deps: AppDeps, principal: Principal, id: string): Promise<ReportRow> {
-  const report = await deps.prisma.report.findFirst({ where: { id, organizationId: principal.organizationId }, ...withoutPdf });
+  const report = await scopedTo(deps.prisma, principal).report.findFirst({ where: { id }, ...withoutPdf });
   if (!report) throw notFound('Report');
   try {
     await requireAssessmentAccess(deps, principal, report.assessmentId, 'read');
@@ -85,13 +85,12 @@ export async function listReports(
 ) {
   const readable = await readableAssessmentsFilter(deps, principal);
   const where: Prisma.ReportWhereInput = {
-    organizationId: principal.organizationId,
     assessment: readable,
     ...(query.assessment_id && { assessmentId: query.assessment_id }),
     ...(query.status && { status: query.status }),
   };
   const args = pageArgs(query);
-  const rows = await deps.prisma.report.findMany({ ...args, where: { ...args.where, ...where }, ...withoutPdf });
+  const rows = await scopedTo(deps.prisma, principal).report.findMany({ ...args, where: { ...args.where, ...where }, ...withoutPdf });
   return toPage(rows, query, presentReport);
 }
 

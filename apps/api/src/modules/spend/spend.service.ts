@@ -11,13 +11,12 @@
 // row first, so concurrent usage records cannot both miss a crossing. Raising a limit above the current spend
 // clears triggeredAt, which arms it again; lowering a limit to or below the spend triggers it at once.
 import type { Prisma, SpendLimit, Tx, UsageRecord } from '@svc/db';
-import { withOutbox, type Publish } from '@svc/outbox';
+import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
-import { apiOutboxDeps } from '../../lib/outbox';
+import { newId } from '@svc/db';
 import { formatCredits, lockOrganizationSpend, spentIn, ZERO, type Decimal } from './spend-ledger';
 
 export const LIMIT_KINDS = ['threshold', 'cap'] as const;
@@ -107,7 +106,7 @@ export async function recordUsage(
   const projectId = input.project_id ? await requireProjectInOrg(deps, principal, input.project_id) : null;
   const now = deps.clock.now();
   const usage = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       await lockOrganizationSpend(tx, principal.organizationId);
       const created = await tx.usageRecord.create({
@@ -229,7 +228,7 @@ export async function createLimit(
   const projectId = input.project_id ? await requireProjectInOrg(deps, principal, input.project_id) : null;
   const now = deps.clock.now();
   const limit = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       await lockOrganizationSpend(tx, principal.organizationId);
       if (kind === 'cap') {
@@ -256,7 +255,7 @@ export async function updateLimit(deps: AppDeps, principal: Principal, id: strin
   await requireLimit(deps, principal, id);
   const now = deps.clock.now();
   const limit = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       await lockOrganizationSpend(tx, principal.organizationId);
       const current = await tx.spendLimit.findFirst({ where: { id, organizationId: principal.organizationId } });

@@ -1,10 +1,10 @@
 // Teams of the caller's organization and their members. A team's members must be members of the organization.
-import type { Team } from '@svc/db';
+import { isUniqueViolation, type Team } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, conflict, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
+import { newId, scopedTo } from '@svc/db';
 
 export function presentTeam(team: Team) {
   return {
@@ -14,10 +14,6 @@ export function presentTeam(team: Team) {
     created_at: team.createdAt.toISOString(),
     updated_at: team.updatedAt.toISOString(),
   };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
 }
 
 async function uniqueName<T>(work: () => Promise<T>): Promise<T> {
@@ -30,7 +26,7 @@ async function uniqueName<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export async function findTeam(deps: AppDeps, principal: Principal, id: string): Promise<Team> {
-  const team = await deps.prisma.team.findFirst({ where: { id, organizationId: principal.organizationId } });
+  const team = await scopedTo(deps.prisma, principal).team.findFirst({ where: { id } });
   if (!team) throw notFound('Team');
   return team;
 }
@@ -46,7 +42,7 @@ export async function createTeam(deps: AppDeps, principal: Principal, input: { n
 
 export async function listTeams(deps: AppDeps, principal: Principal, query: PageQuery) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.team.findMany({ ...args, where: { ...args.where, organizationId: principal.organizationId } });
+  const rows = await scopedTo(deps.prisma, principal).team.findMany({ ...args, where: args.where });
   return toPage(rows, query, presentTeam);
 }
 
@@ -71,7 +67,7 @@ export async function updateTeam(
 
 /** Deleting a team removes its memberships and the grants given to it (cascade). */
 export async function deleteTeam(deps: AppDeps, principal: Principal, id: string): Promise<void> {
-  const { count } = await deps.prisma.team.deleteMany({ where: { id, organizationId: principal.organizationId } });
+  const { count } = await scopedTo(deps.prisma, principal).team.deleteMany({ where: { id } });
   if (count === 0) throw notFound('Team');
 }
 

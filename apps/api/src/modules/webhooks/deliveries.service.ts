@@ -1,5 +1,5 @@
 // Delivery payload snapshots and attempt logs, seen through the level that owns the subscription.
-import type { WebhookAttempt, WebhookDelivery } from '@svc/db';
+import { scopedTo, type WebhookAttempt, type WebhookDelivery } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import { notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
@@ -44,12 +44,12 @@ export function presentAttempt(a: WebhookAttempt) {
 
 function deliveriesOf(ctx: LevelContext) {
   const { deletedAt: _ignored, ...subscription } = subscriptionsOf(ctx);
-  return { organizationId: ctx.organizationId, subscription };
+  return { subscription };
 }
 
 export async function listDeliveries(deps: AppDeps, ctx: LevelContext, filters: DeliveryFilters) {
   const args = pageArgs(filters);
-  const rows = await deps.prisma.webhookDelivery.findMany({
+  const rows = await scopedTo(deps.prisma, ctx).webhookDelivery.findMany({
     ...args,
     where: {
       ...args.where,
@@ -66,7 +66,7 @@ export async function listDeliveries(deps: AppDeps, ctx: LevelContext, filters: 
 }
 
 export async function listAttempts(deps: AppDeps, ctx: LevelContext, deliveryId: string) {
-  const delivery = await deps.prisma.webhookDelivery.findFirst({
+  const delivery = await scopedTo(deps.prisma, ctx).webhookDelivery.findFirst({
     where: { id: deliveryId, ...deliveriesOf(ctx) },
     include: { attempts: { orderBy: { number: 'asc' } } },
   });

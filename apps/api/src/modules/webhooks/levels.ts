@@ -52,9 +52,9 @@ export const LEVELS: readonly LevelDefinition[] = [
   },
 ];
 
-/** The live subscriptions of exactly this level (never another level's). */
+/** The live subscriptions of exactly this level (never another level's); query through scopedTo(prisma, ctx) for the organization. */
 export function subscriptionsOf(ctx: LevelContext) {
   const anchor =
     ctx.level === 'project' ? { projectId: ctx.projectId } : ctx.level === 'assessment' ? { assessmentId: ctx.assessmentId } : {};
-  return { organizationId: ctx.organizationId, level: ctx.level, deletedAt: null, ...anchor };
+  return { level: ctx.level, deletedAt: null, ...anchor };
 }

@@ -2,26 +2,22 @@
 // Every function takes the LevelContext the route resolved, so one implementation serves all three levels.
 import {
   EVENT_TYPES,
-  FINDING_STATUSES,
   PAYLOAD_FORMATS,
-  SEVERITIES,
   generateSigningSecret,
   isEventType,
-  isFindingStatus,
   isPayloadFormat,
-  isSeverity,
   sentinelSchema,
   sentinelUrlProblem,
 } from '@svc/webhooks';
+import { FINDING_STATUSES, SEVERITIES, isFindingStatus, isSeverity } from '@svc/domain';
 import type { WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
-import { withOutbox } from '@svc/outbox';
+import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '../../lib/ids';
-import { apiOutboxDeps } from '../../lib/outbox';
-import { seal } from '../../lib/crypto';
+import { newId, scopedTo } from '@svc/db';
+import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { subscriptionsOf, type LevelContext } from './levels';
 
@@ -212,14 +208,14 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
 }
 
 export async function findSubscription(deps: AppDeps, ctx: LevelContext, id: string): Promise<WebhookSubscription> {
-  const subscription = await deps.prisma.webhookSubscription.findFirst({ where: { id, ...subscriptionsOf(ctx) } });
+  const subscription = await scopedTo(deps.prisma, ctx).webhookSubscription.findFirst({ where: { id, ...subscriptionsOf(ctx) } });
   if (!subscription) throw notFound('Webhook subscription');
   return subscription;
 }
 
 export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query: PageQuery) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.webhookSubscription.findMany({ ...args, where: { ...args.where, ...subscriptionsOf(ctx) } });
+  const rows = await scopedTo(deps.prisma, ctx).webhookSubscription.findMany({ ...args, where: { ...args.where, ...subscriptionsOf(ctx) } });
   const now = deps.clock.now();
   return toPage(rows, query, (row) => presentSubscription(row, now));
 }
@@ -283,7 +279,7 @@ export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string
     throw conflict('The subscription is disabled: re-activate it (PATCH with active: true) before sending a test event.');
   }
   const published = await withOutbox(
-    apiOutboxDeps(deps),
+    outboxDeps(deps, deps.deliveryQueue),
     (_tx, publish) =>
       publish({
         type: 'webhook.test',

@@ -1,51 +1,28 @@
-// The SLA rule (pure, apps/api/src/modules/governance/sla-policy.ts) and the worker-side breach scan
-// (packages/outbox/src/sla-scan.ts): exact event data and deliveries, agreement of the scan's SQL with the pure
+// The worker's SLA breach scan (apps/worker/src/sla-scan.ts) against the pure rule of @svc/domain: exact event
+// data and deliveries, agreement of the scan's SQL with the pure
 // rule on a grid of cases, exactly-once publication with several scanners racing, and re-arming on reopen.
 //
 // The scan covers the whole database, which other test files share; so every finding here is opened in the 1990s
 // and every scan runs at a 1990s `now`: findings of other tests (opened now) are never in breach at those times.
 import { createPrismaClient, newId, type Finding } from '@svc/db';
-import { scanSlaBreaches, withOutbox } from '@svc/outbox';
-import { FINDING_STATUSES, SEVERITIES } from '@svc/webhooks';
+import { outboxDeps, withOutbox } from '@svc/outbox';
+import { scanSlaBreaches } from '../src/sla-scan';
+import { FINDING_STATUSES, SEVERITIES } from '@svc/domain';
 import request from 'supertest';
-import { apiOutboxDeps } from '../src/lib/outbox';
-import { changeFindingStatus } from '../src/modules/findings/findings.service';
-import {
-  DEFAULT_SLA_POLICY,
-  findingSlaDueAt,
-  isInBreach,
-  slaDueAt,
-  type SlaPolicy,
-} from '../src/modules/governance/sla-policy';
-import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
-import { deliveriesOf, eventsOf, expectDelivered, insertAssessmentIn, insertFinding, subscribe } from './support/domain';
+import { changeFindingStatus } from '../../api/src/modules/findings/findings.service';
+import { DEFAULT_SLA_POLICY, findingSlaDueAt, type SlaPolicy } from '@svc/domain';
+import { createHarness, type Harness } from '../../api/test/support/harness';
+import { bearer, createOrg, insertProject, type TestOrg } from '../../api/test/support/fixtures';
+import { deliveriesOf, eventsOf, expectDelivered, insertAssessmentIn, insertFinding, subscribe } from '../../api/test/support/domain';
 
 const DAY = 86400_000;
 const at = (iso: string) => new Date(iso);
 
-describe('the SLA rule (pure)', () => {
-  const opened = at('2026-03-01T12:00:00.000Z');
-
-  it('defaults to critical 7, high 30, medium 90, low 180 days and no SLA for info', () => {
-    expect(DEFAULT_SLA_POLICY).toEqual({ critical: 7, high: 30, medium: 90, low: 180, info: null });
-  });
-
-  it('is in breach strictly after opened_at + days x 24 h, only in open statuses, only with a window', () => {
-    const due = slaDueAt(opened, 7);
-    expect(due.toISOString()).toBe('2026-03-08T12:00:00.000Z');
-    const f = { status: 'open', severity: 'critical', openedAt: opened };
-    expect(isInBreach(f, DEFAULT_SLA_POLICY, due)).toBe(false);
-    expect(isInBreach(f, DEFAULT_SLA_POLICY, new Date(due.getTime() + 1))).toBe(true);
-    for (const status of ['confirmed', 'regressed']) expect(isInBreach({ ...f, status }, DEFAULT_SLA_POLICY, at('2027-01-01'))).toBe(true);
-    for (const status of ['dismissed', 'accepted_risk', 'suppressed', 'fixed']) {
-      expect(isInBreach({ ...f, status }, DEFAULT_SLA_POLICY, at('2027-01-01'))).toBe(false);
-      expect(findingSlaDueAt({ ...f, status }, DEFAULT_SLA_POLICY)).toBeNull();
-    }
-    expect(isInBreach({ ...f, severity: 'info' }, DEFAULT_SLA_POLICY, at('2099-01-01'))).toBe(false);
-    expect(isInBreach({ ...f, severity: 'bogus' }, DEFAULT_SLA_POLICY, at('2099-01-01'))).toBe(false);
-  });
-});
+/** The pure rule's verdict, which the scan's SQL must match. */
+const isInBreach = (f: { status: string; severity: string; openedAt: Date }, policy: SlaPolicy, now: Date) => {
+  const due = findingSlaDueAt(f, policy);
+  return due !== null && due.getTime() < now.getTime();
+};
 
 let h: Harness;
 let org: TestOrg;
@@ -204,9 +181,9 @@ describe('scanSlaBreaches', () => {
     const fixedAt = at('1998-02-01T00:00:00.000Z');
     const reopenedAt = at('1998-03-01T00:00:00.000Z');
     let row = await h.deps.prisma.finding.findUniqueOrThrow({ where: { id: f.id } });
-    row = await withOutbox(apiOutboxDeps(h.deps), (tx, publish) => changeFindingStatus(tx, publish, row, 'fixed', fixedAt));
+    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, row, 'fixed', fixedAt));
     await scanSlaBreaches(scanDeps(), at('1998-02-20T00:00:00.000Z'));
-    row = await withOutbox(apiOutboxDeps(h.deps), (tx, publish) => changeFindingStatus(tx, publish, row, 'regressed', reopenedAt));
+    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, row, 'regressed', reopenedAt));
     expect(row).toMatchObject({ status: 'regressed', slaBreachedAt: null, openedAt: reopenedAt });
 
     await scanSlaBreaches(scanDeps(), at('1998-03-08T00:00:00.000Z')); // exactly due: not yet

@@ -1,33 +1,27 @@
 // The SLA breach scan, run by the worker on a schedule: publishes `finding.sla_breached` once per finding and
 // breach, whichever worker runs it and however many run it at once.
 //
-// The rule is the one of apps/api/src/modules/governance/sla-policy.ts (apps/api/test/sla.test.ts checks that
-// both agree): a finding whose status is open, confirmed or regressed, whose severity has a window of N days in
-// its organization's policy, is in breach when opened_at + N x 24 h < now.
+// The rule is @svc/domain's (sla.ts); the SQL below is built from its column map and open statuses, and
+// apps/worker/test/sla-scan.test.ts checks that both agree. A finding whose status is open, confirmed or
+// regressed, whose severity has a window of N days in its organization's policy, is in breach when
+// opened_at + N x 24 h < now.
 //
 // Exactly once: candidates are read without locks; each is then claimed inside its own publishing transaction by
 // a conditional update (`sla_breached_at IS NULL`, same status set, severity and opened_at as read). PostgreSQL
 // makes a concurrent claimer wait for the first one's row lock and then re-checks the condition, so only one
 // transaction sees count 1 and publishes; the others see 0 and publish nothing. A reopened finding (regression,
 // re-triage) has sla_breached_at cleared and opened_at reset by the API, which arms the next breach.
-import type { Queue } from 'bullmq';
-import type { Logger } from '@svc/config';
-import type { Db } from '@svc/db';
-import type { DeliveryJobData } from '@svc/queue';
-import { findingEventData } from '@svc/webhooks';
-import { withOutbox } from './enqueue';
+import { Prisma, type Db } from '@svc/db';
+import { findingEventData, SLA_DAYS_COLUMNS, SLA_OPEN_STATUSES, SLA_SEVERITIES, slaDueAt } from '@svc/domain';
+import { withOutbox, type OutboxDeps } from '@svc/outbox';
 
-export interface SlaScanDeps {
-  prisma: Db;
-  deliveryQueue: Queue<DeliveryJobData>;
-  logger: Logger;
-  maxAttempts: number;
-}
+export type SlaScanDeps = OutboxDeps;
 
-/** Statuses in which the SLA runs (sla-policy.ts SLA_OPEN_STATUSES). */
-export const SLA_SCAN_OPEN_STATUSES = ['open', 'confirmed', 'regressed'] as const;
-
-const DAY_MS = 24 * 3600 * 1000;
+/** `CASE f.severity WHEN 'critical' THEN o.sla_critical_days ... END`: the window of each severity, from the domain's map. */
+const SLA_DAYS_SQL = Prisma.sql`CASE f.severity ${Prisma.join(
+  SLA_SEVERITIES.map((severity) => Prisma.sql`WHEN ${severity} THEN o.${Prisma.raw(SLA_DAYS_COLUMNS[severity])}`),
+  ' ',
+)} END`;
 const BATCH_SIZE = 500;
 
 interface Candidate {
@@ -43,16 +37,10 @@ async function findCandidates(prisma: Db, now: Date, excluded: readonly string[]
   return prisma.$queryRaw<Candidate[]>`
     SELECT id, severity, opened_at, sla_days FROM (
       SELECT f.id, f.severity, f.opened_at,
-             CASE f.severity
-               WHEN 'critical' THEN o.sla_critical_days
-               WHEN 'high' THEN o.sla_high_days
-               WHEN 'medium' THEN o.sla_medium_days
-               WHEN 'low' THEN o.sla_low_days
-               WHEN 'info' THEN o.sla_info_days
-             END AS sla_days
+             ${SLA_DAYS_SQL} AS sla_days
       FROM findings f
       JOIN organizations o ON o.id = f.organization_id
-      WHERE f.status IN ('open', 'confirmed', 'regressed')
+      WHERE f.status IN (${Prisma.join([...SLA_OPEN_STATUSES])})
         AND f.sla_breached_at IS NULL
         AND NOT (f.id = ANY(${excluded}::text[]))
     ) c
@@ -71,7 +59,7 @@ async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Dat
         where: {
           id: candidate.id,
           slaBreachedAt: null,
-          status: { in: [...SLA_SCAN_OPEN_STATUSES] },
+          status: { in: [...SLA_OPEN_STATUSES] },
           severity: candidate.severity,
           openedAt: candidate.opened_at,
         },
@@ -87,7 +75,7 @@ async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Dat
         data: {
           ...findingEventData(f),
           sla_days: candidate.sla_days,
-          due_at: new Date(f.openedAt.getTime() + candidate.sla_days * DAY_MS).toISOString(),
+          due_at: slaDueAt(f.openedAt, candidate.sla_days).toISOString(),
         },
       });
       return true;

@@ -1,6 +1,6 @@
 // The `data` of the finding events: public identifiers and the finding's own fields only (no internal ids, no
 // description text, no assignee, no source content). finding.status_changed adds previous_status;
-// finding.sla_breached adds sla_days and due_at. The API (triage) and the worker (SLA scan) both build it here.
+// finding.sla_breached adds sla_days and due_at. The API (triage) and the worker (SLA scan) both build it with this function.
 
 export interface FindingFields {
   id: string;

@@ -1,6 +1,6 @@
-// The remediation SLA rule, as pure code with no imports: the governance routes, the finding presentation
-// (`sla_due_at`) and the tests use it; the worker-side scan (packages/outbox/src/sla-scan.ts) applies the same
-// rule in SQL, and apps/api/test/sla.test.ts checks that both agree on every case.
+// The remediation SLA rule: the governance routes, the finding presentation (`sla_due_at`) and the worker's SLA
+// scan use it. The scan's SQL (apps/worker/src/sla-scan.ts) is built from SLA_DAYS_COLUMNS and SLA_OPEN_STATUSES
+// below, and apps/worker/test/sla-scan.test.ts checks that the SQL and this code agree on every case.
 //
 // The rule:
 // - each severity has a window in days, or null (no SLA for that severity);
@@ -10,8 +10,11 @@
 // - it is in breach when openedAt + days x 24 h < now (strictly: at the exact due instant it is not yet late).
 // Days are 24-hour periods of UTC time; no calendar or business-day arithmetic.
 
-export const SLA_SEVERITIES = ['critical', 'high', 'medium', 'low', 'info'] as const;
-export type SlaSeverity = (typeof SLA_SEVERITIES)[number];
+import { SEVERITIES, type Severity } from './findings';
+
+/** Every severity can carry a window. */
+export const SLA_SEVERITIES = SEVERITIES;
+export type SlaSeverity = Severity;
 
 /** Days per severity; null = no SLA. */
 export type SlaPolicy = Record<SlaSeverity, number | null>;
@@ -53,11 +56,14 @@ export function findingSlaDueAt(finding: SlaFinding, policy: SlaPolicy): Date | 
   return days === null ? null : slaDueAt(finding.openedAt, days);
 }
 
-/** True when the finding is past its window at `now` (whether or not the breach was already reported). */
-export function isInBreach(finding: SlaFinding, policy: SlaPolicy, now: Date): boolean {
-  const due = findingSlaDueAt(finding, policy);
-  return due !== null && due.getTime() < now.getTime();
-}
+/** The organizations table's column holding each severity's window (the SLA scan's SQL is built from it). */
+export const SLA_DAYS_COLUMNS: Readonly<Record<SlaSeverity, string>> = Object.freeze({
+  critical: 'sla_critical_days',
+  high: 'sla_high_days',
+  medium: 'sla_medium_days',
+  low: 'sla_low_days',
+  info: 'sla_info_days',
+});
 
 /** The organization columns that hold the policy. */
 export interface SlaColumns {

@@ -1,9 +1,4 @@
-// Time is a dependency so tests can move it (token expiry, secret rotation windows, SLAs).
-export interface Clock {
-  now(): Date;
-}
-
-export const systemClock: Clock = { now: () => new Date() };
+import type { Clock } from '@svc/domain';
 
 /** Real time shifted by an adjustable offset: time keeps flowing, and tests can jump ahead. */
 export class OffsetClock implements Clock {

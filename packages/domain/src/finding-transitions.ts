@@ -1,12 +1,12 @@
 // Which finding status may follow which, in one table. Every status change, whichever route or job makes it
-// (triage here; fix verification and monitoring elsewhere), goes through changeFindingStatus in
-// findings.service.ts, which checks this table.
+// (triage, fix verification, monitoring), goes through changeFindingStatus in the API's findings.service.ts,
+// which checks this table.
 //
 // - `suppressed` is final.
 // - `fixed` comes back only through a regression (monitoring finds it again): fixed -> regressed.
 // - `regressed` is reachable only from `fixed`; nothing returns to `open` (open is the status of a new finding).
 // - dismissed and accepted_risk can be re-triaged (confirm), which reopens the SLA window.
-import type { FindingStatus } from '@svc/webhooks';
+import type { FindingStatus } from './findings';
 
 export const FINDING_TRANSITIONS: Readonly<Record<FindingStatus, readonly FindingStatus[]>> = {
   open: ['confirmed', 'dismissed', 'accepted_risk', 'suppressed', 'fixed'],
@@ -20,9 +20,4 @@ export const FINDING_TRANSITIONS: Readonly<Record<FindingStatus, readonly Findin
 
 export function canChangeFindingStatus(from: string, to: string): boolean {
   return (FINDING_TRANSITIONS[from as FindingStatus] ?? []).includes(to as FindingStatus);
-}
-
-/** The statuses a finding in `to` may come from (for 409 messages). */
-export function statusesLeadingTo(to: FindingStatus): FindingStatus[] {
-  return (Object.keys(FINDING_TRANSITIONS) as FindingStatus[]).filter((from) => FINDING_TRANSITIONS[from].includes(to));
 }

@@ -1,9 +1,12 @@
 // Subscription health (DESIGN.md): 3 consecutive terminal delivery failures -> `failing`; 10 consecutive terminal
 // failures spanning at least 24 h -> `disabled` automatically. Any success resets the count and returns `failing`
 // to `active`. Pure functions of the current state; the caller holds the row lock while it applies them.
-import type { SubscriptionStatus } from '@svc/db';
 
-/** The thresholds; defaults are DESIGN.md's, operators override them in the config module. */
+/** The subscription statuses (the database enum SubscriptionStatus). */
+export const SUBSCRIPTION_STATUSES = ['active', 'failing', 'disabled'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+
+/** The thresholds; defaults are DESIGN.md's, and the config module's defaults (WEBHOOK_*_FAILURES, ...) come from here. */
 export interface HealthRules {
   failingAfterFailures: number;
   disableAfterFailures: number;

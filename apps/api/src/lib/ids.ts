@@ -1,1 +1,0 @@
-export { newId, type IdPrefix } from '@svc/db';

@@ -1,0 +1,113 @@
+// Accounts: a user owning a new organization (signup, operator CLI, OAuth signup) and e-mail verification.
+import bcrypt from 'bcrypt';
+import { isUniqueViolation, newId } from '@svc/db';
+import type { AppDeps } from '../../app-deps';
+import { HttpError, badRequest, conflict } from '../../http/errors';
+import { randomToken, sha256Hex } from '../../lib/crypto';
+import type { CoreDeps } from './login';
+
+export const VERIFY_EMAIL_PURPOSE = 'verify_email';
+export const VERIFY_EMAIL_TTL_MS = 24 * 3600 * 1000;
+
+export interface NewOwnerInput {
+  email: string;
+  /** Absent for accounts that sign in only through an OAuth provider (no password hash is stored). */
+  password?: string;
+  name: string;
+  organization_name: string;
+}
+
+export interface NewOwnerAccount {
+  userId: string;
+  organizationId: string;
+  status: 'pending' | 'active';
+  /** The raw e-mail verification token (pending accounts only); only its sha256 is stored. */
+  verificationToken?: string;
+}
+
+/**
+ * Creates a user who owns a new organization, in one transaction. Signup creates it `pending` with a
+ * verification token; the operator CLI and OAuth signup (the provider verified the e-mail) create it `active`.
+ * An e-mail already registered is a 409.
+ */
+export async function createOwnerAccount(
+  deps: CoreDeps,
+  input: NewOwnerInput,
+  options: { verified: boolean },
+): Promise<NewOwnerAccount> {
+  const alreadyRegistered = () => conflict('An account with this e-mail address already exists.');
+  if (await deps.prisma.user.findUnique({ where: { email: input.email }, select: { id: true } })) throw alreadyRegistered();
+
+  const passwordHash = input.password === undefined ? null : await bcrypt.hash(input.password, deps.config.bcryptRounds);
+  const now = deps.clock.now();
+  const userId = newId('usr');
+  const organizationId = newId('org');
+  const verificationToken = options.verified ? undefined : randomToken(32);
+  try {
+    await deps.prisma.$transaction(async (tx) => {
+      await tx.user.create({
+        data: {
+          id: userId,
+          email: input.email,
+          name: input.name,
+          passwordHash,
+          status: options.verified ? 'active' : 'pending',
+          emailVerifiedAt: options.verified ? now : null,
+        },
+      });
+      await tx.organization.create({ data: { id: organizationId, name: input.organization_name } });
+      await tx.membership.create({ data: { id: newId('mem'), organizationId, userId, role: 'owner' } });
+      if (verificationToken) {
+        await tx.emailToken.create({
+          data: {
+            id: newId('etk'),
+            userId,
+            purpose: VERIFY_EMAIL_PURPOSE,
+            tokenHash: sha256Hex(verificationToken),
+            expiresAt: new Date(now.getTime() + VERIFY_EMAIL_TTL_MS),
+          },
+        });
+      }
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw alreadyRegistered(); // lost a race with a concurrent signup
+    throw err;
+  }
+  return { userId, organizationId, status: options.verified ? 'active' : 'pending', verificationToken };
+}
+
+export async function signup(deps: AppDeps, input: NewOwnerInput) {
+  const account = await createOwnerAccount(deps, input, { verified: false });
+  const link = `${deps.config.publicBaseUrl}/verify-email?token=${encodeURIComponent(account.verificationToken!)}`;
+  try {
+    await deps.mailer.send({
+      to: input.email,
+      subject: 'Confirm your e-mail address',
+      text:
+        `Hello ${input.name},\n\n` +
+        `confirm your e-mail address for the Security Assessment Service by opening this link within 24 hours:\n\n` +
+        `${link}\n\nIf you did not sign up, ignore this message.\n`,
+    });
+  } catch (err) {
+    // Without the mail the account could never be activated: undo it so the person can simply sign up again.
+    deps.logger.error('Could not send the verification e-mail; signup undone', { error: String(err) });
+    await deps.prisma.organization.delete({ where: { id: account.organizationId } }).catch(() => undefined);
+    await deps.prisma.user.delete({ where: { id: account.userId } }).catch(() => undefined);
+    throw new HttpError(500, 'Could not send the verification e-mail; please try again later.');
+  }
+  return { user_id: account.userId, organization_id: account.organizationId, status: account.status };
+}
+
+export async function verifyEmail(deps: AppDeps, token: string) {
+  const invalid = () => badRequest('Invalid, expired or already used verification token.');
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    const row = await tx.emailToken.findUnique({ where: { tokenHash: sha256Hex(token) } });
+    if (!row || row.purpose !== VERIFY_EMAIL_PURPOSE || row.usedAt || row.expiresAt <= now) throw invalid();
+    // Claimed with a condition, so two concurrent uses of one token cannot both succeed.
+    const claimed = await tx.emailToken.updateMany({ where: { id: row.id, usedAt: null }, data: { usedAt: now } });
+    if (claimed.count !== 1) throw invalid();
+    await tx.user.updateMany({ where: { id: row.userId, status: 'pending' }, data: { status: 'active', emailVerifiedAt: now } });
+  });
+  return { status: 'active' as const };
+}

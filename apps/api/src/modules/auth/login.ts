@@ -1,0 +1,151 @@
+// Password login and what follows any passed first factor (a partial token or a session), and logout.
+// Sessions themselves are issued and revoked by sessions.ts; the second factor is two-factor-login.ts.
+import bcrypt from 'bcrypt';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { PARTIAL_AUDIENCE, signToken } from '../../auth/tokens';
+import { badRequest, forbidden, unauthorized } from '../../http/errors';
+import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
+import { randomToken, sha256Hex } from '../../lib/crypto';
+import { recordAs, recordInOrganizations, recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { issueSession, revokeSession, type IssuedSession } from './sessions';
+
+const INVALID_CREDENTIALS = 'Invalid e-mail or password.';
+
+export type CoreDeps = Pick<AppDeps, 'prisma' | 'config' | 'clock'>;
+
+// Compared against when the e-mail is unknown (or has no password), so that answer costs one bcrypt
+// comparison at the configured cost, like a wrong password does.
+const dummyHashes = new Map<number, Promise<string>>();
+export function dummyPasswordHash(rounds: number): Promise<string> {
+  let hash = dummyHashes.get(rounds);
+  if (!hash) {
+    hash = bcrypt.hash(randomToken(24), rounds);
+    dummyHashes.set(rounds, hash);
+  }
+  return hash;
+}
+
+export type LoginOutcome =
+  | { kind: 'session'; session: IssuedSession }
+  | { kind: 'two_factor'; partialToken: string; expiresAt: Date };
+
+export async function membershipForLogin(deps: CoreDeps, userId: string, organizationId: string | undefined) {
+  const membership = organizationId
+    ? await deps.prisma.membership.findUnique({ where: { organizationId_userId: { organizationId, userId } } })
+    : await deps.prisma.membership.findFirst({ where: { userId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+  if (!membership) {
+    throw forbidden(organizationId ? 'You are not a member of that organization.' : 'Your account belongs to no organization.');
+  }
+  return membership;
+}
+
+/**
+ * A failed sign-in of a known user, recorded in each organization the user belongs to (an unknown e-mail is not
+ * recorded: the log would fill with other people's addresses).
+ */
+export async function recordLoginFailure(
+  deps: CoreDeps,
+  user: { id: string; email: string },
+  meta: RequestMeta,
+  reason: 'invalid_password' | 'no_password' | 'email_not_verified' | 'invalid_totp_code',
+): Promise<void> {
+  await recordInUserOrganizations(deps.prisma, { type: 'user', id: user.id, label: user.email }, meta, deps.clock.now(), {
+    action: 'auth.login_failed',
+    target: { type: 'user', id: user.id },
+    metadata: { reason },
+  });
+}
+
+export async function login(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  input: { email: string; password: string; organization_id?: string },
+  meta: RequestMeta,
+): Promise<LoginOutcome> {
+  // Counted per client address and per e-mail (hashed: no addresses in Redis keys), before any work.
+  await consumeOrThrow(limiters.login, `ip:${meta.ip ?? 'unknown'}`);
+  await consumeOrThrow(limiters.login, `email:${sha256Hex(input.email)}`);
+
+  const user = await deps.prisma.user.findUnique({ where: { email: input.email } });
+  const hash = user?.passwordHash ?? (await dummyPasswordHash(deps.config.bcryptRounds));
+  const passwordOk = await bcrypt.compare(input.password, hash);
+  if (!user || !user.passwordHash || !passwordOk) {
+    if (user) {
+      // Not awaited: a known e-mail must not answer more slowly than an unknown one (no account enumeration).
+      recordLoginFailure(deps, user, meta, user.passwordHash ? 'invalid_password' : 'no_password').catch((err: unknown) =>
+        deps.logger.error('Could not record a failed login', { user_id: user.id, error: String(err) }),
+      );
+    }
+    throw unauthorized(INVALID_CREDENTIALS);
+  }
+
+  if (user.status !== 'active') {
+    await recordLoginFailure(deps, user, meta, 'email_not_verified');
+    throw forbidden('E-mail address not verified: open the link in the verification e-mail first.', { code: 'EMAIL_NOT_VERIFIED' });
+  }
+  return completeFirstFactor(deps, user, input.organization_id, { method: 'password', meta });
+}
+
+/** How a sign-in happened, for the audit log: the first factor used and the request it came with. */
+export interface SignInAudit {
+  /** `password`, or the OAuth provider (`oauth_github`, `oauth_google`). */
+  method: string;
+  meta?: RequestMeta;
+}
+
+export async function recordLogin(
+  deps: CoreDeps,
+  userId: string,
+  session: IssuedSession,
+  organizationId: string,
+  meta: RequestMeta | undefined,
+  metadata: Record<string, unknown>,
+): Promise<void> {
+  await recordInOrganizations(deps.prisma, [organizationId], await userActor(deps.prisma, userId), meta ?? {}, deps.clock.now(), {
+    action: 'auth.login',
+    target: { type: 'session', id: session.sessionId },
+    metadata,
+  });
+}
+
+/**
+ * What follows a passed first factor (a password, or a sign-in at an OAuth provider): a partial token when the
+ * user has TOTP on, otherwise a session, in the organization asked for or else the user's oldest membership.
+ */
+export async function completeFirstFactor(
+  deps: CoreDeps,
+  user: { id: string; totpEnabled: boolean },
+  organizationId?: string,
+  audit: SignInAudit = { method: 'unspecified' },
+): Promise<LoginOutcome> {
+  const membership = await membershipForLogin(deps, user.id, organizationId);
+
+  if (user.totpEnabled) {
+    const { token, expiresAt } = signToken(
+      { sub: user.id, org: membership.organizationId, jti: randomToken(16) },
+      PARTIAL_AUDIENCE,
+      deps.config.partialTokenTtlSeconds,
+      deps.config.jwtSecret,
+      deps.clock.now(),
+    );
+    return { kind: 'two_factor', partialToken: token, expiresAt };
+  }
+  const session = await issueSession(deps, user.id, membership.organizationId);
+  await recordLogin(deps, user.id, session, membership.organizationId, audit.meta, { method: audit.method });
+  return { kind: 'session', session };
+}
+
+/** Ends the session of the request; recorded once, whoever revokes it first. */
+export async function logout(deps: AppDeps, principal: Principal, meta: RequestMeta): Promise<void> {
+  if (principal.kind !== 'session' || !principal.sessionId) {
+    throw badRequest('API keys are not logged out: revoke them with DELETE /api/v1/api-keys/{id}.');
+  }
+  const sessionId = principal.sessionId;
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    if (await revokeSession(tx, sessionId, now)) {
+      await recordAs(tx, principal, meta, now, { action: 'auth.logout', target: { type: 'session', id: sessionId } });
+    }
+  });
+}

@@ -1,0 +1,59 @@
+// The second step of a login with TOTP on: a partial token and a code exchanged, once, for a session.
+import type { AppDeps } from '../../app-deps';
+import { PARTIAL_AUDIENCE, verifyToken } from '../../auth/tokens';
+import { unauthorized } from '../../http/errors';
+import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
+import { unseal } from '@svc/db';
+import type { RequestMeta } from '../audit/audit.context';
+import { membershipForLogin, recordLogin, recordLoginFailure, type CoreDeps } from './login';
+import { issueSession, type IssuedSession } from './sessions';
+import { acceptTotpCode, INVALID_TOTP_CODE } from './totp';
+
+const INVALID_PARTIAL_TOKEN = 'Invalid or expired partial token: log in again.';
+
+/** Stores the accepted step only if it is newer than the stored one: a concurrent replay loses. */
+async function recordAcceptedStep(deps: CoreDeps, userId: string, step: number): Promise<boolean> {
+  const updated = await deps.prisma.user.updateMany({
+    where: { id: userId, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },
+    data: { totpLastStep: BigInt(step) },
+  });
+  return updated.count === 1;
+}
+
+export async function loginWithSecondFactor(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  input: { partial_token: string; code: string },
+  meta: RequestMeta,
+): Promise<IssuedSession> {
+  const now = deps.clock.now();
+  const ttl = deps.config.partialTokenTtlSeconds;
+  const claims = verifyToken(input.partial_token, PARTIAL_AUDIENCE, ttl, deps.config.jwtSecret, now);
+  if (!claims) throw unauthorized(INVALID_PARTIAL_TOKEN);
+  const usedKey = `${deps.config.redisPrefix}:partial-used:${claims.jti}`;
+  if (await deps.redis.exists(usedKey)) throw unauthorized(INVALID_PARTIAL_TOKEN);
+
+  // After TOTP_MAX_FAILURES wrong codes the partial token is locked (429) for the rest of its life.
+  const failuresKey = `partial:${claims.jti}`;
+  await throwIfExhausted(limiters.totpFailures, failuresKey);
+
+  const user = await deps.prisma.user.findUnique({ where: { id: claims.sub } });
+  if (!user || user.status !== 'active' || !user.totpEnabled || !user.totpSecretEnc) throw unauthorized(INVALID_PARTIAL_TOKEN);
+  const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
+  const step = acceptTotpCode(secret, input.code, now, user.totpLastStep);
+  if (step === undefined) {
+    await recordLoginFailure(deps, user, meta, 'invalid_totp_code');
+    await consumeOrThrow(limiters.totpFailures, failuresKey);
+    throw unauthorized(INVALID_TOTP_CODE);
+  }
+
+  // Single use: the first exchange claims the token's jti for as long as the token could live.
+  const claimed = await deps.redis.set(usedKey, '1', 'EX', ttl, 'NX');
+  if (claimed !== 'OK') throw unauthorized(INVALID_PARTIAL_TOKEN);
+  if (!(await recordAcceptedStep(deps, user.id, step))) throw unauthorized(INVALID_TOTP_CODE);
+
+  const membership = await membershipForLogin(deps, user.id, claims.org);
+  const session = await issueSession(deps, user.id, membership.organizationId);
+  await recordLogin(deps, user.id, session, membership.organizationId, meta, { second_factor: 'totp' });
+  return session;
+}

@@ -1,0 +1,96 @@
+// Two-factor management (sessions only: an API key, which bypasses 2FA, must not be able to change it).
+import { seal, unseal, type Tx } from '@svc/db';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors';
+import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
+import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import type { CoreDeps } from './login';
+import { acceptTotpCode, generateTotpSecret, INVALID_TOTP_CODE, otpauthUrl } from './totp';
+
+function requireSession(principal: Principal): void {
+  if (principal.kind !== 'session') throw forbidden('Two-factor settings can only be changed with a session, not an API key.');
+}
+
+async function currentUser(deps: CoreDeps, principal: Principal) {
+  const user = await deps.prisma.user.findUnique({ where: { id: principal.userId } });
+  if (!user) throw unauthorized();
+  return user;
+}
+
+/** Wrong codes at the 2FA management routes count per user, with the same limit as per partial token. */
+async function checkManagementCode(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  userId: string,
+  secret: string,
+  code: string,
+  lastStep: bigint | null,
+): Promise<number> {
+  const failuresKey = `user:${userId}`;
+  await throwIfExhausted(limiters.totpFailures, failuresKey);
+  const step = acceptTotpCode(secret, code, deps.clock.now(), lastStep);
+  if (step === undefined) {
+    await consumeOrThrow(limiters.totpFailures, failuresKey);
+    throw badRequest(INVALID_TOTP_CODE);
+  }
+  return step;
+}
+
+/** A user's second factor guards every organization they belong to: the change is recorded in each. */
+async function recordTwoFactorChange(
+  tx: Tx,
+  principal: Principal,
+  meta: RequestMeta,
+  at: Date,
+  action: 'auth.2fa_enabled' | 'auth.2fa_disabled',
+): Promise<void> {
+  const actor = await userActor(tx, principal.userId);
+  await recordInUserOrganizations(tx, actor, meta, at, { action, target: { type: 'user', id: principal.userId } });
+}
+
+export async function setupTwoFactor(deps: AppDeps, principal: Principal) {
+  requireSession(principal);
+  const user = await currentUser(deps, principal);
+  if (user.totpEnabled) throw conflict('Two-factor authentication is already enabled; disable it first.');
+  const secret = generateTotpSecret();
+  // Only the pending secret changes: 2FA is not on until a code proves the authenticator has it.
+  await deps.prisma.user.update({ where: { id: user.id }, data: { totpPendingEnc: seal(secret, deps.config.encryptionKey) } });
+  return { secret, otpauth_url: otpauthUrl(secret, user.email) };
+}
+
+export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string, meta: RequestMeta) {
+  requireSession(principal);
+  const user = await currentUser(deps, principal);
+  if (user.totpEnabled) throw conflict('Two-factor authentication is already enabled.');
+  if (!user.totpPendingEnc) throw conflict('No two-factor setup in progress: call POST /api/v1/auth/2fa/setup first.');
+  const secret = unseal(user.totpPendingEnc, deps.config.encryptionKey);
+  // A fresh secret has no used codes yet; the step accepted here becomes the first used one.
+  const step = await checkManagementCode(deps, limiters, user.id, secret, code, null);
+  await deps.prisma.$transaction(async (tx) => {
+    const updated = await tx.user.updateMany({
+      where: { id: user.id, totpEnabled: false, totpPendingEnc: user.totpPendingEnc },
+      data: { totpSecretEnc: user.totpPendingEnc, totpPendingEnc: null, totpEnabled: true, totpLastStep: BigInt(step) },
+    });
+    if (updated.count !== 1) throw conflict('Two-factor settings changed concurrently; try again.');
+    await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_enabled');
+  });
+  return { two_factor_enabled: true };
+}
+
+export async function disableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string, meta: RequestMeta) {
+  requireSession(principal);
+  const user = await currentUser(deps, principal);
+  if (!user.totpEnabled || !user.totpSecretEnc) throw conflict('Two-factor authentication is not enabled.');
+  const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
+  const step = await checkManagementCode(deps, limiters, user.id, secret, code, user.totpLastStep);
+  await deps.prisma.$transaction(async (tx) => {
+    const updated = await tx.user.updateMany({
+      where: { id: user.id, totpEnabled: true, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },
+      data: { totpEnabled: false, totpSecretEnc: null, totpPendingEnc: null, totpLastStep: BigInt(step) },
+    });
+    if (updated.count !== 1) throw badRequest(INVALID_TOTP_CODE); // the same code was just used concurrently
+    await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_disabled');
+  });
+  return { two_factor_enabled: false };
+}

@@ -18,7 +18,8 @@ import {
   type SubscriptionEffect,
 } from './record';
 import { deliveryHeaders } from './request';
-import { RetryableDeliveryError, webhookRetryDelayMs } from './retry';
+import { nextAttempt } from '@svc/domain';
+import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp } from './signing';
 
 export interface DeliveryContext extends WorkerDeps {
@@ -151,6 +152,7 @@ function attemptRecord(run: AttemptInProgress, result: HttpResult, outcome: Atte
     responseHeaders: response ? recordedHeaders(response.headers) : null,
     responseBody: response ? result.body.toString('utf8') : null,
     error: describeError(result, outcome),
+    retryAfterMs: null,
   };
 }
 
@@ -178,16 +180,22 @@ async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: Ht
     await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
     return { status: 'succeeded', attempt: run.number, outcome };
   }
-  const maxAttempts = ctx.config.webhooks.maxAttempts;
-  if (run.number >= maxAttempts) {
-    const reason = `all ${maxAttempts} attempts failed; last: ${describeFailure(record)}`;
-    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'failed', reason }, subscription: { kind: 'terminal_failure', rules: ctx.config.webhooks.health } });
+  const decision = nextAttempt(run.number, receiverSignals(record, now), webhookRetryPolicy(ctx.config));
+  if (decision.action === 'stop') {
+    const reason = `${decision.detail}; last: ${describeFailure(record)}`;
+    const effect: SubscriptionEffect =
+      decision.reason === 'gone' ? { kind: 'gone' } : { kind: 'terminal_failure', rules: ctx.config.webhooks.health };
+    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'failed', reason }, subscription: effect });
     return { status: 'failed', attempt: run.number, outcome };
   }
-  const delayMs = webhookRetryDelayMs(ctx.config, run.number);
+  const { delayMs } = decision;
   const update: DeliveryUpdate = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delayMs) };
-  await recordAttempt(ctx.prisma, { ...write, delivery: update, subscription: { kind: 'none' } });
+  await recordAttempt(ctx.prisma, { ...write, attempt: { ...record, retryAfterMs: decision.retryAfterMs }, delivery: update, subscription: { kind: 'none' } });
   throw new RetryableDeliveryError(`Attempt ${run.number} failed (${describeFailure(record)}); retrying in ${delayMs} ms`, delayMs);
+}
+
+function receiverSignals(record: AttemptRecord, now: Date) {
+  return { status: record.responseStatus, retryAfter: record.responseHeaders?.['retry-after'] ?? null, now };
 }
 
 /** An attempt that ends the delivery before any request: payload too large, unsafe URL, unrenderable. */

@@ -8,6 +8,7 @@ import {
   healthAfterTerminalFailure,
   type HealthRules,
   healthAfterUnsafeUrl,
+  healthAfterGone,
   type SubscriptionHealth,
 } from './health';
 
@@ -20,6 +21,8 @@ export interface AttemptRecord {
   responseHeaders: Record<string, string> | null;
   responseBody: string | null;
   error: string | null;
+  /** The wait the receiver's Retry-After asked for, when the policy honoured it. */
+  retryAfterMs: number | null;
 }
 
 export type DeliveryUpdate =
@@ -27,9 +30,10 @@ export type DeliveryUpdate =
   | { status: 'pending'; nextAttemptAt: Date }
   | { status: 'failed'; reason: string };
 
-/** What the attempt means for the subscription: nothing (payload too large), a success, a terminal failure, or an unsafe URL. */
+/** What the attempt means for the subscription: nothing (payload too large), a success, a terminal failure, an unsafe URL, or 410 Gone. */
 export type SubscriptionEffect =
   | { kind: 'none' }
+  | { kind: 'gone' }
   | { kind: 'success' }
   | { kind: 'terminal_failure'; rules: HealthRules }
   | { kind: 'unsafe_url'; reason: string };
@@ -74,6 +78,8 @@ function nextHealth(current: SubscriptionHealth, effect: SubscriptionEffect, now
       return healthAfterTerminalFailure(current, now, effect.rules);
     case 'unsafe_url':
       return healthAfterUnsafeUrl(current, effect.reason);
+    case 'gone':
+      return healthAfterGone(current);
   }
 }
 

@@ -1,6 +1,7 @@
 // The one configuration module of the service. Every setting comes from the environment, is validated with joi
 // at start-up, and a missing or malformed one stops the process with a message naming it.
 import Joi from 'joi';
+import { DEFAULT_BACKOFF, MAX_ATTEMPTS } from '@svc/domain';
 
 const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
 // 32 bytes, base64: development only.
@@ -53,9 +54,9 @@ const schema = Joi.object({
   MAIL_FROM: Joi.string().default('Security Assessment Service <no-reply@localhost>'),
   MAIL_OUTBOX_DIR: Joi.string().default('var/outbox'),
 
-  WEBHOOK_MAX_ATTEMPTS: Joi.number().integer().min(1).max(20).default(8),
-  WEBHOOK_BACKOFF_BASE_MS: Joi.number().integer().min(1).default(30_000),
-  WEBHOOK_BACKOFF_MAX_MS: Joi.number().integer().min(1).default(6 * 3600 * 1000),
+  WEBHOOK_MAX_ATTEMPTS: Joi.number().integer().min(1).max(20).default(MAX_ATTEMPTS),
+  WEBHOOK_BACKOFF_BASE_MS: Joi.number().integer().min(1).default(DEFAULT_BACKOFF.baseMs),
+  WEBHOOK_BACKOFF_MAX_MS: Joi.number().integer().min(1).default(DEFAULT_BACKOFF.maxMs),
   WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
   WEBHOOK_MAX_PAYLOAD_BYTES: Joi.number().integer().min(1024).default(256 * 1024),
   // Comma-separated host or host:port entries exempt from the public-address rule. Development and tests only.

@@ -1,3 +1,3 @@
 // @svc/domain: the rules the API and the worker must agree on. Pure functions and constants only: no I/O,
 // no dependencies, so every rule can be unit-tested exhaustively and imported from anywhere.
-export {};
+export * from './retry-policy';

@@ -1,3 +1,4 @@
 // @svc/domain: the rules the API and the worker must agree on. Pure functions and constants only: no I/O,
 // no dependencies, so every rule can be unit-tested exhaustively and imported from anywhere.
 export * from './retry-policy';
+export * from './delivery-operations';

@@ -96,6 +96,7 @@ export const deliveryResponse = Joi.object({
   next_attempt_at: nullableTimestamp(),
   completed_at: nullableTimestamp(),
   failure_reason: nullableString(),
+  redelivery_of: nullableId('whdel'),
   created_at: timestamp(),
   payload: Joi.object({
     id: id('whdel'),
@@ -119,6 +120,20 @@ export const attemptsResponse = Joi.object({
       response_headers: Joi.object().pattern(Joi.string(), Joi.string()).allow(null),
       response_body: nullableString().allow(''),
       error: nullableString(),
+      retry_after_ms: Joi.number().integer().min(0).allow(null),
     }),
   ),
+});
+
+export const recoverBody = Joi.object({
+  since: Joi.date().iso().required(),
+  until: Joi.date().iso(),
+});
+
+export const recoverResponse = Joi.object({
+  subscription_id: id('whsub'),
+  since: timestamp(),
+  until: timestamp(),
+  requeued: Joi.number().integer().min(0),
+  more: Joi.boolean(),
 });

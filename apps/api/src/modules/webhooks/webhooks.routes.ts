@@ -1,4 +1,4 @@
-// The ten webhook management routes of SPEC, mounted once per level (org-wide, per project, per assessment)
+// The webhook management routes (SPEC's ten plus read, resend and recover), mounted once per level (org-wide, per project, per assessment)
 // from one table: only the base path and the access rule differ between levels.
 import type { Request } from 'express';
 import { EVENT_CATALOGUE } from '@svc/webhooks';

@@ -21,6 +21,7 @@ import { deliveryHeaders } from './request';
 import { nextAttempt } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp } from './signing';
+import { observeAttempt } from './attempt-metrics';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -220,6 +221,7 @@ async function finishWithoutRequest(
 }
 
 function logAttempt(ctx: DeliveryContext, run: AttemptInProgress, record: AttemptRecord): void {
+  observeAttempt(run.delivery.createdAt, record);
   ctx.logger.info('Webhook attempt', {
     delivery_id: run.delivery.id,
     subscription_id: run.delivery.subscriptionId,

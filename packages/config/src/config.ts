@@ -91,6 +91,12 @@ const schema = Joi.object({
   GOOGLE_ISSUER_URL: providerUrl().default('https://accounts.google.com'),
   OAUTH_STATE_TTL_SECONDS: Joi.number().integer().min(60).max(3600).default(600),
   OAUTH_HTTP_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
+
+  // Prometheus metrics. The API serves GET /metrics unless METRICS_ENABLED=false; with METRICS_TOKEN set it asks
+  // for `Authorization: Bearer <METRICS_TOKEN>`. The worker serves GET /metrics on METRICS_PORT (0: off).
+  METRICS_ENABLED: Joi.boolean().default(true),
+  METRICS_TOKEN: Joi.string().min(16).allow(''),
+  METRICS_PORT: Joi.number().integer().min(0).max(65535).default(9464),
 }).unknown(true);
 
 export interface Config {
@@ -132,6 +138,7 @@ export interface Config {
   /** API-key lifecycle policy job (worker). */
   keyLifecycle: { intervalMs: number };
   slaScan: { intervalMs: number };
+  metrics: { enabled: boolean; token?: string; port: number };
   oauth: {
     /** How long a started sign-in (state, PKCE verifier, nonce) waits in Redis for its callback. */
     stateTtlSeconds: number;
@@ -224,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
     slaScan: { intervalMs: value.SLA_SCAN_INTERVAL_MS },
+    metrics: { enabled: value.METRICS_ENABLED, token: value.METRICS_TOKEN || undefined, port: value.METRICS_PORT },
     oauth: {
       stateTtlSeconds: value.OAUTH_STATE_TTL_SECONDS,
       httpTimeoutMs: value.OAUTH_HTTP_TIMEOUT_MS,

@@ -50,6 +50,8 @@ export function statusClass(status: number | null): string {
 
 /** Gauges read at scrape time from the queue and PostgreSQL: cheap aggregate queries, no per-tenant labels. */
 function registerScrapeGauges(prisma: Db, queue: Queue): void {
+  // A process serves one metrics server; re-registering (tests) replaces the previous gauges.
+  for (const name of ['svc_webhook_queue_jobs', 'svc_webhook_outbox_lag_seconds', 'svc_webhook_subscriptions']) registry.removeSingleMetric(name);
   new Gauge({
     name: 'svc_webhook_queue_jobs',
     help: 'Delivery queue jobs by state',

@@ -1,6 +1,7 @@
 // Writing down what an attempt did, in ONE transaction: the attempt row, the delivery's new state and the
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
+import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import { newId, type Db, type Tx } from '@svc/db';
 import type { AttemptOutcome } from './http/outcome';
 import {
@@ -95,6 +96,31 @@ async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: S
   const next = nextHealth(current, effect, now);
   const unchanged = (Object.keys(next) as Array<keyof SubscriptionHealth>).every((k) => next[k] === current[k]);
   if (!unchanged) await tx.webhookSubscription.update({ where: { id: subscriptionId }, data: next });
+  if (next.status !== current.status && (next.status === 'failing' || next.status === 'disabled')) {
+    await auditHealthChange(tx, subscriptionId, next, now);
+  }
+}
+
+/** A subscription turning failing or disabled is recorded once, by `system`, in the transaction that turned it. */
+async function auditHealthChange(tx: Tx, subscriptionId: string, next: SubscriptionHealth, now: Date): Promise<void> {
+  const subscription = await tx.webhookSubscription.findUniqueOrThrow({
+    where: { id: subscriptionId },
+    select: { organizationId: true, level: true, projectId: true, assessmentId: true },
+  });
+  await recordAudit(tx, {
+    organizationId: subscription.organizationId,
+    actor: SYSTEM_ACTOR,
+    action: next.status === 'failing' ? 'webhook.subscription_failing' : 'webhook.subscription_disabled',
+    target: { type: 'webhook_subscription', id: subscriptionId },
+    metadata: {
+      level: subscription.level,
+      project_id: subscription.projectId,
+      assessment_id: subscription.assessmentId,
+      consecutive_failures: next.consecutiveFailures,
+      disabled_reason: next.disabledReason,
+    },
+    at: now,
+  });
 }
 
 function isUniqueViolation(err: unknown): boolean {

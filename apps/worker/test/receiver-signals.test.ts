@@ -1,5 +1,6 @@
 // What receivers say changes what the worker does: 410 Gone disables the subscription after one attempt;
 // 429/503 with Retry-After (delta-seconds or HTTP-date) push the next attempt back, recorded in the attempt.
+import { bearer } from '../../api/test/support/fixtures';
 import { createWorld, type CreatedSubscription, type World } from './support/world';
 
 let w: World;
@@ -31,6 +32,16 @@ describe('receiver signals', () => {
     const after = await w.subscription(sub.id);
     expect(after.status).toBe('disabled');
     expect(after.disabledReason).toMatch(/410 Gone/);
+
+    const audit = (action: string) => w.h.deps.prisma.auditEvent.findMany({ where: { organizationId: w.org.id, action, targetId: sub.id } });
+    const disabled = await audit('webhook.subscription_disabled');
+    expect(disabled).toHaveLength(1);
+    expect(disabled[0]).toMatchObject({ actorType: 'system' });
+
+    const reenable = await w.api().patch(`${w.levelBase()}/subscriptions/${sub.id}`).set(bearer(w.org.admin.token)).send({ active: true });
+    expect(reenable.status).toBe(200);
+    expect(reenable.body.status).toBe('active');
+    expect(await audit('webhook.subscription_reenabled')).toHaveLength(1);
   });
 
   it('waits at least the 2 s a 429 asks for in delta-seconds, and records it', async () => {

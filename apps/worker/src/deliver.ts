@@ -14,6 +14,7 @@ import {
   failPendingDelivery,
   recordAttempt,
   type AttemptRecord,
+  type AttemptWrite,
   type DeliveryUpdate,
   type SubscriptionEffect,
 } from './record';
@@ -22,6 +23,7 @@ import { nextAttempt } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp } from './signing';
 import { observeAttempt } from './attempt-metrics';
+import { notifyHealthChange } from './health-notify';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -178,7 +180,7 @@ async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: Ht
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
   logAttempt(ctx, run, record);
   if (outcome === 'success') {
-    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
+    await recordAndNotify(ctx, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
     return { status: 'succeeded', attempt: run.number, outcome };
   }
   const decision = nextAttempt(run.number, receiverSignals(record, now), webhookRetryPolicy(ctx.config));
@@ -186,12 +188,12 @@ async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: Ht
     const reason = `${decision.detail}; last: ${describeFailure(record)}`;
     const effect: SubscriptionEffect =
       decision.reason === 'gone' ? { kind: 'gone' } : { kind: 'terminal_failure', rules: ctx.config.webhooks.health };
-    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'failed', reason }, subscription: effect });
+    await recordAndNotify(ctx, { ...write, delivery: { status: 'failed', reason }, subscription: effect });
     return { status: 'failed', attempt: run.number, outcome };
   }
   const { delayMs } = decision;
   const update: DeliveryUpdate = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delayMs) };
-  await recordAttempt(ctx.prisma, { ...write, attempt: { ...record, retryAfterMs: decision.retryAfterMs }, delivery: update, subscription: { kind: 'none' } });
+  await recordAndNotify(ctx, { ...write, attempt: { ...record, retryAfterMs: decision.retryAfterMs }, delivery: update, subscription: { kind: 'none' } });
   throw new RetryableDeliveryError(`Attempt ${run.number} failed (${describeFailure(record)}); retrying in ${delayMs} ms`, delayMs);
 }
 
@@ -209,7 +211,7 @@ async function finishWithoutRequest(
 ): Promise<DeliveryResult> {
   const record = attemptRecord(run, noResponse(run, new Error(message)), outcome);
   logAttempt(ctx, run, record);
-  await recordAttempt(ctx.prisma, {
+  await recordAndNotify(ctx, {
     deliveryId: run.delivery.id,
     subscriptionId: run.delivery.subscriptionId,
     attempt: record,
@@ -218,6 +220,11 @@ async function finishWithoutRequest(
     now: ctx.clock.now(),
   });
   return { status: 'failed', attempt: run.number, outcome };
+}
+
+async function recordAndNotify(ctx: DeliveryContext, write: AttemptWrite): Promise<void> {
+  const change = await recordAttempt(ctx.prisma, write);
+  if (change) await notifyHealthChange(ctx, change, write.attempt);
 }
 
 function logAttempt(ctx: DeliveryContext, run: AttemptInProgress, record: AttemptRecord): void {

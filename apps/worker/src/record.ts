@@ -84,21 +84,30 @@ function nextHealth(current: SubscriptionHealth, effect: SubscriptionEffect, now
   }
 }
 
-async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: SubscriptionEffect, now: Date): Promise<void> {
-  if (effect.kind === 'none') return;
+/** A subscription that turned failing or disabled with this attempt (to notify its organization after commit). */
+export interface HealthChange {
+  subscriptionId: string;
+  status: 'failing' | 'disabled';
+  reason: string | null;
+}
+
+async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: SubscriptionEffect, now: Date): Promise<HealthChange | null> {
+  if (effect.kind === 'none') return null;
   // Deliveries of one subscription finish concurrently: read-modify-write under the row lock.
   await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscriptionId} FOR UPDATE`;
   const current = await tx.webhookSubscription.findUnique({
     where: { id: subscriptionId },
     select: { status: true, consecutiveFailures: true, firstFailureAt: true, disabledReason: true },
   });
-  if (!current) return;
+  if (!current) return null;
   const next = nextHealth(current, effect, now);
   const unchanged = (Object.keys(next) as Array<keyof SubscriptionHealth>).every((k) => next[k] === current[k]);
   if (!unchanged) await tx.webhookSubscription.update({ where: { id: subscriptionId }, data: next });
   if (next.status !== current.status && (next.status === 'failing' || next.status === 'disabled')) {
     await auditHealthChange(tx, subscriptionId, next, now);
+    return { subscriptionId, status: next.status, reason: next.disabledReason };
   }
+  return null;
 }
 
 /** A subscription turning failing or disabled is recorded once, by `system`, in the transaction that turned it. */
@@ -127,10 +136,10 @@ function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
 }
 
-export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<void> {
+export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<HealthChange | null> {
   const { attempt } = write;
   try {
-    await prisma.$transaction(async (tx) => {
+    return await prisma.$transaction(async (tx) => {
       const claimed = await tx.webhookDelivery.updateMany({
         where: { id: write.deliveryId, status: 'pending', attemptCount: attempt.number - 1 },
         data: deliveryColumns(write.delivery, attempt.number, write.now),
@@ -146,7 +155,7 @@ export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<vo
           error: storableText(attempt.error),
         },
       });
-      await applySubscriptionEffect(tx, write.subscriptionId, write.subscription, write.now);
+      return applySubscriptionEffect(tx, write.subscriptionId, write.subscription, write.now);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);

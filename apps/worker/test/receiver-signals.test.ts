@@ -1,7 +1,7 @@
 // What receivers say changes what the worker does: 410 Gone disables the subscription after one attempt;
 // 429/503 with Retry-After (delta-seconds or HTTP-date) push the next attempt back, recorded in the attempt.
 import { bearer } from '../../api/test/support/fixtures';
-import { createWorld, type CreatedSubscription, type World } from './support/world';
+import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 let w: World;
 beforeAll(async () => {
@@ -37,6 +37,15 @@ describe('receiver signals', () => {
     const disabled = await audit('webhook.subscription_disabled');
     expect(disabled).toHaveLength(1);
     expect(disabled[0]).toMatchObject({ actorType: 'system' });
+    const mails = await poll(
+      async () => w.h.mail().filter((m) => m.text.includes(sub.id)),
+      (found) => found.length >= 2,
+      5000,
+      'the disabled e-mails',
+    );
+    expect(mails.map((m) => m.to).sort()).toEqual([w.org.owner.email, w.org.admin.email].sort());
+    expect(mails[0].subject).toMatch(/is disabled$/);
+    expect(mails[0].text).toMatch(/410 Gone/);
 
     const reenable = await w.api().patch(`${w.levelBase()}/subscriptions/${sub.id}`).set(bearer(w.org.admin.token)).send({ active: true });
     expect(reenable.status).toBe(200);

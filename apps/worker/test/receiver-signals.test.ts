@@ -5,7 +5,7 @@ import { createWorld, poll, type CreatedSubscription, type World } from './suppo
 
 let w: World;
 beforeAll(async () => {
-  w = await createWorld({ env: { WEBHOOK_BACKOFF_MAX_MS: '5000' } });
+  w = await createWorld({ env: { WEBHOOK_BACKOFF_MAX_MS: '5000', WEBHOOK_MAX_ATTEMPTS: '2', WEBHOOK_FAILING_AFTER_FAILURES: '2' } });
 });
 afterAll(() => w?.close());
 
@@ -52,6 +52,23 @@ describe('receiver signals', () => {
     expect(reenable.body.status).toBe('active');
     expect(await audit('webhook.subscription_reenabled')).toHaveLength(1);
   });
+
+  it('mails the owner and admins once when a subscription turns failing, and audits it by system', async () => {
+    w.receiver.script('/failing', () => reply(500));
+    const sub = await subscribe('/failing');
+    for (let i = 0; i < 3; i++) {
+      expect((await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: `rep_f${i}` } })).status).toBe('failed');
+    }
+    expect((await w.subscription(sub.id)).status).toBe('failing');
+    await new Promise((r) => setTimeout(r, 300));
+    const mails = w.h.mail().filter((m) => m.text.includes(sub.id));
+    expect(mails.map((m) => m.to).sort()).toEqual([w.org.owner.email, w.org.admin.email].sort());
+    expect(mails[0].subject).toMatch(/is failing$/);
+    expect(mails[0].text).toMatch(/HTTP 500/);
+    const audit = await w.h.deps.prisma.auditEvent.findMany({ where: { action: 'webhook.subscription_failing', targetId: sub.id } });
+    expect(audit).toHaveLength(1);
+    expect(audit[0].actorType).toBe('system');
+  }, 30_000);
 
   it('waits at least the 2 s a 429 asks for in delta-seconds, and records it', async () => {
     w.receiver.script('/slow-down', (_req, n) => (n === 1 ? reply(429, { 'retry-after': '2' }) : reply(200)));

@@ -165,6 +165,7 @@ function serviceEnv(databaseUrlValue, port, tls) {
     BCRYPT_ROUNDS: '4',
     RATE_LIMIT_PER_MINUTE: '100000000',
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
+    METRICS_PORT: '0', // several workers share this host
     WEBHOOK_EXTRA_CA_FILE: tls.caFile,
     MAIL_OUTBOX_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-mail-')),
     LOG_LEVEL: env.BENCH_LOG_LEVEL || 'info',

@@ -7,6 +7,7 @@ import { dashboardRouter } from './http/dashboard';
 import { errorHandler, unknownRoute } from './http/errors';
 import { createRateLimiters, type RateLimiters } from './http/rate-limit';
 import { accessLog, requestId } from './http/request-id';
+import { createApiMetrics, metricsRouter, observeRequests } from './http/metrics';
 import { routerFor, type RouteSpec } from './http/route';
 import { apiRoutes } from './routes';
 import { healthRouter } from './modules/health/health.routes';
@@ -32,8 +33,11 @@ export function createApp(deps: AppDeps): App {
   app.locals.routes = routes;
   app.locals.limiters = limiters;
 
+  const metrics = createApiMetrics();
   app.use(requestId);
   app.use(accessLog(deps.logger));
+  app.use(observeRequests(metrics));
+  if (deps.config.metrics.enabled) app.use(metricsRouter(metrics, deps.config.metrics));
   app.use(helmet());
   app.use(express.json({ limit: '1mb', strict: true }));
   app.use(cookieParser());

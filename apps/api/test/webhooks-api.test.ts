@@ -254,7 +254,7 @@ describe('cross-organization access', () => {
     const projectSub = await create(base.project(), org.admin.token, { events: ['webhook.test'] });
     const test = await request(h.app).post(`${base.org()}/subscriptions/${sub.body.id}/test`).set(bearer(org.admin.token));
     const webhookRoutes = h.app.locals.routes.filter((r) => r.path.includes('/webhooks/'));
-    expect(webhookRoutes).toHaveLength(33);
+    expect(webhookRoutes).toHaveLength(42);
     let checked = 0;
     for (const route of webhookRoutes) {
       const isOrgLevel = route.path.startsWith('/webhooks');
@@ -264,11 +264,11 @@ describe('cross-organization access', () => {
         .replace(':assessmentId', assessmentId)
         .replace(':id', route.path.includes('/deliveries/') ? test.body.delivery_id : isOrgLevel ? sub.body.id : projectSub.body.id);
       const res = await request(h.app)[route.method](`/api/v1${path}`).set(bearer(other.owner.token))
-        .send(route.method === 'post' && route.path.endsWith('/subscriptions') ? { name: 'x', url: PUBLIC_URL, events: ['webhook.test'] } : route.method === 'patch' ? { name: 'stolen' } : undefined);
+        .send(route.method === 'post' && route.path.endsWith('/subscriptions') ? { name: 'x', url: PUBLIC_URL, events: ['webhook.test'] } : route.method === 'patch' ? { name: 'stolen' } : route.path.endsWith('/recover') ? { since: new Date(Date.now() - 3600_000).toISOString() } : undefined);
       expect({ route: `${route.method} ${route.path}`, status: res.status }).toEqual({ route: `${route.method} ${route.path}`, status: 404 });
       checked++;
     }
-    expect(checked).toBe(29);
+    expect(checked).toBe(38);
     const untouched = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: sub.body.id } });
     expect(untouched).toMatchObject({ name: 'SIEM', deletedAt: null });
   });

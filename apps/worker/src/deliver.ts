@@ -17,12 +17,16 @@ import {
   failPendingDelivery,
   recordAttempt,
   type AttemptRecord,
+  type AttemptWrite,
   type DeliveryUpdate,
   type SubscriptionEffect,
 } from './record';
 import { deliveryHeaders } from './request';
-import { RetryableDeliveryError, webhookRetryDelayMs } from './retry';
+import { nextAttempt } from '@svc/domain';
+import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp } from './signing';
+import { observeAttempt } from './attempt-metrics';
+import { notifyHealthChange } from './health-notify';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -168,6 +172,7 @@ function attemptRecord(run: AttemptInProgress, result: HttpResult, outcome: Atte
     responseHeaders: response ? recordedHeaders(response.headers) : null,
     responseBody: response ? result.body.toString('utf8') : null,
     error: describeError(result, outcome) ?? hecErrorOf(run.delivery.subscription.payloadFormat, result),
+    retryAfterMs: null,
   };
 }
 
@@ -192,19 +197,25 @@ async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: Ht
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
   logAttempt(ctx, run, record);
   if (outcome === 'success') {
-    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
+    await recordAndNotify(ctx, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
     return { status: 'succeeded', attempt: run.number, outcome };
   }
-  const maxAttempts = ctx.config.webhooks.maxAttempts;
-  if (run.number >= maxAttempts) {
-    const reason = `all ${maxAttempts} attempts failed; last: ${describeFailure(record)}`;
-    await recordAttempt(ctx.prisma, { ...write, delivery: { status: 'failed', reason }, subscription: { kind: 'terminal_failure', rules: ctx.config.webhooks.health } });
+  const decision = nextAttempt(run.number, receiverSignals(record, now), webhookRetryPolicy(ctx.config));
+  if (decision.action === 'stop') {
+    const reason = `${decision.detail}; last: ${describeFailure(record)}`;
+    const effect: SubscriptionEffect =
+      decision.reason === 'gone' ? { kind: 'gone' } : { kind: 'terminal_failure', rules: ctx.config.webhooks.health };
+    await recordAndNotify(ctx, { ...write, delivery: { status: 'failed', reason }, subscription: effect });
     return { status: 'failed', attempt: run.number, outcome };
   }
-  const delayMs = webhookRetryDelayMs(ctx.config, run.number);
+  const { delayMs } = decision;
   const update: DeliveryUpdate = { status: 'pending', nextAttemptAt: new Date(now.getTime() + delayMs) };
-  await recordAttempt(ctx.prisma, { ...write, delivery: update, subscription: { kind: 'none' } });
+  await recordAndNotify(ctx, { ...write, attempt: { ...record, retryAfterMs: decision.retryAfterMs }, delivery: update, subscription: { kind: 'none' } });
   throw new RetryableDeliveryError(`Attempt ${run.number} failed (${describeFailure(record)}); retrying in ${delayMs} ms`, delayMs);
+}
+
+function receiverSignals(record: AttemptRecord, now: Date) {
+  return { status: record.responseStatus, retryAfter: record.responseHeaders?.['retry-after'] ?? null, now };
 }
 
 /** An attempt that ends the delivery before any request: payload too large, unsafe URL, unrenderable. */
@@ -217,7 +228,7 @@ async function finishWithoutRequest(
 ): Promise<DeliveryResult> {
   const record = attemptRecord(run, noResponse(run, new Error(message)), outcome);
   logAttempt(ctx, run, record);
-  await recordAttempt(ctx.prisma, {
+  await recordAndNotify(ctx, {
     deliveryId: run.delivery.id,
     subscriptionId: run.delivery.subscriptionId,
     attempt: record,
@@ -228,7 +239,13 @@ async function finishWithoutRequest(
   return { status: 'failed', attempt: run.number, outcome };
 }
 
+async function recordAndNotify(ctx: DeliveryContext, write: AttemptWrite): Promise<void> {
+  const change = await recordAttempt(ctx.prisma, write);
+  if (change) await notifyHealthChange(ctx, change, write.attempt);
+}
+
 function logAttempt(ctx: DeliveryContext, run: AttemptInProgress, record: AttemptRecord): void {
+  observeAttempt(run.delivery.createdAt, record);
   ctx.logger.info('Webhook attempt', {
     delivery_id: run.delivery.id,
     subscription_id: run.delivery.subscriptionId,

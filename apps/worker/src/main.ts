@@ -5,6 +5,7 @@ import { createPrismaClient } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { systemClock } from '@svc/domain';
+import { startMetricsServer } from './metrics';
 import { startWorker } from './worker';
 
 async function main(): Promise<void> {
@@ -13,10 +14,12 @@ async function main(): Promise<void> {
   const prisma = createPrismaClient(config.databaseUrl);
   const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
+  const metrics = config.metrics.port > 0 ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port) : null;
   logger.info('Worker started', {
     concurrency: config.webhooks.workerConcurrency,
     relay_interval_ms: config.webhooks.relayIntervalMs,
     pid: process.pid,
+    metrics_port: metrics?.port ?? null,
   });
 
   let stopping = false;
@@ -25,6 +28,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('Shutting down: finishing in-flight attempts', { signal });
     try {
+      await metrics?.close();
       await running.close();
       await prisma.$disconnect();
       logger.info('Worker stopped');

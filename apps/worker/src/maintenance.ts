@@ -12,11 +12,14 @@ import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
 
 export const RETENTION_PURGE_INTERVAL_MS = 3600 * 1000;
 const PURGE_BATCH_SIZE = 1000;
+import { relayRequeued } from './metrics';
+
 const DAY_MS = 24 * 3600 * 1000;
 
 export async function runOutboxRelay(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Promise<number> {
   const { relayAgeMs, maxAttempts } = deps.config.webhooks;
   const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, { ageMs: relayAgeMs, maxAttempts, now: deps.clock.now() });
+  relayRequeued.inc(relayed);
   if (relayed > 0) deps.logger.info('Outbox relay enqueued overdue deliveries', { deliveries: relayed });
   return relayed;
 }

@@ -1,6 +1,7 @@
 // Writing down what an attempt did, in ONE transaction: the attempt row, the delivery's new state and the
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
+import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import { isUniqueViolation, newId, type Db, type Tx } from '@svc/db';
 import type { AttemptOutcome } from './http/outcome';
 import {
@@ -8,6 +9,7 @@ import {
   healthAfterTerminalFailure,
   type HealthRules,
   healthAfterUnsafeUrl,
+  healthAfterGone,
   type SubscriptionHealth,
 } from '@svc/domain';
 
@@ -20,6 +22,8 @@ export interface AttemptRecord {
   responseHeaders: Record<string, string> | null;
   responseBody: string | null;
   error: string | null;
+  /** The wait the receiver's Retry-After asked for, when the policy honoured it. */
+  retryAfterMs: number | null;
 }
 
 export type DeliveryUpdate =
@@ -27,9 +31,10 @@ export type DeliveryUpdate =
   | { status: 'pending'; nextAttemptAt: Date }
   | { status: 'failed'; reason: string };
 
-/** What the attempt means for the subscription: nothing (payload too large), a success, a terminal failure, or an unsafe URL. */
+/** What the attempt means for the subscription: nothing (payload too large), a success, a terminal failure, an unsafe URL, or 410 Gone. */
 export type SubscriptionEffect =
   | { kind: 'none' }
+  | { kind: 'gone' }
   | { kind: 'success' }
   | { kind: 'terminal_failure'; rules: HealthRules }
   | { kind: 'unsafe_url'; reason: string };
@@ -74,31 +79,68 @@ function nextHealth(current: SubscriptionHealth, effect: SubscriptionEffect, now
       return healthAfterTerminalFailure(current, now, effect.rules);
     case 'unsafe_url':
       return healthAfterUnsafeUrl(current, effect.reason);
+    case 'gone':
+      return healthAfterGone(current);
   }
 }
 
-async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: SubscriptionEffect, now: Date): Promise<void> {
-  if (effect.kind === 'none') return;
+/** A subscription that turned failing or disabled with this attempt (to notify its organization after commit). */
+export interface HealthChange {
+  subscriptionId: string;
+  status: 'failing' | 'disabled';
+  reason: string | null;
+}
+
+async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: SubscriptionEffect, now: Date): Promise<HealthChange | null> {
+  if (effect.kind === 'none') return null;
   // Deliveries of one subscription finish concurrently: read-modify-write under the row lock.
   await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscriptionId} FOR UPDATE`;
   const current = await tx.webhookSubscription.findUnique({
     where: { id: subscriptionId },
     select: { status: true, consecutiveFailures: true, firstFailureAt: true, disabledReason: true },
   });
-  if (!current) return;
+  if (!current) return null;
   const next = nextHealth(current, effect, now);
   const unchanged = (Object.keys(next) as Array<keyof SubscriptionHealth>).every((k) => next[k] === current[k]);
   if (!unchanged) await tx.webhookSubscription.update({ where: { id: subscriptionId }, data: next });
+  if (next.status !== current.status && (next.status === 'failing' || next.status === 'disabled')) {
+    await auditHealthChange(tx, subscriptionId, next, now);
+    return { subscriptionId, status: next.status, reason: next.disabledReason };
+  }
+  return null;
 }
 
-export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<void> {
+/** A subscription turning failing or disabled is recorded once, by `system`, in the transaction that turned it. */
+async function auditHealthChange(tx: Tx, subscriptionId: string, next: SubscriptionHealth, now: Date): Promise<void> {
+  const subscription = await tx.webhookSubscription.findUniqueOrThrow({
+    where: { id: subscriptionId },
+    select: { organizationId: true, level: true, projectId: true, assessmentId: true },
+  });
+  await recordAudit(tx, {
+    organizationId: subscription.organizationId,
+    actor: SYSTEM_ACTOR,
+    action: next.status === 'failing' ? 'webhook.subscription_failing' : 'webhook.subscription_disabled',
+    target: { type: 'webhook_subscription', id: subscriptionId },
+    metadata: {
+      level: subscription.level,
+      project_id: subscription.projectId,
+      assessment_id: subscription.assessmentId,
+      consecutive_failures: next.consecutiveFailures,
+      disabled_reason: next.disabledReason,
+    },
+    at: now,
+  });
+}
+
+export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<HealthChange | null> {
   const { attempt } = write;
   try {
     if (write.subscription.kind === 'none' || write.subscription.kind === 'success') {
+      // Neither can turn a subscription failing or disabled: no health change to report.
       await recordInOneStatement(prisma, write);
-      return;
+      return null;
     }
-    await prisma.$transaction(async (tx) => {
+    return await prisma.$transaction(async (tx) => {
       const claimed = await tx.webhookDelivery.updateMany({
         where: { id: write.deliveryId, status: 'pending', attemptCount: attempt.number - 1 },
         data: deliveryColumns(write.delivery, attempt.number, write.now),
@@ -114,7 +156,7 @@ export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<vo
           error: storableText(attempt.error),
         },
       });
-      await applySubscriptionEffect(tx, write.subscriptionId, write.subscription, write.now);
+      return applySubscriptionEffect(tx, write.subscriptionId, write.subscription, write.now);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
@@ -150,10 +192,10 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
       RETURNING id
     ), inserted AS (
       INSERT INTO webhook_attempts
-        (id, delivery_id, number, started_at, duration_ms, outcome, response_status, response_headers, response_body, error)
+        (id, delivery_id, number, started_at, duration_ms, outcome, response_status, response_headers, response_body, error, retry_after_ms)
       SELECT ${newId('whatt', now.getTime())}, id, ${attempt.number}, ${utc(attempt.startedAt)}::timestamptz AT TIME ZONE 'UTC',
              ${attempt.durationMs}, ${attempt.outcome}, ${attempt.responseStatus}, ${headers}::jsonb,
-             ${storableText(attempt.responseBody)}, ${storableText(attempt.error)}
+             ${storableText(attempt.responseBody)}, ${storableText(attempt.error)}, ${attempt.retryAfterMs}
         FROM claimed
       RETURNING id
     ), health AS (

@@ -1,7 +1,7 @@
 // How a failed attempt asks BullMQ for the next one. The processor has already written nextAttemptAt to the
 // database; it throws a RetryableDeliveryError carrying the same delay, and the Worker's custom backoff
 // strategy hands that delay to BullMQ, so the queue and the database agree on when the next attempt runs.
-import { retryDelayMs } from '@svc/webhooks';
+import { retryDelayMs, type RetryPolicy } from '@svc/domain';
 import type { Config } from '@svc/config';
 
 export class RetryableDeliveryError extends Error {
@@ -22,9 +22,15 @@ function isRetryableDeliveryError(err: unknown): err is RetryableDeliveryError {
   );
 }
 
+/** @svc/domain's retry policy with the configured attempt limit, base and cap. */
+export function webhookRetryPolicy(config: Config): RetryPolicy {
+  const { maxAttempts, backoffBaseMs, backoffMaxMs } = config.webhooks;
+  return { maxAttempts, baseMs: backoffBaseMs, maxMs: backoffMaxMs };
+}
+
 /** The wait after attempt n (1-based) per DESIGN.md's bounded exponential backoff, with the configured base and cap. */
 export function webhookRetryDelayMs(config: Config, attemptNumber: number): number {
-  return retryDelayMs(attemptNumber, { baseMs: config.webhooks.backoffBaseMs, maxMs: config.webhooks.backoffMaxMs });
+  return retryDelayMs(attemptNumber, webhookRetryPolicy(config));
 }
 
 /**

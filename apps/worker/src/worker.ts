@@ -16,6 +16,7 @@ import {
 import type { Queue } from 'bullmq';
 import type { WorkerDeps } from './deps';
 import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
+import { deliveriesEnded } from './metrics';
 import { runMaintenanceJob, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
 import { createReportWorker, scheduleReportRelay } from './reports/report-job';
@@ -38,6 +39,11 @@ function logFailures(worker: Worker, deps: WorkerDeps): void {
   worker.on('error', (err) => deps.logger.error('Worker error', { queue: worker.name, error: err.message }));
 }
 
+function countEndedDelivery(result: DeliveryResult): void {
+  if (result.status === 'succeeded' || result.status === 'failed') deliveriesEnded.inc({ result: result.status, reason: result.outcome });
+  else if (result.status === 'skipped') deliveriesEnded.inc({ result: 'skipped', reason: 'not_attempted' });
+}
+
 export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}): Worker<DeliveryJobData, DeliveryResult> {
   const ctx = createDeliveryContext(deps);
   const connection = deps.redis();
@@ -53,6 +59,7 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   ownConnection(worker, connection);
   worker.on('closed', () => ctx.post.close());
   worker.on('closed', () => void ctx.entraTokens.close());
+  worker.on('completed', (_job, result) => countEndedDelivery(result));
   logFailures(worker, deps);
   return worker;
 }

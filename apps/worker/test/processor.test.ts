@@ -67,7 +67,7 @@ it('records an attempt number once: a second writer of the same attempt is refus
     subscriptionId: sub.id,
     attempt: {
       number: 1, startedAt: new Date(), durationMs: 3, outcome: 'http_error' as const,
-      responseStatus: 500, responseHeaders: {}, responseBody: 'nul \u0000 byte', error: null,
+      responseStatus: 500, responseHeaders: {}, responseBody: 'nul \u0000 byte', error: null, retryAfterMs: null,
     },
     delivery: { status: 'pending' as const, nextAttemptAt: new Date() },
     subscription: { kind: 'none' as const },

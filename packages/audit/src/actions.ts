@@ -16,6 +16,11 @@ export const AUDIT_ACTIONS = [
   'webhook.subscription_updated',
   'webhook.subscription_deleted',
   'webhook.secret_rotated',
+  'webhook.delivery_resent',
+  'webhook.deliveries_recovered',
+  'webhook.subscription_failing',
+  'webhook.subscription_disabled',
+  'webhook.subscription_reenabled',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -4,6 +4,7 @@ import Joi from 'joi';
 import { DEFAULT_HEALTH_RULES } from '@svc/domain';
 
 const HOUR_MS = 3600 * 1000;
+import { DEFAULT_BACKOFF, MAX_ATTEMPTS } from '@svc/domain';
 
 const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
 // 32 bytes, base64: development only.
@@ -58,9 +59,9 @@ const schema = Joi.object({
   // The dashboard's build output (apps/web/dist); empty: the one next to the API's own code.
   WEB_DIST_DIR: Joi.string().allow('').default(''),
 
-  WEBHOOK_MAX_ATTEMPTS: Joi.number().integer().min(1).max(20).default(8),
-  WEBHOOK_BACKOFF_BASE_MS: Joi.number().integer().min(1).default(30_000),
-  WEBHOOK_BACKOFF_MAX_MS: Joi.number().integer().min(1).default(6 * 3600 * 1000),
+  WEBHOOK_MAX_ATTEMPTS: Joi.number().integer().min(1).max(20).default(MAX_ATTEMPTS),
+  WEBHOOK_BACKOFF_BASE_MS: Joi.number().integer().min(1).default(DEFAULT_BACKOFF.baseMs),
+  WEBHOOK_BACKOFF_MAX_MS: Joi.number().integer().min(1).default(DEFAULT_BACKOFF.maxMs),
   WEBHOOK_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
   WEBHOOK_MAX_PAYLOAD_BYTES: Joi.number().integer().min(1024).default(256 * 1024),
   // Comma-separated host or host:port entries exempt from the public-address rule. Development and tests only.
@@ -97,6 +98,12 @@ const schema = Joi.object({
   GOOGLE_ISSUER_URL: providerUrl().default('https://accounts.google.com'),
   OAUTH_STATE_TTL_SECONDS: Joi.number().integer().min(60).max(3600).default(600),
   OAUTH_HTTP_TIMEOUT_MS: Joi.number().integer().min(100).default(10_000),
+
+  // Prometheus metrics. The API serves GET /metrics unless METRICS_ENABLED=false; with METRICS_TOKEN set it asks
+  // for `Authorization: Bearer <METRICS_TOKEN>`. The worker serves GET /metrics on METRICS_PORT (0: off).
+  METRICS_ENABLED: Joi.boolean().default(true),
+  METRICS_TOKEN: Joi.string().min(16).allow(''),
+  METRICS_PORT: Joi.number().integer().min(0).max(65535).default(9464),
 }).unknown(true);
 
 export interface Config {
@@ -142,6 +149,7 @@ export interface Config {
   /** API-key lifecycle policy job (worker). */
   keyLifecycle: { intervalMs: number };
   slaScan: { intervalMs: number };
+  metrics: { enabled: boolean; token?: string; port: number };
   oauth: {
     /** How long a started sign-in (state, PKCE verifier, nonce) waits in Redis for its callback. */
     stateTtlSeconds: number;
@@ -236,6 +244,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     azure: { authorityHost: value.AZURE_AUTHORITY_HOST.replace(/\/+$/, '') },
     keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
     slaScan: { intervalMs: value.SLA_SCAN_INTERVAL_MS },
+    metrics: { enabled: value.METRICS_ENABLED, token: value.METRICS_TOKEN || undefined, port: value.METRICS_PORT },
     oauth: {
       stateTtlSeconds: value.OAUTH_STATE_TTL_SECONDS,
       httpTimeoutMs: value.OAUTH_HTTP_TIMEOUT_MS,

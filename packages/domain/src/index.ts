@@ -6,3 +6,5 @@ export * from './findings';
 export * from './finding-transitions';
 export * from './finding-event-data';
 export * from './sla';
+export * from './retry-policy';
+export * from './delivery-operations';

@@ -56,3 +56,7 @@ export function healthAfterTerminalFailure(
 export function healthAfterUnsafeUrl(current: SubscriptionHealth, reason: string): SubscriptionHealth {
   return { ...current, status: 'disabled', disabledReason: `URL became unsafe: ${reason}` };
 }
+
+export function healthAfterGone(current: SubscriptionHealth): SubscriptionHealth {
+  return { ...current, status: 'disabled', disabledReason: 'the receiver answered 410 Gone: the endpoint no longer exists' };
+}

@@ -1,9 +1,13 @@
 // Delivery payload snapshots and attempt logs, seen through the level that owns the subscription.
-import { scopedTo, type WebhookAttempt, type WebhookDelivery } from '@svc/db';
+import { newId, scopedTo, type Tx, type WebhookAttempt, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import { RECOVERY_MAX_DELIVERIES, recoveryWindow, resendRefusal } from '@svc/domain';
+import { enqueueDeliveries } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
-import { notFound } from '../../http/errors';
+import { badRequest, conflict, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { recordAs, type Acting } from '../audit/audit.context';
 import { subscriptionsOf, type LevelContext } from './levels';
+import { findSubscription } from './subscriptions.service';
 
 export interface DeliveryFilters extends PageQuery {
   subscription_id?: string;
@@ -24,6 +28,7 @@ export function presentDelivery(d: WebhookDelivery) {
     next_attempt_at: d.status === 'pending' ? (d.nextAttemptAt ?? d.createdAt).toISOString() : null,
     completed_at: d.completedAt?.toISOString() ?? null,
     failure_reason: d.failureReason,
+    redelivery_of: d.redeliveryOf,
     created_at: d.createdAt.toISOString(),
     payload: d.payload,
   };
@@ -39,6 +44,7 @@ export function presentAttempt(a: WebhookAttempt) {
     response_headers: a.responseHeaders,
     response_body: a.responseBody,
     error: a.error,
+    retry_after_ms: a.retryAfterMs,
   };
 }
 
@@ -72,4 +78,112 @@ export async function listAttempts(deps: AppDeps, ctx: LevelContext, deliveryId:
   });
   if (!delivery) throw notFound('Webhook delivery');
   return { delivery_id: delivery.id, data: delivery.attempts.map(presentAttempt) };
+}
+
+export async function readDelivery(deps: AppDeps, ctx: LevelContext, deliveryId: string) {
+  const delivery = await deps.prisma.webhookDelivery.findFirst({ where: { id: deliveryId, ...deliveriesOf(ctx) } });
+  if (!delivery) throw notFound('Webhook delivery');
+  return presentDelivery(delivery);
+}
+
+function levelOf(ctx: LevelContext) {
+  return { level: ctx.level, project_id: ctx.projectId, assessment_id: ctx.assessmentId };
+}
+
+/** A new delivery of the original's event and payload snapshot; the envelope's id is the new delivery's. */
+async function createRedeliveries(tx: Tx, originals: WebhookDelivery[], now: Date): Promise<WebhookDelivery[]> {
+  const rows = originals.map((original) => {
+    const id = newId('whdel', now.getTime());
+    return {
+      id,
+      organizationId: original.organizationId,
+      subscriptionId: original.subscriptionId,
+      eventId: original.eventId,
+      eventType: original.eventType,
+      payload: { ...(original.payload as Record<string, unknown>), id },
+      payloadFormat: original.payloadFormat,
+      redeliveryOf: original.id,
+      createdAt: now,
+    };
+  });
+  if (rows.length > 0) await tx.webhookDelivery.createMany({ data: rows });
+  return tx.webhookDelivery.findMany({ where: { id: { in: rows.map((r) => r.id) } } });
+}
+
+/** After commit; a failed enqueue leaves the deliveries pending in the database, where the outbox relay finds them. */
+async function enqueueAfterCommit(deps: AppDeps, deliveries: WebhookDelivery[]): Promise<void> {
+  try {
+    await enqueueDeliveries(deps.deliveryQueue, deliveries.map((d) => ({ id: d.id, remainingAttempts: deps.config.webhooks.maxAttempts })));
+  } catch (err) {
+    deps.logger.warn('Enqueue of redeliveries failed; the outbox relay will retry', {
+      deliveries: deliveries.length,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
+function refuseUnlessLive(subscription: WebhookSubscription, delivery: { status: string } = { status: 'failed' }): void {
+  const refusal = resendRefusal(delivery, subscription);
+  if (refusal) throw conflict(refusal);
+}
+
+export async function resendDelivery(deps: AppDeps, ctx: LevelContext, deliveryId: string, by: Acting) {
+  const original = await deps.prisma.webhookDelivery.findFirst({
+    where: { id: deliveryId, ...deliveriesOf(ctx) },
+    include: { subscription: true },
+  });
+  if (!original) throw notFound('Webhook delivery');
+  refuseUnlessLive(original.subscription, original);
+  const now = deps.clock.now();
+  const [created] = await deps.prisma.$transaction(async (tx) => {
+    const redeliveries = await createRedeliveries(tx, [original], now);
+    await recordAs(tx, by.principal, by.meta, now, {
+      action: 'webhook.delivery_resent',
+      target: { type: 'webhook_delivery', id: original.id },
+      metadata: { ...levelOf(ctx), subscription_id: original.subscriptionId, redelivery_id: redeliveries[0].id },
+    });
+    return redeliveries;
+  });
+  await enqueueAfterCommit(deps, [created]);
+  return presentDelivery(created);
+}
+
+export async function recoverDeliveries(
+  deps: AppDeps,
+  ctx: LevelContext,
+  subscriptionId: string,
+  input: { since: Date; until?: Date },
+  by: Acting,
+) {
+  const subscription = await findSubscription(deps, ctx, subscriptionId);
+  refuseUnlessLive(subscription);
+  const now = deps.clock.now();
+  const window = recoveryWindow(input.since, input.until, now);
+  if (typeof window === 'string') throw badRequest(window);
+  const created = await deps.prisma.$transaction(async (tx) => {
+    // Two recoveries of one subscription run one after the other, so each failed delivery is recovered once.
+    await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscription.id} FOR UPDATE`;
+    const failed = await tx.webhookDelivery.findMany({
+      where: { subscriptionId: subscription.id, status: 'failed', recoveredAt: null, createdAt: { gte: window.since, lt: window.until } },
+      orderBy: { createdAt: 'asc' },
+      take: RECOVERY_MAX_DELIVERIES,
+    });
+    await tx.webhookDelivery.updateMany({ where: { id: { in: failed.map((d) => d.id) } }, data: { recoveredAt: now } });
+    const redeliveries = await createRedeliveries(tx, failed, now);
+    await recordAs(tx, by.principal, by.meta, now, {
+      action: 'webhook.deliveries_recovered',
+      target: { type: 'webhook_subscription', id: subscription.id },
+      metadata: { ...levelOf(ctx), since: window.since.toISOString(), until: window.until.toISOString(), requeued: redeliveries.length },
+    });
+    return redeliveries;
+  });
+  await enqueueAfterCommit(deps, created);
+  return {
+    subscription_id: subscription.id,
+    since: window.since.toISOString(),
+    until: window.until.toISOString(),
+    requeued: created.length,
+    // A full batch: more failed deliveries may remain in the window; calling again recovers the next batch.
+    more: created.length === RECOVERY_MAX_DELIVERIES,
+  };
 }

@@ -222,6 +222,7 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
 
 export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
   const current = await findSubscription(deps, ctx, id);
+  const before = current;
   const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
   const updated = await deps.prisma.$transaction(async (tx) => {
@@ -231,6 +232,13 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
       target: { type: 'webhook_subscription', id },
       metadata: { ...levelOf(ctx), ...auditedInput(input) },
     });
+    if (before.status !== 'active' && row.status === 'active') {
+      await recordAs(tx, by.principal, by.meta, now, {
+        action: 'webhook.subscription_reenabled',
+        target: { type: 'webhook_subscription', id },
+        metadata: { ...levelOf(ctx), previous_status: before.status, previous_disabled_reason: before.disabledReason },
+      });
+    }
     return row;
   });
   return presentSubscription(updated, now);

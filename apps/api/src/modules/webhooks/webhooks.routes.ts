@@ -1,4 +1,4 @@
-// The webhook management routes of SPEC, mounted once per level (org-wide, per project, per assessment)
+// The webhook management routes (SPEC's ten plus read, resend and recover), mounted once per level (org-wide, per project, per assessment)
 // from one table: only the base path and the access rule differ between levels.
 import type { Request } from 'express';
 import { EVENT_CATALOGUE } from '@svc/webhooks';
@@ -7,7 +7,7 @@ import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
 import { acting } from '../audit/audit.context';
 import { LEVELS, type LevelContext, type LevelDefinition } from './levels';
-import { listAttempts, listDeliveries } from './deliveries.service';
+import { listAttempts, listDeliveries, readDelivery, recoverDeliveries, resendDelivery } from './deliveries.service';
 import {
   createSubscription,
   deleteSubscription,
@@ -32,6 +32,8 @@ import {
   createSubscriptionBody,
   deliveriesQuery,
   levelParams,
+  recoverBody,
+  recoverResponse,
   listQuery,
   subscriptionParams,
   updateSubscriptionBody,
@@ -116,6 +118,26 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
       schemas: { params: subscriptionParams },
       response: attemptsResponse,
       handle: (ctx, req) => listAttempts(deps, ctx, id(req)),
+    },
+    {
+      method: 'get', suffix: '/deliveries/:id', scope: 'webhooks:read', summary: 'Read one delivery with its payload snapshot',
+      schemas: { params: subscriptionParams },
+      response: deliveryResponse,
+      handle: (ctx, req) => readDelivery(deps, ctx, id(req)),
+    },
+    {
+      method: 'post', suffix: '/deliveries/:id/resend', scope: 'webhooks:update', status: 202,
+      summary: 'Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)',
+      schemas: { params: subscriptionParams },
+      response: deliveryResponse,
+      handle: (ctx, req) => resendDelivery(deps, ctx, id(req), acting(req)),
+    },
+    {
+      method: 'post', suffix: '/subscriptions/:id/recover', scope: 'webhooks:update', status: 202,
+      summary: 'Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)',
+      schemas: { params: subscriptionParams, body: recoverBody },
+      response: recoverResponse,
+      handle: (ctx, req) => recoverDeliveries(deps, ctx, id(req), req.body, acting(req)),
     },
   ];
 }

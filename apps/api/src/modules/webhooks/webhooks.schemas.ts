@@ -106,6 +106,7 @@ export const deliveryResponse = Joi.object({
   next_attempt_at: nullableTimestamp(),
   completed_at: nullableTimestamp(),
   failure_reason: nullableString(),
+  redelivery_of: nullableId('whdel'),
   created_at: timestamp(),
   payload: Joi.object({
     id: id('whdel'),
@@ -129,6 +130,7 @@ export const attemptsResponse = Joi.object({
       response_headers: Joi.object().pattern(Joi.string(), Joi.string()).allow(null),
       response_body: nullableString().allow(''),
       error: nullableString(),
+      retry_after_ms: Joi.number().integer().min(0).allow(null),
     }),
   ),
 });
@@ -151,4 +153,17 @@ export const sentinelSchemaResponse = Joi.object({
       outputStream: Joi.string(),
     }),
   ),
+});
+
+export const recoverBody = Joi.object({
+  since: Joi.date().iso().required(),
+  until: Joi.date().iso(),
+});
+
+export const recoverResponse = Joi.object({
+  subscription_id: id('whsub'),
+  since: timestamp(),
+  until: timestamp(),
+  requeued: Joi.number().integer().min(0),
+  more: Joi.boolean(),
 });

@@ -1,0 +1,35 @@
+// Tells an organization's owner and admins, once, that a subscription turned failing or disabled. Called after
+// the transaction that turned it (and audited it) committed; a mail failure is logged, never retried per attempt.
+import { createMailer } from '@svc/mail';
+import type { WorkerDeps } from './deps';
+import type { AttemptRecord, HealthChange } from './record';
+
+const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
+
+export async function notifyHealthChange(deps: WorkerDeps, change: HealthChange, last: AttemptRecord): Promise<void> {
+  try {
+    const subscription = await deps.prisma.webhookSubscription.findUniqueOrThrow({
+      where: { id: change.subscriptionId },
+      include: { organization: { select: { name: true } } },
+    });
+    const members = await deps.prisma.membership.findMany({
+      where: { organizationId: subscription.organizationId, role: { in: ['owner', 'admin'] }, user: { status: 'active' } },
+      select: { user: { select: { email: true } } },
+    });
+    const level = subscription.level === 'organization' ? 'organization' : `${subscription.level} ${subscription.projectId ?? subscription.assessmentId}`;
+    const lastError = last.responseStatus !== null ? `HTTP ${last.responseStatus}` : `${last.outcome}${last.error ? `: ${last.error}` : ''}`;
+    const subject = `Webhook subscription "${oneLine(subscription.name)}" of ${oneLine(subscription.organization.name)} is ${change.status}`;
+    const text = [
+      `The webhook subscription "${oneLine(subscription.name)}" (${subscription.id}, ${level} level) is now ${change.status}.`,
+      change.status === 'disabled'
+        ? `Why: ${change.reason ?? 'disabled'}. It receives nothing until it is re-enabled (PATCH active: true).`
+        : `Why: ${subscription.consecutiveFailures} consecutive deliveries failed. It still receives deliveries; it is disabled if failures continue.`,
+      `Last error: ${oneLine(lastError)}`,
+      `URL host: ${new URL(subscription.url).host}`,
+    ].join('\n');
+    const mailer = deps.mailer ?? createMailer(deps.config.mail);
+    for (const to of new Set(members.map((m) => m.user.email))) await mailer.send({ to, subject, text });
+  } catch (err) {
+    deps.logger.error('Could not send a webhook health notification', { subscription_id: change.subscriptionId, error: String(err) });
+  }
+}

@@ -81,7 +81,7 @@ export async function listAttempts(deps: AppDeps, ctx: LevelContext, deliveryId:
 }
 
 export async function readDelivery(deps: AppDeps, ctx: LevelContext, deliveryId: string) {
-  const delivery = await deps.prisma.webhookDelivery.findFirst({ where: { id: deliveryId, ...deliveriesOf(ctx) } });
+  const delivery = await scopedTo(deps.prisma, ctx).webhookDelivery.findFirst({ where: { id: deliveryId, ...deliveriesOf(ctx) } });
   if (!delivery) throw notFound('Webhook delivery');
   return presentDelivery(delivery);
 }
@@ -128,7 +128,7 @@ function refuseUnlessLive(subscription: WebhookSubscription, delivery: { status:
 }
 
 export async function resendDelivery(deps: AppDeps, ctx: LevelContext, deliveryId: string, by: Acting) {
-  const original = await deps.prisma.webhookDelivery.findFirst({
+  const original = await scopedTo(deps.prisma, ctx).webhookDelivery.findFirst({
     where: { id: deliveryId, ...deliveriesOf(ctx) },
     include: { subscription: true },
   });

@@ -272,7 +272,7 @@ describe('sentinel-schema route', () => {
       const res = await schemaOf(sub.id, level);
       expect(res.status).toBe(200);
       const names = (res.body.columns as Array<{ name: string }>).map((c) => c.name);
-      expect(names).toEqual(expect.arrayContaining(['TimeGenerated', 'EventType', 'Data_finding_id', 'Data_sla_days', 'Data_spent_credits', 'Data_pr_number']));
+      expect(names).toEqual(expect.arrayContaining(['TimeGenerated', 'EventType', 'FindingId', 'SlaDays', 'SpentCredits', 'PrNumber']));
       expect(new Set(names.map((n) => n.toLowerCase())).size).toBe(names.length);
       if (level.level !== 'organization') expect((await schemaOf(sub.id)).status).toBe(404);
     }

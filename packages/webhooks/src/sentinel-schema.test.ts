@@ -13,10 +13,10 @@ describe('sentinel schema', () => {
     expect(types).toMatchObject({
       TimeGenerated: 'datetime',
       EventType: 'string',
-      Data_findings_count: 'long',
-      Data_findings_by_severity_high: 'long',
-      Data_sla_days: 'long',
-      Data_spent_credits: 'string',
+      FindingsCount: 'long',
+      FindingsBySeverityHigh: 'long',
+      SlaDays: 'long',
+      SpentCredits: 'real',
     });
   });
 

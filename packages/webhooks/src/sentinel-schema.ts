@@ -4,7 +4,7 @@
 import { buildEnvelope, type Envelope } from './envelope';
 import { EVENT_TYPES, type EventType } from './events';
 import { findingEventData } from '@svc/domain';
-import { buildSentinelRecord, type SentinelValue } from './render/sentinel';
+import { buildSentinelRecord, sentinelColumns as declaredSentinelColumns, type SentinelValue } from './render/sentinel';
 
 /** Log Analytics column types the service's records use. */
 export type LogAnalyticsType = 'datetime' | 'string' | 'long' | 'real' | 'boolean';
@@ -106,8 +106,14 @@ export function exampleEnvelope(type: EventType): Envelope {
   });
 }
 
-function columnType(name: string, value: SentinelValue): LogAnalyticsType {
+/** Credits are decimals even when an example happens to be whole: the renderer's declared column type decides. */
+function declaredReal(type: EventType): Set<string> {
+  return new Set(declaredSentinelColumns(type).filter((c) => c.type === 'real').map((c) => c.name));
+}
+
+function columnType(name: string, value: SentinelValue, reals: Set<string>): LogAnalyticsType {
   if (name === 'TimeGenerated') return 'datetime';
+  if (reals.has(name)) return 'real';
   if (typeof value === 'boolean') return 'boolean';
   if (typeof value === 'number') return Number.isInteger(value) ? 'long' : 'real';
   return 'string';
@@ -117,8 +123,9 @@ function columnType(name: string, value: SentinelValue): LogAnalyticsType {
 export function sentinelColumns(types: readonly EventType[]): SentinelColumn[] {
   const columns = new Map<string, SentinelColumn>();
   for (const type of EVENT_TYPES.filter((t) => types.includes(t))) {
+    const reals = declaredReal(type);
     for (const [name, value] of Object.entries(buildSentinelRecord(exampleEnvelope(type)))) {
-      if (!columns.has(name)) columns.set(name, { name, type: columnType(name, value) });
+      if (!columns.has(name)) columns.set(name, { name, type: columnType(name, value, reals) });
     }
   }
   return [...columns.values()];

@@ -50,7 +50,9 @@ interface KeyRow {
 /** A usable key as the database showed it, with the epochs read before the database was. */
 interface CachedKey {
   key: { id: string; organizationId: string; userId: string; displayPrefix: string; expiresAt: Date | null };
-  role: Role;
+  /** null: the key's creator is no longer a member (then also not cached). */
+  role: Role | null;
+  userActive: boolean;
   scopes: ReadonlySet<string>;
   lastUsedAt: Date | null;
   epochs: { organization: string; user: string };
@@ -127,8 +129,8 @@ async function resolveKey(deps: AppDeps, cache: ApiKeyCache, hash: string): Prom
   }
   if (cached) cache.drop(hash);
   const row = await loadKey(deps, hash);
-  if (!row || row.revoked_at !== null || row.role === null || row.user_status !== 'active') throw unauthorized('Invalid API key.');
-  const role = row.role as Role;
+  if (!row || row.revoked_at !== null) throw unauthorized('Invalid API key.');
+  const role = row.role as Role | null;
   const resolved: CachedKey = {
     key: {
       id: row.id,
@@ -138,14 +140,16 @@ async function resolveKey(deps: AppDeps, cache: ApiKeyCache, hash: string): Prom
       expiresAt: toDate(row.expires_at),
     },
     role,
-    scopes: new Set(effectiveKeyScopes(row.scopes, role)),
+    userActive: row.user_status === 'active',
+    scopes: new Set(role ? effectiveKeyScopes(row.scopes, role) : []),
     lastUsedAt: toDate(row.last_used_at),
     epochs: epochs ?? { organization: '', user: '' },
     freshUntil: Date.now() + cache.ttlMs,
   };
   if (cache.ttlMs > 0) {
     // Cached only with epochs read before this database read: a change committed after it moved them since.
-    if (epochs) cache.set(hash, resolved);
+    // A key that will be refused is not cached.
+    if (epochs && role && resolved.userActive) cache.set(hash, resolved);
     else cache.rememberOwner(hash, { organizationId: row.organization_id, userId: row.user_id });
   }
   return resolved;
@@ -158,6 +162,8 @@ async function principalFromApiKey(deps: AppDeps, cache: ApiKeyCache, value: str
   const { key } = resolved;
   const now = deps.clock.now();
   if (key.expiresAt && key.expiresAt <= now) throw unauthorized('API key expired.');
+  if (!resolved.role || !resolved.userActive) throw unauthorized('Invalid API key.');
+  const role = resolved.role;
   if (!resolved.lastUsedAt || now.getTime() - resolved.lastUsedAt.getTime() > LAST_USED_REFRESH_MS) {
     resolved.lastUsedAt = now;
     deps.prisma.apiKey
@@ -168,7 +174,7 @@ async function principalFromApiKey(deps: AppDeps, cache: ApiKeyCache, value: str
     kind: 'api_key',
     userId: key.userId,
     organizationId: key.organizationId,
-    role: resolved.role,
+    role,
     scopes: resolved.scopes,
     apiKeyId: key.id,
     apiKeyPrefix: key.displayPrefix,

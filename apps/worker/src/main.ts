@@ -11,7 +11,7 @@ import { startWorker } from './worker';
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
-  const prisma = createPrismaClient(config.databaseUrl);
+  const prisma = createPrismaClient(config.databaseUrl, { connectTimeoutMs: config.availability.databaseConnectTimeoutMs });
   const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
   const metrics = config.metrics.port > 0 ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port) : null;

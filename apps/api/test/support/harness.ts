@@ -36,6 +36,8 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
     BCRYPT_ROUNDS: '4',
     MAIL_OUTBOX_DIR: outboxDir,
     LOG_LEVEL: 'error',
+    // In-process workers share this small pool; pg counts waiting for a free slot in the connect timeout.
+    DATABASE_CONNECT_TIMEOUT_MS: '30000',
     ...env,
   });
   const logger = createLogger({ level: config.logLevel, service: 'api-test', silent: !process.env.TEST_LOGS });

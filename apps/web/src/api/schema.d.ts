@@ -70,7 +70,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Exchange a partial token and a TOTP code for a session
+         * Exchange a partial token and a TOTP code for a session (the token from the body, else from the httpOnly cookie an OAuth sign-in set)
          * @description No credential required.
          */
         post: operations["postAuthLogin2fa"];
@@ -228,7 +228,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on
+         * Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on (with redirect_after: a redirect to the dashboard's /login/2fa page, the partial token in an httpOnly cookie for POST /auth/login/2fa only)
          * @description No credential required.
          */
         get: operations["getAuthOauthProviderCallback"];
@@ -2460,7 +2460,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    partial_token: string;
+                    partial_token?: string;
                     code: string;
                 };
             };

@@ -34,6 +34,11 @@ export interface GithubApp {
 export interface LoopbackGithub {
   url: string;
   addAccount(account: GithubAccount): void;
+  /**
+   * The person signed in at GitHub when the authorize request names none (a real browser cannot add the `login`
+   * parameter): like a GitHub session cookie.
+   */
+  signInAs(login: string | null): void;
   /** Code exchanges received, and how many the server refused. */
   tokenRequests: number;
   refusedTokenRequests: number;
@@ -65,6 +70,7 @@ export async function startGithubServer(app: GithubApp): Promise<LoopbackGithub>
   const accounts = new Map<string, GithubAccount>();
   const codes = new Map<string, IssuedCode>();
   const accessTokens = new Map<string, { login: string; scope: string }>();
+  let signedIn: string | null = null;
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -74,6 +80,9 @@ export async function startGithubServer(app: GithubApp): Promise<LoopbackGithub>
     tokenRequests: 0,
     refusedTokenRequests: 0,
     addAccount: (account) => void accounts.set(account.login, account),
+    signInAs: (login) => {
+      signedIn = login;
+    },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -98,7 +107,7 @@ export async function startGithubServer(app: GithubApp): Promise<LoopbackGithub>
     }
     const challenge = q.get('code_challenge');
     if (!challenge || q.get('code_challenge_method') !== 'S256') return json(res, 400, { error: 'invalid_request' });
-    const login = q.get('login');
+    const login = q.get('login') ?? signedIn;
     if (!login || !accounts.has(login)) return json(res, 400, { error: 'unknown login (the test names the account)' });
     const code = randomBytes(10).toString('hex');
     codes.set(code, { login, redirectUri, scope: q.get('scope') ?? '', codeChallenge: challenge, expiresAt: Date.now() + CODE_TTL_MS, used: false });

@@ -392,6 +392,7 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('heading', { name: `Delivery ${resentId}` }).waitFor();
       await page.getByTestId('delivery-status').getByText('succeeded').waitFor({ timeout: 15_000 });
       await page.getByTestId('attempt-status').getByText('200').waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'delivery-resent.png'), fullPage: true });
       await page.getByRole('link', { name: failed.id }).click();
       await page.getByRole('heading', { name: `Delivery ${failed.id}` }).waitFor();
       expect(await page.getByTestId('resent').count()).toBe(0);
@@ -403,6 +404,7 @@ describe('dashboard in Chromium', () => {
       await page.getByLabel('Failed since').fill(await localDateTime(60));
       await page.getByRole('button', { name: 'Recover' }).click();
       await page.getByTestId('recovered').getByText(/^Re-queued 1 delivery failed between/).waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'subscription-recovered.png'), fullPage: true });
       const requests = await w.receiver.waitForRequests('/flaky', 4, 20_000);
       expect(verifySignature(requests[3].body, requests[3].headers['x-service-signature'] as string, sub.secret).ok).toBe(true);
       expect(requests[3].headers['x-service-delivery']).not.toBe(resentId);

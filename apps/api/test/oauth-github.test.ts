@@ -4,7 +4,7 @@ import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { createOrg } from './support/fixtures';
 import { loginRequest, oathtoolCode, setCookies, signupAndVerify } from './support/auth-helpers';
-import { startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
+import { githubEnvFor, startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
 import { APP_BASE_URL, callback, enableTotp, flowRedisKey, me, redirectUriOf, startFlow } from './support/oauth-flow';
 
 const APP = { clientId: 'Iv1.loopback0123', clientSecret: 'loopback-github-secret-0123456789', redirectUri: redirectUriOf('github') };
@@ -14,15 +14,7 @@ let h: Harness;
 let nextId = 1000;
 
 function githubEnv(server: LoopbackGithub): Record<string, string> {
-  return {
-    PUBLIC_BASE_URL: APP_BASE_URL,
-    GITHUB_CLIENT_ID: APP.clientId,
-    GITHUB_CLIENT_SECRET: APP.clientSecret,
-    GITHUB_AUTHORIZE_URL: `${server.url}/login/oauth/authorize`,
-    GITHUB_TOKEN_URL: `${server.url}/login/oauth/access_token`,
-    GITHUB_API_BASE_URL: server.url,
-    LOGIN_RATE_LIMIT_PER_MINUTE: '1000',
-  };
+  return { PUBLIC_BASE_URL: APP_BASE_URL, ...githubEnvFor(server, APP), LOGIN_RATE_LIMIT_PER_MINUTE: '1000' };
 }
 
 beforeAll(async () => {

@@ -11,7 +11,7 @@ import { verifySignature } from '../../../packages/webhooks/src';
 import { bearer, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
 import { enableTotp } from '../../api/test/support/oauth-flow';
-import { startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
+import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
 import { createWorld, type World } from '../../worker/test/support/world';
 
 const SCREENSHOTS = path.resolve(__dirname, '../../../test-results/dashboard');
@@ -113,11 +113,7 @@ beforeAll(async () => {
   w = await createWorld({
     env: {
       PUBLIC_BASE_URL: base,
-      GITHUB_CLIENT_ID: githubApp.clientId,
-      GITHUB_CLIENT_SECRET: githubApp.clientSecret,
-      GITHUB_AUTHORIZE_URL: `${gh.url}/login/oauth/authorize`,
-      GITHUB_TOKEN_URL: `${gh.url}/login/oauth/access_token`,
-      GITHUB_API_BASE_URL: gh.url,
+      ...githubEnvFor(gh, githubApp),
       RATE_LIMIT_PER_MINUTE: '5000',
       LOGIN_RATE_LIMIT_PER_MINUTE: '100',
       // A failed delivery in a second (two attempts, short backoff); one failed delivery turns a subscription failing.

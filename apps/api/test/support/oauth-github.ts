@@ -66,6 +66,17 @@ async function readForm(req: http.IncomingMessage): Promise<Record<string, strin
   return Object.fromEntries(new URLSearchParams(raw));
 }
 
+/** The service's GitHub settings pointing at a loopback GitHub for `app`. */
+export function githubEnvFor(server: LoopbackGithub, app: GithubApp): Record<string, string> {
+  return {
+    GITHUB_CLIENT_ID: app.clientId,
+    GITHUB_CLIENT_SECRET: app.clientSecret,
+    GITHUB_AUTHORIZE_URL: `${server.url}/login/oauth/authorize`,
+    GITHUB_TOKEN_URL: `${server.url}/login/oauth/access_token`,
+    GITHUB_API_BASE_URL: server.url,
+  };
+}
+
 export async function startGithubServer(app: GithubApp): Promise<LoopbackGithub> {
   const accounts = new Map<string, GithubAccount>();
   const codes = new Map<string, IssuedCode>();

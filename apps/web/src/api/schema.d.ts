@@ -70,7 +70,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Exchange a partial token and a TOTP code for a session
+         * Exchange a partial token and a TOTP code for a session (the token from the body, else from the httpOnly cookie an OAuth sign-in set)
          * @description No credential required.
          */
         post: operations["postAuthLogin2fa"];
@@ -228,7 +228,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on
+         * Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on (with redirect_after: a redirect to the dashboard's /login/2fa page, the partial token in an httpOnly cookie for POST /auth/login/2fa only)
          * @description No credential required.
          */
         get: operations["getAuthOauthProviderCallback"];
@@ -1070,10 +1070,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a synthetic webhook.test delivery to this subscription
+         * Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postWebhooksSubscriptionsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/subscriptions/{id}/sentinel-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getWebhooksSubscriptionsIdSentinelSchema"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1114,6 +1134,66 @@ export interface paths {
         get: operations["getWebhooksDeliveriesIdAttempts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one delivery with its payload snapshot
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getWebhooksDeliveriesId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postWebhooksDeliveriesIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/subscriptions/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postWebhooksSubscriptionsIdRecover"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1222,10 +1302,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a synthetic webhook.test delivery to this subscription
+         * Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postProjectsProjectIdWebhooksSubscriptionsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/subscriptions/{id}/sentinel-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getProjectsProjectIdWebhooksSubscriptionsIdSentinelSchema"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1266,6 +1366,66 @@ export interface paths {
         get: operations["getProjectsProjectIdWebhooksDeliveriesIdAttempts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one delivery with its payload snapshot
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getProjectsProjectIdWebhooksDeliveriesId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postProjectsProjectIdWebhooksDeliveriesIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/subscriptions/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postProjectsProjectIdWebhooksSubscriptionsIdRecover"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1374,10 +1534,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a synthetic webhook.test delivery to this subscription
+         * Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postAssessmentsAssessmentIdWebhooksSubscriptionsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/subscriptions/{id}/sentinel-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getAssessmentsAssessmentIdWebhooksSubscriptionsIdSentinelSchema"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1418,6 +1598,66 @@ export interface paths {
         get: operations["getAssessmentsAssessmentIdWebhooksDeliveriesIdAttempts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one delivery with its payload snapshot
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getAssessmentsAssessmentIdWebhooksDeliveriesId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postAssessmentsAssessmentIdWebhooksDeliveriesIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/subscriptions/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postAssessmentsAssessmentIdWebhooksSubscriptionsIdRecover"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2220,7 +2460,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    partial_token: string;
+                    partial_token?: string;
                     code: string;
                 };
             };
@@ -2896,7 +3136,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "system";
                             actor_id: string | null;
@@ -5013,6 +5253,8 @@ export interface operations {
                             payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                             splunk_index: string | null;
                             has_authorization: boolean;
+                            splunk_channel: string | null;
+                            has_azure_credentials: boolean;
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -5057,7 +5299,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5082,6 +5330,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5138,6 +5388,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5209,7 +5461,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5234,6 +5492,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5323,6 +5583,50 @@ export interface operations {
             429: components["responses"]["E429"];
         };
     };
+    getWebhooksSubscriptionsIdSentinelSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        events: string[];
+                        columns: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "datetime" | "string" | "long" | "real" | "boolean";
+                        }[];
+                        stream_declarations: Record<string, never>;
+                        data_flows: {
+                            streams: string[];
+                            destinations: string[];
+                            transformKql: string;
+                            outputStream: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
     getWebhooksDeliveries: {
         parameters: {
             query?: {
@@ -5360,6 +5664,7 @@ export interface operations {
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
+                            redelivery_of: string | null;
                             /** Format: date-time */
                             created_at: string;
                             payload: {
@@ -5418,7 +5723,170 @@ export interface operations {
                             response_headers: Record<string, never> | null;
                             response_body: string | null;
                             error: string | null;
+                            retry_after_ms: number | null;
                         }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    getWebhooksDeliveriesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    postWebhooksDeliveriesIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    postWebhooksSubscriptionsIdRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                    /** Format: date-time */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        /** Format: date-time */
+                        since: string;
+                        /** Format: date-time */
+                        until: string;
+                        requeued: number;
+                        more: boolean;
                     };
                 };
             };
@@ -5501,6 +5969,8 @@ export interface operations {
                             payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                             splunk_index: string | null;
                             has_authorization: boolean;
+                            splunk_channel: string | null;
+                            has_azure_credentials: boolean;
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -5547,7 +6017,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5572,6 +6048,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5629,6 +6107,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5702,7 +6182,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5727,6 +6213,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5818,6 +6306,51 @@ export interface operations {
             429: components["responses"]["E429"];
         };
     };
+    getProjectsProjectIdWebhooksSubscriptionsIdSentinelSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        events: string[];
+                        columns: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "datetime" | "string" | "long" | "real" | "boolean";
+                        }[];
+                        stream_declarations: Record<string, never>;
+                        data_flows: {
+                            streams: string[];
+                            destinations: string[];
+                            transformKql: string;
+                            outputStream: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
     getProjectsProjectIdWebhooksDeliveries: {
         parameters: {
             query?: {
@@ -5857,6 +6390,7 @@ export interface operations {
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
+                            redelivery_of: string | null;
                             /** Format: date-time */
                             created_at: string;
                             payload: {
@@ -5916,7 +6450,173 @@ export interface operations {
                             response_headers: Record<string, never> | null;
                             response_body: string | null;
                             error: string | null;
+                            retry_after_ms: number | null;
                         }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    getProjectsProjectIdWebhooksDeliveriesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    postProjectsProjectIdWebhooksDeliveriesIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    postProjectsProjectIdWebhooksSubscriptionsIdRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                    /** Format: date-time */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        /** Format: date-time */
+                        since: string;
+                        /** Format: date-time */
+                        until: string;
+                        requeued: number;
+                        more: boolean;
                     };
                 };
             };
@@ -5999,6 +6699,8 @@ export interface operations {
                             payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                             splunk_index: string | null;
                             has_authorization: boolean;
+                            splunk_channel: string | null;
+                            has_azure_credentials: boolean;
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -6045,7 +6747,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -6070,6 +6778,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6127,6 +6837,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6200,7 +6912,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -6225,6 +6943,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6316,6 +7036,51 @@ export interface operations {
             429: components["responses"]["E429"];
         };
     };
+    getAssessmentsAssessmentIdWebhooksSubscriptionsIdSentinelSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        events: string[];
+                        columns: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "datetime" | "string" | "long" | "real" | "boolean";
+                        }[];
+                        stream_declarations: Record<string, never>;
+                        data_flows: {
+                            streams: string[];
+                            destinations: string[];
+                            transformKql: string;
+                            outputStream: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
     getAssessmentsAssessmentIdWebhooksDeliveries: {
         parameters: {
             query?: {
@@ -6355,6 +7120,7 @@ export interface operations {
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
+                            redelivery_of: string | null;
                             /** Format: date-time */
                             created_at: string;
                             payload: {
@@ -6414,7 +7180,173 @@ export interface operations {
                             response_headers: Record<string, never> | null;
                             response_body: string | null;
                             error: string | null;
+                            retry_after_ms: number | null;
                         }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    getAssessmentsAssessmentIdWebhooksDeliveriesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    postAssessmentsAssessmentIdWebhooksDeliveriesIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+        };
+    };
+    postAssessmentsAssessmentIdWebhooksSubscriptionsIdRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                    /** Format: date-time */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        /** Format: date-time */
+                        since: string;
+                        /** Format: date-time */
+                        until: string;
+                        requeued: number;
+                        more: boolean;
                     };
                 };
             };

@@ -2325,6 +2325,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description PostgreSQL or Redis cannot be reached; nothing changed, retry after Retry-After */
+        E503: {
+            headers: {
+                /** @description Seconds to wait */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -2371,6 +2382,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthVerifyEmail: {
@@ -2405,6 +2417,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthLogin: {
@@ -2448,6 +2461,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthLogin2fa: {
@@ -2485,6 +2499,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthLogout: {
@@ -2510,6 +2525,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthMe: {
@@ -2560,6 +2576,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuth2faSetup: {
@@ -2590,6 +2607,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuth2faEnable: {
@@ -2626,6 +2644,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuth2faDisable: {
@@ -2662,6 +2681,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthProviders: {
@@ -2691,6 +2711,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthOauthProviderStart: {
@@ -2718,6 +2739,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthOauthProviderCallback: {
@@ -2761,6 +2783,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getApiKeys: {
@@ -2808,6 +2831,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postApiKeys: {
@@ -2859,6 +2883,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteApiKeysId: {
@@ -2886,6 +2911,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getOrganization: {
@@ -2920,6 +2946,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteOrganization: {
@@ -2951,6 +2978,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchOrganization: {
@@ -2991,6 +3019,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postOrganizationTransferOwnership: {
@@ -3029,6 +3058,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getOrganizationApiKeyPolicy: {
@@ -3062,6 +3092,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     putOrganizationApiKeyPolicy: {
@@ -3105,6 +3136,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuditEvents: {
@@ -3160,6 +3192,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuditEventsExport: {
@@ -3194,6 +3227,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getMembers: {
@@ -3238,6 +3272,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteMembersUser_id: {
@@ -3265,6 +3300,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchMembersUser_id: {
@@ -3312,6 +3348,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getInvitations: {
@@ -3360,6 +3397,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postInvitations: {
@@ -3411,6 +3449,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postInvitationsAccept: {
@@ -3455,6 +3494,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteInvitationsId: {
@@ -3482,6 +3522,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getTeams: {
@@ -3523,6 +3564,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postTeams: {
@@ -3565,6 +3607,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getTeamsId: {
@@ -3602,6 +3645,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteTeamsId: {
@@ -3629,6 +3673,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchTeamsId: {
@@ -3673,6 +3718,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getTeamsIdMembers: {
@@ -3715,6 +3761,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     putTeamsIdMembersUser_id: {
@@ -3752,6 +3799,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteTeamsIdMembersUser_id: {
@@ -3780,6 +3828,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjects: {
@@ -3828,6 +3877,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjects: {
@@ -3876,6 +3926,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsId: {
@@ -3919,6 +3970,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteProjectsId: {
@@ -3946,6 +3998,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchProjectsId: {
@@ -3997,6 +4050,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsIdAssessments: {
@@ -4075,6 +4129,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessments: {
@@ -4149,6 +4204,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsId: {
@@ -4216,6 +4272,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteAssessmentsId: {
@@ -4243,6 +4300,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchAssessmentsId: {
@@ -4321,6 +4379,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdLaunch: {
@@ -4388,6 +4447,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdCancel: {
@@ -4455,6 +4515,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdEmergencyStop: {
@@ -4522,6 +4583,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdArchive: {
@@ -4589,6 +4651,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdUnarchive: {
@@ -4656,6 +4719,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdStart: {
@@ -4723,6 +4787,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdComplete: {
@@ -4798,6 +4863,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdFail: {
@@ -4871,6 +4937,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsIdAccess: {
@@ -4934,6 +5001,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsIdAccess: {
@@ -5000,6 +5068,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteProjectsIdAccessGrant_id: {
@@ -5028,6 +5097,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsIdAccess: {
@@ -5091,6 +5161,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdAccess: {
@@ -5157,6 +5228,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteAssessmentsIdAccessGrant_id: {
@@ -5185,6 +5257,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksEvents: {
@@ -5217,6 +5290,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksSubscriptions: {
@@ -5278,6 +5352,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksSubscriptions: {
@@ -5354,6 +5429,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksSubscriptionsId: {
@@ -5411,6 +5487,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteWebhooksSubscriptionsId: {
@@ -5438,6 +5515,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchWebhooksSubscriptionsId: {
@@ -5515,6 +5593,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksSubscriptionsIdRotateSecret: {
@@ -5549,6 +5628,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksSubscriptionsIdTest: {
@@ -5581,6 +5661,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksSubscriptionsIdSentinelSchema: {
@@ -5625,6 +5706,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksDeliveries: {
@@ -5692,6 +5774,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksDeliveriesIdAttempts: {
@@ -5735,6 +5818,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksDeliveriesId: {
@@ -5793,6 +5877,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksDeliveriesIdResend: {
@@ -5851,6 +5936,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksSubscriptionsIdRecover: {
@@ -5897,6 +5983,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksEvents: {
@@ -5931,6 +6018,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksSubscriptions: {
@@ -5994,6 +6082,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksSubscriptions: {
@@ -6072,6 +6161,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksSubscriptionsId: {
@@ -6130,6 +6220,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteProjectsProjectIdWebhooksSubscriptionsId: {
@@ -6158,6 +6249,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchProjectsProjectIdWebhooksSubscriptionsId: {
@@ -6236,6 +6328,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksSubscriptionsIdRotateSecret: {
@@ -6271,6 +6364,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksSubscriptionsIdTest: {
@@ -6304,6 +6398,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksSubscriptionsIdSentinelSchema: {
@@ -6349,6 +6444,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksDeliveries: {
@@ -6418,6 +6514,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksDeliveriesIdAttempts: {
@@ -6462,6 +6559,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksDeliveriesId: {
@@ -6521,6 +6619,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksDeliveriesIdResend: {
@@ -6580,6 +6679,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksSubscriptionsIdRecover: {
@@ -6627,6 +6727,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksEvents: {
@@ -6661,6 +6762,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksSubscriptions: {
@@ -6724,6 +6826,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksSubscriptions: {
@@ -6802,6 +6905,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksSubscriptionsId: {
@@ -6860,6 +6964,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteAssessmentsAssessmentIdWebhooksSubscriptionsId: {
@@ -6888,6 +6993,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchAssessmentsAssessmentIdWebhooksSubscriptionsId: {
@@ -6966,6 +7072,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksSubscriptionsIdRotateSecret: {
@@ -7001,6 +7108,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksSubscriptionsIdTest: {
@@ -7034,6 +7142,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksSubscriptionsIdSentinelSchema: {
@@ -7079,6 +7188,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksDeliveries: {
@@ -7148,6 +7258,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksDeliveriesIdAttempts: {
@@ -7192,6 +7303,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksDeliveriesId: {
@@ -7251,6 +7363,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksDeliveriesIdResend: {
@@ -7310,6 +7423,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksSubscriptionsIdRecover: {
@@ -7357,6 +7471,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdFindings: {
@@ -7436,6 +7551,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindingsExport: {
@@ -7470,6 +7586,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindings: {
@@ -7548,6 +7665,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindingsId: {
@@ -7617,6 +7735,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdConfirm: {
@@ -7686,6 +7805,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdDismiss: {
@@ -7755,6 +7875,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdMarkFixed: {
@@ -7824,6 +7945,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdAcceptRisk: {
@@ -7893,6 +8015,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdSuppress: {
@@ -7962,6 +8085,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdReassign: {
@@ -8037,6 +8161,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdSeverity: {
@@ -8112,6 +8237,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getGovernanceSla: {
@@ -8150,6 +8276,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     putGovernanceSla: {
@@ -8198,6 +8325,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdReports: {
@@ -8247,6 +8375,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getReports: {
@@ -8296,6 +8425,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getReportsId: {
@@ -8339,6 +8469,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getReportsIdDownload: {
@@ -8368,6 +8499,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindingsIdFixVerifications: {
@@ -8417,6 +8549,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdFixVerifications: {
@@ -8460,6 +8593,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFixVerificationsId: {
@@ -8503,6 +8637,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFixVerificationsIdComplete: {
@@ -8552,6 +8687,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsIdPrReviews: {
@@ -8600,6 +8736,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsIdPrReviews: {
@@ -8651,6 +8788,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getPrReviewsId: {
@@ -8691,6 +8829,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdMonitoringChecks: {
@@ -8734,6 +8873,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postUsage: {
@@ -8776,6 +8916,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingUsage: {
@@ -8819,6 +8960,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingBalance: {
@@ -8855,6 +8997,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingLimits: {
@@ -8905,6 +9048,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postBillingLimits: {
@@ -8955,6 +9099,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingLimitsId: {
@@ -8999,6 +9144,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteBillingLimitsId: {
@@ -9026,6 +9172,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchBillingLimitsId: {
@@ -9076,6 +9223,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     "getOpenapi.json": {
@@ -9116,6 +9264,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
 }

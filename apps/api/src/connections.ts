@@ -17,7 +17,7 @@ export interface ApiConnections {
 
 export function openApiConnections(config: Config, logger: Logger, options: { poolSize?: number } = {}): ApiConnections {
   const prisma = createPrismaClient(config.databaseUrl, {
-    max: options.poolSize,
+    max: options.poolSize ?? config.databasePoolSize,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
   });
   const redis = createFailFastRedis(config.redisUrl, config.availability.redisCommandTimeoutMs);

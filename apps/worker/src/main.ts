@@ -16,7 +16,7 @@ const WORKER_POOL_WAIT_MS = 30_000;
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
-  const prisma = createPrismaClient(config.databaseUrl, { connectTimeoutMs: WORKER_POOL_WAIT_MS });
+  const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
   const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
   const metrics = config.metrics.port > 0 ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port) : null;

@@ -42,6 +42,8 @@ const schema = Joi.object({
   REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.:-]+$/).default('svc'),
   // Outages: how long a request may wait on Redis or for a PostgreSQL connection before it fails with 503, and how
   // long /readyz waits for each check. README "Outages".
+  // Connections each process (API or worker) keeps to PostgreSQL at most.
+  DATABASE_POOL_SIZE: Joi.number().integer().min(1).max(500).default(10),
   REDIS_COMMAND_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
   DATABASE_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(2000),
   READINESS_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
@@ -121,6 +123,7 @@ export interface Config {
   trustProxy: boolean | number | string;
   logLevel: string;
   databaseUrl: string;
+  databasePoolSize: number;
   redisUrl: string;
   redisPrefix: string;
   availability: {
@@ -222,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: value.TRUST_PROXY,
     logLevel: value.LOG_LEVEL,
     databaseUrl: value.DATABASE_URL,
+    databasePoolSize: value.DATABASE_POOL_SIZE,
     redisUrl: value.REDIS_URL,
     redisPrefix: value.REDIS_PREFIX,
     availability: {

@@ -1,5 +1,6 @@
 // Turns the request's credential into a Principal, or answers 401. API keys are looked up by their HMAC (no
 // bcrypt on the request path); sessions by their jti, so logout and member removal take effect at once.
+// Queries use the raw client: they establish the principal, and with it the organization everything else is scoped to.
 import type { Request, RequestHandler } from 'express';
 import { effectiveKeyScopes, roleBundle, type Role } from '@svc/scopes';
 import type { AppDeps } from '../app-deps';

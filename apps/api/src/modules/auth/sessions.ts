@@ -26,12 +26,14 @@ export async function issueSession(
     deps.config.jwtSecret,
     deps.clock.now(),
   );
+  // Unscoped: a session is issued before there is a principal (sign-in), for the organization sign-in chose.
   await deps.prisma.session.create({ data: { id: sessionId, userId, organizationId, expiresAt } });
   return { token, expiresAt, sessionId, csrfToken: csrfTokenFor(sessionId, deps.config.jwtSecret) };
 }
 
 /** Revokes a live session (in the caller's transaction); false when it was already revoked. */
 export async function revokeSession(db: Pick<Tx, 'session'>, sessionId: string, now: Date): Promise<boolean> {
+  // Unscoped: the session id is the caller's own credential (logout), which names its organization.
   const { count } = await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
   return count === 1;
 }

@@ -12,8 +12,8 @@ function adminUrl() {
   return process.env.TEST_DATABASE_ADMIN_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
 }
 
-async function adminQuery(sql) {
-  const admin = new Client({ connectionString: adminUrl() });
+async function adminQuery(sql, serverAdminUrl = adminUrl()) {
+  const admin = new Client({ connectionString: serverAdminUrl });
   await admin.connect();
   try {
     await admin.query(sql);
@@ -22,10 +22,10 @@ async function adminQuery(sql) {
   }
 }
 
-/** Creates a database, applies the migrations, returns its URL. */
-async function createMigratedDatabase(name) {
-  await adminQuery(`CREATE DATABASE "${name}"`);
-  const url = new URL(adminUrl());
+/** Creates a database, applies the migrations, returns its URL. `serverAdminUrl`: another server (default: the run's). */
+async function createMigratedDatabase(name, serverAdminUrl = adminUrl()) {
+  await adminQuery(`CREATE DATABASE "${name}"`, serverAdminUrl);
+  const url = new URL(serverAdminUrl);
   url.pathname = `/${name}`;
   execFileSync(path.join(ROOT, 'node_modules/.bin/prisma'), ['migrate', 'deploy'], {
     cwd: ROOT,

@@ -1,20 +1,15 @@
 // API entry point: configuration, connections, HTTP server, graceful shutdown on SIGTERM/SIGINT.
 import { createLogger, loadConfigOrExit } from '@svc/config';
-import { createPrismaClient } from '@svc/db';
-import { createDeliveryQueue, createRedis, createReportQueue } from '@svc/queue';
 import { createApp } from './app';
+import { openApiConnections } from './connections';
 import { systemClock } from '@svc/domain';
 import { createMailer } from '@svc/mail';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'api' });
-  const prisma = createPrismaClient(config.databaseUrl);
-  const redis = createRedis(config.redisUrl);
-  redis.on('error', (err) => logger.warn('Redis connection error', { error: err.message }));
-  const deliveryQueue = createDeliveryQueue(redis, config.redisPrefix);
-  const reportQueue = createReportQueue(redis, config.redisPrefix);
-  reportQueue.on('error', (err) => logger.warn('Report queue error', { error: err.message }));
+  const connections = openApiConnections(config, logger);
+  const { prisma, redis, deliveryQueue, reportQueue } = connections;
   const mailer = createMailer(config.mail);
   const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock });
 
@@ -30,10 +25,7 @@ async function main(): Promise<void> {
     server.close();
     server.closeIdleConnections();
     await new Promise((resolve) => server.once('close', resolve));
-    await deliveryQueue.close();
-    await reportQueue.close();
-    await redis.quit().catch(() => undefined);
-    await prisma.$disconnect();
+    await connections.close();
     logger.info('Stopped');
     process.exit(0);
   };

@@ -3,6 +3,7 @@
 // Checks per route: the happy path, 403 naming the scope, cross-organization 404, 409 naming the current state,
 // 400 for bad bodies, and the assessment.completed event with its deliveries.
 import request from 'supertest';
+import { organizationOf } from '@svc/db';
 import * as spendGuard from '../src/modules/spend/spend-guard';
 import { badRequest } from '../src/http/errors';
 import { createHarness, type Harness } from './support/harness';
@@ -241,7 +242,8 @@ describe('launch and the spend cap', () => {
     const spy = jest.spyOn(spendGuard, 'assertWithinSpendCap');
     const a = await draft();
     expect((await post(`/assessments/${a.id}/launch`, org.admin.token)).status).toBe(200);
-    expect(spy).toHaveBeenCalledWith(expect.anything(), org.id, a.project_id);
+    expect(spy).toHaveBeenCalledWith(expect.anything(), a.project_id);
+    expect(organizationOf(spy.mock.calls[0][0])).toBe(org.id);
   });
 
   it('a refusal (400) rolls the launch back: the assessment stays a draft', async () => {

@@ -2,7 +2,7 @@
 // table, severity override, reassignment, listing with filters, reading; the finding events with their exact
 // data and deliveries; scopes, access and cross-organization 404.
 import request from 'supertest';
-import { newId } from '@svc/db';
+import { newId, scopedTo } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { FindingStatus } from '@svc/domain';
 import { FINDING_TRANSITIONS } from '@svc/domain';
@@ -229,7 +229,7 @@ describe('triage and the transition table', () => {
     // The regression path (monitoring, built elsewhere) reuses changeFindingStatus.
     const at = new Date(Date.now() + 1000);
     const row = await h.deps.prisma.finding.findUniqueOrThrow({ where: { id: f.id } });
-    const regressed = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, row, 'regressed', at));
+    const regressed = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(scopedTo(tx, row), publish, row, 'regressed', at));
     expect(regressed).toMatchObject({ status: 'regressed', fixedAt: null, slaBreachedAt: null, openedAt: at });
     const changes = await eventsOf(h, org.id, 'finding.status_changed', { finding_id: f.id });
     expect(changes.map((e) => e.data.status)).toEqual(['fixed', 'regressed']);
@@ -244,7 +244,7 @@ describe('triage and the transition table', () => {
     const f = await insertFinding(h, running);
     await act(f.id, 'dismiss').expect(200);
     await expect(
-      withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, f, 'confirmed', new Date())),
+      withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(scopedTo(tx, f), publish, f, 'confirmed', new Date())),
     ).rejects.toMatchObject({ status: 409 });
     expect((await eventsOf(h, org.id, 'finding.status_changed', { finding_id: f.id })).map((e) => e.data.status)).toEqual(['dismissed']);
   });

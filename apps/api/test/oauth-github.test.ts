@@ -3,8 +3,8 @@
 import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { createOrg } from './support/fixtures';
-import { loginRequest, setCookies, signupAndVerify } from './support/auth-helpers';
-import { startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
+import { loginRequest, oathtoolCode, setCookies, signupAndVerify } from './support/auth-helpers';
+import { githubEnvFor, startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
 import { APP_BASE_URL, callback, enableTotp, flowRedisKey, me, redirectUriOf, startFlow } from './support/oauth-flow';
 
 const APP = { clientId: 'Iv1.loopback0123', clientSecret: 'loopback-github-secret-0123456789', redirectUri: redirectUriOf('github') };
@@ -14,15 +14,7 @@ let h: Harness;
 let nextId = 1000;
 
 function githubEnv(server: LoopbackGithub): Record<string, string> {
-  return {
-    PUBLIC_BASE_URL: APP_BASE_URL,
-    GITHUB_CLIENT_ID: APP.clientId,
-    GITHUB_CLIENT_SECRET: APP.clientSecret,
-    GITHUB_AUTHORIZE_URL: `${server.url}/login/oauth/authorize`,
-    GITHUB_TOKEN_URL: `${server.url}/login/oauth/access_token`,
-    GITHUB_API_BASE_URL: server.url,
-    LOGIN_RATE_LIMIT_PER_MINUTE: '1000',
-  };
+  return { PUBLIC_BASE_URL: APP_BASE_URL, ...githubEnvFor(server, APP), LOGIN_RATE_LIMIT_PER_MINUTE: '1000' };
 }
 
 beforeAll(async () => {
@@ -183,14 +175,49 @@ describe('sign-in and signup', () => {
     expect((await me(h, res.body.partial_token)).status).toBe(401);
   });
 
-  it('answers a 2FA user with the partial token even when redirect_after was given', async () => {
+  it("sends a browser sign-in (redirect_after) of a 2FA user to the dashboard's TOTP page, the partial token in an httpOnly cookie", async () => {
     const existing = await signupAndVerify(h);
     const login = await loginRequest(h, { email: existing.email, password: existing.password });
-    await enableTotp(h, login.body.token);
+    const secret = await enableTotp(h, login.body.token);
     const account = newAccount([{ email: existing.email, primary: true, verified: true }]);
-    const { res } = await signInWithGithub(account, { redirect_after: '/dashboard' });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
+    const { res } = await signInWithGithub(account, { redirect_after: '/webhooks?x=1' });
+    expect(res.status).toBe(302);
+    expect(res.headers.location).toBe('/login/2fa?next=%2Fwebhooks%3Fx%3D1');
+    // No token in the redirect or a body; no session yet.
+    expect(res.headers.location).not.toMatch(/ey[\w-]+\./);
+    expect(res.text ?? '').not.toMatch(/ey[\w-]+\./);
+    const cookies = setCookies(res);
+    expect(cookies.has('session')).toBe(false);
+    const partial = cookies.get('partial_token')!;
+    expect(partial.value).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(partial.attributes.has('httponly')).toBe(true);
+    expect(partial.attributes.get('samesite')?.toLowerCase()).toBe('strict');
+    expect(partial.attributes.get('path')).toBe('/api/v1/auth/login/2fa');
+    expect(Number(partial.attributes.get('max-age'))).toBe(h.config.partialTokenTtlSeconds);
+    expect((await me(h, partial.value)).status).toBe(401);
+
+    h.clock.advance(30_000); // the enabling code's step is used up
+    const exchange = () =>
+      request(h.app)
+        .post('/api/v1/auth/login/2fa')
+        .set('Cookie', `partial_token=${partial.value}`)
+        .send({ code: oathtoolCode(secret, h.clock.now()) });
+    const wrong = await request(h.app).post('/api/v1/auth/login/2fa').set('Cookie', `partial_token=${partial.value}`).send({ code: '000000' });
+    expect(wrong.status).toBe(401);
+    const done = await exchange();
+    expect(done.status).toBe(200);
+    expect((await me(h, done.body.token)).body.user.email).toBe(existing.email);
+    const after = setCookies(done);
+    expect(after.has('session')).toBe(true);
+    // The exchange spends the cookie: cleared in the browser, and refused if presented again.
+    expect(after.get('partial_token')?.value).toBe('');
+    expect(after.get('partial_token')?.attributes.get('path')).toBe('/api/v1/auth/login/2fa');
+    h.clock.advance(30_000);
+    expect((await exchange()).status).toBe(401);
+    // Neither body nor cookie: a 400 that names the field.
+    const none = await request(h.app).post('/api/v1/auth/login/2fa').send({ code: '123456' });
+    expect(none.status).toBe(400);
+    expect(none.body.detail).toMatch(/partial_token/);
   });
 });
 

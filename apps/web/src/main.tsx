@@ -3,7 +3,7 @@ import { createRoot } from 'react-dom/client';
 import { BrowserRouter, Link, Navigate, NavLink, Route, Routes, useLocation, useNavigate } from 'react-router-dom';
 import { client, setUnauthorizedHandler, unwrap } from './api/client';
 import { SessionProvider, useSession } from './lib/session';
-import { AcceptInvitePage, LoginPage, SignupPage, VerifyEmailPage } from './pages/auth';
+import { AcceptInvitePage, LoginPage, OAuthTotpPage, SignupPage, VerifyEmailPage } from './pages/auth';
 import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
@@ -69,6 +69,7 @@ function App() {
       <UnauthorizedRedirect />
       <Routes>
         <Route path="/login" element={<LoginPage />} />
+        <Route path="/login/2fa" element={<OAuthTotpPage />} />
         <Route path="/signup" element={<SignupPage />} />
         <Route path="/verify-email" element={<VerifyEmailPage />} />
         <Route path="/accept-invite" element={<AcceptInvitePage />} />

@@ -6,8 +6,12 @@ import type { Server } from 'node:http';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { TEST_PASSWORD } from '../../api/test/support/fixtures';
-import { oathtoolCode } from '../../api/test/support/auth-helpers';
+// apps/web does not depend on the workspace packages; the test reads the signature rules from their source.
+import { verifySignature } from '../../../packages/webhooks/src';
+import { bearer, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
+import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
+import { enableTotp } from '../../api/test/support/oauth-flow';
+import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
 import { createWorld, type World } from '../../worker/test/support/world';
 
 const SCREENSHOTS = path.resolve(__dirname, '../../../test-results/dashboard');
@@ -24,6 +28,7 @@ const CHROMIUM_ARGS = [
 ];
 
 let w: World;
+let gh: LoopbackGithub;
 let server: Server;
 let base: string;
 let browser: Browser;
@@ -82,6 +87,19 @@ async function logIn(email: string, password: string) {
   await page.getByRole('button', { name: 'Log in' }).click();
 }
 
+/** A datetime-local value (the browser's time zone) `minutesAgo` minutes before now. */
+function localDateTime(minutesAgo: number): Promise<string> {
+  return page.evaluate(`(() => {
+    const d = new Date(Date.now() - ${minutesAgo} * 60000);
+    d.setMinutes(d.getMinutes() - d.getTimezoneOffset());
+    return d.toISOString().slice(0, 16);
+  })()`);
+}
+
+async function storageIsEmpty(): Promise<void> {
+  expect(await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })')).toBe('{}{}');
+}
+
 function apiWithKey(key: string, pathName: string) {
   return fetch(`${base}${pathName}`, { headers: { Authorization: `Bearer ${key}` } });
 }
@@ -89,7 +107,20 @@ function apiWithKey(key: string, pathName: string) {
 beforeAll(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  w = await createWorld({ env: { PUBLIC_BASE_URL: base, RATE_LIMIT_PER_MINUTE: '5000', LOGIN_RATE_LIMIT_PER_MINUTE: '100' } });
+  // A loopback GitHub (its documented OAuth endpoints) for the "Continue with GitHub" button.
+  const githubApp = { clientId: 'Iv1.dashboard0123', clientSecret: 'dashboard-github-secret-0123456789', redirectUri: `${base}/api/v1/auth/oauth/github/callback` };
+  gh = await startGithubServer(githubApp);
+  w = await createWorld({
+    env: {
+      PUBLIC_BASE_URL: base,
+      ...githubEnvFor(gh, githubApp),
+      RATE_LIMIT_PER_MINUTE: '5000',
+      LOGIN_RATE_LIMIT_PER_MINUTE: '100',
+      // A failed delivery in a second (two attempts, short backoff); one failed delivery turns a subscription failing.
+      WEBHOOK_MAX_ATTEMPTS: '2',
+      WEBHOOK_FAILING_AFTER_FAILURES: '1',
+    },
+  });
   w.receiver.script('/dash', () => ({ status: 202, headers: { 'content-type': 'text/plain' }, body: 'accepted by the test receiver' }));
   server = await new Promise<Server>((resolve) => {
     const s = w.h.app.listen(port, '127.0.0.1', () => resolve(s));
@@ -111,6 +142,7 @@ afterAll(async () => {
   await browser?.close();
   await new Promise((r) => server?.close(r));
   await w?.close();
+  await gh?.close();
 });
 
 describe('dashboard in Chromium', () => {
@@ -291,6 +323,188 @@ describe('dashboard in Chromium', () => {
       expect(await page.getByLabel('Expires', { exact: true }).getAttribute('required')).not.toBeNull();
     });
   }, 120_000);
+
+  it('a failed delivery: the health e-mail link opens its subscription, the attempt log shows why, Resend and Recover deliver signed', async () => {
+    let healthy = false;
+    w.receiver.script('/flaky', (): { status: number; headers: Record<string, string>; body: string } => {
+      if (healthy) return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'back up' };
+      return { status: 500, headers: { 'content-type': 'text/plain' }, body: 'receiver down for maintenance' };
+    });
+    const project = await insertProject(w.h, w.org.id, 'Flaky project');
+    const level = { level: 'project' as const, projectId: project.id };
+    const sub = await w.subscribe({ name: 'flaky receiver', url: w.receiver.url('/flaky'), events: ['report.ready'] }, level);
+    const failed = await w.publishTo(sub.id, { type: 'report.ready', projectId: project.id, data: { report_id: 'rep_dash' } });
+    expect(failed.status).toBe('failed');
+    expect(failed.attempts).toHaveLength(2);
+
+    const subscriptionPage = `${base}/projects/${project.id}/webhooks/${sub.id}`;
+    await step('health-mail-link', async () => {
+      const mail = await poll(async () => w.h.mail().find((m: { to: string; text: string }) => m.to === w.org.owner.email && m.text.includes(sub.id)), 'the health e-mail');
+      expect(mail.subject).toMatch(/"flaky receiver" .* is failing$/);
+      const link = /Open it in the dashboard: (\S+)/.exec(mail.text)?.[1];
+      expect(link).toBe(subscriptionPage);
+      // Opened signed out, as from a mail client: log in, then land on the subscription.
+      await page.goto(link!);
+      await page.getByRole('heading', { name: 'Log in' }).waitFor();
+      await page.getByLabel('E-mail').fill(w.org.owner.email);
+      await page.getByLabel('Password').fill(TEST_PASSWORD);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('heading', { name: 'Subscription flaky receiver' }).waitFor();
+      expect(page.url()).toBe(subscriptionPage);
+      await page.getByTestId('subscription-status').getByText('failing').waitFor();
+    });
+
+    await step('attempt-log', async () => {
+      await page.getByRole('link', { name: 'Deliveries of this subscription' }).click();
+      await page.getByRole('link', { name: failed.id }).click();
+      await page.getByRole('heading', { name: `Delivery ${failed.id}` }).waitFor();
+      await page.getByTestId('delivery-status').getByText('failed').waitFor();
+      expect(await page.getByTestId('attempt').count()).toBe(2);
+      expect(await page.getByTestId('attempt-status').allTextContents()).toEqual(['500', '500']);
+      expect(await page.getByTestId('attempt-outcome').allTextContents()).toEqual(['http_error', 'http_error']);
+      await page.getByText('Attempt 1: response headers and body').click();
+      await page.getByTestId('attempt-detail').first().getByText('content-type: text/plain').waitFor();
+      expect(await page.getByTestId('attempt-body').first().textContent()).toBe('receiver down for maintenance');
+      expect(await page.getByTestId('payload').textContent()).toContain('"report_id": "rep_dash"');
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'delivery-failed.png'), fullPage: true });
+    });
+
+    let resentId = '';
+    await step('resend', async () => {
+      healthy = true;
+      await page.getByRole('button', { name: 'Resend' }).click();
+      const notice = page.getByTestId('resent');
+      await notice.waitFor();
+      resentId = (await notice.getByRole('link').textContent()) ?? '';
+      expect(resentId).toMatch(/^whdel_/);
+      expect(resentId).not.toBe(failed.id);
+      const requests = await w.receiver.waitForRequests('/flaky', 3, 20_000);
+      const resent = requests[2];
+      expect(resent.headers['x-service-delivery']).toBe(resentId);
+      expect(verifySignature(resent.body, resent.headers['x-service-signature'] as string, sub.secret).ok).toBe(true);
+      expect(JSON.parse(resent.body.toString())).toMatchObject({ id: resentId, event_id: failed.eventId });
+      // The new delivery's page: it follows the delivery until it has finished, and links back to the original.
+      await notice.getByRole('link').click();
+      await page.getByRole('heading', { name: `Delivery ${resentId}` }).waitFor();
+      await page.getByTestId('delivery-status').getByText('succeeded').waitFor({ timeout: 15_000 });
+      await page.getByTestId('attempt-status').getByText('200').waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'delivery-resent.png'), fullPage: true });
+      await page.getByRole('link', { name: failed.id }).click();
+      await page.getByRole('heading', { name: `Delivery ${failed.id}` }).waitFor();
+      expect(await page.getByTestId('resent').count()).toBe(0);
+    });
+
+    await step('recover', async () => {
+      await page.getByRole('link', { name: sub.id }).click();
+      await page.getByRole('heading', { name: 'Subscription flaky receiver' }).waitFor();
+      await page.getByLabel('Failed since').fill(await localDateTime(60));
+      await page.getByRole('button', { name: 'Recover' }).click();
+      await page.getByTestId('recovered').getByText(/^Re-queued 1 delivery failed between/).waitFor();
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'subscription-recovered.png'), fullPage: true });
+      const requests = await w.receiver.waitForRequests('/flaky', 4, 20_000);
+      expect(verifySignature(requests[3].body, requests[3].headers['x-service-signature'] as string, sub.secret).ok).toBe(true);
+      expect(requests[3].headers['x-service-delivery']).not.toBe(resentId);
+      // The same window again: each failed delivery is recovered once.
+      await page.getByRole('button', { name: 'Recover' }).click();
+      await page.getByTestId('recovered').getByText(/^Re-queued 0 deliveries/).waitFor();
+      await page.getByTestId('recovered').getByRole('link', { name: 'See the deliveries' }).click();
+      await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+      // The original, its resend and its recovery; the two new ones name the original.
+      await poll(async () => ((await page.getByRole('link', { name: failed.id }).count()) === 3 ? true : undefined), 'three rows naming the original', 10_000);
+      await storageIsEmpty();
+    });
+  }, 90_000);
+
+  it('Sentinel and Splunk fields: Entra credentials and the authorization are sent, never shown back or stored in the browser', async () => {
+    const clientSecret = `entra-secret-${Date.now()}`;
+    const hecToken = `Splunk hec-${Date.now()}`;
+    await step('sentinel', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.goto(`${base}/webhooks`);
+      await page.getByLabel('Subscription name').fill('sentinel');
+      await page
+        .getByLabel('Endpoint URL (https)')
+        .fill(w.receiver.url('/dataCollectionRules/dcr-0123456789abcdef0123456789abcdef/streams/Custom-SecurityAssessment?api-version=2023-01-01'));
+      await page.getByLabel('finding.created', { exact: true }).check();
+      await page.getByLabel('Payload format').selectOption('microsoft_sentinel');
+      // Two of three: refused in the page, nothing sent.
+      await page.getByLabel('Entra client secret').fill(clientSecret);
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      await page.getByRole('alert').getByText(/together/).waitFor();
+      await page.getByLabel('Entra tenant id').fill('contoso.onmicrosoft.com');
+      await page.getByLabel('Entra client id').fill('0f8fad5b-d9cb-469f-a165-70867728950e');
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      await page.getByText('It is shown only once').waitFor();
+      await page.getByRole('link', { name: 'Open sentinel' }).click();
+      await page.getByRole('heading', { name: 'Subscription sentinel' }).waitFor();
+      await page.getByText('set (never shown)').waitFor();
+      await page.getByRole('button', { name: 'Edit' }).click();
+      await page.getByTestId('azure-state').getByText('Entra credentials are set').waitFor();
+      expect(await page.getByLabel('Entra client secret').inputValue()).toBe('');
+      expect(await page.content()).not.toContain(clientSecret);
+      const stored = await w.h.deps.prisma.webhookSubscription.findFirstOrThrow({ where: { organizationId: w.org.id, name: 'sentinel' } });
+      expect(stored.azureCredentialsEnc).not.toBeNull();
+      expect(stored.azureCredentialsEnc).not.toContain(clientSecret);
+      // Removed with the checkbox.
+      await page.getByLabel('Remove the stored Entra credentials').check();
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('definition').getByText('not set').waitFor();
+      await storageIsEmpty();
+    });
+    await step('splunk', async () => {
+      await page.goto(`${base}/webhooks`);
+      await page.getByLabel('Subscription name').fill('splunk');
+      await page.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/services/collector/event'));
+      await page.getByLabel('finding.created', { exact: true }).check();
+      await page.getByLabel('Payload format').selectOption('splunk_hec');
+      await page.getByLabel('Splunk index').fill('security');
+      await page.getByLabel(/Splunk request channel/).fill('6f9619ff-8b86-d011-b42d-00cf4fc964ff');
+      await page.getByLabel('Authorization header (optional)').fill(hecToken);
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      await page.getByRole('link', { name: 'Open splunk' }).click();
+      await page.getByRole('heading', { name: 'Subscription splunk' }).waitFor();
+      await page.getByText('6f9619ff-8b86-d011-b42d-00cf4fc964ff').waitFor();
+      await page.getByRole('definition').getByText('security', { exact: true }).waitFor();
+      await page.getByRole('button', { name: 'Edit' }).click();
+      expect(await page.getByLabel('Authorization header (set; type to replace)').inputValue()).toBe('');
+      expect(await page.content()).not.toContain(hecToken);
+      await storageIsEmpty();
+    });
+  }, 60_000);
+
+  it("GitHub sign-in of an account with 2FA lands on the dashboard's TOTP page; the partial token never reaches script, URL or storage", async () => {
+    const account = await signupAndVerify(w.h);
+    const session = await loginRequest(w.h, { email: account.email, password: account.password });
+    const secret = await enableTotp(w.h, session.body.token);
+    const login = `octo-dash-${Date.now()}`;
+    gh.addAccount({ id: Date.now() % 1_000_000, login, name: 'Octo Dash', emails: [{ email: account.email, primary: true, verified: true }] });
+    await step('github-2fa', async () => {
+      // The person is signed in at (the loopback) GitHub as `login`.
+      gh.signInAs(login);
+      await page.goto(`${base}/login?next=${encodeURIComponent('/webhooks')}`);
+      await page.getByRole('link', { name: 'Continue with GitHub' }).click();
+      await page.getByRole('heading', { name: 'Two-factor authentication' }).waitFor();
+      const landed = new URL(page.url());
+      expect(landed.pathname).toBe('/login/2fa');
+      expect(landed.search).toBe('?next=%2Fwebhooks');
+      expect(landed.hash).toBe('');
+      const partial = (await context.cookies()).find((c) => c.name === 'partial_token');
+      expect(partial).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/api/v1/auth/login/2fa' });
+      expect(await page.evaluate('document.cookie')).not.toContain('partial_token');
+      expect((await context.cookies()).find((c) => c.name === 'session')).toBeUndefined();
+      await storageIsEmpty();
+      await page.getByLabel('Authentication code').fill(oathtoolCode(secret, new Date(Date.now() + 30_000)));
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await page.getByRole('heading', { name: 'Organization webhooks' }).waitFor();
+      gh.signInAs(null);
+      await page.getByText(`${account.email} · ${account.organizationName} (owner)`).waitFor();
+      const cookies = await context.cookies();
+      expect(cookies.find((c) => c.name === 'partial_token')).toBeUndefined();
+      expect(cookies.find((c) => c.name === 'session')).toBeDefined();
+      await storageIsEmpty();
+    });
+  }, 60_000);
 
   it('a member is offered no webhook pages, and a direct visit names the missing scope', async () => {
     await step('member', async () => {

@@ -6,6 +6,19 @@ import type { AttemptRecord, HealthChange } from './record';
 
 const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
 
+/** The subscription's page in the dashboard (served by the API at PUBLIC_BASE_URL, as the e-mailed links are). */
+export function dashboardLink(
+  publicBaseUrl: string,
+  subscription: { id: string; level: string; projectId: string | null; assessmentId: string | null },
+): string {
+  const id = encodeURIComponent(subscription.id);
+  if (subscription.level === 'project' && subscription.projectId) return `${publicBaseUrl}/projects/${encodeURIComponent(subscription.projectId)}/webhooks/${id}`;
+  if (subscription.level === 'assessment' && subscription.assessmentId) {
+    return `${publicBaseUrl}/assessments/${encodeURIComponent(subscription.assessmentId)}/webhooks/${id}`;
+  }
+  return `${publicBaseUrl}/webhooks/${id}`;
+}
+
 export async function notifyHealthChange(deps: WorkerDeps, change: HealthChange, last: AttemptRecord): Promise<void> {
   try {
     const subscription = await deps.prisma.webhookSubscription.findUniqueOrThrow({
@@ -26,6 +39,7 @@ export async function notifyHealthChange(deps: WorkerDeps, change: HealthChange,
         : `Why: ${subscription.consecutiveFailures} consecutive deliveries failed. It still receives deliveries; it is disabled if failures continue.`,
       `Last error: ${oneLine(lastError)}`,
       `URL host: ${new URL(subscription.url).host}`,
+      `Open it in the dashboard: ${dashboardLink(deps.config.publicBaseUrl, subscription)}`,
     ].join('\n');
     const mailer = deps.mailer ?? createMailer(deps.config.mail);
     for (const to of new Set(members.map((m) => m.user.email))) await mailer.send({ to, subject, text });

@@ -17,19 +17,11 @@ export interface KeyLifecycleResult {
   revoked: number;
 }
 
-/** Limits a run to some organizations: a seam for tests that share one database (production runs unscoped). */
-export interface KeyLifecycleScope {
-  organizationIds?: string[];
-}
-
 /** Organizations with the policy on and the given rule set, grouped by the rule's number of days. */
-async function organizationsByDays(
-  deps: WorkerDeps,
-  rule: 'keyPolicyWarnDays' | 'keyPolicyInactivityDays',
-  scope: KeyLifecycleScope,
-): Promise<Map<number, string[]>> {
+async function organizationsByDays(deps: WorkerDeps, rule: 'keyPolicyWarnDays' | 'keyPolicyInactivityDays'): Promise<Map<number, string[]>> {
+  // Unscoped: the job serves every organization whose policy asks for it.
   const orgs = await deps.prisma.organization.findMany({
-    where: { keyPolicyEnabled: true, [rule]: { not: null }, ...(scope.organizationIds && { id: { in: scope.organizationIds } }) },
+    where: { keyPolicyEnabled: true, [rule]: { not: null } },
     select: { id: true, keyPolicyWarnDays: true, keyPolicyInactivityDays: true },
   });
   const groups = new Map<number, string[]>();
@@ -42,6 +34,7 @@ async function organizationsByDays(
 
 /** Every key matching `where`, in id order and in batches (claimed keys may or may not drop out of `where`). */
 async function* keysWhere(deps: WorkerDeps, where: Prisma.ApiKeyWhereInput) {
+  // Unscoped: `where` names the organizations of this run (organizationsByDays).
   for (let cursor: string | undefined; ; ) {
     const keys = await deps.prisma.apiKey.findMany({
       where: { ...where, ...(cursor && { id: { gt: cursor } }) },
@@ -88,11 +81,10 @@ function warningMail(key: { name: string; displayPrefix: string; expiresAt: Date
 export async function sendExpiryWarnings(
   deps: WorkerDeps,
   now: Date,
-  scope: KeyLifecycleScope = {},
   mailer: Mailer = deps.mailer ?? createMailer(deps.config.mail),
 ): Promise<number> {
   let warned = 0;
-  for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyWarnDays', scope)) {
+  for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyWarnDays')) {
     const window = new Date(now.getTime() + days * DAY_MS);
     const due = keysWhere(deps, {
       organizationId: { in: organizationIds },
@@ -138,11 +130,11 @@ function unusedSince(cutoff: Date): Prisma.ApiKeyWhereInput {
 }
 
 /** Revokes every live key of a policy organization unused for longer than its window; returns the keys revoked. */
-export async function revokeInactiveKeys(deps: WorkerDeps, now: Date, scope: KeyLifecycleScope = {}): Promise<number> {
+export async function revokeInactiveKeys(deps: WorkerDeps, now: Date): Promise<number> {
   let revoked = 0;
   let redis: Redis | undefined;
   try {
-    for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyInactivityDays', scope)) {
+    for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyInactivityDays')) {
       const cutoff = new Date(now.getTime() - days * DAY_MS);
       const live = { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] };
       const idle = keysWhere(deps, { organizationId: { in: organizationIds }, AND: [live, unusedSince(cutoff)] });
@@ -193,12 +185,8 @@ export async function revokeInactiveKeys(deps: WorkerDeps, now: Date, scope: Key
 }
 
 /** One run of the lifecycle job at `now` (the worker's clock by default; tests pass their own). */
-export async function runKeyLifecycle(
-  deps: WorkerDeps,
-  now: Date = deps.clock.now(),
-  scope: KeyLifecycleScope = {},
-): Promise<KeyLifecycleResult> {
-  const revoked = await revokeInactiveKeys(deps, now, scope);
-  const warned = await sendExpiryWarnings(deps, now, scope);
+export async function runKeyLifecycle(deps: WorkerDeps, now: Date = deps.clock.now()): Promise<KeyLifecycleResult> {
+  const revoked = await revokeInactiveKeys(deps, now);
+  const warned = await sendExpiryWarnings(deps, now);
   return { warned, revoked };
 }

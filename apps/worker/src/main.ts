@@ -8,10 +8,15 @@ import { systemClock } from '@svc/domain';
 import { startMetricsServer } from './metrics';
 import { startWorker } from './worker';
 
+// pg counts the wait for a free pool slot in its connect timeout. A delivery may queue behind WORKER_CONCURRENCY
+// others for a slot, so the worker does not use the API's short DATABASE_CONNECT_TIMEOUT_MS; this bound still frees
+// an attempt stuck on an unreachable server well before BullMQ's lock on its job would expire.
+const WORKER_POOL_WAIT_MS = 30_000;
+
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
-  const prisma = createPrismaClient(config.databaseUrl);
+  const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
   const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
   const metrics = config.metrics.port > 0 ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port) : null;

@@ -76,6 +76,26 @@ export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<D
   return worker;
 }
 
+/**
+ * A Redis that restarts without persistence comes back empty: no job schedulers, so no relay to re-enqueue the
+ * deliveries whose jobs were lost with it. Registering the (idempotent) schedulers again after every reconnection
+ * brings the relay back, and the relay brings back every pending delivery from PostgreSQL.
+ */
+function rescheduleAfterReconnect(connection: Redis, schedule: () => Promise<void>, deps: WorkerDeps): void {
+  let disconnected = false;
+  connection.on('close', () => {
+    disconnected = true;
+  });
+  connection.on('ready', () => {
+    if (!disconnected) return;
+    disconnected = false;
+    deps.logger.info('Redis reachable again; registering the maintenance schedules');
+    schedule().catch((err: unknown) =>
+      deps.logger.error('Could not register the maintenance schedules after reconnecting', { error: String(err) }),
+    );
+  });
+}
+
 export interface StartWorkerOptions {
   delivery?: WorkerTuning;
   /** Register the maintenance job schedulers (default true). */
@@ -103,8 +123,12 @@ export async function startWorker(deps: WorkerDeps, options: StartWorkerOptions 
   const reportQueue = createReportQueue(queueConnection, deps.config.redisPrefix);
   const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue);
   if (options.schedule !== false) {
-    await scheduleMaintenance(deps, maintenanceQueue);
-    await scheduleReportRelay(deps, reportQueue);
+    const schedule = async () => {
+      await scheduleMaintenance(deps, maintenanceQueue);
+      await scheduleReportRelay(deps, reportQueue);
+    };
+    await schedule();
+    rescheduleAfterReconnect(queueConnection, schedule, deps);
   }
   await Promise.all([deliveryWorker.waitUntilReady(), maintenanceWorker.waitUntilReady(), reportWorker.waitUntilReady()]);
   return {

@@ -3,6 +3,7 @@ import { loadConfig } from '@svc/config';
 import { healthAfterSuccess, healthAfterTerminalFailure, healthAfterUnsafeUrl, type SubscriptionHealth } from '@svc/domain';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from '../src/retry';
 import { outcomeOfError, outcomeOfHttp, recordedHeaders } from '../src/http/outcome';
+import { dashboardLink } from '../src/health-notify';
 
 const HOUR = 3600 * 1000;
 const t0 = new Date('2026-11-01T00:00:00Z');
@@ -100,5 +101,14 @@ describe('configurable thresholds', () => {
     expect(once.status).toBe('failing');
     expect(healthAfterTerminalFailure(once, new Date(1), rules).status).toBe('disabled');
     expect(healthAfterTerminalFailure(start, new Date(0)).status).toBe('active');
+  });
+});
+
+describe('dashboard link of a health e-mail', () => {
+  const sub = { id: 'whsub_1', level: 'organization', projectId: null, assessmentId: null };
+  it('points at the subscription page of its level', () => {
+    expect(dashboardLink('https://svc.example', sub)).toBe('https://svc.example/webhooks/whsub_1');
+    expect(dashboardLink('https://svc.example/sub', { ...sub, level: 'project', projectId: 'prj_2' })).toBe('https://svc.example/sub/projects/prj_2/webhooks/whsub_1');
+    expect(dashboardLink('https://svc.example', { ...sub, level: 'assessment', assessmentId: 'asm_3' })).toBe('https://svc.example/assessments/asm_3/webhooks/whsub_1');
   });
 });

@@ -11,17 +11,24 @@ import type { WorkerDeps } from '../src/deps';
 import { revokeInactiveKeys, runKeyLifecycle, sendExpiryWarnings } from '../src/key-lifecycle';
 import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
 import { startWorker } from '../src/worker';
+import { createIsolatedDatabase } from '../../../test-support/databases';
 
 const DAY = 24 * 3600 * 1000;
 
 let h: Harness;
 let deps: WorkerDeps;
+let database: { url: string; drop(): Promise<void> };
 
+// The job scans every organization: this file has a database of its own, so its counts are its organizations'.
 beforeAll(async () => {
-  h = await createHarness({ KEY_LIFECYCLE_INTERVAL_MS: '120000' });
+  database = await createIsolatedDatabase();
+  h = await createHarness({ KEY_LIFECYCLE_INTERVAL_MS: '120000', DATABASE_URL: database.url });
   deps = { config: h.config, logger: h.deps.logger, prisma: h.deps.prisma, redis: () => createRedis(h.config.redisUrl), clock: h.clock };
 });
-afterAll(() => h.close());
+afterAll(async () => {
+  await h.close();
+  await database.drop();
+});
 
 const api = () => request(h.app);
 
@@ -42,8 +49,6 @@ const mailsAbout = (prefix: string) => h.mail().filter((m) => m.text.includes(pr
 describe('expiry warnings', () => {
   let org: TestOrg;
   let secondAdmin: TestUser;
-  // Runs limited to this test's organizations: other test files share the database.
-  const mine = () => ({ organizationIds: [org.id] });
   beforeAll(async () => {
     org = await createOrg(h);
     secondAdmin = await createUserInOrg(h, org.id, 'admin', 'admin2');
@@ -54,12 +59,12 @@ describe('expiry warnings', () => {
     const key = await createKey(org.manager.token, { name: 'deploy bot', expires_at: at(20).toISOString() });
 
     // 14 days before expiry: outside the 7-day window.
-    expect(await sendExpiryWarnings(deps, at(6), mine())).toBe(0);
+    expect(await sendExpiryWarnings(deps, at(6))).toBe(0);
     expect(mailsAbout(key.prefix)).toEqual([]);
 
     // 6 days before: inside. Two workers run the job at the same moment.
     const now = at(14);
-    const results = await Promise.all([1, 2, 3].map(() => runKeyLifecycle(deps, now, mine())));
+    const results = await Promise.all([1, 2, 3].map(() => runKeyLifecycle(deps, now)));
     expect(results.map((r) => r.warned).reduce((a, b) => a + b)).toBe(1);
 
     const mails = mailsAbout(key.prefix);
@@ -76,14 +81,14 @@ describe('expiry warnings', () => {
     expect(row.expiryWarnedAt?.getTime()).toBe(now.getTime());
 
     // Later runs (and the days up to expiry) send nothing more.
-    await runKeyLifecycle(deps, at(15), mine());
-    await runKeyLifecycle(deps, at(19.9), mine());
+    await runKeyLifecycle(deps, at(15));
+    await runKeyLifecycle(deps, at(19.9));
     expect(mailsAbout(key.prefix)).toHaveLength(4);
   });
 
   it('one mail per person when the key owner is an admin too', async () => {
     const key = await createKey(org.admin.token, { expires_at: at(3).toISOString() });
-    await sendExpiryWarnings(deps, at(0), mine());
+    await sendExpiryWarnings(deps, at(0));
     expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([org.admin.email, org.owner.email, secondAdmin.email].sort());
   });
 
@@ -94,7 +99,7 @@ describe('expiry warnings', () => {
     const forever = await h.deps.prisma.apiKey.create({
       data: { id: `key_${Date.now()}forever00000000`, organizationId: org.id, userId: org.owner.id, name: 'forever', displayPrefix: 'sk-svc-Frvr', keyHash: `hash-${Date.now()}`, scopes: [] },
     });
-    await sendExpiryWarnings(deps, at(2), mine()); // `expiring` has expired by then
+    await sendExpiryWarnings(deps, at(2)); // `expiring` has expired by then
     expect(mailsAbout(revoked.prefix)).toEqual([]);
     expect(mailsAbout(expiring.prefix)).toEqual([]);
     expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: forever.id } })).expiryWarnedAt).toBeNull();
@@ -107,7 +112,7 @@ describe('expiry warnings', () => {
     await setPolicy(noWarn, { enabled: true, warn_days_before: null });
     const a = await createKey(off.owner.token, { expires_at: at(2).toISOString() });
     const b = await createKey(noWarn.owner.token, { expires_at: at(2).toISOString() });
-    await sendExpiryWarnings(deps, at(1), { organizationIds: [off.id, noWarn.id] });
+    await sendExpiryWarnings(deps, at(1));
     expect(mailsAbout(a.prefix)).toEqual([]);
     expect(mailsAbout(b.prefix)).toEqual([]);
   });
@@ -116,16 +121,15 @@ describe('expiry warnings', () => {
     const key = await createKey(org.manager.token, { expires_at: at(5).toISOString() });
     const failing = { send: async () => Promise.reject(new Error('SMTP down')) };
     // Other keys of the organization may be due too; only this one matters here.
-    await sendExpiryWarnings(deps, at(0), mine(), failing);
+    await sendExpiryWarnings(deps, at(0), failing);
     expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).expiryWarnedAt).toBeNull();
-    await sendExpiryWarnings(deps, at(0), mine());
+    await sendExpiryWarnings(deps, at(0));
     expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([org.manager.email, org.admin.email, org.owner.email, secondAdmin.email].sort());
   });
 });
 
 describe('inactivity revocation', () => {
   let org: TestOrg;
-  const mine = () => ({ organizationIds: [org.id] });
   beforeAll(async () => {
     org = await createOrg(h);
     await setPolicy(org, { enabled: true, inactivity_days: 30, warn_days_before: null, max_lifetime_days: null });
@@ -143,12 +147,12 @@ describe('inactivity revocation', () => {
     expect(lastUsedAt).not.toBeNull();
 
     // 29 days after its last use: still fine.
-    expect(await revokeInactiveKeys(deps, new Date(lastUsedAt!.getTime() + 29 * DAY), mine())).toBe(0);
+    expect(await revokeInactiveKeys(deps, new Date(lastUsedAt!.getTime() + 29 * DAY))).toBe(0);
     expect((await api().get('/api/v1/auth/me').set(bearer(key.key))).status).toBe(200);
 
     // 31 days after: revoked, by exactly one of two racing runs.
     const now = new Date(lastUsedAt!.getTime() + 31 * DAY);
-    const results = await Promise.all([runKeyLifecycle(deps, now, mine()), runKeyLifecycle(deps, now, mine())]);
+    const results = await Promise.all([runKeyLifecycle(deps, now), runKeyLifecycle(deps, now)]);
     expect(results.map((r) => r.revoked).reduce((a, b) => a + b)).toBe(1);
 
     const row = await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
@@ -178,9 +182,9 @@ describe('inactivity revocation', () => {
   it('counts from creation for a key never used', async () => {
     const key = await createKey(org.manager.token);
     const created = (await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).createdAt;
-    await revokeInactiveKeys(deps, new Date(created.getTime() + 30 * DAY - 60_000), mine());
+    await revokeInactiveKeys(deps, new Date(created.getTime() + 30 * DAY - 60_000));
     expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).revokedAt).toBeNull();
-    await revokeInactiveKeys(deps, new Date(created.getTime() + 30 * DAY + 60_000), mine());
+    await revokeInactiveKeys(deps, new Date(created.getTime() + 30 * DAY + 60_000));
     expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).revokedReason).toBe('inactivity');
     expect((await api().get('/api/v1/auth/me').set(bearer(key.key))).status).toBe(401);
   });
@@ -195,7 +199,7 @@ describe('inactivity revocation', () => {
     await setPolicy(off, { enabled: false, inactivity_days: 30 });
     const elsewhere = await createKey(off.manager.token);
 
-    await revokeInactiveKeys(deps, at(45), { organizationIds: [org.id, off.id] });
+    await revokeInactiveKeys(deps, at(45));
     const reasons = await h.deps.prisma.apiKey.findMany({
       where: { id: { in: [recent.id, byUser.id, expired.id, elsewhere.id] } },
       select: { id: true, revokedReason: true },

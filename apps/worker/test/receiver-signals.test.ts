@@ -65,6 +65,8 @@ describe('receiver signals', () => {
     expect(mails.map((m) => m.to).sort()).toEqual([w.org.owner.email, w.org.admin.email].sort());
     expect(mails[0].subject).toMatch(/is failing$/);
     expect(mails[0].text).toMatch(/HTTP 500/);
+    // A link to the subscription's page in the dashboard, at the public base URL the other e-mailed links use.
+    expect(mails[0].text).toContain(`Open it in the dashboard: ${w.h.config.publicBaseUrl}/webhooks/${sub.id}`);
     const audit = await w.h.deps.prisma.auditEvent.findMany({ where: { action: 'webhook.subscription_failing', targetId: sub.id } });
     expect(audit).toHaveLength(1);
     expect(audit[0].actorType).toBe('system');

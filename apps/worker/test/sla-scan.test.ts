@@ -4,7 +4,7 @@
 //
 // The scan covers the whole database, which other test files share; so every finding here is opened in the 1990s
 // and every scan runs at a 1990s `now`: findings of other tests (opened now) are never in breach at those times.
-import { createPrismaClient, newId, type Finding } from '@svc/db';
+import { createPrismaClient, newId, scopedTo, type Finding } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import { scanSlaBreaches } from '../src/sla-scan';
 import { FINDING_STATUSES, SEVERITIES } from '@svc/domain';
@@ -181,9 +181,9 @@ describe('scanSlaBreaches', () => {
     const fixedAt = at('1998-02-01T00:00:00.000Z');
     const reopenedAt = at('1998-03-01T00:00:00.000Z');
     let row = await h.deps.prisma.finding.findUniqueOrThrow({ where: { id: f.id } });
-    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, row, 'fixed', fixedAt));
+    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(scopedTo(tx, row), publish, row, 'fixed', fixedAt));
     await scanSlaBreaches(scanDeps(), at('1998-02-20T00:00:00.000Z'));
-    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, row, 'regressed', reopenedAt));
+    row = await withOutbox(outboxDeps(h.deps, h.deps.deliveryQueue), (tx, publish) => changeFindingStatus(scopedTo(tx, row), publish, row, 'regressed', reopenedAt));
     expect(row).toMatchObject({ status: 'regressed', slaBreachedAt: null, openedAt: reopenedAt });
 
     await scanSlaBreaches(scanDeps(), at('1998-03-08T00:00:00.000Z')); // exactly due: not yet

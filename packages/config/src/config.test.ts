@@ -16,6 +16,8 @@ describe('loadConfig', () => {
       rateLimitPerMinute: 600,
       loginRateLimitPerMinute: 10,
       totpMaxFailures: 5,
+      databasePoolSize: 10,
+      availability: { redisCommandTimeoutMs: 1000, databaseConnectTimeoutMs: 2000, readinessTimeoutMs: 1000 },
     });
     expect(config.webhooks).toMatchObject({
       maxAttempts: 8,
@@ -50,6 +52,13 @@ describe('loadConfig', () => {
   ])('refuses a malformed %s and names it', (name, value, pattern) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(pattern);
+  });
+
+  it('refuses outage timeouts and pool sizes that make no sense, naming them', () => {
+    expect(() => loadConfig({ READINESS_TIMEOUT_MS: '0', DATABASE_POOL_SIZE: 'many', REDIS_COMMAND_TIMEOUT_MS: '-5' })).toThrow(
+      /READINESS_TIMEOUT_MS.*DATABASE_POOL_SIZE|DATABASE_POOL_SIZE.*READINESS_TIMEOUT_MS/,
+    );
+    expect(() => loadConfig({ REDIS_COMMAND_TIMEOUT_MS: '-5' })).toThrow(/REDIS_COMMAND_TIMEOUT_MS/);
   });
 
   it('names every bad setting at once', () => {

@@ -40,6 +40,13 @@ const schema = Joi.object({
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
   // Prefix of every Redis key the service writes (queues, rate limits, one-time tokens).
   REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.:-]+$/).default('svc'),
+  // Outages: how long a request may wait on Redis or for a PostgreSQL connection before it fails with 503, and how
+  // long /readyz waits for each check. README "Outages".
+  // Connections each process (API or worker) keeps to PostgreSQL at most.
+  DATABASE_POOL_SIZE: Joi.number().integer().min(1).max(500).default(10),
+  REDIS_COMMAND_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
+  DATABASE_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(2000),
+  READINESS_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
 
   JWT_SECRET: Joi.string().min(32),
   ENCRYPTION_KEY: base64Key32,
@@ -119,8 +126,17 @@ export interface Config {
   trustProxy: boolean | number | string;
   logLevel: string;
   databaseUrl: string;
+  databasePoolSize: number;
   redisUrl: string;
   redisPrefix: string;
+  availability: {
+    /** Bound on one Redis command of the API (rate limits, one-time tokens, enqueue) before it fails with 503. */
+    redisCommandTimeoutMs: number;
+    /** Bound on waiting for a PostgreSQL connection (pool) before the query fails with 503. */
+    databaseConnectTimeoutMs: number;
+    /** Bound on each /readyz check. */
+    readinessTimeoutMs: number;
+  };
   jwtSecret: string;
   encryptionKey: Buffer;
   apiKeyPepper: string;
@@ -214,8 +230,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: value.TRUST_PROXY,
     logLevel: value.LOG_LEVEL,
     databaseUrl: value.DATABASE_URL,
+    databasePoolSize: value.DATABASE_POOL_SIZE,
     redisUrl: value.REDIS_URL,
     redisPrefix: value.REDIS_PREFIX,
+    availability: {
+      redisCommandTimeoutMs: value.REDIS_COMMAND_TIMEOUT_MS,
+      databaseConnectTimeoutMs: value.DATABASE_CONNECT_TIMEOUT_MS,
+      readinessTimeoutMs: value.READINESS_TIMEOUT_MS,
+    },
     jwtSecret: value.JWT_SECRET ?? DEV_JWT_SECRET,
     encryptionKey: Buffer.from(value.ENCRYPTION_KEY ?? DEV_ENCRYPTION_KEY, 'base64'),
     apiKeyPepper: value.API_KEY_PEPPER ?? DEV_API_KEY_PEPPER,

@@ -7,3 +7,29 @@ export function isUniqueViolation(err: unknown): boolean {
   const { code, meta } = err as { code?: string; meta?: { code?: string } };
   return code === 'P2002' || meta?.code === '23505' || /\b23505\b|unique constraint/i.test(String((err as Error).message));
 }
+
+// Prisma codes and driver-adapter kinds that mean "PostgreSQL cannot be reached now", not "this query is wrong".
+const UNAVAILABLE_PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2037']);
+const UNAVAILABLE_ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+// PostgreSQL SQLSTATEs of a server shutting down, restarting or refusing connections (class 57, 08).
+const UNAVAILABLE_SQLSTATE = /^(57P0[1-3]|08\d\d\d)$/;
+const UNAVAILABLE_MESSAGE =
+  /timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|ECONNRESET|Can't reach database server|the database system is (starting up|shutting down)/i;
+
+/**
+ * True when a query failed because PostgreSQL is unreachable, restarting or out of connections: a transient
+ * outage the API answers with 503, not a bug.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, meta, message } = err as {
+    code?: unknown;
+    meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } };
+    message?: unknown;
+  };
+  if (typeof code === 'string' && (UNAVAILABLE_PRISMA_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true;
+  const cause = meta?.driverAdapterError?.cause;
+  if (cause?.kind && UNAVAILABLE_ADAPTER_KINDS.has(cause.kind)) return true;
+  if (cause?.originalCode && UNAVAILABLE_SQLSTATE.test(cause.originalCode)) return true;
+  return typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message);
+}

@@ -5,9 +5,17 @@ import { pgFields } from './pg-fields';
 export * from './generated/prisma/client';
 export { pgFields } from './pg-fields';
 
-/** A Prisma client that talks to PostgreSQL through the pg driver adapter (no query-engine binary). */
-export function createPrismaClient(databaseUrl: string, options: { max?: number } = {}): PrismaClient {
-  const adapter = new PrismaPg({ ...pgFields(databaseUrl), max: options.max ?? 10 });
+/**
+ * A Prisma client that talks to PostgreSQL through the pg driver adapter (no query-engine binary).
+ * `connectTimeoutMs` bounds the wait for a pool connection: without it a query waits forever while PostgreSQL is
+ * unreachable (pg's default is no timeout).
+ */
+export function createPrismaClient(databaseUrl: string, options: { max?: number; connectTimeoutMs?: number } = {}): PrismaClient {
+  const adapter = new PrismaPg({
+    ...pgFields(databaseUrl),
+    max: options.max ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+  });
   return new PrismaClient({ adapter });
 }
 

@@ -9,14 +9,31 @@ export interface OutboxDeps {
   deliveryQueue: Queue<DeliveryJobData>;
   logger: Logger;
   maxAttempts: number;
+  /** Bound on the enqueue after commit; past it the relay enqueues instead (default: no bound). */
+  enqueueTimeoutMs?: number;
 }
 
 /** The one way to build OutboxDeps from a process's connections (API or worker) and the queue deliveries go to. */
 export function outboxDeps(
-  from: { prisma: Db; logger: Logger; config: Pick<Config, 'webhooks'> },
+  from: { prisma: Db; logger: Logger; config: Pick<Config, 'webhooks' | 'availability'> },
   deliveryQueue: Queue<DeliveryJobData>,
 ): OutboxDeps {
-  return { prisma: from.prisma, deliveryQueue, logger: from.logger, maxAttempts: from.config.webhooks.maxAttempts };
+  return {
+    prisma: from.prisma,
+    deliveryQueue,
+    logger: from.logger,
+    maxAttempts: from.config.webhooks.maxAttempts,
+    enqueueTimeoutMs: from.config.availability.redisCommandTimeoutMs,
+  };
+}
+
+function within<T>(work: Promise<T>, timeoutMs: number | undefined): Promise<T> {
+  if (timeoutMs === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Enqueue took longer than ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 export type Publish = (input: PublishEventInput) => Promise<PublishedEvent>;
@@ -35,7 +52,7 @@ export async function enqueueDeliveries(
 /**
  * Runs `work` in one transaction, giving it `publish` for the events the change causes; enqueues their
  * deliveries after commit. A failed enqueue is logged, not thrown: the change is committed, and the relay will
- * enqueue the deliveries.
+ * enqueue the deliveries. During a Redis outage the enqueue fails at once (or after `enqueueTimeoutMs`).
  */
 export async function withOutbox<T>(
   deps: OutboxDeps,
@@ -52,10 +69,12 @@ export async function withOutbox<T>(
     return work(tx, publish);
   });
   try {
-    await enqueueDeliveries(
+    const enqueue = enqueueDeliveries(
       deps.deliveryQueue,
       deliveryIds.map((id) => ({ id, remainingAttempts: deps.maxAttempts })),
     );
+    enqueue.catch(() => undefined); // a late rejection after the timeout is already logged below
+    await within(enqueue, deps.enqueueTimeoutMs);
   } catch (err) {
     deps.logger.warn('Enqueue after commit failed; the outbox relay will retry', {
       deliveries: deliveryIds.length,

@@ -16,6 +16,41 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, ...options });
 }
 
+/**
+ * The API's connection: requests must fail fast while Redis is down instead of hanging (BullMQ's "failing fast"
+ * pattern). Commands are not queued while disconnected, an in-flight command is retried once after a reconnect,
+ * and none waits longer than `commandTimeoutMs`. Reconnection goes on in the background.
+ */
+export function createFailFastRedis(url: string, commandTimeoutMs: number, options: RedisOptions = {}): Redis {
+  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs, ...options });
+}
+
+/** Resolves when the connection is ready, or rejects after `timeoutMs`. */
+export function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new Error(`Redis was not ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
+}
+
+const REDIS_UNAVAILABLE_MESSAGE =
+  /Stream isn't writeable|Redis connection is not ready|Command timed out|Connection is closed|Reached the max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|LOADING /i;
+
+/** True when a Redis command failed because Redis is unreachable or not answering (not a script or data error). */
+export function isRedisUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { name, message } = err as { name?: unknown; message?: unknown };
+  return name === 'MaxRetriesPerRequestError' || (typeof message === 'string' && REDIS_UNAVAILABLE_MESSAGE.test(message));
+}
+
 /** Every BullMQ key lives under `<REDIS_PREFIX>:bull`, so several deployments (or test runs) share a Redis safely. */
 export function bullPrefix(redisPrefix: string): string {
   return `${redisPrefix}:bull`;

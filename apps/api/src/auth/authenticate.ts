@@ -1,5 +1,6 @@
 // Turns the request's credential into a Principal, or answers 401. API keys are looked up by their HMAC (no
 // bcrypt on the request path); sessions by their jti, so logout and member removal take effect at once.
+// Queries use the raw client: they establish the principal, and with it the organization everything else is scoped to.
 // A key's resolved state (key row, member role, user status) is kept in-process for API_KEY_CACHE_TTL_SECONDS;
 // each request compares the organization's and the user's auth epochs in Redis (one MGET, @svc/queue
 // auth-epoch.ts) with the ones the entry was read under, so a revocation, a removal or a role change made through

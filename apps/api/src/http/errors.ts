@@ -1,6 +1,8 @@
 // The error envelope of SPEC ("Errors"): every error body is { detail } (plus `code` where SPEC says so).
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@svc/config';
+import { isDatabaseUnavailable } from '@svc/db';
+import { isRedisUnavailable } from '@svc/queue';
 
 export class HttpError extends Error {
   constructor(
@@ -22,6 +24,21 @@ export const conflict = (detail: string) => new HttpError(409, detail);
 export const unprocessable = (detail: string) => new HttpError(422, detail);
 export const tooManyRequests = (retryAfterSeconds: number) =>
   new HttpError(429, `Rate limit exceeded. Retry after ${retryAfterSeconds}s.`, {}, { 'Retry-After': String(retryAfterSeconds) });
+
+/** Seconds a client is told to wait when a backing service is down (long enough for a restart or failover). */
+export const OUTAGE_RETRY_AFTER_SECONDS = 5;
+
+export const serviceUnavailable = (what: string) =>
+  new HttpError(503, `Service temporarily unavailable: ${what} cannot be reached. Retry after ${OUTAGE_RETRY_AFTER_SECONDS}s.`, {}, {
+    'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS),
+  });
+
+/** A PostgreSQL or Redis outage is a 503 the client may retry, not a 500. */
+function fromOutage(err: unknown): HttpError | undefined {
+  if (isDatabaseUnavailable(err)) return serviceUnavailable('the database');
+  if (isRedisUnavailable(err)) return serviceUnavailable('Redis');
+  return undefined;
+}
 
 export const missingScope = (scope: string) => forbidden(`Missing required scope: ${scope}.`);
 
@@ -57,7 +74,9 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       next(err);
       return;
     }
-    const httpError = err instanceof HttpError ? err : fromClientError(err);
+    const outage = err instanceof HttpError ? undefined : fromOutage(err);
+    if (outage) logger.warn('Backing service unavailable', { status: 503, error: err instanceof Error ? err.message : String(err) });
+    const httpError = err instanceof HttpError ? err : (outage ?? fromClientError(err));
     if (!httpError) {
       logger.error('Unhandled error', { error: err instanceof Error ? err.stack : String(err) });
       res.status(500).json({ detail: 'Internal server error.' });

@@ -1,6 +1,9 @@
 // Rate limits shared by every API instance through Redis (rate-limiter-flexible). Numbers: DESIGN.md.
+// While Redis is down (README "Outages"): the per-credential request limit fails open to an in-memory limit of the
+// same size per API instance, so reads that need only PostgreSQL keep working; the login and TOTP limits, which
+// stop password and code guessing, fail closed (503) rather than let guessing run unlimited.
 import type { Redis } from 'ioredis';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { tooManyRequests } from './errors';
 
 export interface RateLimiters {
@@ -17,12 +20,20 @@ export function createRateLimiters(
   prefix: string,
   limits: { perMinute: number; loginPerMinute: number; totpMaxFailures: number; partialTokenTtlSeconds: number },
 ): RateLimiters {
-  const make = (name: string, points: number, duration: number) =>
-    new RateLimiterRedis({ storeClient: redis, keyPrefix: `${prefix}:rl:${name}`, points, duration });
+  const make = (name: string, points: number, duration: number, failOpen: boolean) =>
+    new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: `${prefix}:rl:${name}`,
+      points,
+      duration,
+      // Do not wait for a reconnection: fall back (or fail) at once while Redis is not connected.
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: failOpen ? new RateLimiterMemory({ keyPrefix: `${prefix}:rl:${name}`, points, duration }) : undefined,
+    });
   return {
-    request: make('req', limits.perMinute, 60),
-    login: make('login', limits.loginPerMinute, 60),
-    totpFailures: make('totp', limits.totpMaxFailures, limits.partialTokenTtlSeconds),
+    request: make('req', limits.perMinute, 60, true),
+    login: make('login', limits.loginPerMinute, 60, false),
+    totpFailures: make('totp', limits.totpMaxFailures, limits.partialTokenTtlSeconds, false),
   };
 }
 
@@ -30,7 +41,7 @@ function retryAfterSeconds(res: RateLimiterRes): number {
   return Math.max(1, Math.ceil(res.msBeforeNext / 1000));
 }
 
-/** Consumes one point; throws the 429 HttpError when the limit is exhausted. Store errors propagate (500). */
+/** Consumes one point; throws the 429 HttpError when the limit is exhausted. Store errors propagate (503). */
 export async function consumeOrThrow(limiter: RateLimiterRedis, key: string): Promise<void> {
   try {
     await limiter.consume(key);

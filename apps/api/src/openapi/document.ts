@@ -14,6 +14,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   '409': 'State conflict or uniqueness violation',
   '422': 'Well-formed but refused value',
   '429': 'Rate limited; honour Retry-After',
+  '503': 'PostgreSQL or Redis cannot be reached; nothing changed, retry after Retry-After',
 };
 
 const SUBSCHEMA_KEYS = new Set(['if', 'then', 'else', 'not']);
@@ -169,7 +170,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
           `E${status}`,
           {
             description,
-            ...(status === '429' && {
+            ...((status === '429' || status === '503') && {
               headers: { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } },
             }),
             content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

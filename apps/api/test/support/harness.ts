@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createLogger, loadConfig, type Config } from '@svc/config';
-import { createPrismaClient } from '@svc/db';
-import { createDeliveryQueue, createRedis, createReportQueue } from '@svc/queue';
+import { redisReady } from '@svc/queue';
 import { createApp, type App } from '../../src/app';
+import { openApiConnections } from '../../src/connections';
 import type { AppDeps } from '../../src/app-deps';
 import { OffsetClock } from './clock';
 import { createMailer } from '@svc/mail';
@@ -36,13 +36,15 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
     BCRYPT_ROUNDS: '4',
     MAIL_OUTBOX_DIR: outboxDir,
     LOG_LEVEL: 'error',
+    // In-process workers share this small pool; pg counts waiting for a free slot in the connect timeout.
+    DATABASE_CONNECT_TIMEOUT_MS: '30000',
     ...env,
   });
   const logger = createLogger({ level: config.logLevel, service: 'api-test', silent: !process.env.TEST_LOGS });
-  const prisma = createPrismaClient(config.databaseUrl, { max: 4 });
-  const redis = createRedis(config.redisUrl);
-  const deliveryQueue = createDeliveryQueue(redis, config.redisPrefix);
-  const reportQueue = createReportQueue(redis, config.redisPrefix);
+  const connections = openApiConnections(config, logger, { poolSize: 4 });
+  const { prisma, redis, deliveryQueue, reportQueue } = connections;
+  // The API's Redis connection does not queue commands while disconnected: wait for it before the first request.
+  await redisReady(redis, 10_000);
   const clock = new OffsetClock();
   const deps: AppDeps = { config, logger, prisma, redis, deliveryQueue, reportQueue, mailer: createMailer(config.mail), clock };
   const app = createApp(deps);
@@ -57,12 +59,9 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
         .sort()
         .map((f) => JSON.parse(readFileSync(path.join(outboxDir, f), 'utf8'))),
     async close() {
-      await deliveryQueue.close();
-      await reportQueue.close();
-      const keys = await redis.keys(`${config.redisPrefix}:*`);
+      const keys = await redis.keys(`${config.redisPrefix}:*`).catch(() => []);
       if (keys.length > 0) await redis.del(...keys);
-      await redis.quit();
-      await prisma.$disconnect();
+      await connections.close();
     },
   };
 }

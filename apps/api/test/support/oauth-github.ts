@@ -34,6 +34,11 @@ export interface GithubApp {
 export interface LoopbackGithub {
   url: string;
   addAccount(account: GithubAccount): void;
+  /**
+   * The person signed in at GitHub when the authorize request names none (a real browser cannot add the `login`
+   * parameter): like a GitHub session cookie.
+   */
+  signInAs(login: string | null): void;
   /** Code exchanges received, and how many the server refused. */
   tokenRequests: number;
   refusedTokenRequests: number;
@@ -61,10 +66,22 @@ async function readForm(req: http.IncomingMessage): Promise<Record<string, strin
   return Object.fromEntries(new URLSearchParams(raw));
 }
 
+/** The service's GitHub settings pointing at a loopback GitHub for `app`. */
+export function githubEnvFor(server: LoopbackGithub, app: GithubApp): Record<string, string> {
+  return {
+    GITHUB_CLIENT_ID: app.clientId,
+    GITHUB_CLIENT_SECRET: app.clientSecret,
+    GITHUB_AUTHORIZE_URL: `${server.url}/login/oauth/authorize`,
+    GITHUB_TOKEN_URL: `${server.url}/login/oauth/access_token`,
+    GITHUB_API_BASE_URL: server.url,
+  };
+}
+
 export async function startGithubServer(app: GithubApp): Promise<LoopbackGithub> {
   const accounts = new Map<string, GithubAccount>();
   const codes = new Map<string, IssuedCode>();
   const accessTokens = new Map<string, { login: string; scope: string }>();
+  let signedIn: string | null = null;
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -74,6 +91,9 @@ export async function startGithubServer(app: GithubApp): Promise<LoopbackGithub>
     tokenRequests: 0,
     refusedTokenRequests: 0,
     addAccount: (account) => void accounts.set(account.login, account),
+    signInAs: (login) => {
+      signedIn = login;
+    },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -98,7 +118,7 @@ export async function startGithubServer(app: GithubApp): Promise<LoopbackGithub>
     }
     const challenge = q.get('code_challenge');
     if (!challenge || q.get('code_challenge_method') !== 'S256') return json(res, 400, { error: 'invalid_request' });
-    const login = q.get('login');
+    const login = q.get('login') ?? signedIn;
     if (!login || !accounts.has(login)) return json(res, 400, { error: 'unknown login (the test names the account)' });
     const code = randomBytes(10).toString('hex');
     codes.set(code, { login, redirectUri, scope: q.get('scope') ?? '', codeChallenge: challenge, expiresAt: Date.now() + CODE_TTL_MS, used: false });

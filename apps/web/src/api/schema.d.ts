@@ -70,7 +70,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Exchange a partial token and a TOTP code for a session
+         * Exchange a partial token and a TOTP code for a session (the token from the body, else from the httpOnly cookie an OAuth sign-in set)
          * @description No credential required.
          */
         post: operations["postAuthLogin2fa"];
@@ -228,7 +228,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on
+         * Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on (with redirect_after: a redirect to the dashboard's /login/2fa page, the partial token in an httpOnly cookie for POST /auth/login/2fa only)
          * @description No credential required.
          */
         get: operations["getAuthOauthProviderCallback"];
@@ -1070,10 +1070,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a synthetic webhook.test delivery to this subscription
+         * Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postWebhooksSubscriptionsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/subscriptions/{id}/sentinel-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getWebhooksSubscriptionsIdSentinelSchema"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1114,6 +1134,66 @@ export interface paths {
         get: operations["getWebhooksDeliveriesIdAttempts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one delivery with its payload snapshot
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getWebhooksDeliveriesId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postWebhooksDeliveriesIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/subscriptions/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postWebhooksSubscriptionsIdRecover"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1222,10 +1302,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a synthetic webhook.test delivery to this subscription
+         * Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postProjectsProjectIdWebhooksSubscriptionsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/subscriptions/{id}/sentinel-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getProjectsProjectIdWebhooksSubscriptionsIdSentinelSchema"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1266,6 +1366,66 @@ export interface paths {
         get: operations["getProjectsProjectIdWebhooksDeliveriesIdAttempts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one delivery with its payload snapshot
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getProjectsProjectIdWebhooksDeliveriesId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postProjectsProjectIdWebhooksDeliveriesIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{projectId}/webhooks/subscriptions/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postProjectsProjectIdWebhooksSubscriptionsIdRecover"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1374,10 +1534,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a synthetic webhook.test delivery to this subscription
+         * Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postAssessmentsAssessmentIdWebhooksSubscriptionsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/subscriptions/{id}/sentinel-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getAssessmentsAssessmentIdWebhooksSubscriptionsIdSentinelSchema"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1418,6 +1598,66 @@ export interface paths {
         get: operations["getAssessmentsAssessmentIdWebhooksDeliveriesIdAttempts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one delivery with its payload snapshot
+         * @description Requires the `webhooks:read` scope.
+         */
+        get: operations["getAssessmentsAssessmentIdWebhooksDeliveriesId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/deliveries/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postAssessmentsAssessmentIdWebhooksDeliveriesIdResend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{assessmentId}/webhooks/subscriptions/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)
+         * @description Requires the `webhooks:update` scope.
+         */
+        post: operations["postAssessmentsAssessmentIdWebhooksSubscriptionsIdRecover"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2085,6 +2325,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description PostgreSQL or Redis cannot be reached; nothing changed, retry after Retry-After */
+        E503: {
+            headers: {
+                /** @description Seconds to wait */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -2131,6 +2382,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthVerifyEmail: {
@@ -2165,6 +2417,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthLogin: {
@@ -2208,6 +2461,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthLogin2fa: {
@@ -2220,7 +2474,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    partial_token: string;
+                    partial_token?: string;
                     code: string;
                 };
             };
@@ -2245,6 +2499,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuthLogout: {
@@ -2270,6 +2525,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthMe: {
@@ -2320,6 +2576,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuth2faSetup: {
@@ -2350,6 +2607,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuth2faEnable: {
@@ -2386,6 +2644,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAuth2faDisable: {
@@ -2422,6 +2681,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthProviders: {
@@ -2451,6 +2711,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthOauthProviderStart: {
@@ -2478,6 +2739,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuthOauthProviderCallback: {
@@ -2521,6 +2783,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getApiKeys: {
@@ -2568,6 +2831,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postApiKeys: {
@@ -2619,6 +2883,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteApiKeysId: {
@@ -2646,6 +2911,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getOrganization: {
@@ -2680,6 +2946,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteOrganization: {
@@ -2711,6 +2978,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchOrganization: {
@@ -2751,6 +3019,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postOrganizationTransferOwnership: {
@@ -2789,6 +3058,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getOrganizationApiKeyPolicy: {
@@ -2822,6 +3092,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     putOrganizationApiKeyPolicy: {
@@ -2865,6 +3136,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuditEvents: {
@@ -2896,7 +3168,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "system";
                             actor_id: string | null;
@@ -2920,6 +3192,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAuditEventsExport: {
@@ -2954,6 +3227,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getMembers: {
@@ -2998,6 +3272,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteMembersUser_id: {
@@ -3025,6 +3300,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchMembersUser_id: {
@@ -3072,6 +3348,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getInvitations: {
@@ -3120,6 +3397,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postInvitations: {
@@ -3171,6 +3449,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postInvitationsAccept: {
@@ -3215,6 +3494,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteInvitationsId: {
@@ -3242,6 +3522,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getTeams: {
@@ -3283,6 +3564,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postTeams: {
@@ -3325,6 +3607,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getTeamsId: {
@@ -3362,6 +3645,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteTeamsId: {
@@ -3389,6 +3673,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchTeamsId: {
@@ -3433,6 +3718,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getTeamsIdMembers: {
@@ -3475,6 +3761,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     putTeamsIdMembersUser_id: {
@@ -3512,6 +3799,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteTeamsIdMembersUser_id: {
@@ -3540,6 +3828,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjects: {
@@ -3588,6 +3877,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjects: {
@@ -3636,6 +3926,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsId: {
@@ -3679,6 +3970,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteProjectsId: {
@@ -3706,6 +3998,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchProjectsId: {
@@ -3757,6 +4050,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsIdAssessments: {
@@ -3835,6 +4129,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessments: {
@@ -3909,6 +4204,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsId: {
@@ -3976,6 +4272,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteAssessmentsId: {
@@ -4003,6 +4300,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchAssessmentsId: {
@@ -4081,6 +4379,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdLaunch: {
@@ -4148,6 +4447,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdCancel: {
@@ -4215,6 +4515,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdEmergencyStop: {
@@ -4282,6 +4583,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdArchive: {
@@ -4349,6 +4651,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdUnarchive: {
@@ -4416,6 +4719,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdStart: {
@@ -4483,6 +4787,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdComplete: {
@@ -4558,6 +4863,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdFail: {
@@ -4631,6 +4937,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsIdAccess: {
@@ -4694,6 +5001,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsIdAccess: {
@@ -4760,6 +5068,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteProjectsIdAccessGrant_id: {
@@ -4788,6 +5097,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsIdAccess: {
@@ -4851,6 +5161,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdAccess: {
@@ -4917,6 +5228,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteAssessmentsIdAccessGrant_id: {
@@ -4945,6 +5257,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksEvents: {
@@ -4977,6 +5290,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksSubscriptions: {
@@ -5013,6 +5327,8 @@ export interface operations {
                             payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                             splunk_index: string | null;
                             has_authorization: boolean;
+                            splunk_channel: string | null;
+                            has_azure_credentials: boolean;
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -5036,6 +5352,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksSubscriptions: {
@@ -5057,7 +5374,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5082,6 +5405,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5104,6 +5429,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksSubscriptionsId: {
@@ -5138,6 +5464,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5159,6 +5487,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteWebhooksSubscriptionsId: {
@@ -5186,6 +5515,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchWebhooksSubscriptionsId: {
@@ -5209,7 +5539,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5234,6 +5570,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5255,6 +5593,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksSubscriptionsIdRotateSecret: {
@@ -5289,6 +5628,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postWebhooksSubscriptionsIdTest: {
@@ -5321,6 +5661,52 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getWebhooksSubscriptionsIdSentinelSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        events: string[];
+                        columns: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "datetime" | "string" | "long" | "real" | "boolean";
+                        }[];
+                        stream_declarations: Record<string, never>;
+                        data_flows: {
+                            streams: string[];
+                            destinations: string[];
+                            transformKql: string;
+                            outputStream: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksDeliveries: {
@@ -5360,6 +5746,7 @@ export interface operations {
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
+                            redelivery_of: string | null;
                             /** Format: date-time */
                             created_at: string;
                             payload: {
@@ -5387,6 +5774,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getWebhooksDeliveriesIdAttempts: {
@@ -5418,6 +5806,7 @@ export interface operations {
                             response_headers: Record<string, never> | null;
                             response_body: string | null;
                             error: string | null;
+                            retry_after_ms: number | null;
                         }[];
                     };
                 };
@@ -5429,6 +5818,172 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getWebhooksDeliveriesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postWebhooksDeliveriesIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postWebhooksSubscriptionsIdRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                    /** Format: date-time */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        /** Format: date-time */
+                        since: string;
+                        /** Format: date-time */
+                        until: string;
+                        requeued: number;
+                        more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksEvents: {
@@ -5463,6 +6018,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksSubscriptions: {
@@ -5501,6 +6057,8 @@ export interface operations {
                             payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                             splunk_index: string | null;
                             has_authorization: boolean;
+                            splunk_channel: string | null;
+                            has_azure_credentials: boolean;
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -5524,6 +6082,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksSubscriptions: {
@@ -5547,7 +6106,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5572,6 +6137,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5594,6 +6161,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksSubscriptionsId: {
@@ -5629,6 +6197,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5650,6 +6220,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteProjectsProjectIdWebhooksSubscriptionsId: {
@@ -5678,6 +6249,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchProjectsProjectIdWebhooksSubscriptionsId: {
@@ -5702,7 +6274,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -5727,6 +6305,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -5748,6 +6328,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksSubscriptionsIdRotateSecret: {
@@ -5783,6 +6364,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsProjectIdWebhooksSubscriptionsIdTest: {
@@ -5816,6 +6398,53 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getProjectsProjectIdWebhooksSubscriptionsIdSentinelSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        events: string[];
+                        columns: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "datetime" | "string" | "long" | "real" | "boolean";
+                        }[];
+                        stream_declarations: Record<string, never>;
+                        data_flows: {
+                            streams: string[];
+                            destinations: string[];
+                            transformKql: string;
+                            outputStream: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksDeliveries: {
@@ -5857,6 +6486,7 @@ export interface operations {
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
+                            redelivery_of: string | null;
                             /** Format: date-time */
                             created_at: string;
                             payload: {
@@ -5884,6 +6514,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsProjectIdWebhooksDeliveriesIdAttempts: {
@@ -5916,6 +6547,7 @@ export interface operations {
                             response_headers: Record<string, never> | null;
                             response_body: string | null;
                             error: string | null;
+                            retry_after_ms: number | null;
                         }[];
                     };
                 };
@@ -5927,6 +6559,175 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getProjectsProjectIdWebhooksDeliveriesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postProjectsProjectIdWebhooksDeliveriesIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postProjectsProjectIdWebhooksSubscriptionsIdRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                projectId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                    /** Format: date-time */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        /** Format: date-time */
+                        since: string;
+                        /** Format: date-time */
+                        until: string;
+                        requeued: number;
+                        more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksEvents: {
@@ -5961,6 +6762,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksSubscriptions: {
@@ -5999,6 +6801,8 @@ export interface operations {
                             payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                             splunk_index: string | null;
                             has_authorization: boolean;
+                            splunk_channel: string | null;
+                            has_azure_credentials: boolean;
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -6022,6 +6826,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksSubscriptions: {
@@ -6045,7 +6850,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -6070,6 +6881,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6092,6 +6905,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksSubscriptionsId: {
@@ -6127,6 +6941,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6148,6 +6964,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteAssessmentsAssessmentIdWebhooksSubscriptionsId: {
@@ -6176,6 +6993,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchAssessmentsAssessmentIdWebhooksSubscriptionsId: {
@@ -6200,7 +7018,13 @@ export interface operations {
                     payload_format?: string;
                     splunk_index?: string | null;
                     authorization?: string | null;
-                };
+                    /** Format: uuid */
+                    splunk_channel?: string | null;
+                    azure_tenant_id?: string | null;
+                    /** Format: uuid */
+                    azure_client_id?: string | null;
+                    azure_client_secret?: string | null;
+                } & (unknown | (unknown & unknown & unknown));
             };
         };
         responses: {
@@ -6225,6 +7049,8 @@ export interface operations {
                         payload_format: "service" | "splunk_hec" | "microsoft_sentinel" | "cef";
                         splunk_index: string | null;
                         has_authorization: boolean;
+                        splunk_channel: string | null;
+                        has_azure_credentials: boolean;
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6246,6 +7072,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksSubscriptionsIdRotateSecret: {
@@ -6281,6 +7108,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsAssessmentIdWebhooksSubscriptionsIdTest: {
@@ -6314,6 +7142,53 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getAssessmentsAssessmentIdWebhooksSubscriptionsIdSentinelSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        events: string[];
+                        columns: {
+                            name: string;
+                            /** @enum {string} */
+                            type: "datetime" | "string" | "long" | "real" | "boolean";
+                        }[];
+                        stream_declarations: Record<string, never>;
+                        data_flows: {
+                            streams: string[];
+                            destinations: string[];
+                            transformKql: string;
+                            outputStream: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksDeliveries: {
@@ -6355,6 +7230,7 @@ export interface operations {
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
+                            redelivery_of: string | null;
                             /** Format: date-time */
                             created_at: string;
                             payload: {
@@ -6382,6 +7258,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getAssessmentsAssessmentIdWebhooksDeliveriesIdAttempts: {
@@ -6414,6 +7291,7 @@ export interface operations {
                             response_headers: Record<string, never> | null;
                             response_body: string | null;
                             error: string | null;
+                            retry_after_ms: number | null;
                         }[];
                     };
                 };
@@ -6425,6 +7303,175 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getAssessmentsAssessmentIdWebhooksDeliveriesId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postAssessmentsAssessmentIdWebhooksDeliveriesIdResend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        subscription_id: string;
+                        event_id: string;
+                        event_type: string;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        failure_reason: string | null;
+                        redelivery_of: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        payload: {
+                            id: string;
+                            event_id: string;
+                            type: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            organization_id: string;
+                            data: {
+                                kind: string;
+                            } & {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postAssessmentsAssessmentIdWebhooksSubscriptionsIdRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                assessmentId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    since: string;
+                    /** Format: date-time */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        subscription_id: string;
+                        /** Format: date-time */
+                        since: string;
+                        /** Format: date-time */
+                        until: string;
+                        requeued: number;
+                        more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdFindings: {
@@ -6504,6 +7551,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindingsExport: {
@@ -6538,6 +7586,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindings: {
@@ -6616,6 +7665,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindingsId: {
@@ -6685,6 +7735,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdConfirm: {
@@ -6754,6 +7805,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdDismiss: {
@@ -6823,6 +7875,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdMarkFixed: {
@@ -6892,6 +7945,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdAcceptRisk: {
@@ -6961,6 +8015,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdSuppress: {
@@ -7030,6 +8085,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdReassign: {
@@ -7105,6 +8161,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdSeverity: {
@@ -7180,6 +8237,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getGovernanceSla: {
@@ -7218,6 +8276,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     putGovernanceSla: {
@@ -7266,6 +8325,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postAssessmentsIdReports: {
@@ -7315,6 +8375,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getReports: {
@@ -7364,6 +8425,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getReportsId: {
@@ -7407,6 +8469,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getReportsIdDownload: {
@@ -7436,6 +8499,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFindingsIdFixVerifications: {
@@ -7485,6 +8549,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdFixVerifications: {
@@ -7528,6 +8593,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getFixVerificationsId: {
@@ -7571,6 +8637,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFixVerificationsIdComplete: {
@@ -7620,6 +8687,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getProjectsIdPrReviews: {
@@ -7668,6 +8736,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postProjectsIdPrReviews: {
@@ -7719,6 +8788,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getPrReviewsId: {
@@ -7759,6 +8829,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postFindingsIdMonitoringChecks: {
@@ -7802,6 +8873,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postUsage: {
@@ -7844,6 +8916,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingUsage: {
@@ -7887,6 +8960,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingBalance: {
@@ -7923,6 +8997,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingLimits: {
@@ -7973,6 +9048,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     postBillingLimits: {
@@ -8023,6 +9099,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     getBillingLimitsId: {
@@ -8067,6 +9144,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     deleteBillingLimitsId: {
@@ -8094,6 +9172,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     patchBillingLimitsId: {
@@ -8144,6 +9223,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
     "getOpenapi.json": {
@@ -8184,6 +9264,7 @@ export interface operations {
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
         };
     };
 }

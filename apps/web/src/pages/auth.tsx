@@ -16,7 +16,6 @@ export function LoginPage() {
   const { refresh } = useSession();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [code, setCode] = useState('');
   // The partial token lives in this component's state only, for the TOTP step.
   const [partialToken, setPartialToken] = useState<string | null>(null);
   const { busy, error, run } = useAction();
@@ -38,26 +37,7 @@ export function LoginPage() {
     });
   };
 
-  const submitCode = (e: FormEvent) => {
-    e.preventDefault();
-    void run(async () => {
-      await unwrap(client.POST('/api/v1/auth/login/2fa', { body: { partial_token: partialToken!, code } }), { quiet401: true });
-      await finish();
-    });
-  };
-
-  if (partialToken) {
-    return (
-      <main className="narrow">
-        <h1>Two-factor authentication</h1>
-        <form onSubmit={submitCode}>
-          <Field label="Authentication code" name="code" value={code} onChange={setCode} inputMode="numeric" autoComplete="one-time-code" required />
-          <ErrorBox error={error} />
-          <button type="submit" disabled={busy}>Verify</button>
-        </form>
-      </main>
-    );
-  }
+  if (partialToken) return <TotpStep partialToken={partialToken} onDone={finish} />;
   return (
     <main className="narrow">
       <h1>Log in</h1>
@@ -78,6 +58,55 @@ export function LoginPage() {
         No account? <Link to="/signup">Sign up</Link>
       </p>
     </main>
+  );
+}
+
+/**
+ * The TOTP step. After a password login the partial token comes from this page's state; after an OAuth sign-in
+ * it is in an httpOnly cookie the API set for POST /auth/login/2fa only (this page never sees it), and the
+ * exchange that spends it also clears it.
+ */
+function TotpStep({ partialToken, onDone }: { partialToken?: string; onDone(): Promise<void> }) {
+  const [code, setCode] = useState('');
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      const body = partialToken ? { partial_token: partialToken, code } : { code };
+      await unwrap(client.POST('/api/v1/auth/login/2fa', { body }), { quiet401: true });
+      await onDone();
+    });
+  };
+  return (
+    <main className="narrow">
+      <h1>Two-factor authentication</h1>
+      <form onSubmit={submit}>
+        <Field label="Authentication code" name="code" value={code} onChange={setCode} inputMode="numeric" autoComplete="one-time-code" required />
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>Verify</button>
+      </form>
+      {error !== undefined && (
+        <p>
+          <Link to="/login">Start the login again</Link>
+        </p>
+      )}
+    </main>
+  );
+}
+
+/** Where the OAuth callback sends an account with TOTP on (/login/2fa?next=...). */
+export function OAuthTotpPage() {
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const { refresh } = useSession();
+  const next = safeNext(params.get('next'));
+  return (
+    <TotpStep
+      onDone={async () => {
+        await refresh();
+        navigate(next, { replace: true });
+      }}
+    />
   );
 }
 

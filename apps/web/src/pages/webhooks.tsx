@@ -1,28 +1,18 @@
 // Webhooks at any of the three levels. One set of components, parameterised by the level's API base
 // (/api/v1/webhooks, /api/v1/projects/{id}/webhooks, /api/v1/assessments/{id}/webhooks) and its page base.
-import { useState, type FormEvent } from 'react';
-import { Link, useLocation, useParams } from 'react-router-dom';
+import { useEffect, useState, type FormEvent } from 'react';
+import { Link, useParams } from 'react-router-dom';
 import { request } from '../api/client';
+import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
+import { subscriptionBody, type SubscriptionFormState } from '../lib/subscription-body';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
 
-interface Subscription {
-  id: string;
-  name: string;
-  url: string;
-  events: string[];
-  active: boolean;
-  status: 'active' | 'failing' | 'disabled';
-  severity_filter: string[] | null;
-  status_filter: string[] | null;
-  payload_format: string;
-  splunk_index: string | null;
-  has_authorization: boolean;
-  previous_secret_expires_at: string | null;
-  disabled_reason: string | null;
-  created_at: string;
-  secret?: string;
-}
+type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
+type Subscription = Json<operations['getWebhooksSubscriptionsId']['responses'][200]> & { secret?: string };
+type Delivery = Json<operations['getWebhooksDeliveriesId']['responses'][200]>;
+type Attempt = Json<operations['getWebhooksDeliveriesIdAttempts']['responses'][200]>['data'][number];
+type Recovered = Json<operations['postWebhooksSubscriptionsIdRecover']['responses'][202]>;
 type Page<T> = { data: T[]; next_cursor: string | null };
 
 interface Level {
@@ -42,79 +32,123 @@ export function useLevel(): Level {
 const FORMATS = ['service', 'splunk_hec', 'microsoft_sentinel', 'cef'];
 const SEVERITIES = ['critical', 'high', 'medium', 'low', 'info'];
 
-function splitList(text: string): string[] | null {
-  const items = text.split(',').map((s) => s.trim()).filter(Boolean);
-  return items.length ? items : null;
+function Check({ label, checked, onChange }: { label: string; checked: boolean; onChange(value: boolean): void }) {
+  return (
+    <label className="check">
+      <input type="checkbox" checked={checked} onChange={(e) => onChange(e.target.checked)} /> {label}
+    </label>
+  );
 }
 
+/**
+ * Create or edit. Write-only values (the authorization header, the Entra client secret) start empty and are
+ * sent only when typed; they live in this form's state until it is submitted or left, never in storage.
+ */
 function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?: Subscription; onSaved(sub: Subscription): void }) {
   const events = useLoad(() => request<Page<{ type: string; description: string }>>('GET', `${level.api}/events`), [level.api]);
-  const [name, setName] = useState(initial?.name ?? '');
-  const [url, setUrl] = useState(initial?.url ?? '');
-  const [picked, setPicked] = useState<Set<string>>(new Set(initial?.events ?? []));
-  const [format, setFormat] = useState(initial?.payload_format ?? 'service');
-  const [severity, setSeverity] = useState((initial?.severity_filter ?? []).join(', '));
-  const [status, setStatus] = useState((initial?.status_filter ?? []).join(', '));
-  const [splunkIndex, setSplunkIndex] = useState(initial?.splunk_index ?? '');
-  const [authorization, setAuthorization] = useState('');
+  const [form, setForm] = useState<SubscriptionFormState>({
+    name: initial?.name ?? '',
+    url: initial?.url ?? '',
+    events: initial?.events ?? [],
+    payloadFormat: initial?.payload_format ?? 'service',
+    severity: (initial?.severity_filter ?? []).join(', '),
+    status: (initial?.status_filter ?? []).join(', '),
+    splunkIndex: initial?.splunk_index ?? '',
+    splunkChannel: initial?.splunk_channel ?? '',
+    authorization: '',
+    removeAuthorization: false,
+    azureTenantId: '',
+    azureClientId: '',
+    azureClientSecret: '',
+    removeAzureCredentials: false,
+  });
+  const set = <K extends keyof SubscriptionFormState>(key: K) => (value: SubscriptionFormState[K]) => setForm((f) => ({ ...f, [key]: value }));
   const { busy, error, run } = useAction();
-  const toggle = (type: string) => {
-    const next = new Set(picked);
-    if (next.has(type)) next.delete(type);
-    else next.add(type);
-    setPicked(next);
-  };
+  const toggle = (type: string) =>
+    setForm((f) => ({ ...f, events: f.events.includes(type) ? f.events.filter((t) => t !== type) : [...f.events, type] }));
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
-      const body: Record<string, unknown> = {
-        name,
-        url,
-        events: [...picked],
-        payload_format: format,
-        severity_filter: splitList(severity),
-        status_filter: splitList(status),
-        splunk_index: splunkIndex || null,
-      };
-      if (authorization) body.authorization = authorization;
+      const built = subscriptionBody(form);
+      if ('problem' in built) throw new Error(built.problem);
       const saved = initial?.id
-        ? await request<Subscription>('PATCH', `${level.api}/subscriptions/${initial.id}`, body)
-        : await request<Subscription>('POST', `${level.api}/subscriptions`, body);
+        ? await request<Subscription>('PATCH', `${level.api}/subscriptions/${initial.id}`, built.body)
+        : await request<Subscription>('POST', `${level.api}/subscriptions`, built.body);
+      // The typed secrets are spent: nothing write-only stays in memory after a save.
+      setForm((f) => ({ ...f, authorization: '', azureClientSecret: '', removeAuthorization: false, removeAzureCredentials: false }));
       onSaved(saved);
     });
   };
+  const hasAzure = !!initial?.has_azure_credentials;
   return (
     <form onSubmit={submit} aria-label={initial ? 'Edit subscription' : 'Create subscription'}>
-      <Field label="Subscription name" name="sub-name" value={name} onChange={setName} required />
-      <Field label="Endpoint URL (https)" name="url" type="url" value={url} onChange={setUrl} required />
+      <Field label="Subscription name" name="sub-name" value={form.name} onChange={set('name')} required />
+      <Field label="Endpoint URL (https)" name="url" type="url" value={form.url} onChange={set('url')} required />
       <fieldset>
         <legend>Events</legend>
         <ErrorBox error={events.error} />
         {events.data?.data.map((ev) => (
           <label key={ev.type} className="check" title={ev.description}>
-            <input type="checkbox" checked={picked.has(ev.type)} onChange={() => toggle(ev.type)} /> {ev.type}
+            <input type="checkbox" checked={form.events.includes(ev.type)} onChange={() => toggle(ev.type)} /> {ev.type}
           </label>
         ))}
       </fieldset>
       <div className="field">
         <label htmlFor="payload-format">Payload format</label>
-        <select id="payload-format" value={format} onChange={(e) => setFormat(e.target.value)}>
+        <select id="payload-format" value={form.payloadFormat} onChange={(e) => set('payloadFormat')(e.target.value)}>
           {FORMATS.map((f) => <option key={f}>{f}</option>)}
         </select>
       </div>
-      <Field label={`Severity filter (comma-separated: ${SEVERITIES.join(', ')})`} name="severity" value={severity} onChange={setSeverity} />
-      <Field label="Status filter (comma-separated)" name="status" value={status} onChange={setStatus} />
-      {format === 'splunk_hec' && <Field label="Splunk index" name="splunk-index" value={splunkIndex} onChange={setSplunkIndex} />}
+      <Field label={`Severity filter (comma-separated: ${SEVERITIES.join(', ')})`} name="severity" value={form.severity} onChange={set('severity')} />
+      <Field label="Status filter (comma-separated)" name="status" value={form.status} onChange={set('status')} />
+      {form.payloadFormat === 'splunk_hec' && (
+        <fieldset>
+          <legend>Splunk HTTP Event Collector</legend>
+          <Field label="Splunk index" name="splunk-index" value={form.splunkIndex} onChange={set('splunkIndex')} />
+          <Field
+            label="Splunk request channel (GUID, for HEC with indexer acknowledgement)"
+            name="splunk-channel"
+            value={form.splunkChannel}
+            onChange={set('splunkChannel')}
+            placeholder="xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+          />
+          <p className="hint">The HEC token goes in the Authorization header below, as "Splunk &lt;token&gt;".</p>
+        </fieldset>
+      )}
+      {form.payloadFormat === 'microsoft_sentinel' && (
+        <fieldset>
+          <legend>Microsoft Sentinel (Entra ID app)</legend>
+          <p className="hint" data-testid="azure-state">
+            {hasAzure
+              ? 'Entra credentials are set. They are never shown; fill all three fields to replace them.'
+              : 'The Entra ID application the service signs in as to the Logs Ingestion API: all three values together.'}
+          </p>
+          <Field label="Entra tenant id" name="azure-tenant-id" value={form.azureTenantId} onChange={set('azureTenantId')} autoComplete="off" />
+          <Field label="Entra client id" name="azure-client-id" value={form.azureClientId} onChange={set('azureClientId')} autoComplete="off" />
+          <Field
+            label="Entra client secret"
+            name="azure-client-secret"
+            type="password"
+            value={form.azureClientSecret}
+            onChange={set('azureClientSecret')}
+            autoComplete="new-password"
+          />
+          {hasAzure && <Check label="Remove the stored Entra credentials" checked={form.removeAzureCredentials} onChange={set('removeAzureCredentials')} />}
+        </fieldset>
+      )}
       <Field
         label={initial?.has_authorization ? 'Authorization header (set; type to replace)' : 'Authorization header (optional)'}
         name="authorization"
         type="password"
-        value={authorization}
-        onChange={setAuthorization}
-        autoComplete="off"
+        value={form.authorization}
+        onChange={set('authorization')}
+        autoComplete="new-password"
       />
+      {initial?.has_authorization && (
+        <Check label="Remove the stored Authorization header" checked={form.removeAuthorization} onChange={set('removeAuthorization')} />
+      )}
       <ErrorBox error={error} />
-      <button type="submit" disabled={busy || picked.size === 0}>{initial ? 'Save' : 'Create subscription'}</button>
+      <button type="submit" disabled={busy || form.events.length === 0}>{initial ? 'Save' : 'Create subscription'}</button>
     </form>
   );
 }
@@ -168,13 +202,60 @@ export function WebhooksPage() {
   );
 }
 
+/** A datetime-local value (the browser's time zone) as an ISO instant, or undefined when empty. */
+function isoFromLocal(value: string): string | undefined {
+  if (!value) return undefined;
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) throw new Error(`Not a date and time: ${value}`);
+  return date.toISOString();
+}
+
+/** Re-queue the failed deliveries of a window (POST .../subscriptions/{id}/recover). */
+function RecoverForm({ base, deliveriesLink }: { base: string; deliveriesLink: string }) {
+  const [since, setSince] = useState('');
+  const [until, setUntil] = useState('');
+  const [result, setResult] = useState<Recovered | null>(null);
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      setResult(null);
+      const body: Record<string, string> = { since: isoFromLocal(since)! };
+      const end = isoFromLocal(until);
+      if (end) body.until = end;
+      setResult(await request<Recovered>('POST', `${base}/recover`, body));
+    });
+  };
+  return (
+    <section aria-labelledby="recover-heading">
+      <h2 id="recover-heading">Recover failed deliveries</h2>
+      <p className="hint">
+        Sends the failed deliveries of a window again, as new deliveries (at most 30 days back; a delivery is recovered only once).
+      </p>
+      <form className="inline" onSubmit={submit} aria-label="Recover failed deliveries">
+        <Field label="Failed since" name="recover-since" type="datetime-local" value={since} onChange={setSince} required />
+        <Field label="Until (empty: now)" name="recover-until" type="datetime-local" value={until} onChange={setUntil} />
+        <button type="submit" disabled={busy || !since}>Recover</button>
+      </form>
+      <ErrorBox error={error} />
+      {result && (
+        <p role="status" className="ok" data-testid="recovered">
+          Re-queued {result.requeued} {result.requeued === 1 ? 'delivery' : 'deliveries'} failed between <When at={result.since} /> and{' '}
+          <When at={result.until} />.{result.more ? ' More remain in the window: recover again.' : ''}{' '}
+          <Link to={deliveriesLink}>See the deliveries</Link>
+        </p>
+      )}
+    </section>
+  );
+}
+
 export function SubscriptionPage() {
   const level = useLevel();
   const { id = '' } = useParams();
   const { can } = useSession();
   const sub = useLoad(() => request<Subscription>('GET', `${level.api}/subscriptions/${id}`), [level.api, id]);
   const [secret, setSecret] = useState<{ secret: string; previous_secret_expires_at: string } | null>(null);
-  const [notice, setNotice] = useState('');
+  const [notice, setNotice] = useState<{ text: string; delivery: string } | null>(null);
   const [editing, setEditing] = useState(false);
   const action = useAction();
   const base = `${level.api}/subscriptions/${id}`;
@@ -193,7 +274,7 @@ export function SubscriptionPage() {
   const sendTest = () =>
     void action.run(async () => {
       const result = await request<{ delivery_id: string }>('POST', `${base}/test`);
-      setNotice(`Test delivery ${result.delivery_id} queued.`);
+      setNotice({ text: `Test delivery ${result.delivery_id} queued.`, delivery: result.delivery_id });
     });
   const remove = () => {
     if (!window.confirm('Delete this subscription?')) return;
@@ -203,6 +284,7 @@ export function SubscriptionPage() {
     });
   };
   const s = sub.data;
+  const deliveriesLink = `${level.page}/deliveries?subscription_id=${id}`;
   return (
     <main>
       <p><Link to={level.page}>← {level.title}</Link></p>
@@ -213,18 +295,37 @@ export function SubscriptionPage() {
           <p>The previous secret stops signing at <When at={secret.previous_secret_expires_at} />.</p>
         </OnceSecret>
       )}
-      {notice && <p role="status">{notice}</p>}
+      {notice && (
+        <p role="status">
+          {notice.text} <Link to={`${level.page}/deliveries/${notice.delivery}`}>Open it</Link>
+        </p>
+      )}
       {s && (
         <>
           <dl>
+            <dt>Id</dt><dd>{s.id}</dd>
             <dt>URL</dt><dd>{s.url}</dd>
             <dt>Status</dt><dd data-testid="subscription-status">{statusText(s)}</dd>
             <dt>Events</dt><dd>{s.events?.join(', ')}</dd>
             <dt>Payload format</dt><dd>{s.payload_format}</dd>
+            {s.payload_format === 'splunk_hec' && (
+              <>
+                <dt>Splunk index</dt><dd>{s.splunk_index ?? '—'}</dd>
+                <dt>Splunk channel</dt><dd>{s.splunk_channel ?? '—'}</dd>
+              </>
+            )}
+            {s.payload_format === 'microsoft_sentinel' && (
+              <>
+                <dt>Entra credentials</dt><dd>{s.has_azure_credentials ? 'set (never shown)' : 'not set'}</dd>
+              </>
+            )}
+            <dt>Authorization header</dt><dd>{s.has_authorization ? 'set (never shown)' : 'none'}</dd>
+            <dt>Severity filter</dt><dd>{s.severity_filter?.join(', ') ?? 'all'}</dd>
+            <dt>Status filter</dt><dd>{s.status_filter?.join(', ') ?? 'all'}</dd>
             <dt>Previous secret signs until</dt><dd><When at={s.previous_secret_expires_at} /></dd>
           </dl>
           <div className="actions">
-            <Link to={`${level.page}/deliveries?subscription_id=${id}`}>Deliveries of this subscription</Link>
+            <Link to={deliveriesLink}>Deliveries of this subscription</Link>
             {can('webhooks:update') && <button type="button" onClick={sendTest}>Send test delivery</button>}
             {can('webhooks:update') && (
               <>
@@ -245,30 +346,30 @@ export function SubscriptionPage() {
               }}
             />
           )}
+          {can('webhooks:update') && <RecoverForm base={base} deliveriesLink={deliveriesLink} />}
         </>
       )}
     </main>
   );
 }
 
-interface Delivery {
-  id: string;
-  subscription_id: string;
-  event_type: string;
-  status: string;
-  attempt_count: number;
-  next_attempt_at: string | null;
-  failure_reason: string | null;
-  created_at: string;
-  payload?: unknown;
-}
-
 export function DeliveriesPage() {
   const level = useLevel();
   const params = new URLSearchParams(window.location.search);
-  const [filters, setFilters] = useState({ subscription_id: params.get('subscription_id') ?? '', event_type: '', status: '' });
+  const [filters, setFilters] = useState({ subscription_id: params.get('subscription_id') ?? '', event_type: '', status: '', since: '', until: '' });
   const [cursor, setCursor] = useState<string | null>(null);
-  const query = new URLSearchParams({ limit: '25', ...Object.fromEntries(Object.entries(filters).filter(([, v]) => v)) });
+  const setFilter = (key: keyof typeof filters) => (value: string) => {
+    setCursor(null);
+    setFilters({ ...filters, [key]: value });
+  };
+  const query = new URLSearchParams({ limit: '25' });
+  for (const [key, value] of Object.entries(filters)) {
+    if (!value) continue;
+    const when = key === 'since' || key === 'until';
+    const date = when ? new Date(value) : null;
+    if (date && Number.isNaN(date.getTime())) continue;
+    query.set(key, date ? date.toISOString() : value);
+  }
   if (cursor) query.set('cursor', cursor);
   const list = useLoad(() => request<Page<Delivery>>('GET', `${level.api}/deliveries?${query}`), [level.api, query.toString()]);
   return (
@@ -276,30 +377,33 @@ export function DeliveriesPage() {
       <p><Link to={level.page}>← {level.title}</Link></p>
       <h1>Deliveries</h1>
       <form className="inline" onSubmit={(e) => e.preventDefault()}>
-        <Field label="Subscription id" name="subscription_id" value={filters.subscription_id} onChange={(v) => { setCursor(null); setFilters({ ...filters, subscription_id: v }); }} />
-        <Field label="Event type" name="event_type" value={filters.event_type} onChange={(v) => { setCursor(null); setFilters({ ...filters, event_type: v }); }} />
+        <Field label="Subscription id" name="subscription_id" value={filters.subscription_id} onChange={setFilter('subscription_id')} />
+        <Field label="Event type" name="event_type" value={filters.event_type} onChange={setFilter('event_type')} />
         <div className="field">
           <label htmlFor="delivery-status">Status</label>
-          <select id="delivery-status" value={filters.status} onChange={(e) => { setCursor(null); setFilters({ ...filters, status: e.target.value }); }}>
+          <select id="delivery-status" value={filters.status} onChange={(e) => setFilter('status')(e.target.value)}>
             <option value="">any</option>
             <option>pending</option>
             <option>succeeded</option>
             <option>failed</option>
           </select>
         </div>
+        <Field label="Created since" name="since" type="datetime-local" value={filters.since} onChange={setFilter('since')} />
+        <Field label="Created until" name="until" type="datetime-local" value={filters.until} onChange={setFilter('until')} />
         <button type="button" onClick={list.reload}>Refresh</button>
       </form>
       <ErrorBox error={list.error} />
       <table>
-        <thead><tr><th>Delivery</th><th>Event</th><th>Status</th><th>Attempts</th><th>Created</th></tr></thead>
+        <thead><tr><th>Delivery</th><th>Event</th><th>Status</th><th>Attempts</th><th>Created</th><th>Redelivery of</th></tr></thead>
         <tbody>
           {list.data?.data.map((d) => (
             <tr key={d.id}>
-              <td><Link to={`${level.page}/deliveries/${d.id}`} state={d}>{d.id}</Link></td>
+              <td><Link to={`${level.page}/deliveries/${d.id}`}>{d.id}</Link></td>
               <td>{d.event_type}</td>
               <td><span className={`badge delivery-${d.status}`}>{d.status}</span>{d.failure_reason ? ` (${d.failure_reason})` : ''}</td>
               <td>{d.attempt_count}</td>
               <td><When at={d.created_at} /></td>
+              <td>{d.redelivery_of ? <Link to={`${level.page}/deliveries/${d.redelivery_of}`}>{d.redelivery_of}</Link> : '—'}</td>
             </tr>
           ))}
         </tbody>
@@ -309,64 +413,103 @@ export function DeliveriesPage() {
   );
 }
 
-type Attempt = {
-  number: number;
-  started_at: string;
-  duration_ms: number;
-  outcome: string;
-  response_status: number | null;
-  response_headers: Record<string, string> | null;
-  response_body: string | null;
-  error: string | null;
-};
+function retryAfterText(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '—';
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
 
 export function DeliveryPage() {
-  const level = useLevel();
   const { id = '' } = useParams();
-  const location = useLocation();
-  const fromList = (location.state as Delivery | null)?.id === id ? (location.state as Delivery) : undefined;
-  // The API has no single-delivery route: the delivery comes with the list page's link, else from the newest 100.
-  const delivery = useLoad(async () => {
-    if (fromList) return fromList;
-    const page = await request<Page<Delivery>>('GET', `${level.api}/deliveries?limit=100`);
-    return page.data.find((d) => d.id === id);
-  }, [level.api, id]);
+  // Keyed by id: opening the resent delivery starts with a fresh page (no notice of the previous one).
+  return <DeliveryView key={id} id={id} />;
+}
+
+function DeliveryView({ id }: { id: string }) {
+  const level = useLevel();
+  const { can } = useSession();
+  const delivery = useLoad(() => request<Delivery>('GET', `${level.api}/deliveries/${id}`), [level.api, id]);
   const attempts = useLoad(() => request<{ data: Attempt[] }>('GET', `${level.api}/deliveries/${id}/attempts`), [level.api, id]);
+  const [resent, setResent] = useState<Delivery | null>(null);
+  const action = useAction();
   const d = delivery.data;
+  const pending = d?.status === 'pending';
+  // While the worker still owns it, the page follows it.
+  useEffect(() => {
+    if (!pending) return;
+    const timer = setInterval(() => {
+      delivery.reload();
+      attempts.reload();
+    }, 2000);
+    return () => clearInterval(timer);
+  }, [pending, delivery.reload, attempts.reload]);
+  const resend = () =>
+    void action.run(async () => {
+      setResent(await request<Delivery>('POST', `${level.api}/deliveries/${id}/resend`));
+    });
   return (
     <main>
       <p><Link to={`${level.page}/deliveries`}>← Deliveries</Link></p>
       <h1>Delivery {id}</h1>
       <ErrorBox error={delivery.error ?? attempts.error} />
       {d && (
-        <dl>
-          <dt>Event</dt><dd>{d.event_type}</dd>
-          <dt>Status</dt><dd data-testid="delivery-status">{d.status}</dd>
-          <dt>Failure</dt><dd>{d.failure_reason ?? '—'}</dd>
-          <dt>Next attempt</dt><dd><When at={d.next_attempt_at} /></dd>
-        </dl>
+        <>
+          <dl>
+            <dt>Event</dt><dd>{d.event_type} ({d.event_id})</dd>
+            <dt>Subscription</dt><dd><Link to={`${level.page}/${d.subscription_id}`}>{d.subscription_id}</Link></dd>
+            <dt>Status</dt><dd data-testid="delivery-status">{d.status}</dd>
+            <dt>Attempts</dt><dd>{d.attempt_count}</dd>
+            <dt>Failure</dt><dd data-testid="delivery-failure">{d.failure_reason ?? '—'}</dd>
+            <dt>Created</dt><dd><When at={d.created_at} /></dd>
+            <dt>Completed</dt><dd><When at={d.completed_at} /></dd>
+            <dt>Next attempt</dt><dd><When at={d.next_attempt_at} /></dd>
+            {d.redelivery_of && (
+              <>
+                <dt>Redelivery of</dt>
+                <dd><Link to={`${level.page}/deliveries/${d.redelivery_of}`}>{d.redelivery_of}</Link></dd>
+              </>
+            )}
+          </dl>
+          {can('webhooks:update') && (
+            <div className="actions">
+              <button type="button" onClick={resend} disabled={action.busy || pending}>Resend</button>
+              {pending && <span className="hint">A pending delivery can be resent once it has succeeded or failed.</span>}
+            </div>
+          )}
+          <ErrorBox error={action.error} />
+          {resent && (
+            <p role="status" className="ok" data-testid="resent">
+              Resent as a new delivery: <Link to={`${level.page}/deliveries/${resent.id}`}>{resent.id}</Link>
+            </p>
+          )}
+        </>
       )}
       <h2>Attempts</h2>
+      {attempts.data?.data.length === 0 && <p>No attempt yet.</p>}
       <table>
-        <thead><tr><th>#</th><th>Time</th><th>Duration</th><th>Outcome</th><th>Response status</th><th>Error</th></tr></thead>
+        <thead>
+          <tr><th>#</th><th>Time</th><th>Duration</th><th>Outcome</th><th>Response status</th><th>Retry-After</th><th>Error</th></tr>
+        </thead>
         <tbody>
           {attempts.data?.data.map((a) => (
             <tr key={a.number} data-testid="attempt">
               <td>{a.number}</td>
               <td><When at={a.started_at} /></td>
               <td>{a.duration_ms} ms</td>
-              <td>{a.outcome}</td>
+              <td data-testid="attempt-outcome">{a.outcome}</td>
               <td data-testid="attempt-status">{a.response_status ?? '—'}</td>
+              <td>{retryAfterText(a.retry_after_ms)}</td>
               <td>{a.error ?? ''}</td>
             </tr>
           ))}
         </tbody>
       </table>
       {attempts.data?.data.map((a) => (
-        <details key={a.number}>
+        <details key={a.number} data-testid="attempt-detail">
           <summary>Attempt {a.number}: response headers and body</summary>
-          <pre>{JSON.stringify(a.response_headers, null, 2)}</pre>
-          <pre>{a.response_body}</pre>
+          <h3>Response headers</h3>
+          <pre>{a.response_headers ? Object.entries(a.response_headers).map(([k, v]) => `${k}: ${v}`).join('\n') : '—'}</pre>
+          <h3>Response body (excerpt)</h3>
+          <pre data-testid="attempt-body">{a.response_body || '—'}</pre>
         </details>
       ))}
       {d?.payload !== undefined && (

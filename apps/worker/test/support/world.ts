@@ -59,6 +59,8 @@ export interface WorldOptions {
   /** Start the in-process worker (default true). */
   worker?: boolean;
   workerOptions?: StartWorkerOptions;
+  /** A database the test made itself (on a PostgreSQL of its own, say); default: a new one on the run's server. */
+  database?: { url: string; drop(): Promise<void> };
 }
 
 export function levelBase(level: Level = { level: 'organization' }): string {
@@ -86,7 +88,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
   const tls = await createTestTls();
   const receiver = await startReceiver(tls);
   // Workers scan every organization (relay, purge, schedulers): each world has a database of its own.
-  const database = await createIsolatedDatabase();
+  const database = options.database ?? (await createIsolatedDatabase());
   const h = await createHarness({
     ...FAST_RETRY_ENV,
     WEBHOOK_EXTRA_CA_FILE: tls.caFile,

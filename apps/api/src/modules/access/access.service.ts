@@ -4,7 +4,7 @@
 //   assessments; a grant on an assessment covers only that assessment.
 // A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
 // one; readable but not writable answers 403.
-import type { Assessment, Project } from '@svc/db';
+import { scopedTo, type Assessment, type Prisma, type Project } from '@svc/db';
 import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
 import { roleRank } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
@@ -19,8 +19,8 @@ export function hasOrgWideWrite(principal: Principal): boolean {
   return roleRank(principal.role) >= roleRank('admin');
 }
 
-async function teamIdsOf(deps: AppDeps, userId: string): Promise<string[]> {
-  const rows = await deps.prisma.teamMember.findMany({ where: { userId }, select: { teamId: true } });
+async function teamIdsOf(deps: AppDeps, principal: Principal): Promise<string[]> {
+  const rows = await scopedTo(deps.prisma, principal).teamMember.findMany({ where: { userId: principal.userId }, select: { teamId: true } });
   return rows.map((r) => r.teamId);
 }
 
@@ -30,10 +30,9 @@ async function grantedAccess(
   target: { projectId: string; assessmentId?: string },
 ): Promise<Access | 'none'> {
   if (hasOrgWideWrite(principal)) return 'write';
-  const teamIds = await teamIdsOf(deps, principal.userId);
-  const grants = await deps.prisma.accessGrant.findMany({
+  const teamIds = await teamIdsOf(deps, principal);
+  const grants = await scopedTo(deps.prisma, principal).accessGrant.findMany({
     where: {
-      organizationId: principal.organizationId,
       OR: [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])],
       AND: [
         {
@@ -55,7 +54,7 @@ function enforce(have: Access | 'none', need: Access, what: string): void {
 }
 
 export async function requireProjectAccess(deps: AppDeps, principal: Principal, projectId: string, need: Access): Promise<Project> {
-  const project = await deps.prisma.project.findFirst({ where: { id: projectId, organizationId: principal.organizationId } });
+  const project = await scopedTo(deps.prisma, principal).project.findFirst({ where: { id: projectId } });
   if (!project) throw notFound('Project');
   enforce(await grantedAccess(deps, principal, { projectId }), need, 'Project');
   return project;
@@ -67,9 +66,7 @@ export async function requireAssessmentAccess(
   assessmentId: string,
   need: Access,
 ): Promise<Assessment> {
-  const assessment = await deps.prisma.assessment.findFirst({
-    where: { id: assessmentId, organizationId: principal.organizationId },
-  });
+  const assessment = await scopedTo(deps.prisma, principal).assessment.findFirst({ where: { id: assessmentId } });
   if (!assessment) throw notFound('Assessment');
   enforce(await grantedAccess(deps, principal, { projectId: assessment.projectId, assessmentId }), need, 'Assessment');
   return assessment;
@@ -140,24 +137,25 @@ export async function requireAssessmentAccessWithSla(
   };
 }
 
-/** Prisma filter for the projects a principal can read (for list endpoints). */
-export async function readableProjectsFilter(deps: AppDeps, principal: Principal) {
-  if (hasOrgWideWrite(principal)) return { organizationId: principal.organizationId };
-  const teamIds = await teamIdsOf(deps, principal.userId);
+/** Prisma filter for the projects a principal can read (for list endpoints), used through scopedTo(deps.prisma, principal). */
+export async function readableProjectsFilter(deps: AppDeps, principal: Principal): Promise<Prisma.ProjectWhereInput> {
+  if (hasOrgWideWrite(principal)) return {};
+  const teamIds = await teamIdsOf(deps, principal);
   const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
   return {
-    organizationId: principal.organizationId,
     grants: { some: { assessmentId: null, OR: subject } },
   };
 }
 
-/** Prisma filter for the assessments a principal can read (for list endpoints). */
-export async function readableAssessmentsFilter(deps: AppDeps, principal: Principal) {
-  if (hasOrgWideWrite(principal)) return { organizationId: principal.organizationId };
-  const teamIds = await teamIdsOf(deps, principal.userId);
+/**
+ * Prisma filter for the assessments a principal can read (for list endpoints), used through
+ * scopedTo(deps.prisma, principal): as a relation filter too (a finding's or report's assessment).
+ */
+export async function readableAssessmentsFilter(deps: AppDeps, principal: Principal): Promise<Prisma.AssessmentWhereInput> {
+  if (hasOrgWideWrite(principal)) return {};
+  const teamIds = await teamIdsOf(deps, principal);
   const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
   return {
-    organizationId: principal.organizationId,
     OR: [
       { grants: { some: { OR: subject } } },
       { project: { grants: { some: { assessmentId: null, OR: subject } } } },

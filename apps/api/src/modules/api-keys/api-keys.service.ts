@@ -8,7 +8,7 @@ import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { conflict, forbidden, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '@svc/db';
+import { newId, scopedTo } from '@svc/db';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
@@ -59,7 +59,7 @@ export async function createApiKey(
   const policy = await loadKeyPolicy(deps, principal.organizationId);
   const { expiresAt, autoFilled } = expirationUnderPolicy(policy, input.expires_at, now);
   const value = generateApiKeyValue();
-  const key = await deps.prisma.$transaction(async (tx) => {
+  const key = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const created = await tx.apiKey.create({
       data: {
         id: newId('key'),
@@ -88,20 +88,20 @@ export async function createApiKey(
   return { ...presentApiKey(key), key: value };
 }
 
-/** Admins and owners see every key of the organization; everybody else their own. */
+/** Admins and owners see every key of the organization; everybody else their own (query through scopedTo). */
 function visibleKeysFilter(principal: Principal) {
   const seesAll = roleRank(principal.role) >= roleRank('admin');
-  return { organizationId: principal.organizationId, ...(seesAll ? {} : { userId: principal.userId }) };
+  return seesAll ? {} : { userId: principal.userId };
 }
 
 export async function listApiKeys(deps: AppDeps, principal: Principal, query: PageQuery) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.apiKey.findMany({ ...args, where: { ...args.where, ...visibleKeysFilter(principal) } });
+  const rows = await scopedTo(deps.prisma, principal).apiKey.findMany({ ...args, where: { ...args.where, ...visibleKeysFilter(principal) } });
   return toPage(rows, query, presentApiKey);
 }
 
 export async function revokeApiKey(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta): Promise<void> {
-  const key = await deps.prisma.apiKey.findFirst({ where: { id, ...visibleKeysFilter(principal) } });
+  const key = await scopedTo(deps.prisma, principal).apiKey.findFirst({ where: { id, ...visibleKeysFilter(principal) } });
   if (!key) throw notFound('API key');
   if (key.revokedAt) throw conflict('API key is already revoked.');
   const now = deps.clock.now();

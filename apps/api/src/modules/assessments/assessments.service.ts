@@ -6,7 +6,7 @@
 // runs outside this service (an API key with assessments:update) starts, records findings, completes or fails.
 // Every transition is one conditional UPDATE (`WHERE status IN (<allowed>)`), so two racing requests cannot both
 // move the same assessment; the loser gets 409 naming the state it found.
-import { Prisma, type Assessment, type Tx } from '@svc/db';
+import { Prisma, type Assessment, type Scoped, type Tx } from '@svc/db';
 import { SEVERITIES } from '@svc/domain';
 import { outboxDeps, withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
@@ -68,10 +68,10 @@ export async function createAssessment(
 ) {
   const project = await requireProjectAccess(deps, principal, projectId, 'write');
   if (project.archivedAt) throw conflict('The project is archived: unarchive it to add assessments.');
-  const assessment = await deps.prisma.assessment.create({
+  const assessment = await scopedTo(deps.prisma, principal).assessment.create({
     data: {
       id: newId('asm'),
-      organizationId: principal.organizationId,
+      organizationId: project.organizationId,
       projectId: project.id,
       name: input.name,
       description: input.description || null,
@@ -91,7 +91,7 @@ export async function listAssessments(
 ) {
   const args = pageArgs(query);
   const readable = await readableAssessmentsFilter(deps, principal);
-  const rows = await deps.prisma.assessment.findMany({
+  const rows = await scopedTo(deps.prisma, principal).assessment.findMany({
     ...args,
     where: {
       ...args.where,
@@ -124,16 +124,17 @@ async function transition(
   id: string,
   action: AssessmentAction,
   extra: Prisma.AssessmentUpdateManyMutationInput,
-  then?: (tx: Tx, publish: Publish, updated: Assessment, now: Date) => Promise<void>,
+  then?: (tx: Scoped<Tx>, publish: Publish, updated: Assessment, now: Date) => Promise<void>,
 ) {
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
   const rule = ASSESSMENT_TRANSITIONS[action];
   const now = deps.clock.now();
   const updated = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    async (tx, publish) => {
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
       const moved = await tx.assessment.updateMany({
-        where: { id: current.id, organizationId: principal.organizationId, status: { in: [...rule.from] } },
+        where: { id: current.id, status: { in: [...rule.from] } },
         data: { ...extra, status: rule.to, [rule.stamp]: now },
       });
       if (moved.count !== 1) await refuse(tx, current.id, action, rule.from);
@@ -151,7 +152,7 @@ export function launchAssessment(deps: AppDeps, principal: Principal, id: string
   return transition(deps, principal, id, 'launch', {}, async (tx, _publish, row) => {
     const project = await tx.project.findUniqueOrThrow({ where: { id: row.projectId }, select: { archivedAt: true } });
     if (project.archivedAt) throw conflict('The project is archived: unarchive it to launch assessments.');
-    await assertWithinSpendCap(tx, row.organizationId, row.projectId);
+    await assertWithinSpendCap(tx, row.projectId);
   });
 }
 
@@ -213,7 +214,8 @@ export function emergencyStopAssessment(deps: AppDeps, principal: Principal, id:
 export async function setArchived(deps: AppDeps, principal: Principal, id: string, archived: boolean) {
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const moved = await scopedTo(deps.prisma, principal).assessment.updateMany({
+  const db = scopedTo(deps.prisma, principal);
+  const moved = await db.assessment.updateMany({
     where: {
       id: current.id,
       status: { in: [...FINISHED_STATES] },
@@ -222,13 +224,13 @@ export async function setArchived(deps: AppDeps, principal: Principal, id: strin
     data: { archivedAt: archived ? now : null },
   });
   if (moved.count !== 1) {
-    const fresh = await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id } });
+    const fresh = await db.assessment.findUniqueOrThrow({ where: { id: current.id } });
     if (!FINISHED_STATES.includes(fresh.status as never)) {
       throw conflict(`Only finished assessments can be ${archived ? 'archived' : 'unarchived'}; this one is ${fresh.status}.`);
     }
     throw conflict(archived ? `The assessment (${fresh.status}) is already archived.` : `The assessment (${fresh.status}) is not archived.`);
   }
-  return presentAssessment(await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id } }));
+  return presentAssessment(await db.assessment.findUniqueOrThrow({ where: { id: current.id } }));
 }
 
 /**
@@ -249,25 +251,27 @@ export async function updateAssessment(
     ...(input.notes !== undefined && { notes: input.notes || null }),
     ...(input.settings !== undefined && { settings: jsonOrNull(input.settings) }),
   };
-  const moved = await scopedTo(deps.prisma, principal).assessment.updateMany({
+  const db = scopedTo(deps.prisma, principal);
+  const moved = await db.assessment.updateMany({
     where: { id: current.id, ...(draftOnly && { status: 'draft' }) },
     data,
   });
   if (moved.count !== 1) {
-    const fresh = await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id }, select: { status: true } });
+    const fresh = await db.assessment.findUniqueOrThrow({ where: { id: current.id }, select: { status: true } });
     throw conflict(`Name, description and settings can be changed only on a draft; this assessment is ${fresh.status} (notes can always change).`);
   }
-  return presentAssessment(await deps.prisma.assessment.findUniqueOrThrow({ where: { id: current.id } }));
+  return presentAssessment(await db.assessment.findUniqueOrThrow({ where: { id: current.id } }));
 }
 
 /** Deletes the assessment with its findings (cascade); 409 while queued or running (cancel or stop it first). */
 export async function deleteAssessment(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
-  const deleted = await scopedTo(deps.prisma, principal).assessment.deleteMany({
+  const db = scopedTo(deps.prisma, principal);
+  const deleted = await db.assessment.deleteMany({
     where: { id: current.id, status: { notIn: [...ACTIVE_STATES] } },
   });
   if (deleted.count !== 1) {
-    const fresh = await deps.prisma.assessment.findUnique({ where: { id: current.id }, select: { status: true } });
+    const fresh = await db.assessment.findUnique({ where: { id: current.id }, select: { status: true } });
     if (fresh) throw conflict(`Cannot delete an assessment that is ${fresh.status}: cancel or emergency-stop it first.`);
   }
 }

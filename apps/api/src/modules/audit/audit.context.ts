@@ -75,6 +75,7 @@ export async function recordInUserOrganizations(
   at: Date,
   events: AuditEvent | AuditEvent[],
 ): Promise<void> {
+  // Unscoped: a user's own events (before or outside any one organization's request) go to each of theirs.
   const memberships = await db.membership.findMany({ where: { userId: actor.id }, select: { organizationId: true } });
   await recordInOrganizations(db, memberships.map((m) => m.organizationId), actor, meta, at, events);
 }

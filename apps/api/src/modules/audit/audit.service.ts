@@ -3,7 +3,7 @@
 import { once } from 'node:events';
 import type { Response } from 'express';
 import { AUDIT_ACTIONS, isAuditAction } from '@svc/audit';
-import type { AuditEvent, Prisma } from '@svc/db';
+import { scopedTo, type AuditEvent, type Prisma } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { unprocessable } from '../../http/errors';
@@ -39,13 +39,12 @@ export function presentAuditEvent(e: AuditEvent) {
 
 export type PresentedAuditEvent = ReturnType<typeof presentAuditEvent>;
 
-/** Always the caller's organization: another organization's events are never selected. */
-function auditWhere(principal: Principal, filters: AuditFilters): Prisma.AuditEventWhereInput {
+/** The filters; always queried through scopedTo(deps.prisma, principal), so another organization's events are never selected. */
+function auditWhere(filters: AuditFilters): Prisma.AuditEventWhereInput {
   if (filters.action !== undefined && !isAuditAction(filters.action)) {
     throw unprocessable(`action must be one of ${AUDIT_ACTIONS.join(', ')}.`);
   }
   return {
-    organizationId: principal.organizationId,
     ...(filters.action && { action: filters.action }),
     ...(filters.actor_id && { actorId: filters.actor_id }),
     ...(filters.target_id && { targetId: filters.target_id }),
@@ -56,9 +55,9 @@ function auditWhere(principal: Principal, filters: AuditFilters): Prisma.AuditEv
 }
 
 export async function listAuditEvents(deps: AppDeps, principal: Principal, query: PageQuery & AuditFilters) {
-  const where = auditWhere(principal, query);
+  const where = auditWhere(query);
   const args = pageArgs(query);
-  const rows = await deps.prisma.auditEvent.findMany({ ...args, where: { ...where, ...args.where } });
+  const rows = await scopedTo(deps.prisma, principal).auditEvent.findMany({ ...args, where: { ...where, ...args.where } });
   return toPage(rows, query, presentAuditEvent);
 }
 
@@ -90,7 +89,8 @@ export async function exportAuditEvents(
   query: AuditFilters & { format: AuditExportFormat },
   res: Response,
 ): Promise<void> {
-  const where = auditWhere(principal, query);
+  const db = scopedTo(deps.prisma, principal);
+  const where = auditWhere(query);
   const stamp = deps.clock.now().toISOString().slice(0, 10);
   const csv = query.format === 'csv';
   // attachment() first: it sets a type from the file extension, which .type() then replaces.
@@ -102,7 +102,7 @@ export async function exportAuditEvents(
     if (csv) await write(res, `${AUDIT_CSV_COLUMNS.join(',')}\r\n`);
     // Oldest first, read in batches along the (time-ordered) id: an export never holds one huge query or body.
     for (let cursor: string | undefined; ; ) {
-      const rows = await deps.prisma.auditEvent.findMany({
+      const rows = await db.auditEvent.findMany({
         where: { ...where, ...(cursor && { id: { gt: cursor } }) },
         orderBy: { id: 'asc' },
         take: EXPORT_BATCH,

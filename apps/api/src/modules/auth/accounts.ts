@@ -56,6 +56,7 @@ export async function createOwnerAccount(
         },
       });
       await tx.organization.create({ data: { id: organizationId, name: input.organization_name } });
+      // Unscoped: the organization is being created here, with its owner.
       await tx.membership.create({ data: { id: newId('mem'), organizationId, userId, role: 'owner' } });
       if (verificationToken) {
         await tx.emailToken.create({

@@ -23,7 +23,8 @@ import { describePrincipal } from './profile';
 import { disableTwoFactor, enableTwoFactor, setupTwoFactor } from './two-factor';
 import { loginWithSecondFactor } from './two-factor-login';
 import { requestMeta } from '../audit/audit.context';
-import { clearSessionCookies, sessionResponse, setSessionCookies } from './sessions';
+import { badRequest } from '../../http/errors';
+import { clearPartialTokenCookie, clearSessionCookies, PARTIAL_COOKIE, sessionResponse, setSessionCookies } from './sessions';
 
 export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   // Warm the dummy hash so the first unknown-e-mail login costs what a wrong password costs.
@@ -68,11 +69,16 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       method: 'post',
       path: '/auth/login/2fa',
       scope: 'public',
-      summary: 'Exchange a partial token and a TOTP code for a session',
+      summary:
+        'Exchange a partial token and a TOTP code for a session (the token from the body, else from the httpOnly cookie an OAuth sign-in set)',
       schemas: { body: login2faBody },
       response: issuedSessionResponse,
       handler: async (req, res) => {
-        const session = await loginWithSecondFactor(deps, limiters, req.body, requestMeta(req));
+        const fromCookie: unknown = req.cookies?.[PARTIAL_COOKIE];
+        const partialToken = (req.body.partial_token as string | undefined) ?? (typeof fromCookie === 'string' ? fromCookie : undefined);
+        if (!partialToken) throw badRequest('"partial_token" is required (in the body, or the cookie an OAuth sign-in sets).');
+        const session = await loginWithSecondFactor(deps, limiters, { partial_token: partialToken, code: req.body.code }, requestMeta(req));
+        if (fromCookie !== undefined) clearPartialTokenCookie(res, { publicBaseUrl: deps.config.publicBaseUrl, secure });
         setSessionCookies(res, session, secure);
         return sessionResponse(session);
       },

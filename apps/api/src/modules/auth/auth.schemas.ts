@@ -26,7 +26,8 @@ export const loginBody = Joi.object({
 const totpCode = () => Joi.string().trim().pattern(/^\d{6}$/).messages({ 'string.pattern.base': '{{#label}} must be 6 digits' });
 
 export const login2faBody = Joi.object({
-  partial_token: Joi.string().max(4096).required(),
+  // Absent: the partial_token cookie the OAuth callback set for the dashboard (httpOnly, this route only).
+  partial_token: Joi.string().max(4096),
   code: totpCode().required(),
 });
 

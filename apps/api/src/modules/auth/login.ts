@@ -31,6 +31,7 @@ export type LoginOutcome =
   | { kind: 'two_factor'; partialToken: string; expiresAt: Date };
 
 export async function membershipForLogin(deps: CoreDeps, userId: string, organizationId: string | undefined) {
+  // Unscoped: signing in chooses the organization (the one asked for, or the user's first).
   const membership = organizationId
     ? await deps.prisma.membership.findUnique({ where: { organizationId_userId: { organizationId, userId } } })
     : await deps.prisma.membership.findFirst({ where: { userId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });

@@ -26,12 +26,14 @@ export async function issueSession(
     deps.config.jwtSecret,
     deps.clock.now(),
   );
+  // Unscoped: a session is issued before there is a principal (sign-in), for the organization sign-in chose.
   await deps.prisma.session.create({ data: { id: sessionId, userId, organizationId, expiresAt } });
   return { token, expiresAt, sessionId, csrfToken: csrfTokenFor(sessionId, deps.config.jwtSecret) };
 }
 
 /** Revokes a live session (in the caller's transaction); false when it was already revoked. */
 export async function revokeSession(db: Pick<Tx, 'session'>, sessionId: string, now: Date): Promise<boolean> {
+  // Unscoped: the session id is the caller's own credential (logout), which names its organization.
   const { count } = await db.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: now } });
   return count === 1;
 }
@@ -46,6 +48,29 @@ export function setSessionCookies(res: Response, session: IssuedSession, secure:
 export function clearSessionCookies(res: Response, secure: boolean): void {
   res.clearCookie(SESSION_COOKIE, { path: '/', secure, sameSite: 'strict', httpOnly: true });
   res.clearCookie(CSRF_COOKIE, { path: '/', secure, sameSite: 'strict' });
+}
+
+// The dashboard's OAuth sign-in of an account with TOTP on: the callback cannot hand the partial token to the page
+// as JSON (it is a top-level navigation), and a token in the URL would land in history and logs. It travels in an
+// httpOnly, SameSite=Strict cookie sent only to POST /auth/login/2fa, living no longer than the token itself, and
+// cleared by the exchange that spends it. Script on the page never sees it.
+export const PARTIAL_COOKIE = 'partial_token';
+
+/** The 2FA exchange route as the browser sees its path (PUBLIC_BASE_URL may carry a path prefix). */
+export function partialCookiePath(publicBaseUrl: string): string {
+  return new URL(`${publicBaseUrl}/api/v1/auth/login/2fa`).pathname;
+}
+
+function partialCookieOptions(publicBaseUrl: string, secure: boolean) {
+  return { httpOnly: true, secure, sameSite: 'strict' as const, path: partialCookiePath(publicBaseUrl) };
+}
+
+export function setPartialTokenCookie(res: Response, token: string, opts: { publicBaseUrl: string; secure: boolean; ttlSeconds: number }): void {
+  res.cookie(PARTIAL_COOKIE, token, { ...partialCookieOptions(opts.publicBaseUrl, opts.secure), maxAge: opts.ttlSeconds * 1000 });
+}
+
+export function clearPartialTokenCookie(res: Response, opts: { publicBaseUrl: string; secure: boolean }): void {
+  res.clearCookie(PARTIAL_COOKIE, partialCookieOptions(opts.publicBaseUrl, opts.secure));
 }
 
 export function sessionResponse(session: IssuedSession) {

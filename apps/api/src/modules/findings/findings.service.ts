@@ -5,7 +5,7 @@
 // Every status change goes through changeFindingStatus: one conditional UPDATE checked against the transition
 // table (@svc/domain), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
 // the caller's transaction.
-import { Prisma, type Finding, type Tx } from '@svc/db';
+import { Prisma, type Finding, type Scoped, type Tx } from '@svc/db';
 import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/domain';
 import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
@@ -56,7 +56,7 @@ function checkSeverity(value: string): string {
  * window (openedAt = now) and clears the breach mark, so a later breach is reported again.
  */
 export async function changeFindingStatus(
-  tx: Tx,
+  tx: Scoped<Tx>,
   publish: Publish,
   finding: Finding,
   newStatus: FindingStatus,
@@ -107,7 +107,8 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
   const now = deps.clock.now();
   const result = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    async (tx, publish) => {
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
       // One statement: share-lock the assessment (completion, which counts findings, waits for this recording),
       // and only while it is running INSERT ... ON CONFLICT DO NOTHING (of two concurrent reports of one
       // fingerprint, exactly one creates), returning the new row.
@@ -208,7 +209,7 @@ const utc = (at: Date) => Prisma.sql`(${at.toISOString()}::timestamptz AT TIME Z
 export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {
   const finding = await requireFindingAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const updated = await withOutbox(outboxDeps(deps, deps.deliveryQueue), (tx, publish) => changeFindingStatus(tx, publish, finding, status, now), () => now);
+  const updated = await withOutbox(outboxDeps(deps, deps.deliveryQueue), (tx, publish) => changeFindingStatus(scopedTo(tx, principal), publish, finding, status, now), () => now);
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 
@@ -223,13 +224,14 @@ export async function setFindingSeverity(deps: AppDeps, principal: Principal, id
 /** Assigns the finding to a member of the organization (422 for anyone else), or unassigns it with null. */
 export async function reassignFinding(deps: AppDeps, principal: Principal, id: string, input: { assignee_user_id: string | null }) {
   const finding = await requireFindingAccess(deps, principal, id, 'write');
+  const db = scopedTo(deps.prisma, principal);
   if (input.assignee_user_id !== null) {
-    const membership = await scopedTo(deps.prisma, principal).membership.findFirst({
+    const membership = await db.membership.findFirst({
       where: { userId: input.assignee_user_id, user: { status: 'active' } },
     });
     if (!membership) throw unprocessable('assignee_user_id must be an active member of the organization.');
   }
-  const updated = await scopedTo(deps.prisma, principal).finding.update({ where: { id: finding.id }, data: { assigneeId: input.assignee_user_id } });
+  const updated = await db.finding.update({ where: { id: finding.id }, data: { assigneeId: input.assignee_user_id } });
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 

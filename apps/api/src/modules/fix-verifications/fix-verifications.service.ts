@@ -15,7 +15,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '@svc/db';
+import { newId, scopedTo } from '@svc/db';
 import { requireAssessmentAccess, type Access } from '../access/access.service';
 import { changeFindingStatus } from '../findings/findings.service';
 import { canChangeFindingStatus } from '@svc/domain';
@@ -46,7 +46,7 @@ export function presentFixVerification(v: Row) {
 export async function startFixVerification(deps: AppDeps, principal: Principal, findingId: string) {
   const finding = await requireFindingAccess(deps, principal, findingId, 'write');
   const now = deps.clock.now();
-  const created = await deps.prisma.$transaction(async (tx) => {
+  const created = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status FROM findings WHERE id = ${finding.id} FOR UPDATE`;
     if (!row) throw notFound('Finding');
     if (!canChangeFindingStatus(row.status, 'fixed')) {
@@ -64,7 +64,7 @@ export async function startFixVerification(deps: AppDeps, principal: Principal, 
 
 /** The run when the principal has `need` access to its finding's assessment; 404 otherwise. */
 async function requireFixVerification(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Row> {
-  const run = await deps.prisma.fixVerification.findFirst({ where: { id, organizationId: principal.organizationId }, ...withFinding });
+  const run = await scopedTo(deps.prisma, principal).fixVerification.findFirst({ where: { id }, ...withFinding });
   if (!run) throw notFound('Fix verification');
   try {
     await requireAssessmentAccess(deps, principal, run.finding.assessmentId, need);
@@ -85,7 +85,8 @@ export async function completeFixVerification(deps: AppDeps, principal: Principa
   const now = deps.clock.now();
   const completed = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    async (tx, publish) => {
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
       const done = await tx.fixVerification.updateMany({
         where: { id: run.id, status: 'running' },
         data: { status: 'completed', result, completedAt: now },
@@ -123,6 +124,6 @@ export async function getFixVerification(deps: AppDeps, principal: Principal, id
 export async function listFixVerifications(deps: AppDeps, principal: Principal, findingId: string, query: PageQuery) {
   const finding = await requireFindingAccess(deps, principal, findingId, 'read');
   const args = pageArgs(query);
-  const rows = await deps.prisma.fixVerification.findMany({ ...args, where: { ...args.where, findingId: finding.id }, ...withFinding });
+  const rows = await scopedTo(deps.prisma, principal).fixVerification.findMany({ ...args, where: { ...args.where, findingId: finding.id }, ...withFinding });
   return toPage(rows, query, presentFixVerification);
 }

@@ -1,7 +1,7 @@
 // Read or write grants on a project or an assessment, to a user or a team of the same organization.
 // A project grant has projectId set and assessmentId NULL; an assessment grant the reverse (the access service
 // relies on it). One grant per subject and target: granting again replaces the access level.
-import type { AccessGrant } from '@svc/db';
+import { scopedTo, type AccessGrant } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { notFound } from '../../http/errors';
@@ -30,16 +30,14 @@ async function requireTarget(deps: AppDeps, principal: Principal, target: GrantT
   else await requireAssessmentAccess(deps, principal, target.id, 'write');
 }
 
-function targetWhere(principal: Principal, target: GrantTarget) {
-  return target.kind === 'project'
-    ? { organizationId: principal.organizationId, projectId: target.id, assessmentId: null }
-    : { organizationId: principal.organizationId, assessmentId: target.id, projectId: null };
+function targetWhere(target: GrantTarget) {
+  return target.kind === 'project' ? { projectId: target.id, assessmentId: null } : { assessmentId: target.id, projectId: null };
 }
 
 export async function listGrants(deps: AppDeps, principal: Principal, target: GrantTarget, query: PageQuery) {
   await requireTarget(deps, principal, target);
   const args = pageArgs(query);
-  const rows = await deps.prisma.accessGrant.findMany({ ...args, where: { ...args.where, ...targetWhere(principal, target) } });
+  const rows = await scopedTo(deps.prisma, principal).accessGrant.findMany({ ...args, where: { ...args.where, ...targetWhere(target) } });
   return toPage(rows, query, presentGrant);
 }
 
@@ -50,21 +48,19 @@ export async function upsertGrant(
   input: { user_id?: string; team_id?: string; access: Access },
 ): Promise<{ created: boolean; grant: ReturnType<typeof presentGrant> }> {
   await requireTarget(deps, principal, target);
-  const orgId = principal.organizationId;
+  const db = scopedTo(deps.prisma, principal);
   if (input.user_id !== undefined) {
-    const member = await deps.prisma.membership.findUnique({
-      where: { organizationId_userId: { organizationId: orgId, userId: input.user_id } },
-    });
+    const member = await db.membership.findFirst({ where: { userId: input.user_id } });
     if (!member) throw notFound('Member');
   } else {
-    const team = await deps.prisma.team.findFirst({ where: { id: input.team_id, organizationId: orgId } });
+    const team = await db.team.findFirst({ where: { id: input.team_id } });
     if (!team) throw notFound('Team');
   }
   const subject = input.user_id !== undefined ? { userId: input.user_id, teamId: null } : { userId: null, teamId: input.team_id! };
-  const where = { ...targetWhere(principal, target), ...subject };
+  const where = { ...targetWhere(target), ...subject };
   const lockKey = `grant:${target.kind}:${target.id}:${subject.userId ?? ''}:${subject.teamId ?? ''}`;
 
-  return deps.prisma.$transaction(async (tx) => {
+  return db.$transaction(async (tx) => {
     // No unique index can express "one grant per subject and target" over nullable columns, so concurrent
     // grants for the same pair are serialised with a transaction-scoped advisory lock.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`;
@@ -75,13 +71,13 @@ export async function upsertGrant(
         : await tx.accessGrant.update({ where: { id: existing.id }, data: { access: input.access } });
       return { created: false, grant: presentGrant(grant) };
     }
-    const grant = await tx.accessGrant.create({ data: { id: newId('grant'), ...where, access: input.access } });
+    const grant = await tx.accessGrant.create({ data: { id: newId('grant'), organizationId: principal.organizationId, ...where, access: input.access } });
     return { created: true, grant: presentGrant(grant) };
   });
 }
 
 export async function deleteGrant(deps: AppDeps, principal: Principal, target: GrantTarget, grantId: string): Promise<void> {
   await requireTarget(deps, principal, target);
-  const { count } = await deps.prisma.accessGrant.deleteMany({ where: { id: grantId, ...targetWhere(principal, target) } });
+  const { count } = await scopedTo(deps.prisma, principal).accessGrant.deleteMany({ where: { id: grantId, ...targetWhere(target) } });
   if (count === 0) throw notFound('Grant');
 }

@@ -1,19 +1,48 @@
 // Liveness and readiness probes, outside /api/v1 and without credentials.
 import { Router } from 'express';
 import type { AppDeps } from '../../app-deps';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../../http/errors';
+
+type CheckResult = 'ok' | 'unreachable' | 'timeout';
+
+/** Runs one check, giving up after `timeoutMs` so a hung dependency cannot hang the probe. */
+async function check(probe: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<CheckResult>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  const answered = probe().then(
+    (): CheckResult => 'ok',
+    (): CheckResult => 'unreachable',
+  );
+  try {
+    return await Promise.race([answered, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export function healthRouter(deps: AppDeps): Router {
   const router = Router();
+  // Liveness: the process answers. It never looks at PostgreSQL or Redis, so an outage does not get it restarted.
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // Readiness: both backing services answer within READINESS_TIMEOUT_MS, checked in parallel.
   router.get('/readyz', async (_req, res) => {
+    const timeoutMs = deps.config.availability.readinessTimeoutMs;
     const [database, redis] = await Promise.all([
-      deps.prisma.$queryRaw`SELECT 1`.then(() => 'ok', () => 'unreachable'),
-      deps.redis.ping().then(() => 'ok', () => 'unreachable'),
+      check(() => deps.prisma.$queryRaw`SELECT 1`, timeoutMs),
+      check(() => deps.redis.ping(), timeoutMs),
     ]);
-    const ready = database === 'ok' && redis === 'ok';
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks: { database, redis } });
+    const checks = { database, redis };
+    const failing = Object.entries(checks).filter(([, result]) => result !== 'ok');
+    if (failing.length === 0) {
+      res.json({ status: 'ready', checks });
+      return;
+    }
+    const detail = `Not ready: ${failing.map(([name, result]) => `${name} ${result}`).join(', ')}.`;
+    res.set('Retry-After', String(OUTAGE_RETRY_AFTER_SECONDS)).status(503).json({ status: 'not_ready', detail, checks });
   });
   return router;
 }

@@ -2,7 +2,7 @@
 // proves control of the address: a new address becomes an active user, an existing user proves their password.
 import bcrypt from 'bcrypt';
 import { roleRank, type Role } from '@svc/scopes';
-import { isUniqueViolation, type Invitation, type User } from '@svc/db';
+import { isUniqueViolation, scopedTo, type Invitation, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
@@ -40,23 +40,21 @@ export async function createInvitation(deps: AppDeps, principal: Principal, inpu
   if (roleRank(input.role) > roleRank(principal.role)) {
     throw forbidden(`You cannot invite with a role (${input.role}) above your own (${principal.role}).`);
   }
-  const orgId = principal.organizationId;
+  const db = scopedTo(deps.prisma, principal);
   const now = deps.clock.now();
-  const existingMember = await deps.prisma.membership.findFirst({
-    where: { organizationId: orgId, user: { email: emailFilter(input.email) } },
-  });
+  const existingMember = await db.membership.findFirst({ where: { user: { email: emailFilter(input.email) } } });
   if (existingMember) throw conflict('This e-mail address already belongs to a member of the organization.');
-  const pending = await deps.prisma.invitation.findFirst({
-    where: { organizationId: orgId, email: emailFilter(input.email), acceptedAt: null, expiresAt: { gt: now } },
+  const pending = await db.invitation.findFirst({
+    where: { email: emailFilter(input.email), acceptedAt: null, expiresAt: { gt: now } },
   });
   if (pending) throw conflict('An invitation for this e-mail address is already pending; revoke it to send a new one.');
 
   const token = randomToken(32);
   const [invitation, org] = await Promise.all([
-    deps.prisma.invitation.create({
+    db.invitation.create({
       data: {
         id: newId('inv'),
-        organizationId: orgId,
+        organizationId: principal.organizationId,
         email: input.email,
         role: input.role,
         tokenHash: sha256Hex(token),
@@ -64,7 +62,7 @@ export async function createInvitation(deps: AppDeps, principal: Principal, inpu
         expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
       },
     }),
-    deps.prisma.organization.findUniqueOrThrow({ where: { id: orgId }, select: { name: true } }),
+    deps.prisma.organization.findUniqueOrThrow({ where: { id: principal.organizationId }, select: { name: true } }),
   ]);
   const link = `${deps.config.publicBaseUrl}/accept-invite?token=${encodeURIComponent(token)}`;
   try {
@@ -77,7 +75,7 @@ export async function createInvitation(deps: AppDeps, principal: Principal, inpu
     });
   } catch (err) {
     // An invitation nobody received is useless and would block a retry as "already pending".
-    await deps.prisma.invitation.delete({ where: { id: invitation.id } }).catch(() => undefined);
+    await db.invitation.delete({ where: { id: invitation.id } }).catch(() => undefined);
     throw err;
   }
   return presentInvitation(invitation, now);
@@ -85,34 +83,31 @@ export async function createInvitation(deps: AppDeps, principal: Principal, inpu
 
 export async function listInvitations(deps: AppDeps, principal: Principal, query: PageQuery) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.invitation.findMany({
-    ...args,
-    where: { ...args.where, organizationId: principal.organizationId },
-  });
+  const rows = await scopedTo(deps.prisma, principal).invitation.findMany({ ...args, where: args.where });
   const now = deps.clock.now();
   return toPage(rows, query, (inv) => presentInvitation(inv, now));
 }
 
 export async function revokeInvitation(deps: AppDeps, principal: Principal, id: string): Promise<void> {
-  const inv = await deps.prisma.invitation.findFirst({ where: { id, organizationId: principal.organizationId } });
+  const db = scopedTo(deps.prisma, principal);
+  const inv = await db.invitation.findFirst({ where: { id } });
   if (!inv) throw notFound('Invitation');
   if (inv.acceptedAt) throw conflict('The invitation has already been accepted; remove the member instead.');
-  await deps.prisma.invitation.deleteMany({ where: { id, organizationId: principal.organizationId, acceptedAt: null } });
+  await db.invitation.deleteMany({ where: { id, acceptedAt: null } });
 }
 
 const INVALID_TOKEN = 'The invitation link is invalid, expired or already used.';
 
 export async function acceptInvitation(deps: AppDeps, input: { token: string; name?: string; password?: string }) {
   const now = deps.clock.now();
+  // Unscoped: the token is the only thing the invitee has; it names the organization.
   const inv = await deps.prisma.invitation.findUnique({ where: { tokenHash: sha256Hex(input.token) } });
   if (!inv || inv.acceptedAt || inv.expiresAt <= now) throw badRequest(INVALID_TOKEN);
 
   const user = await deps.prisma.user.findFirst({ where: { email: emailFilter(inv.email) } });
   let newUser: NewInvitedUser | undefined;
   if (user) {
-    const member = await deps.prisma.membership.findUnique({
-      where: { organizationId_userId: { organizationId: inv.organizationId, userId: user.id } },
-    });
+    const member = await scopedTo(deps.prisma, inv).membership.findFirst({ where: { userId: user.id } });
     if (member) throw conflict('You are already a member of this organization.');
     if (input.password === undefined) throw badRequest('An account with this e-mail exists: send its password to accept.');
     if (!user.passwordHash || !(await bcrypt.compare(input.password, user.passwordHash))) {
@@ -150,7 +145,8 @@ export async function joinInvitedOrganization(
   const now = deps.clock.now();
   const user = 'existing' in account ? account.existing : undefined;
   try {
-    return await deps.prisma.$transaction(async (tx) => {
+    // Scoped to the invitation's organization (users are global: they pass through).
+    return await scopedTo(deps.prisma, inv).$transaction(async (tx) => {
       // Claim the invitation first: of two concurrent accepts, only one gets it.
       const claimed = await tx.invitation.updateMany({
         where: { id: inv.id, acceptedAt: null, expiresAt: { gt: now } },

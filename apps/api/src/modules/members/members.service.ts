@@ -2,7 +2,7 @@
 // someone whose role is above their own; the owner role moves only through transfer-ownership, so an
 // organization always keeps exactly one owner.
 import { roleRank, type Role } from '@svc/scopes';
-import type { Membership, User } from '@svc/db';
+import { scopedTo, type Membership, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -27,17 +27,17 @@ const userInfo = { user: { select: { email: true, name: true, status: true } } }
 
 export async function listMembers(deps: AppDeps, principal: Principal, query: PageQuery) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.membership.findMany({
+  const rows = await scopedTo(deps.prisma, principal).membership.findMany({
     ...args,
-    where: { ...args.where, organizationId: principal.organizationId },
+    where: args.where,
     include: userInfo,
   });
   return toPage(rows, query, presentMember);
 }
 
 async function findMember(deps: AppDeps, principal: Principal, userId: string): Promise<MembershipWithUser> {
-  const m = await deps.prisma.membership.findUnique({
-    where: { organizationId_userId: { organizationId: principal.organizationId, userId } },
+  const m = await scopedTo(deps.prisma, principal).membership.findFirst({
+    where: { userId },
     include: userInfo,
   });
   if (!m) throw notFound('Member');
@@ -69,7 +69,7 @@ export async function changeRole(
     throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
   }
   const now = deps.clock.now();
-  await deps.prisma.$transaction(async (tx) => {
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     // Conditional on the role read above, so a concurrent transfer of ownership to this member is not undone.
     const { count } = await tx.membership.updateMany({
       where: { id: target.id, role: target.role },
@@ -98,20 +98,19 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
   if (target.role === 'owner') {
     throw badRequest('The owner cannot be removed: transfer ownership first.');
   }
-  const orgId = principal.organizationId;
   const now = deps.clock.now();
-  await deps.prisma.$transaction(async (tx) => {
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const { count } = await tx.membership.deleteMany({ where: { id: target.id, role: { not: 'owner' } } });
     if (count !== 1) throw notFound('Member');
-    await tx.teamMember.deleteMany({ where: { userId, team: { organizationId: orgId } } });
-    await tx.accessGrant.deleteMany({ where: { organizationId: orgId, userId } });
-    await tx.session.updateMany({ where: { organizationId: orgId, userId, revokedAt: null }, data: { revokedAt: now } });
+    await tx.teamMember.deleteMany({ where: { userId } });
+    await tx.accessGrant.deleteMany({ where: { userId } });
+    await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     const keys = await tx.apiKey.findMany({
-      where: { organizationId: orgId, userId, revokedAt: null },
+      where: { userId, revokedAt: null },
       select: { id: true, name: true, displayPrefix: true },
     });
     await tx.apiKey.updateMany({
-      where: { organizationId: orgId, userId, revokedAt: null },
+      where: { userId, revokedAt: null },
       data: { revokedAt: now, revokedReason: 'member_removed' },
     });
     await recordAs(tx, principal, meta, now, [
@@ -127,5 +126,5 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
       })),
     ]);
   });
-  await invalidateCachedPrincipals(deps, { organizationIds: [orgId] });
+  await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
 }

@@ -3,6 +3,7 @@
 // (`finding.status_changed`, previous_status fixed; the SLA window restarts) and `monitoring.regression` is
 // published, in one transaction. Checks apply only to fixed findings: any other status is 409, and of two
 // concurrent regressions of one finding the second is 409 too (changeFindingStatus's conditional update).
+import { scopedTo } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -29,7 +30,7 @@ export async function recordMonitoringCheck(deps: AppDeps, principal: Principal,
   const regressed = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
-      const updated = await changeFindingStatus(tx, publish, finding, 'regressed', now);
+      const updated = await changeFindingStatus(scopedTo(tx, principal), publish, finding, 'regressed', now);
       await publish({
         type: 'monitoring.regression',
         organizationId: updated.organizationId,

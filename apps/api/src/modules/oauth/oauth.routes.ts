@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import Joi from 'joi';
 import type { AppDeps } from '../../app-deps';
 import type { RouteSpec } from '../../http/route';
-import { sessionResponse, setSessionCookies } from '../auth/sessions';
+import { sessionResponse, setPartialTokenCookie, setSessionCookies } from '../auth/sessions';
 import { requestMeta } from '../audit/audit.context';
 import { callbackQuery, callbackResponse, startQuery } from './oauth.schemas';
 import {
@@ -64,7 +64,8 @@ export function oauthRoutes(deps: AppDeps): RouteSpec[] {
       path: '/auth/oauth/:provider/callback',
       scope: 'public',
       summary:
-        'Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on',
+        'Finish sign-in with a provider: a session (token and cookies, or a redirect to redirect_after), or a partial token when 2FA is on ' +
+        "(with redirect_after: a redirect to the dashboard's /login/2fa page, the partial token in an httpOnly cookie for POST /auth/login/2fa only)",
       schemas: { query: callbackQuery },
       response: callbackResponse,
       handler: async (req, res) => {
@@ -81,7 +82,17 @@ export function oauthRoutes(deps: AppDeps): RouteSpec[] {
           req.query as CallbackQuery,
           requestMeta(req),
         );
-        if (outcome.kind === 'two_factor') return { requires_2fa: true, partial_token: outcome.partialToken };
+        if (outcome.kind === 'two_factor') {
+          if (!redirectAfter) return { requires_2fa: true, partial_token: outcome.partialToken };
+          // A browser sign-in: on to the dashboard's TOTP step, the token out of reach of script, URL and history.
+          setPartialTokenCookie(res, outcome.partialToken, {
+            publicBaseUrl: deps.config.publicBaseUrl,
+            secure,
+            ttlSeconds: deps.config.partialTokenTtlSeconds,
+          });
+          res.redirect(302, `/login/2fa?next=${encodeURIComponent(redirectAfter)}`);
+          return undefined;
+        }
         setSessionCookies(res, outcome.session, secure);
         if (redirectAfter) {
           res.redirect(302, redirectAfter);

@@ -206,6 +206,7 @@ export async function userForIdentity(deps: Deps, identity: ProviderIdentity): P
   }
 
   const name = displayName(identity);
+  // Unscoped: a new user signing in belongs to no organization yet; a pending invitation to the address names one.
   const invitation = await deps.prisma.invitation.findFirst({
     where: { email: emailFilter(identity.email), acceptedAt: null, expiresAt: { gt: deps.clock.now() } },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],

@@ -1,5 +1,6 @@
-// The caller's organization: profile, rename, deletion (by cascade) and ownership transfer.
-import type { Organization } from '@svc/db';
+// The caller's organization: profile, rename, deletion (by cascade) and ownership transfer. The organization row
+// itself is found by its id, the principal's organization; its memberships go through the scoped client.
+import { scopedTo, type Organization } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -50,15 +51,15 @@ export async function deleteOrganization(deps: AppDeps, principal: Principal, in
 export async function transferOwnership(deps: AppDeps, principal: Principal, input: { user_id: string }, meta: RequestMeta) {
   if (input.user_id === principal.userId) throw badRequest('You already own this organization.');
   const now = deps.clock.now();
-  const result = await deps.prisma.$transaction(async (tx) => {
-    const target = await tx.membership.findUnique({
-      where: { organizationId_userId: { organizationId: principal.organizationId, userId: input.user_id } },
+  const result = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    const target = await tx.membership.findFirst({
+      where: { userId: input.user_id },
       include: { user: { select: { status: true } } },
     });
     if (!target) throw notFound('Member');
     if (target.user.status !== 'active') throw badRequest('The new owner must be an active user.');
     const demoted = await tx.membership.updateMany({
-      where: { organizationId: principal.organizationId, userId: principal.userId, role: 'owner' },
+      where: { userId: principal.userId, role: 'owner' },
       data: { role: 'admin' },
     });
     if (demoted.count !== 1) throw conflict('Only the current owner can transfer ownership.');

@@ -8,7 +8,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId } from '@svc/db';
+import { newId, scopedTo } from '@svc/db';
 import { requireProjectAccess } from '../access/access.service';
 
 export const PR_REVIEW_VERDICTS = ['approved', 'changes_requested', 'commented'] as const;
@@ -45,7 +45,7 @@ export async function recordPrReview(deps: AppDeps, principal: Principal, projec
   const review = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
-      const created = await tx.prReview.create({
+      const created = await scopedTo(tx, principal).prReview.create({
         data: {
           id: newId('prr', now.getTime()),
           organizationId: project.organizationId,
@@ -87,11 +87,10 @@ export async function listPrReviews(
 ) {
   const project = await requireProjectAccess(deps, principal, projectId, 'read');
   const args = pageArgs(query);
-  const rows = await deps.prisma.prReview.findMany({
+  const rows = await scopedTo(deps.prisma, principal).prReview.findMany({
     ...args,
     where: {
       ...args.where,
-      organizationId: principal.organizationId,
       projectId: project.id,
       ...(query.repository && { repository: query.repository }),
       ...(query.verdict && { verdict: query.verdict }),
@@ -101,7 +100,7 @@ export async function listPrReviews(
 }
 
 export async function getPrReview(deps: AppDeps, principal: Principal, id: string) {
-  const review = await deps.prisma.prReview.findFirst({ where: { id, organizationId: principal.organizationId } });
+  const review = await scopedTo(deps.prisma, principal).prReview.findFirst({ where: { id } });
   if (!review) throw notFound('PR review');
   try {
     await requireProjectAccess(deps, principal, review.projectId, 'read');

@@ -21,7 +21,7 @@ export function presentProject(p: Project) {
 }
 
 export async function createProject(deps: AppDeps, principal: Principal, input: { name: string; description?: string | null }) {
-  const project = await deps.prisma.$transaction(async (tx) => {
+  const project = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const created = await tx.project.create({
       data: {
         id: newId('prj'),

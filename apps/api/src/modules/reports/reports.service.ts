@@ -45,7 +45,7 @@ export async function requestReport(deps: AppDeps, principal: Principal, assessm
     throw conflict(`The assessment is ${assessment.status}: a report can be generated once it has started.`);
   }
   const now = deps.clock.now();
-  const report = await deps.prisma.report.create({
+  const report = await scopedTo(deps.prisma, principal).report.create({
     data: {
       id: newId('rpt', now.getTime()),
       organizationId: principal.organizationId,
@@ -109,7 +109,7 @@ export async function downloadReport(deps: AppDeps, principal: Principal, id: st
         : 'The report could not be generated; request a new one.',
     );
   }
-  const { pdf } = await deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, select: { pdf: true } });
+  const { pdf } = await scopedTo(deps.prisma, principal).report.findUniqueOrThrow({ where: { id: report.id }, select: { pdf: true } });
   if (!pdf) throw conflict('The report has no document.');
   const name = attachmentName(report.title);
   res

@@ -10,7 +10,7 @@
 // that publishes; every spend change of an organization (usage, limit create/update) also locks the organization
 // row first, so concurrent usage records cannot both miss a crossing. Raising a limit above the current spend
 // clears triggeredAt, which arms it again; lowering a limit to or below the spend triggers it at once.
-import type { Prisma, SpendLimit, Tx, UsageRecord } from '@svc/db';
+import { scopedTo, type Prisma, type Scoped, type SpendLimit, type Tx, type UsageRecord } from '@svc/db';
 import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -28,10 +28,7 @@ function positive(amount: string, what = 'credits'): string {
 }
 
 async function requireProjectInOrg(deps: AppDeps, principal: Principal, projectId: string): Promise<string> {
-  const project = await deps.prisma.project.findFirst({
-    where: { id: projectId, organizationId: principal.organizationId },
-    select: { id: true },
-  });
+  const project = await scopedTo(deps.prisma, principal).project.findFirst({ where: { id: projectId }, select: { id: true } });
   if (!project) throw notFound('Project');
   return project.id;
 }
@@ -79,13 +76,13 @@ function limitEvent(limit: SpendLimit, spent: Decimal) {
  * Triggers every given limit whose scope's spend has reached it and that is not triggered yet: claims it (the
  * conditional update) and publishes its event. The caller holds the organization's spend lock.
  */
-async function triggerReached(tx: Tx, publish: Publish, limits: SpendLimit[], now: Date): Promise<void> {
+async function triggerReached(tx: Scoped<Tx>, publish: Publish, limits: SpendLimit[], now: Date): Promise<void> {
   const spentByScope = new Map<string | null, Decimal>();
   for (const limit of limits) {
     if (limit.triggeredAt !== null) continue;
     let spent = spentByScope.get(limit.projectId);
     if (spent === undefined) {
-      spent = await spentIn(tx, limit.organizationId, limit.projectId);
+      spent = await spentIn(tx, limit.projectId);
       spentByScope.set(limit.projectId, spent);
     }
     if (spent.lt(limit.credits)) continue;
@@ -107,8 +104,9 @@ export async function recordUsage(
   const now = deps.clock.now();
   const usage = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    async (tx, publish) => {
-      await lockOrganizationSpend(tx, principal.organizationId);
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
+      await lockOrganizationSpend(tx);
       const created = await tx.usageRecord.create({
         data: {
           id: newId('use', now.getTime()),
@@ -121,7 +119,6 @@ export async function recordUsage(
       });
       const limits = await tx.spendLimit.findMany({
         where: {
-          organizationId: principal.organizationId,
           triggeredAt: null,
           OR: [{ projectId: null }, ...(projectId ? [{ projectId }] : [])],
         },
@@ -142,28 +139,27 @@ export async function listUsage(
 ) {
   const args = pageArgs(query);
   const where: Prisma.UsageRecordWhereInput = {
-    organizationId: principal.organizationId,
     ...(query.project_id && { projectId: query.project_id }),
     ...((query.since || query.until) && {
       createdAt: { ...(query.since && { gte: query.since }), ...(query.until && { lt: query.until }) },
     }),
   };
-  const rows = await deps.prisma.usageRecord.findMany({ ...args, where: { ...args.where, ...where } });
+  const rows = await scopedTo(deps.prisma, principal).usageRecord.findMany({ ...args, where: { ...args.where, ...where } });
   return toPage(rows, query, presentUsage);
 }
 
 /** Totals: the organization's spend, each project's, and whether a cap stops launches there. */
 export async function getBalance(deps: AppDeps, principal: Principal) {
-  const organizationId = principal.organizationId;
+  const db = scopedTo(deps.prisma, principal);
   const [total, byProject, caps] = await Promise.all([
-    spentIn(deps.prisma, organizationId, null),
-    deps.prisma.usageRecord.groupBy({
+    spentIn(db, null),
+    db.usageRecord.groupBy({
       by: ['projectId'],
-      where: { organizationId, projectId: { not: null } },
+      where: { projectId: { not: null } },
       _sum: { credits: true },
       orderBy: { projectId: 'asc' },
     }),
-    deps.prisma.spendLimit.findMany({ where: { organizationId, kind: 'cap' } }),
+    db.spendLimit.findMany({ where: { kind: 'cap' } }),
   ]);
   const spentOf = new Map(byProject.map((row) => [row.projectId, row._sum.credits ?? ZERO]));
   const capReached = (projectId: string | null, spent: Decimal) =>
@@ -191,18 +187,17 @@ function checkKind(kind: string): LimitKind {
 }
 
 async function requireLimit(deps: AppDeps, principal: Principal, id: string): Promise<SpendLimit> {
-  const limit = await deps.prisma.spendLimit.findFirst({ where: { id, organizationId: principal.organizationId } });
+  const limit = await scopedTo(deps.prisma, principal).spendLimit.findFirst({ where: { id } });
   if (!limit) throw notFound('Spend limit');
   return limit;
 }
 
 export async function listLimits(deps: AppDeps, principal: Principal, query: PageQuery & { project_id?: string; kind?: string }) {
   const args = pageArgs(query);
-  const rows = await deps.prisma.spendLimit.findMany({
+  const rows = await scopedTo(deps.prisma, principal).spendLimit.findMany({
     ...args,
     where: {
       ...args.where,
-      organizationId: principal.organizationId,
       ...(query.project_id && { projectId: query.project_id }),
       ...(query.kind && { kind: query.kind }),
     },
@@ -229,11 +224,12 @@ export async function createLimit(
   const now = deps.clock.now();
   const limit = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    async (tx, publish) => {
-      await lockOrganizationSpend(tx, principal.organizationId);
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
+      await lockOrganizationSpend(tx);
       if (kind === 'cap') {
         const existing = await tx.spendLimit.findFirst({
-          where: { organizationId: principal.organizationId, kind: 'cap', projectId },
+          where: { kind: 'cap', projectId },
           select: { id: true },
         });
         if (existing) throw conflict(`This ${projectId ? 'project' : 'organization'} already has a cap (${existing.id}); change it instead.`);
@@ -256,11 +252,12 @@ export async function updateLimit(deps: AppDeps, principal: Principal, id: strin
   const now = deps.clock.now();
   const limit = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    async (tx, publish) => {
-      await lockOrganizationSpend(tx, principal.organizationId);
-      const current = await tx.spendLimit.findFirst({ where: { id, organizationId: principal.organizationId } });
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
+      await lockOrganizationSpend(tx);
+      const current = await tx.spendLimit.findFirst({ where: { id } });
       if (!current) throw notFound('Spend limit');
-      const spent = await spentIn(tx, current.organizationId, current.projectId);
+      const spent = await spentIn(tx, current.projectId);
       const updated = await tx.spendLimit.update({
         where: { id: current.id },
         data: { credits, ...(spent.lt(credits) && { triggeredAt: null }) },
@@ -274,6 +271,6 @@ export async function updateLimit(deps: AppDeps, principal: Principal, id: strin
 }
 
 export async function deleteLimit(deps: AppDeps, principal: Principal, id: string): Promise<void> {
-  const deleted = await deps.prisma.spendLimit.deleteMany({ where: { id, organizationId: principal.organizationId } });
+  const deleted = await scopedTo(deps.prisma, principal).spendLimit.deleteMany({ where: { id } });
   if (deleted.count === 0) throw notFound('Spend limit');
 }

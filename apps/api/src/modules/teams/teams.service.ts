@@ -33,7 +33,7 @@ export async function findTeam(deps: AppDeps, principal: Principal, id: string):
 
 export async function createTeam(deps: AppDeps, principal: Principal, input: { name: string; description?: string | null }) {
   const team = await uniqueName(() =>
-    deps.prisma.team.create({
+    scopedTo(deps.prisma, principal).team.create({
       data: { id: newId('team'), organizationId: principal.organizationId, name: input.name, description: input.description || null },
     }),
   );
@@ -61,7 +61,7 @@ export async function updateTeam(
     ...(input.name !== undefined ? { name: input.name } : {}),
     ...(input.description !== undefined ? { description: input.description || null } : {}),
   };
-  const team = await uniqueName(() => deps.prisma.team.update({ where: { id }, data }));
+  const team = await uniqueName(() => scopedTo(deps.prisma, principal).team.update({ where: { id }, data }));
   return presentTeam(team);
 }
 
@@ -74,10 +74,9 @@ export async function deleteTeam(deps: AppDeps, principal: Principal, id: string
 // Team members page by user id (time-sortable like every id), newest user first.
 export async function listTeamMembers(deps: AppDeps, principal: Principal, teamId: string, query: PageQuery) {
   await findTeam(deps, principal, teamId);
-  const rows = await deps.prisma.teamMember.findMany({
+  const rows = await scopedTo(deps.prisma, principal).teamMember.findMany({
     where: {
       teamId,
-      team: { organizationId: principal.organizationId },
       ...(query.cursor ? { userId: { lt: query.cursor } } : {}),
     },
     orderBy: { userId: 'desc' },
@@ -94,12 +93,13 @@ export async function listTeamMembers(deps: AppDeps, principal: Principal, teamI
 /** Idempotent: adding someone already in the team answers the same as adding them the first time. */
 export async function addTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string) {
   await findTeam(deps, principal, teamId);
-  const membership = await deps.prisma.membership.findUnique({
-    where: { organizationId_userId: { organizationId: principal.organizationId, userId } },
+  const db = scopedTo(deps.prisma, principal);
+  const membership = await db.membership.findFirst({
+    where: { userId },
     include: { user: { select: { email: true, name: true } } },
   });
   if (!membership) throw notFound('Member');
-  const row = await deps.prisma.teamMember.upsert({
+  const row = await db.teamMember.upsert({
     where: { teamId_userId: { teamId, userId } },
     create: { teamId, userId },
     update: {},
@@ -109,8 +109,6 @@ export async function addTeamMember(deps: AppDeps, principal: Principal, teamId:
 
 export async function removeTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string): Promise<void> {
   await findTeam(deps, principal, teamId);
-  const { count } = await deps.prisma.teamMember.deleteMany({
-    where: { teamId, userId, team: { organizationId: principal.organizationId } },
-  });
+  const { count } = await scopedTo(deps.prisma, principal).teamMember.deleteMany({ where: { teamId, userId } });
   if (count === 0) throw notFound('Team member');
 }

@@ -1,5 +1,5 @@
 // Delivery payload snapshots and attempt logs, seen through the level that owns the subscription.
-import { newId, scopedTo, type Tx, type WebhookAttempt, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import { newId, scopedTo, type Scoped, type Tx, type WebhookAttempt, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import { RECOVERY_MAX_DELIVERIES, recoveryWindow, resendRefusal } from '@svc/domain';
 import { enqueueDeliveries } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
@@ -91,7 +91,7 @@ function levelOf(ctx: LevelContext) {
 }
 
 /** A new delivery of the original's event and payload snapshot; the envelope's id is the new delivery's. */
-async function createRedeliveries(tx: Tx, originals: WebhookDelivery[], now: Date): Promise<WebhookDelivery[]> {
+async function createRedeliveries(tx: Scoped<Tx>, originals: WebhookDelivery[], now: Date): Promise<WebhookDelivery[]> {
   const rows = originals.map((original) => {
     const id = newId('whdel', now.getTime());
     return {
@@ -135,7 +135,7 @@ export async function resendDelivery(deps: AppDeps, ctx: LevelContext, deliveryI
   if (!original) throw notFound('Webhook delivery');
   refuseUnlessLive(original.subscription, original);
   const now = deps.clock.now();
-  const [created] = await deps.prisma.$transaction(async (tx) => {
+  const [created] = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     const redeliveries = await createRedeliveries(tx, [original], now);
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.delivery_resent',
@@ -160,7 +160,7 @@ export async function recoverDeliveries(
   const now = deps.clock.now();
   const window = recoveryWindow(input.since, input.until, now);
   if (typeof window === 'string') throw badRequest(window);
-  const created = await deps.prisma.$transaction(async (tx) => {
+  const created = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     // Two recoveries of one subscription run one after the other, so each failed delivery is recovered once.
     await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscription.id} FOR UPDATE`;
     const failed = await tx.webhookDelivery.findMany({

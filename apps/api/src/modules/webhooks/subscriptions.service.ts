@@ -176,10 +176,10 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
   const columns = await toColumns(deps, input);
   const secret = generateSigningSecret();
   const now = deps.clock.now();
-  const subscription = await deps.prisma.$transaction(async (tx) => {
+  const subscription = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race.
     await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${ctx.organizationId} FOR UPDATE`;
-    const live = await tx.webhookSubscription.count({ where: { organizationId: ctx.organizationId, deletedAt: null } });
+    const live = await tx.webhookSubscription.count({ where: { deletedAt: null } });
     if (live >= MAX_LIVE_SUBSCRIPTIONS) {
       throw badRequest(`An organization may have at most ${MAX_LIVE_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
     }
@@ -225,7 +225,7 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
   const before = current;
   const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
-  const updated = await deps.prisma.$transaction(async (tx) => {
+  const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     const row = await tx.webhookSubscription.update({ where: { id }, data: columns });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_updated',
@@ -247,7 +247,7 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
 export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: string, by: Acting): Promise<void> {
   const subscription = await findSubscription(deps, ctx, id);
   const now = deps.clock.now();
-  await deps.prisma.$transaction(async (tx) => {
+  await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await tx.webhookSubscription.update({ where: { id }, data: { deletedAt: now } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_deleted',
@@ -263,7 +263,7 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
   const secret = generateSigningSecret();
   const now = deps.clock.now();
   const graceEnds = new Date(now.getTime() + deps.config.webhooks.secretGraceHours * 3600 * 1000);
-  await deps.prisma.$transaction(async (tx) => {
+  await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await tx.webhookSubscription.update({
       where: { id },
       data: {

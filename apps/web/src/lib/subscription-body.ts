@@ -1,0 +1,58 @@
+// What the subscription form sends: the fields of the chosen payload format only, write-only secrets only when
+// typed (or explicitly removed), the three Entra ID values together or not at all. Kept apart from the form so the
+// rules can be unit tested.
+
+export interface SubscriptionFormState {
+  name: string;
+  url: string;
+  events: string[];
+  payloadFormat: string;
+  severity: string;
+  status: string;
+  splunkIndex: string;
+  splunkChannel: string;
+  /** Write-only: '' leaves the stored value alone. */
+  authorization: string;
+  removeAuthorization: boolean;
+  azureTenantId: string;
+  azureClientId: string;
+  /** Write-only: '' leaves the stored credentials alone. */
+  azureClientSecret: string;
+  removeAzureCredentials: boolean;
+}
+
+export function splitList(text: string): string[] | null {
+  const items = text.split(',').map((s) => s.trim()).filter(Boolean);
+  return items.length ? items : null;
+}
+
+/** The request body, or a message saying what is missing before anything is sent. */
+export function subscriptionBody(form: SubscriptionFormState): { body: Record<string, unknown> } | { problem: string } {
+  const splunk = form.payloadFormat === 'splunk_hec';
+  const sentinel = form.payloadFormat === 'microsoft_sentinel';
+  const body: Record<string, unknown> = {
+    name: form.name.trim(),
+    url: form.url.trim(),
+    events: form.events,
+    payload_format: form.payloadFormat,
+    severity_filter: splitList(form.severity),
+    status_filter: splitList(form.status),
+    // Splunk fields belong to splunk_hec only: another format clears them.
+    splunk_index: splunk ? form.splunkIndex.trim() || null : null,
+    splunk_channel: splunk ? form.splunkChannel.trim() || null : null,
+  };
+  if (form.removeAuthorization) body.authorization = null;
+  else if (form.authorization) body.authorization = form.authorization;
+
+  if (form.removeAzureCredentials) {
+    Object.assign(body, { azure_tenant_id: null, azure_client_id: null, azure_client_secret: null });
+  } else if (sentinel) {
+    const azure = [form.azureTenantId.trim(), form.azureClientId.trim(), form.azureClientSecret];
+    const given = azure.filter(Boolean).length;
+    if (given > 0 && given < 3) {
+      return { problem: 'Give the Entra tenant id, client id and client secret together (or none to keep what is stored).' };
+    }
+    if (given === 3) Object.assign(body, { azure_tenant_id: azure[0], azure_client_id: azure[1], azure_client_secret: azure[2] });
+  }
+  return { body };
+}

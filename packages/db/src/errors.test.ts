@@ -1,0 +1,38 @@
+import { isDatabaseUnavailable, isUniqueViolation } from './errors';
+
+const adapterError = (cause: Record<string, unknown>, code = 'P2010') => ({
+  code,
+  meta: { driverAdapterError: { name: 'DriverAdapterError', cause } },
+  message: 'Raw query failed.',
+});
+
+describe('isDatabaseUnavailable', () => {
+  it.each([
+    ['an unreachable server (model query)', { code: 'P1001', message: "Can't reach database server at 127.0.0.1:5432" }],
+    ['an unreachable server (raw query)', adapterError({ kind: 'DatabaseNotReachable', host: '127.0.0.1', port: 5432 })],
+    ['a closed connection', adapterError({ kind: 'ConnectionClosed' }, 'P1017')],
+    ['a socket timeout', adapterError({ kind: 'SocketTimeout' })],
+    ['no connection left', adapterError({ kind: 'TooManyConnections', cause: 'sorry' })],
+    ['an administrator shutdown (57P01)', adapterError({ kind: 'postgres', originalCode: '57P01' })],
+    ['a server starting up (57P03)', adapterError({ kind: 'postgres', originalCode: '57P03' })],
+    ['the pool waiting too long', new Error('timeout exceeded when trying to connect')],
+    ['a connection cut mid-query', new Error('Connection terminated unexpectedly')],
+  ])('is true for %s', (_what, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(true);
+  });
+
+  it.each([
+    ['a unique violation', { code: 'P2002', message: 'Unique constraint failed' }],
+    ['a syntax error', adapterError({ kind: 'postgres', originalCode: '42601' })],
+    ['a missing record', { code: 'P2025', message: 'Record to update not found.' }],
+    ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'id')")],
+    ['not an error', 'ECONNREFUSED'],
+    ['null', null],
+  ])('is false for %s', (_what, err) => {
+    expect(isDatabaseUnavailable(err)).toBe(false);
+  });
+
+  it('does not confuse a unique violation with an outage, nor the reverse', () => {
+    expect(isUniqueViolation({ code: 'P1001' })).toBe(false);
+  });
+});

@@ -3,6 +3,7 @@ import cookieParser from 'cookie-parser';
 import express, { type Express } from 'express';
 import helmet from 'helmet';
 import type { AppDeps } from './app-deps';
+import { ApiKeyCache } from './auth/authenticate';
 import { dashboardRouter } from './http/dashboard';
 import { errorHandler, unknownRoute } from './http/errors';
 import { createRateLimiters, type RateLimiters } from './http/rate-limit';
@@ -42,7 +43,8 @@ export function createApp(deps: AppDeps): App {
   app.use(express.json({ limit: '1mb', strict: true }));
   app.use(cookieParser());
   app.use(healthRouter(deps));
-  app.use('/api/v1', routerFor(routes, deps, limiters));
+  // One API-key principal cache per app (per process in production); auth epochs in Redis keep instances in step.
+  app.use('/api/v1', routerFor(routes, deps, limiters, new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000)));
   const dashboard = dashboardRouter(deps.config.webDistDir, deps.logger);
   if (dashboard) app.use(dashboard);
   app.use(unknownRoute);

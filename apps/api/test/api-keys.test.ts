@@ -121,10 +121,14 @@ describe('authenticating with API keys', () => {
     const creator = await createUserInOrg(h, org.id, 'admin', 'demoted');
     const { body } = await request(h.app).post('/api/v1/api-keys').set(bearer(creator.token))
       .send({ name: 'k', scopes: ['api_keys:read', 'webhooks:read'] });
-    await h.deps.prisma.membership.updateMany({ where: { userId: creator.id }, data: { role: 'manager' } });
+    // Used first, so the API caches its principal: the changes below must still apply on the next request.
+    for (let i = 0; i < 2; i++) expect((await request(h.app).get('/api/v1/webhooks/subscriptions').set(bearer(body.key))).status).toBe(200);
+    const demote = await request(h.app).patch(`/api/v1/members/${creator.id}`).set(bearer(org.owner.token)).send({ role: 'manager' });
+    expect(demote.status).toBe(200);
     const me = await request(h.app).get('/api/v1/api-keys').set(bearer(body.key));
     expect(me.status).toBe(200);
-    await h.deps.prisma.membership.deleteMany({ where: { userId: creator.id } });
+    expect((await request(h.app).get('/api/v1/webhooks/subscriptions').set(bearer(body.key))).status).toBe(403);
+    expect((await request(h.app).delete(`/api/v1/members/${creator.id}`).set(bearer(org.owner.token))).status).toBe(204);
     expect((await request(h.app).get('/api/v1/api-keys').set(bearer(body.key))).status).toBe(401);
   });
 });

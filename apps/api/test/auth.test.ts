@@ -319,7 +319,9 @@ describe('API keys at /auth/me and /auth/logout', () => {
       .send({ name: 'k', scopes: ['profile:read', 'webhooks:read'] });
     expect(created.status).toBe(201);
     expect((await me(created.body.key)).body.scopes).toEqual(['profile:read', 'webhooks:read']);
-    await h.deps.prisma.membership.updateMany({ where: { userId: creator.id, organizationId: org.id }, data: { role: 'manager' } });
+    expect((await me(created.body.key)).status).toBe(200);
+    const demote = await request(h.app).patch(`/api/v1/members/${creator.id}`).set(bearer(org.owner.token)).send({ role: 'manager' });
+    expect(demote.status).toBe(200);
     const after = await me(created.body.key);
     expect(after.status).toBe(200);
     expect(after.body.role).toBe('manager');

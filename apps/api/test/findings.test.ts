@@ -2,7 +2,7 @@
 // table, severity override, reassignment, listing with filters, reading; the finding events with their exact
 // data and deliveries; scopes, access and cross-organization 404.
 import request from 'supertest';
-import { scopedTo } from '@svc/db';
+import { newId, scopedTo } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { FindingStatus } from '@svc/domain';
 import { FINDING_TRANSITIONS } from '@svc/domain';
@@ -67,6 +67,34 @@ async function expectFannedOut(eventId: string, type: string, data: Record<strin
 }
 
 describe('recording findings', () => {
+  it('needs write access to the assessment for a non-admin key (404 none, 403 read, 201 via a team\'s or a direct grant) and answers with the organization\'s own SLA', async () => {
+    const t = await createOrg(h);
+    await h.deps.prisma.organization.update({ where: { id: t.id }, data: { slaHighDays: 3 } });
+    const p = await insertProject(h, t.id);
+    const a = await insertAssessmentIn(h, t.id, p.id, 'running');
+    const managerEngine = await createKey(h, t.manager.token, ['assessments:update']);
+    const post = (fingerprint: string) =>
+      api().post(`/api/v1/assessments/${a.id}/findings`).set(bearer(managerEngine)).send({ title: 't', severity: 'high', fingerprint });
+    expect((await post('none')).status).toBe(404);
+    await insertGrant(h, t.id, { projectId: p.id }, { userId: t.manager.id }, 'read');
+    expect((await post('read')).status).toBe(403);
+    const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: t.id, name: 'engines' } });
+    await h.deps.prisma.teamMember.create({ data: { teamId: team.id, userId: t.manager.id } });
+    await insertGrant(h, t.id, { projectId: p.id }, { teamId: team.id }, 'write');
+    const viaTeam = await post('team');
+    expect(viaTeam.status).toBe(201);
+    expect(viaTeam.body.sla_due_at).toBe(new Date(Date.parse(viaTeam.body.opened_at) + 3 * 86400_000).toISOString());
+    // In a project without a grant: one on another assessment does not reach this one; one on this assessment does.
+    const q = await insertProject(h, t.id);
+    const [c, d] = [await insertAssessmentIn(h, t.id, q.id, 'running'), await insertAssessmentIn(h, t.id, q.id, 'running')];
+    const onC = (fingerprint: string) =>
+      api().post(`/api/v1/assessments/${c.id}/findings`).set(bearer(managerEngine)).send({ title: 't', severity: 'low', fingerprint });
+    await insertGrant(h, t.id, { assessmentId: d.id }, { userId: t.manager.id }, 'write');
+    expect((await onC('elsewhere')).status).toBe(404);
+    await insertGrant(h, t.id, { assessmentId: c.id }, { userId: t.manager.id }, 'write');
+    expect((await onC('direct')).status).toBe(201);
+  });
+
   it('creates an open finding and publishes finding.created', async () => {
     const res = await record({
       title: 'SQL injection in /login', severity: 'critical', fingerprint: 'sqli-login', location: 'src/login.ts:42', description: 'user input reaches the query',

@@ -5,6 +5,8 @@
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import type { Prisma } from '@svc/db';
 import { createMailer, type Mailer } from '@svc/mail';
+import { bumpAuthEpochs } from '@svc/queue';
+import type { Redis } from 'ioredis';
 import type { WorkerDeps } from './deps';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -130,37 +132,53 @@ function unusedSince(cutoff: Date): Prisma.ApiKeyWhereInput {
 /** Revokes every live key of a policy organization unused for longer than its window; returns the keys revoked. */
 export async function revokeInactiveKeys(deps: WorkerDeps, now: Date): Promise<number> {
   let revoked = 0;
-  for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyInactivityDays')) {
-    const cutoff = new Date(now.getTime() - days * DAY_MS);
-    const live = { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] };
-    const idle = keysWhere(deps, { organizationId: { in: organizationIds }, AND: [live, unusedSince(cutoff)] });
-    for await (const key of idle) {
-      const done = await deps.prisma.$transaction(async (tx) => {
-        // Conditional on still being live and unused: a key used (or revoked) meanwhile is left alone.
-        const claimed = await tx.apiKey.updateMany({
-          where: { id: key.id, revokedAt: null, ...unusedSince(cutoff) },
-          data: { revokedAt: now, revokedReason: 'inactivity' },
+  let redis: Redis | undefined;
+  try {
+    for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyInactivityDays')) {
+      const cutoff = new Date(now.getTime() - days * DAY_MS);
+      const live = { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] };
+      const idle = keysWhere(deps, { organizationId: { in: organizationIds }, AND: [live, unusedSince(cutoff)] });
+      for await (const key of idle) {
+        const done = await deps.prisma.$transaction(async (tx) => {
+          // Conditional on still being live and unused: a key used (or revoked) meanwhile is left alone.
+          const claimed = await tx.apiKey.updateMany({
+            where: { id: key.id, revokedAt: null, ...unusedSince(cutoff) },
+            data: { revokedAt: now, revokedReason: 'inactivity' },
+          });
+          if (claimed.count !== 1) return false;
+          await recordAudit(tx, {
+            organizationId: key.organizationId,
+            actor: SYSTEM_ACTOR,
+            action: 'api_key.revoked',
+            target: { type: 'api_key', id: key.id },
+            metadata: {
+              name: key.name,
+              prefix: key.displayPrefix,
+              reason: 'inactivity',
+              inactivity_days: days,
+              last_used_at: key.lastUsedAt?.toISOString() ?? null,
+              owner_user_id: key.userId,
+            },
+            at: now,
+          });
+          return true;
         });
-        if (claimed.count !== 1) return false;
-        await recordAudit(tx, {
-          organizationId: key.organizationId,
-          actor: SYSTEM_ACTOR,
-          action: 'api_key.revoked',
-          target: { type: 'api_key', id: key.id },
-          metadata: {
-            name: key.name,
-            prefix: key.displayPrefix,
-            reason: 'inactivity',
-            inactivity_days: days,
-            last_used_at: key.lastUsedAt?.toISOString() ?? null,
-            owner_user_id: key.userId,
-          },
-          at: now,
-        });
-        return true;
-      });
-      if (done) revoked++;
+        if (!done) continue;
+        revoked++;
+        // API instances cache a key's principal: a new epoch for its organization refuses it on the next request.
+        try {
+          redis ??= deps.redis();
+          await bumpAuthEpochs(redis, deps.config.redisPrefix, { organizationIds: [key.organizationId] });
+        } catch (err) {
+          deps.logger.error('Could not bump the authentication epoch of a revoked key; API caches expire it within their TTL', {
+            key_id: key.id,
+            error: String(err),
+          });
+        }
+      }
     }
+  } finally {
+    await redis?.quit().catch(() => undefined);
   }
   if (revoked > 0) deps.logger.info('API keys revoked for inactivity', { keys: revoked });
   return revoked;

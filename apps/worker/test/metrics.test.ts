@@ -63,6 +63,13 @@ describe('worker metrics', () => {
     const broken = await w.subscribe({ name: 'broken', url: w.receiver.url('/broken'), events: ['report.ready'] });
     expect((await w.publishTo(ok.id, { type: 'report.ready', data: { report_id: 'rep_1' } })).status).toBe('succeeded');
     expect((await w.publishTo(broken.id, { type: 'report.ready', data: { report_id: 'rep_2' } })).status).toBe('failed');
+    // Each event reached both subscriptions: wait until all four deliveries ended (rep_1's retries to /broken run
+    // on their own backoff and may end after rep_2's on a busy machine).
+    for (let i = 0; i < 200; i++) {
+      const all = [...(await w.deliveriesOf(ok.id)), ...(await w.deliveriesOf(broken.id))];
+      if (all.length === 4 && all.every((d) => d.status !== 'pending')) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
 
     const after = await scrapeWorker();
     const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);

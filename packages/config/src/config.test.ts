@@ -47,6 +47,8 @@ describe('loadConfig', () => {
     ['NODE_ENV', 'staging', /NODE_ENV/],
     ['AZURE_AUTHORITY_HOST', 'http://login.microsoftonline.com', /AZURE_AUTHORITY_HOST/],
     ['WEBHOOK_MAX_ATTEMPTS', '0', /WEBHOOK_MAX_ATTEMPTS/],
+    ['API_KEY_CACHE_TTL_SECONDS', '-1', /API_KEY_CACHE_TTL_SECONDS/],
+    ['API_KEY_CACHE_TTL_SECONDS', '3600', /API_KEY_CACHE_TTL_SECONDS/],
   ])('refuses a malformed %s and names it', (name, value, pattern) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(pattern);
@@ -70,6 +72,11 @@ describe('loadConfig', () => {
     const config = loadConfig({ NODE_ENV: 'production', ...productionSecrets });
     expect(config.jwtSecret).toBe(productionSecrets.JWT_SECRET);
     expect(config.encryptionKey.equals(Buffer.alloc(32, 7))).toBe(true);
+  });
+
+  it('caches API-key principals for 30 s by default; 0 turns the cache off', () => {
+    expect(loadConfig({}).apiKeyCacheTtlSeconds).toBe(30);
+    expect(loadConfig({ API_KEY_CACHE_TTL_SECONDS: '0' }).apiKeyCacheTtlSeconds).toBe(0);
   });
 
   it('parses the webhook allow-list', () => {

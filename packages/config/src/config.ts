@@ -55,6 +55,9 @@ const schema = Joi.object({
   PARTIAL_TOKEN_TTL_SECONDS: Joi.number().integer().min(30).default(300),
   COOKIE_SECURE: Joi.boolean().default(true),
   BCRYPT_ROUNDS: Joi.number().integer().min(4).max(15).default(12),
+  // How long an API instance may reuse the principal an API key resolved to (0: look it up on every request).
+  // Revocations, member removals and role changes still apply on the next request (Redis auth epochs).
+  API_KEY_CACHE_TTL_SECONDS: Joi.number().integer().min(0).max(300).default(30),
 
   RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(600),
   LOGIN_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(10),
@@ -141,6 +144,8 @@ export interface Config {
   partialTokenTtlSeconds: number;
   cookieSecure: boolean;
   bcryptRounds: number;
+  /** Seconds an API key's resolved principal may be reused in-process (0: off); see apps/api/src/auth/authenticate.ts. */
+  apiKeyCacheTtlSeconds: number;
   rateLimitPerMinute: number;
   loginRateLimitPerMinute: number;
   totpMaxFailures: number;
@@ -240,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     partialTokenTtlSeconds: value.PARTIAL_TOKEN_TTL_SECONDS,
     cookieSecure: value.COOKIE_SECURE,
     bcryptRounds: value.BCRYPT_ROUNDS,
+    apiKeyCacheTtlSeconds: value.API_KEY_CACHE_TTL_SECONDS,
     rateLimitPerMinute: value.RATE_LIMIT_PER_MINUTE,
     loginRateLimitPerMinute: value.LOGIN_RATE_LIMIT_PER_MINUTE,
     totpMaxFailures: value.TOTP_MAX_FAILURES,

@@ -1,8 +1,7 @@
 // The transactional outbox. A domain change calls publishEvent inside its own database transaction: the event
 // and one delivery row per matching subscription commit (or roll back) together with the change. After commit
 // the deliveries are enqueued; an enqueue lost to a Redis outage or a crash is made good by the relay.
-import type { Tx } from '@svc/db';
-import { newId } from '@svc/db';
+import { newId, Prisma, type Tx } from '@svc/db';
 import { buildEnvelope, subscriptionMatches, type EventType } from '@svc/webhooks';
 
 export interface PublishEventInput {
@@ -21,56 +20,60 @@ export interface PublishedEvent {
   deliveryIds: string[];
 }
 
-/** Subscriptions an event may reach by level: org-wide ones, its project's, its assessment's. */
-function levelFilter(input: PublishEventInput) {
-  return [
-    { level: 'organization' as const },
-    ...(input.projectId ? [{ level: 'project' as const, projectId: input.projectId }] : []),
-    ...(input.assessmentId ? [{ level: 'assessment' as const, assessmentId: input.assessmentId }] : []),
-  ];
+interface CandidateRow {
+  id: string;
+  events: string[];
+  severity_filter: string[];
+  status_filter: string[];
+  has_severity_filter: boolean;
+  has_status_filter: boolean;
+  payload_format: string;
 }
 
-async function candidateSubscriptions(tx: Tx, input: PublishEventInput) {
+/**
+ * Subscriptions the event goes to: live ones of the organization at its level (org-wide ones, its project's, its
+ * assessment's) listing its type and whose filters match; or, for the test route, the one subscription named.
+ * Raw SQL: this runs on every published event, and a Prisma model query costs more to build than to run.
+ */
+async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise<CandidateRow[]> {
   if (input.onlySubscriptionId) {
-    return tx.webhookSubscription.findMany({
-      where: { id: input.onlySubscriptionId, organizationId: input.organizationId, deletedAt: null },
-    });
+    return tx.$queryRaw<CandidateRow[]>`
+      SELECT id, events, severity_filter, status_filter, has_severity_filter, has_status_filter, payload_format
+      FROM webhook_subscriptions
+      WHERE id = ${input.onlySubscriptionId} AND organization_id = ${input.organizationId} AND deleted_at IS NULL`;
   }
-  const subscriptions = await tx.webhookSubscription.findMany({
-    where: {
-      organizationId: input.organizationId,
-      deletedAt: null,
-      status: { in: ['active', 'failing'] },
-      events: { has: input.type },
-      OR: levelFilter(input),
-    },
-    orderBy: { id: 'asc' },
-  });
+  const subscriptions = await tx.$queryRaw<CandidateRow[]>`
+    SELECT id, events, severity_filter, status_filter, has_severity_filter, has_status_filter, payload_format
+    FROM webhook_subscriptions
+    WHERE organization_id = ${input.organizationId}
+      AND deleted_at IS NULL
+      AND status IN ('active', 'failing')
+      AND events @> ARRAY[${input.type}]::text[]
+      AND (level = 'organization'
+           OR (level = 'project' AND project_id = ${input.projectId ?? null})
+           OR (level = 'assessment' AND assessment_id = ${input.assessmentId ?? null}))
+    ORDER BY id`;
   return subscriptions.filter((s) =>
     subscriptionMatches(
       {
         events: s.events,
-        severityFilter: s.hasSeverityFilter ? s.severityFilter : null,
-        statusFilter: s.hasStatusFilter ? s.statusFilter : null,
+        severityFilter: s.has_severity_filter ? s.severity_filter : null,
+        statusFilter: s.has_status_filter ? s.status_filter : null,
       },
       { type: input.type, data: input.data },
     ),
   );
 }
 
+/** A timestamp(3) column's value from a Date: ISO text with its Z, read as UTC (the columns hold UTC). */
+const utc = (at: Date) => Prisma.sql`(${at.toISOString()}::timestamptz AT TIME ZONE 'UTC')`;
+
+/**
+ * Writes the event and one delivery per matching subscription in the caller's transaction: two statements (the
+ * subscriptions, then the event and its deliveries in one INSERT).
+ */
 export async function publishEvent(tx: Tx, input: PublishEventInput, now: Date = new Date()): Promise<PublishedEvent> {
   const eventId = newId('event', now.getTime());
-  await tx.event.create({
-    data: {
-      id: eventId,
-      organizationId: input.organizationId,
-      type: input.type,
-      projectId: input.projectId ?? null,
-      assessmentId: input.assessmentId ?? null,
-      data: input.data as object,
-      createdAt: now,
-    },
-  });
   const subscriptions = await candidateSubscriptions(tx, input);
   const deliveries = subscriptions.map((subscription) => {
     const id = newId('whdel', now.getTime());
@@ -82,18 +85,25 @@ export async function publishEvent(tx: Tx, input: PublishEventInput, now: Date =
       organizationId: input.organizationId,
       data: input.data,
     });
-    return {
-      id,
-      organizationId: input.organizationId,
-      subscriptionId: subscription.id,
-      eventId,
-      eventType: input.type,
-      payload: envelope as unknown as object,
-      // Fixed now: a later change of the subscription's format does not change what this delivery's retries send.
-      payloadFormat: subscription.payloadFormat,
-      createdAt: now,
-    };
+    // payload_format fixed now: a later change of the subscription's format does not change what retries send.
+    return { id, subscriptionId: subscription.id, payload: JSON.stringify(envelope), payloadFormat: subscription.payload_format };
   });
-  if (deliveries.length > 0) await tx.webhookDelivery.createMany({ data: deliveries });
+  const insertEvent = Prisma.sql`
+    INSERT INTO events (id, organization_id, type, project_id, assessment_id, data, created_at)
+    VALUES (${eventId}, ${input.organizationId}, ${input.type}, ${input.projectId ?? null}, ${input.assessmentId ?? null},
+            ${JSON.stringify(input.data)}::jsonb, ${utc(now)})`;
+  if (deliveries.length === 0) {
+    await tx.$executeRaw(insertEvent);
+  } else {
+    // updated_at: the write's own time, as Prisma's @updatedAt would set it.
+    const written = utc(new Date());
+    await tx.$executeRaw`
+      WITH e AS (${insertEvent} RETURNING id)
+      INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event_type, payload, payload_format, created_at, updated_at)
+      SELECT v.id, ${input.organizationId}, v.subscription_id, e.id, ${input.type}, v.payload::jsonb, v.payload_format, ${utc(now)}, ${written}
+      FROM e CROSS JOIN (VALUES ${Prisma.join(
+        deliveries.map((d) => Prisma.sql`(${d.id}, ${d.subscriptionId}, ${d.payload}, ${d.payloadFormat})`),
+      )}) AS v(id, subscription_id, payload, payload_format)`;
+  }
   return { eventId, deliveryIds: deliveries.map((d) => d.id) };
 }

@@ -115,3 +115,4 @@ export function reportJobOptions(reportId: string): JobsOptions {
 export async function enqueueReport(queue: Queue<ReportJobData>, reportId: string): Promise<void> {
   await queue.add('render', { reportId }, reportJobOptions(reportId));
 }
+export * from './auth-epoch';

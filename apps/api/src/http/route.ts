@@ -5,7 +5,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type Joi from 'joi';
 import { hasScope } from '@svc/scopes';
 import type { AppDeps } from '../app-deps';
-import { authenticate } from '../auth/authenticate';
+import { ApiKeyCache, authenticate } from '../auth/authenticate';
 import type { RateLimiters } from './rate-limit';
 import { consumeOrThrow } from './rate-limit';
 import { missingScope } from './errors';
@@ -75,12 +75,19 @@ function respond(spec: RouteSpec, checkResponses: boolean): RequestHandler {
   };
 }
 
-export function mountRoutes(router: Router, specs: RouteSpec[], deps: AppDeps, limiters: RateLimiters): Router {
+export function mountRoutes(
+  router: Router,
+  specs: RouteSpec[],
+  deps: AppDeps,
+  limiters: RateLimiters,
+  keyCache = new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000),
+): Router {
+  const authenticated = authenticate(deps, keyCache);
   for (const spec of specs) {
     const chain: RequestHandler[] =
       spec.scope === 'public'
         ? [rateLimitClient(limiters)]
-        : [authenticate(deps), rateLimitPrincipal(limiters), requireScope(spec.scope)];
+        : [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope)];
     if (spec.schemas) chain.push(validate(spec.schemas));
     chain.push(respond(spec, deps.config.nodeEnv === 'test'));
     router[spec.method](spec.path, ...chain);
@@ -88,6 +95,6 @@ export function mountRoutes(router: Router, specs: RouteSpec[], deps: AppDeps, l
   return router;
 }
 
-export function routerFor(specs: RouteSpec[], deps: AppDeps, limiters: RateLimiters): Router {
-  return mountRoutes(Router({ mergeParams: true }), specs, deps, limiters);
+export function routerFor(specs: RouteSpec[], deps: AppDeps, limiters: RateLimiters, keyCache?: ApiKeyCache): Router {
+  return mountRoutes(Router({ mergeParams: true }), specs, deps, limiters, keyCache);
 }

@@ -28,7 +28,8 @@ export function spawnWorker(w: World, env: Record<string, string> = {}): ChildWo
       ...process.env,
       ...FAST_RETRY_ENV,
       NODE_ENV: 'test',
-      LOG_LEVEL: 'info',
+      // debug: successful attempts are logged at debug (apps/worker/src/deliver.ts logAttempt).
+      LOG_LEVEL: 'debug',
       REDIS_PREFIX: w.h.config.redisPrefix,
       DATABASE_URL: w.h.config.databaseUrl,
       WEBHOOK_EXTRA_CA_FILE: w.tls.caFile,

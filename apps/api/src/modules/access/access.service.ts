@@ -5,6 +5,7 @@
 // A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
 // one; readable but not writable answers 403.
 import { scopedTo, type Assessment, type Prisma, type Project } from '@svc/db';
+import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
 import { roleRank } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -69,6 +70,71 @@ export async function requireAssessmentAccess(
   if (!assessment) throw notFound('Assessment');
   enforce(await grantedAccess(deps, principal, { projectId: assessment.projectId, assessmentId }), need, 'Assessment');
   return assessment;
+}
+
+/** What the engine's hot path needs of an assessment it writes to. */
+export interface AssessmentForWrite {
+  id: string;
+  organizationId: string;
+  projectId: string;
+  /** The organization's remediation SLA policy (for the response's sla_due_at). */
+  slaPolicy: SlaPolicy;
+}
+
+/**
+ * requireAssessmentAccess(..., need) and the organization's SLA policy in ONE statement (the publish path runs it
+ * on every recorded finding): the same rules, 404 for an assessment that is missing, of another organization or
+ * not readable, 403 for a readable one without the access needed.
+ */
+export async function requireAssessmentAccessWithSla(
+  deps: AppDeps,
+  principal: Principal,
+  assessmentId: string,
+  need: Access,
+): Promise<AssessmentForWrite> {
+  const orgWide = hasOrgWideWrite(principal);
+  const rows = await deps.prisma.$queryRaw<
+    Array<{
+      id: string;
+      organization_id: string;
+      project_id: string;
+      sla_critical_days: number | null;
+      sla_high_days: number | null;
+      sla_medium_days: number | null;
+      sla_low_days: number | null;
+      sla_info_days: number | null;
+      access_rank: number;
+    }>
+  >`
+    SELECT a.id, a.organization_id, a.project_id,
+           o.sla_critical_days, o.sla_high_days, o.sla_medium_days, o.sla_low_days, o.sla_info_days,
+           CASE WHEN ${orgWide} THEN 2 ELSE COALESCE((
+             SELECT max(CASE g.access::text WHEN 'write' THEN 2 ELSE 1 END)
+             FROM access_grants g
+             WHERE g.organization_id = a.organization_id
+               AND (g.user_id = ${principal.userId}
+                    OR g.team_id IN (SELECT tm.team_id FROM team_members tm WHERE tm.user_id = ${principal.userId}))
+               AND ((g.project_id = a.project_id AND g.assessment_id IS NULL) OR g.assessment_id = a.id)
+           ), 0) END::int AS access_rank
+    FROM assessments a
+    JOIN organizations o ON o.id = a.organization_id
+    WHERE a.id = ${assessmentId} AND a.organization_id = ${principal.organizationId}`;
+  const row = rows[0];
+  if (!row) throw notFound('Assessment');
+  const have = (['none', 'read', 'write'] as const)[Number(row.access_rank)] ?? 'none';
+  enforce(have, need, 'Assessment');
+  return {
+    id: row.id,
+    organizationId: row.organization_id,
+    projectId: row.project_id,
+    slaPolicy: slaPolicyFromColumns({
+      slaCriticalDays: row.sla_critical_days,
+      slaHighDays: row.sla_high_days,
+      slaMediumDays: row.sla_medium_days,
+      slaLowDays: row.sla_low_days,
+      slaInfoDays: row.sla_info_days,
+    }),
+  };
 }
 
 /** Prisma filter for the projects a principal can read (for list endpoints), used through scopedTo(deps.prisma, principal). */

@@ -5,6 +5,7 @@ import { resolveRequestedScopes, roleRank } from '@svc/scopes';
 import type { ApiKey } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
+import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { conflict, forbidden, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
@@ -114,4 +115,5 @@ export async function revokeApiKey(deps: AppDeps, principal: Principal, id: stri
       metadata: { name: key.name, prefix: key.displayPrefix, reason: 'user', owner_user_id: key.userId },
     });
   });
+  await invalidateCachedPrincipals(deps, { organizationIds: [key.organizationId] });
 }

@@ -5,7 +5,7 @@
 // Every status change goes through changeFindingStatus: one conditional UPDATE checked against the transition
 // table (@svc/domain), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
 // the caller's transaction.
-import type { Finding, Prisma, Scoped, Tx } from '@svc/db';
+import { Prisma, type Finding, type Scoped, type Tx } from '@svc/db';
 import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/domain';
 import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
@@ -13,7 +13,7 @@ import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
-import { readableAssessmentsFilter, requireAssessmentAccess, type Access } from '../access/access.service';
+import { readableAssessmentsFilter, requireAssessmentAccess, requireAssessmentAccessWithSla, type Access } from '../access/access.service';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
 import { requireFindingAccess } from './finding-access';
@@ -102,39 +102,34 @@ export interface RecordFindingInput {
  */
 export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput) {
   const severity = checkSeverity(input.severity);
-  const assessment = await requireAssessmentAccess(deps, principal, assessmentId, 'write');
+  // Access and the SLA policy (for the response) in one statement.
+  const assessment = await requireAssessmentAccessWithSla(deps, principal, assessmentId, 'write');
   const now = deps.clock.now();
   const result = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     async (raw, publish) => {
       const tx = scopedTo(raw, principal);
-      const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE`;
-      if (!row || row.status !== 'running') {
-        throw conflict(`Findings can be recorded only while the assessment is running; it is ${row?.status ?? 'gone'}.`);
+      // One statement: share-lock the assessment (completion, which counts findings, waits for this recording),
+      // and only while it is running INSERT ... ON CONFLICT DO NOTHING (of two concurrent reports of one
+      // fingerprint, exactly one creates), returning the new row.
+      const written = new Date();
+      const [row] = await tx.$queryRaw<Array<FindingRow & { assessment_status: string }>>`
+        WITH a AS (SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE),
+        ins AS (
+          INSERT INTO findings (id, organization_id, project_id, assessment_id, fingerprint, title, severity, original_severity,
+                                status, location, description, opened_at, created_at, updated_at)
+          SELECT ${newId('fnd', now.getTime())}, ${assessment.organizationId}, ${assessment.projectId}, ${assessment.id},
+                 ${input.fingerprint}, ${input.title}, ${severity}, ${severity}, 'open', ${input.location || null},
+                 ${input.description || null}, ${utc(now)}, ${utc(written)}, ${utc(written)}
+          FROM a WHERE a.status = 'running'
+          ON CONFLICT DO NOTHING
+          RETURNING *)
+        SELECT a.status::text AS assessment_status, ins.* FROM a LEFT JOIN ins ON true`;
+      if (!row || row.assessment_status !== 'running') {
+        throw conflict(`Findings can be recorded only while the assessment is running; it is ${row?.assessment_status ?? 'gone'}.`);
       }
-      const key = { assessmentId_fingerprint: { assessmentId: assessment.id, fingerprint: input.fingerprint } };
-      // INSERT ... ON CONFLICT DO NOTHING: of two concurrent reports of one fingerprint, exactly one creates.
-      const inserted = await tx.finding.createMany({
-        data: [
-          {
-            id: newId('fnd', now.getTime()),
-            organizationId: assessment.organizationId,
-            projectId: assessment.projectId,
-            assessmentId: assessment.id,
-            fingerprint: input.fingerprint,
-            title: input.title,
-            severity,
-            originalSeverity: severity,
-            status: 'open',
-            location: input.location || null,
-            description: input.description || null,
-            openedAt: now,
-          },
-        ],
-        skipDuplicates: true,
-      });
-      if (inserted.count === 1) {
-        const created = await tx.finding.findUniqueOrThrow({ where: key });
+      if (row.id !== null) {
+        const created = findingFromRow(row);
         await publish({
           type: 'finding.created',
           organizationId: created.organizationId,
@@ -144,6 +139,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
         });
         return { finding: created, created: true };
       }
+      const key = { assessmentId_fingerprint: { assessmentId: assessment.id, fingerprint: input.fingerprint } };
       const existing = await tx.finding.findUniqueOrThrow({ where: key });
       const overridden = existing.severity !== existing.originalSeverity;
       const updated = await tx.finding.update({
@@ -160,9 +156,54 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
     },
     () => now,
   );
-  const policy = await loadSlaPolicy(deps, principal.organizationId);
-  return { created: result.created, finding: presentFinding(result.finding, policy) };
+  return { created: result.created, finding: presentFinding(result.finding, assessment.slaPolicy) };
 }
+
+/** A findings row as raw SQL returns it (RETURNING *); id null when the INSERT did nothing. */
+interface FindingRow {
+  id: string | null;
+  organization_id: string;
+  project_id: string;
+  assessment_id: string;
+  fingerprint: string;
+  title: string;
+  severity: string;
+  original_severity: string;
+  status: string;
+  location: string | null;
+  description: string | null;
+  assignee_id: string | null;
+  opened_at: Date;
+  sla_breached_at: Date | null;
+  fixed_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function findingFromRow(r: FindingRow): Finding {
+  return {
+    id: r.id!,
+    organizationId: r.organization_id,
+    projectId: r.project_id,
+    assessmentId: r.assessment_id,
+    fingerprint: r.fingerprint,
+    title: r.title,
+    severity: r.severity,
+    originalSeverity: r.original_severity,
+    status: r.status,
+    location: r.location,
+    description: r.description,
+    assigneeId: r.assignee_id,
+    openedAt: r.opened_at,
+    slaBreachedAt: r.sla_breached_at,
+    fixedAt: r.fixed_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** A timestamp(3) column's value from a Date: ISO text with its Z, read as UTC (the columns hold UTC). */
+const utc = (at: Date) => Prisma.sql`(${at.toISOString()}::timestamptz AT TIME ZONE 'UTC')`;
 
 /** A triage action: one status change, published in the same transaction. */
 export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {

@@ -4,6 +4,7 @@
 import type { Organization } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
+import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { notFound, unprocessable } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
@@ -73,7 +74,7 @@ export async function getKeyPolicy(deps: AppDeps, principal: Principal) {
 
 export async function updateKeyPolicy(deps: AppDeps, principal: Principal, input: KeyPolicyInput, meta: RequestMeta) {
   const now = deps.clock.now();
-  return deps.prisma.$transaction(async (tx) => {
+  const result = await deps.prisma.$transaction(async (tx) => {
     const current = await tx.organization.findUnique({ where: { id: principal.organizationId }, select: policyColumns });
     if (!current) throw notFound('Organization');
     const before = keyPolicyOf(current);
@@ -106,6 +107,8 @@ export async function updateKeyPolicy(deps: AppDeps, principal: Principal, input
     });
     return presentKeyPolicy(after);
   });
+  await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
+  return result;
 }
 
 /**

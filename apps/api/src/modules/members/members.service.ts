@@ -5,6 +5,7 @@ import { roleRank, type Role } from '@svc/scopes';
 import { scopedTo, type Membership, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
+import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { badRequest, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
@@ -83,6 +84,7 @@ export async function changeRole(
       });
     }
   });
+  if (target.role !== input.role) await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
   return presentMember({ ...target, role: input.role });
 }
 
@@ -124,4 +126,5 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
       })),
     ]);
   });
+  await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
 }

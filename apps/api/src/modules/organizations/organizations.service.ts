@@ -3,6 +3,7 @@
 import { scopedTo, type Organization } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
+import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { badRequest, conflict, notFound } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
@@ -40,6 +41,7 @@ export async function deleteOrganization(deps: AppDeps, principal: Principal, in
   // deleteMany with the name in the filter: a concurrent rename between the check and the delete deletes nothing.
   const { count } = await deps.prisma.organization.deleteMany({ where: { id: org.id, name: input.confirm } });
   if (count === 0) throw conflict('The organization changed while it was being deleted; re-fetch and retry.');
+  await invalidateCachedPrincipals(deps, { organizationIds: [org.id] });
 }
 
 /**
@@ -49,7 +51,7 @@ export async function deleteOrganization(deps: AppDeps, principal: Principal, in
 export async function transferOwnership(deps: AppDeps, principal: Principal, input: { user_id: string }, meta: RequestMeta) {
   if (input.user_id === principal.userId) throw badRequest('You already own this organization.');
   const now = deps.clock.now();
-  return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+  const result = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const target = await tx.membership.findFirst({
       where: { userId: input.user_id },
       include: { user: { select: { status: true } } },
@@ -69,4 +71,6 @@ export async function transferOwnership(deps: AppDeps, principal: Principal, inp
     });
     return { owner_id: input.user_id, previous_owner_id: principal.userId, previous_owner_role: 'admin' };
   });
+  await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
+  return result;
 }

@@ -3,7 +3,7 @@
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
-import type { WebhookDelivery, WebhookSubscription } from '@svc/db';
+import { poolOf, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import { isPayloadFormat, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
@@ -93,10 +93,14 @@ function pick(row: Record<string, unknown>, prefix: string, columns: readonly st
 
 /**
  * The delivery and its subscription in one raw statement (a Prisma findUnique with include costs two statements
- * and the query compiler's time on every attempt), shaped as Prisma's models.
+ * and the query compiler's time on every attempt), shaped as Prisma's models; straight on the pg pool when the
+ * client has one (poolOf), which skips Prisma's per-query cost altogether.
  */
 export async function loadDelivery(prisma: WorkerDeps['prisma'], deliveryId: string): Promise<LoadedDelivery | null> {
-  const rows = await prisma.$queryRawUnsafe<Array<Record<string, unknown>>>(LOAD_SQL, deliveryId);
+  const pool = poolOf(prisma);
+  const rows = pool
+    ? (await pool.query<Record<string, unknown>>(LOAD_SQL, [deliveryId])).rows
+    : await prisma.$queryRawUnsafe<Array<Record<string, unknown>>>(LOAD_SQL, deliveryId);
   if (rows.length === 0) return null;
   const delivery = pick(rows[0], 'd_', DELIVERY_COLUMNS) as unknown as WebhookDelivery;
   const subscription = pick(rows[0], 's_', SUBSCRIPTION_COLUMNS) as unknown as WebhookSubscription;

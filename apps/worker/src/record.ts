@@ -2,7 +2,7 @@
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
-import { isUniqueViolation, newId, type Db, type Tx } from '@svc/db';
+import { Prisma, isUniqueViolation, newId, poolOf, type Db, type Tx } from '@svc/db';
 import type { AttemptOutcome } from './http/outcome';
 import {
   healthAfterSuccess,
@@ -179,7 +179,8 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
   const failureReason = delivery.status === 'failed' ? delivery.reason : null;
   const resetsHealth = write.subscription.kind === 'success';
   const headers = attempt.responseHeaders === null ? null : JSON.stringify(attempt.responseHeaders);
-  const rows = await prisma.$queryRaw<Array<{ claimed: number }>>`
+  // Explicit casts: on the pg pool the parameters arrive untyped.
+  const statement = Prisma.sql`
     WITH claimed AS (
       UPDATE webhook_deliveries
          SET attempt_count = ${attempt.number},
@@ -193,9 +194,9 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
     ), inserted AS (
       INSERT INTO webhook_attempts
         (id, delivery_id, number, started_at, duration_ms, outcome, response_status, response_headers, response_body, error, retry_after_ms)
-      SELECT ${newId('whatt', now.getTime())}, id, ${attempt.number}, ${utc(attempt.startedAt)}::timestamptz AT TIME ZONE 'UTC',
-             ${attempt.durationMs}, ${attempt.outcome}, ${attempt.responseStatus}, ${headers}::jsonb,
-             ${storableText(attempt.responseBody)}, ${storableText(attempt.error)}, ${attempt.retryAfterMs}
+      SELECT ${newId('whatt', now.getTime())}, id, ${attempt.number}::int, ${utc(attempt.startedAt)}::timestamptz AT TIME ZONE 'UTC',
+             ${attempt.durationMs}::int, ${attempt.outcome}, ${attempt.responseStatus}::int, ${headers}::jsonb,
+             ${storableText(attempt.responseBody)}::text, ${storableText(attempt.error)}::text, ${attempt.retryAfterMs}::int
         FROM claimed
       RETURNING id
     ), health AS (
@@ -204,11 +205,15 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
              first_failure_at = NULL,
              status = CASE WHEN status = 'failing' THEN 'active'::"SubscriptionStatus" ELSE status END,
              updated_at = ${utc(now)}::timestamptz AT TIME ZONE 'UTC'
-       WHERE ${resetsHealth} AND id = ${write.subscriptionId} AND EXISTS (SELECT 1 FROM claimed)
+       WHERE ${resetsHealth}::boolean AND id = ${write.subscriptionId} AND EXISTS (SELECT 1 FROM claimed)
          AND (consecutive_failures <> 0 OR first_failure_at IS NOT NULL OR status = 'failing')
       RETURNING id
     )
     SELECT (SELECT count(*) FROM claimed)::int AS claimed, (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM health)::int AS health`;
+  const pool = poolOf(prisma);
+  const rows = pool
+    ? (await pool.query<{ claimed: number }>(statement.text, statement.values)).rows
+    : await prisma.$queryRaw<Array<{ claimed: number }>>(statement);
   if (rows[0]?.claimed !== 1) {
     throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
   }

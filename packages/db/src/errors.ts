@@ -5,7 +5,7 @@
 export function isUniqueViolation(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const { code, meta } = err as { code?: string; meta?: { code?: string } };
-  return code === 'P2002' || meta?.code === '23505' || /\b23505\b|unique constraint/i.test(String((err as Error).message));
+  return code === 'P2002' || code === '23505' || meta?.code === '23505' || /\b23505\b|unique constraint/i.test(String((err as Error).message));
 }
 
 // Prisma codes and driver-adapter kinds that mean "PostgreSQL cannot be reached now", not "this query is wrong".

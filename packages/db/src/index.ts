@@ -1,4 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from './generated/prisma/client';
 import { pgFields } from './pg-fields';
 
@@ -11,12 +12,34 @@ export { pgFields } from './pg-fields';
  * unreachable (pg's default is no timeout).
  */
 export function createPrismaClient(databaseUrl: string, options: { max?: number; connectTimeoutMs?: number } = {}): PrismaClient {
-  const adapter = new PrismaPg({
+  const pool = new pg.Pool({
     ...pgFields(databaseUrl),
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    types: { getTypeParser: utcTypeParser },
   });
-  return new PrismaClient({ adapter });
+  // The adapter shares this pool (and ends it on $disconnect); hot paths may query it directly (poolOf).
+  const client = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+  pools.set(client, pool);
+  return client;
+}
+
+const pools = new WeakMap<object, pg.Pool>();
+const TIMESTAMP_WITHOUT_TIME_ZONE = 1114;
+
+/** timestamp(3) columns hold UTC wall time (as Prisma writes them): read them as UTC, whatever the process's TZ. */
+function utcTypeParser(oid: number, format?: 'text' | 'binary'): (value: string) => unknown {
+  if (oid === TIMESTAMP_WITHOUT_TIME_ZONE && format !== 'binary') return (value) => new Date(`${value.replace(' ', 'T')}Z`);
+  return pg.types.getTypeParser(oid, format as 'text');
+}
+
+/**
+ * The pg pool under a client made by createPrismaClient, for the few hot statements where Prisma's per-query cost
+ * outweighs the work (the worker's delivery load and attempt record). Undefined for any other client (a
+ * transaction, a scoped client): callers fall back to Prisma.
+ */
+export function poolOf(client: object): pg.Pool | undefined {
+  return pools.get(client);
 }
 
 /** The client handed to a `$transaction(async (tx) => ...)` callback. */

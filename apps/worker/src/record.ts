@@ -2,7 +2,7 @@
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
-import { Prisma, isUniqueViolation, newId, poolOf, type Db, type Tx } from '@svc/db';
+import { Prisma, isUniqueViolation, newId, poolOf, utcTimestamp, type Db, type Tx } from '@svc/db';
 import type { AttemptOutcome } from './http/outcome';
 import {
   healthAfterSuccess,
@@ -164,9 +164,6 @@ export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<He
   }
 }
 
-/** The timestamp(3) columns hold UTC wall time, as Prisma writes them. */
-const utc = (date: Date | null) => (date === null ? null : date.toISOString());
-
 /**
  * The common attempts (a success, or a failure to retry) recorded by ONE statement: claim the delivery, insert the
  * attempt and, after a success, reset the subscription's health: the same rules as healthAfterSuccess, without
@@ -185,16 +182,16 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
       UPDATE webhook_deliveries
          SET attempt_count = ${attempt.number},
              status = ${delivery.status}::"DeliveryStatus",
-             next_attempt_at = ${utc(nextAttemptAt)}::timestamptz AT TIME ZONE 'UTC',
-             completed_at = CASE WHEN ${delivery.status} = 'pending' THEN completed_at ELSE ${utc(completedAt)}::timestamptz AT TIME ZONE 'UTC' END,
+             next_attempt_at = ${utcTimestamp(nextAttemptAt)},
+             completed_at = CASE WHEN ${delivery.status} = 'pending' THEN completed_at ELSE ${utcTimestamp(completedAt)} END,
              failure_reason = CASE WHEN ${delivery.status} = 'pending' THEN failure_reason ELSE ${failureReason} END,
-             updated_at = ${utc(now)}::timestamptz AT TIME ZONE 'UTC'
+             updated_at = ${utcTimestamp(now)}
        WHERE id = ${write.deliveryId} AND status = 'pending' AND attempt_count = ${attempt.number - 1}
       RETURNING id
     ), inserted AS (
       INSERT INTO webhook_attempts
         (id, delivery_id, number, started_at, duration_ms, outcome, response_status, response_headers, response_body, error, retry_after_ms)
-      SELECT ${newId('whatt', now.getTime())}, id, ${attempt.number}::int, ${utc(attempt.startedAt)}::timestamptz AT TIME ZONE 'UTC',
+      SELECT ${newId('whatt', now.getTime())}, id, ${attempt.number}::int, ${utcTimestamp(attempt.startedAt)},
              ${attempt.durationMs}::int, ${attempt.outcome}, ${attempt.responseStatus}::int, ${headers}::jsonb,
              ${storableText(attempt.responseBody)}::text, ${storableText(attempt.error)}::text, ${attempt.retryAfterMs}::int
         FROM claimed
@@ -204,7 +201,7 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
          SET consecutive_failures = 0,
              first_failure_at = NULL,
              status = CASE WHEN status = 'failing' THEN 'active'::"SubscriptionStatus" ELSE status END,
-             updated_at = ${utc(now)}::timestamptz AT TIME ZONE 'UTC'
+             updated_at = ${utcTimestamp(now)}
        WHERE ${resetsHealth}::boolean AND id = ${write.subscriptionId} AND EXISTS (SELECT 1 FROM claimed)
          AND (consecutive_failures <> 0 OR first_failure_at IS NOT NULL OR status = 'failing')
       RETURNING id

@@ -11,7 +11,7 @@
 // makes a concurrent claimer wait for the first one's row lock and then re-checks the condition, so only one
 // transaction sees count 1 and publishes; the others see 0 and publish nothing. A reopened finding (regression,
 // re-triage) has sla_breached_at cleared and opened_at reset by the API, which arms the next breach.
-import { Prisma, type Db } from '@svc/db';
+import { Prisma, utcTimestamp, type Db } from '@svc/db';
 import { findingEventData, SLA_DAYS_COLUMNS, SLA_OPEN_STATUSES, SLA_SEVERITIES, slaDueAt } from '@svc/domain';
 import { withOutbox, type OutboxDeps } from '@svc/outbox';
 
@@ -45,7 +45,7 @@ async function findCandidates(prisma: Db, now: Date, excluded: readonly string[]
         AND NOT (f.id = ANY(${excluded}::text[]))
     ) c
     WHERE c.sla_days IS NOT NULL
-      AND c.opened_at + make_interval(days => c.sla_days) < (${now.toISOString()}::timestamptz AT TIME ZONE 'UTC')
+      AND c.opened_at + make_interval(days => c.sla_days) < ${utcTimestamp(now)}
     ORDER BY c.opened_at, c.id
     LIMIT ${BATCH_SIZE}`;
 }

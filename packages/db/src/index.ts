@@ -49,3 +49,4 @@ export * from './ids';
 export * from './sealed';
 export * from './errors';
 export * from './tenancy';
+export * from './sql';

@@ -1,6 +1,7 @@
 // @svc/domain: the rules the API and the worker must agree on. Pure functions and constants only: no I/O,
 // no dependencies, so every rule can be unit-tested exhaustively and imported from anywhere.
 export * from './clock';
+export * from './timeout';
 export * from './subscription-health';
 export * from './findings';
 export * from './finding-transitions';

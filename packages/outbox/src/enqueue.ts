@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Db, Tx } from '@svc/db';
 import type { Config, Logger } from '@svc/config';
+import { withTimeout } from '@svc/domain';
 import { deliveryJobOptions, type DeliveryJobData } from '@svc/queue';
 import { publishEvent, type PublishEventInput, type PublishedEvent } from './publish';
 
@@ -27,14 +28,6 @@ export function outboxDeps(
   };
 }
 
-function within<T>(work: Promise<T>, timeoutMs: number | undefined): Promise<T> {
-  if (timeoutMs === undefined) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Enqueue took longer than ${timeoutMs} ms`)), timeoutMs);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
 
 export type Publish = (input: PublishEventInput) => Promise<PublishedEvent>;
 
@@ -69,12 +62,12 @@ export async function withOutbox<T>(
     return work(tx, publish);
   });
   try {
-    const enqueue = enqueueDeliveries(
-      deps.deliveryQueue,
-      deliveryIds.map((id) => ({ id, remainingAttempts: deps.maxAttempts })),
-    );
-    enqueue.catch(() => undefined); // a late rejection after the timeout is already logged below
-    await within(enqueue, deps.enqueueTimeoutMs);
+    const enqueue = () =>
+      enqueueDeliveries(
+        deps.deliveryQueue,
+        deliveryIds.map((id) => ({ id, remainingAttempts: deps.maxAttempts })),
+      );
+    await (deps.enqueueTimeoutMs === undefined ? enqueue() : withTimeout(enqueue, deps.enqueueTimeoutMs));
   } catch (err) {
     deps.logger.warn('Enqueue after commit failed; the outbox relay will retry', {
       deliveries: deliveryIds.length,

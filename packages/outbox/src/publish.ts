@@ -1,7 +1,7 @@
 // The transactional outbox. A domain change calls publishEvent inside its own database transaction: the event
 // and one delivery row per matching subscription commit (or roll back) together with the change. After commit
 // the deliveries are enqueued; an enqueue lost to a Redis outage or a crash is made good by the relay.
-import { newId, Prisma, type Tx } from '@svc/db';
+import { newId, Prisma, utcTimestamp, type Tx } from '@svc/db';
 import { buildEnvelope, subscriptionMatches, type EventType } from '@svc/webhooks';
 
 export interface PublishEventInput {
@@ -65,9 +65,6 @@ async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise
   );
 }
 
-/** A timestamp(3) column's value from a Date: ISO text with its Z, read as UTC (the columns hold UTC). */
-const utc = (at: Date) => Prisma.sql`(${at.toISOString()}::timestamptz AT TIME ZONE 'UTC')`;
-
 /**
  * Writes the event and one delivery per matching subscription in the caller's transaction: two statements (the
  * subscriptions, then the event and its deliveries in one INSERT).
@@ -91,16 +88,16 @@ export async function publishEvent(tx: Tx, input: PublishEventInput, now: Date =
   const insertEvent = Prisma.sql`
     INSERT INTO events (id, organization_id, type, project_id, assessment_id, data, created_at)
     VALUES (${eventId}, ${input.organizationId}, ${input.type}, ${input.projectId ?? null}, ${input.assessmentId ?? null},
-            ${JSON.stringify(input.data)}::jsonb, ${utc(now)})`;
+            ${JSON.stringify(input.data)}::jsonb, ${utcTimestamp(now)})`;
   if (deliveries.length === 0) {
     await tx.$executeRaw(insertEvent);
   } else {
     // updated_at: the write's own time, as Prisma's @updatedAt would set it.
-    const written = utc(new Date());
+    const written = utcTimestamp(new Date());
     await tx.$executeRaw`
       WITH e AS (${insertEvent} RETURNING id)
       INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event_type, payload, payload_format, created_at, updated_at)
-      SELECT v.id, ${input.organizationId}, v.subscription_id, e.id, ${input.type}, v.payload::jsonb, v.payload_format, ${utc(now)}, ${written}
+      SELECT v.id, ${input.organizationId}, v.subscription_id, e.id, ${input.type}, v.payload::jsonb, v.payload_format, ${utcTimestamp(now)}, ${written}
       FROM e CROSS JOIN (VALUES ${Prisma.join(
         deliveries.map((d) => Prisma.sql`(${d.id}, ${d.subscriptionId}, ${d.payload}, ${d.payloadFormat})`),
       )}) AS v(id, subscription_id, payload, payload_format)`;

@@ -5,18 +5,14 @@ import { bumpAuthEpochs, type AuthEpochTargets } from '@svc/queue';
 import type { AppDeps } from '../app-deps';
 
 export async function invalidateCachedPrincipals(deps: Pick<AppDeps, 'redis' | 'config' | 'logger'>, targets: AuthEpochTargets): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await bumpAuthEpochs(deps.redis, deps.config.redisPrefix, targets);
-      return;
-    } catch (err) {
-      if (attempt < 2) continue;
-      // The change is committed; what is left is that cached principals live out their TTL.
+  const bump = () => bumpAuthEpochs(deps.redis, deps.config.redisPrefix, targets);
+  // One retry for a blip; the change is committed either way, and then cached principals live out their TTL.
+  await bump()
+    .catch(bump)
+    .catch((err: unknown) =>
       deps.logger.error('Could not bump authentication epochs: cached API-key principals stay valid until their TTL', {
         ttl_seconds: deps.config.apiKeyCacheTtlSeconds,
         error: String(err),
-      });
-      return;
-    }
-  }
+      }),
+    );
 }

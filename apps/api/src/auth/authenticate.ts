@@ -107,14 +107,12 @@ async function loadKey(deps: AppDeps, hash: string): Promise<KeyRow | undefined>
   return rows[0];
 }
 
-/** The current epochs, or undefined when Redis cannot say (then nothing is read from or written to the cache). */
-async function currentEpochs(deps: AppDeps, owner: { organizationId: string; userId: string }) {
-  try {
-    return await readAuthEpochs(deps.redis, deps.config.redisPrefix, owner.organizationId, owner.userId);
-  } catch (err) {
-    deps.logger.warn('Could not read authentication epochs; API key looked up in the database', { error: String(err) });
-    return undefined;
-  }
+/**
+ * The current epochs, or undefined when Redis cannot say: then nothing is read from or written to the cache. Not
+ * logged per request: the API's Redis connection logs the outage once (connections.ts).
+ */
+function currentEpochs(deps: AppDeps, owner: { organizationId: string; userId: string }) {
+  return readAuthEpochs(deps.redis, deps.config.redisPrefix, owner.organizationId, owner.userId).catch(() => undefined);
 }
 
 /**
@@ -206,10 +204,9 @@ async function principalFromSession(deps: AppDeps, token: string): Promise<Princ
 }
 
 /**
- * The authentication middleware. Every route of one app shares `cache` (createApp makes one per app); without
- * one, the middleware gets its own.
+ * The authentication middleware. Every route of one app shares `cache` (one per mountRoutes, so per createApp).
  */
-export function authenticate(deps: AppDeps, cache = new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000)): RequestHandler {
+export function authenticate(deps: AppDeps, cache: ApiKeyCache): RequestHandler {
   return async (req, _res, next) => {
     const credential = readCredential(req);
     if (!credential) throw unauthorized();

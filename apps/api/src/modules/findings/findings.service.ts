@@ -5,14 +5,14 @@
 // Every status change goes through changeFindingStatus: one conditional UPDATE checked against the transition
 // table (@svc/domain), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
 // the caller's transaction.
-import { Prisma, type Finding, type Scoped, type Tx } from '@svc/db';
+import type { Finding, Prisma, Scoped, Tx } from '@svc/db';
 import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/domain';
 import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId, scopedTo } from '@svc/db';
+import { newId, scopedTo, utcTimestamp } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireAssessmentAccessWithSla, type Access } from '../access/access.service';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
@@ -120,7 +120,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
                                 status, location, description, opened_at, created_at, updated_at)
           SELECT ${newId('fnd', now.getTime())}, ${assessment.organizationId}, ${assessment.projectId}, ${assessment.id},
                  ${input.fingerprint}, ${input.title}, ${severity}, ${severity}, 'open', ${input.location || null},
-                 ${input.description || null}, ${utc(now)}, ${utc(written)}, ${utc(written)}
+                 ${input.description || null}, ${utcTimestamp(now)}, ${utcTimestamp(written)}, ${utcTimestamp(written)}
           FROM a WHERE a.status = 'running'
           ON CONFLICT DO NOTHING
           RETURNING *)
@@ -201,9 +201,6 @@ function findingFromRow(r: FindingRow): Finding {
     updatedAt: r.updated_at,
   };
 }
-
-/** A timestamp(3) column's value from a Date: ISO text with its Z, read as UTC (the columns hold UTC). */
-const utc = (at: Date) => Prisma.sql`(${at.toISOString()}::timestamptz AT TIME ZONE 'UTC')`;
 
 /** A triage action: one status change, published in the same transaction. */
 export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {

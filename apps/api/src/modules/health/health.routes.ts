@@ -1,25 +1,17 @@
 // Liveness and readiness probes, outside /api/v1 and without credentials.
 import { Router } from 'express';
+import { TimeoutError, withTimeout } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../../http/errors';
 
 type CheckResult = 'ok' | 'unreachable' | 'timeout';
 
 /** Runs one check, giving up after `timeoutMs` so a hung dependency cannot hang the probe. */
-async function check(probe: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<CheckResult>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), timeoutMs);
-  });
-  const answered = probe().then(
+function check(probe: () => Promise<unknown>, timeoutMs: number): Promise<CheckResult> {
+  return withTimeout(probe, timeoutMs).then(
     (): CheckResult => 'ok',
-    (): CheckResult => 'unreachable',
+    (err: unknown): CheckResult => (err instanceof TimeoutError ? 'timeout' : 'unreachable'),
   );
-  try {
-    return await Promise.race([answered, timedOut]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export function healthRouter(deps: AppDeps): Router {

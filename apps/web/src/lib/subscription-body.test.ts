@@ -1,21 +1,14 @@
 // Unit tests of what the subscription form sends for each payload format.
-import { subscriptionBody, type SubscriptionFormState } from './subscription-body';
+import { subscriptionBody, subscriptionForm, type SubscriptionFormState } from './subscription-body';
 
 const form = (over: Partial<SubscriptionFormState> = {}): SubscriptionFormState => ({
+  ...subscriptionForm(),
   name: ' SIEM ',
   url: ' https://siem.example.test/in ',
   events: ['finding.created'],
-  payloadFormat: 'service',
   severity: 'critical, high',
-  status: '',
   splunkIndex: 'sec',
   splunkChannel: '0f8fad5b-d9cb-469f-a165-70867728950e',
-  authorization: '',
-  removeAuthorization: false,
-  azureTenantId: '',
-  azureClientId: '',
-  azureClientSecret: '',
-  removeAzureCredentials: false,
   ...over,
 });
 
@@ -72,5 +65,34 @@ describe('subscriptionBody', () => {
       azure_client_id: null,
       azure_client_secret: null,
     });
+  });
+});
+
+describe('subscriptionForm', () => {
+  it('fills an edit form from the stored subscription, leaving write-only values empty', () => {
+    expect(
+      subscriptionForm({
+        name: 'SIEM',
+        url: 'https://siem.example.test/in',
+        events: ['finding.created'],
+        payload_format: 'splunk_hec',
+        severity_filter: ['critical', 'high'],
+        status_filter: null,
+        splunk_index: 'sec',
+        splunk_channel: null,
+      }),
+    ).toEqual({
+      ...subscriptionForm(),
+      name: 'SIEM',
+      url: 'https://siem.example.test/in',
+      events: ['finding.created'],
+      payloadFormat: 'splunk_hec',
+      severity: 'critical, high',
+      splunkIndex: 'sec',
+    });
+  });
+
+  it('starts a new subscription empty, in the service format', () => {
+    expect(subscriptionForm()).toMatchObject({ name: '', url: '', events: [], payloadFormat: 'service', authorization: '', azureClientSecret: '' });
   });
 });

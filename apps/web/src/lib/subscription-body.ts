@@ -21,6 +21,37 @@ export interface SubscriptionFormState {
   removeAzureCredentials: boolean;
 }
 
+/** What a subscription as the API shows it fills in (write-only values start empty); empty for a new one. */
+export interface StoredSubscription {
+  name: string;
+  url: string;
+  events: string[];
+  payload_format: string;
+  severity_filter?: string[] | null;
+  status_filter?: string[] | null;
+  splunk_index?: string | null;
+  splunk_channel?: string | null;
+}
+
+export function subscriptionForm(initial?: StoredSubscription): SubscriptionFormState {
+  return {
+    name: initial?.name ?? '',
+    url: initial?.url ?? '',
+    events: initial?.events ?? [],
+    payloadFormat: initial?.payload_format ?? 'service',
+    severity: (initial?.severity_filter ?? []).join(', '),
+    status: (initial?.status_filter ?? []).join(', '),
+    splunkIndex: initial?.splunk_index ?? '',
+    splunkChannel: initial?.splunk_channel ?? '',
+    authorization: '',
+    removeAuthorization: false,
+    azureTenantId: '',
+    azureClientId: '',
+    azureClientSecret: '',
+    removeAzureCredentials: false,
+  };
+}
+
 export function splitList(text: string): string[] | null {
   const items = text.split(',').map((s) => s.trim()).filter(Boolean);
   return items.length ? items : null;

@@ -5,7 +5,7 @@ import { Link, useParams } from 'react-router-dom';
 import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
-import { subscriptionBody, type SubscriptionFormState } from '../lib/subscription-body';
+import { subscriptionBody, subscriptionForm, type SubscriptionFormState } from '../lib/subscription-body';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
 
 type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
@@ -46,22 +46,7 @@ function Check({ label, checked, onChange }: { label: string; checked: boolean; 
  */
 function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?: Subscription; onSaved(sub: Subscription): void }) {
   const events = useLoad(() => request<Page<{ type: string; description: string }>>('GET', `${level.api}/events`), [level.api]);
-  const [form, setForm] = useState<SubscriptionFormState>({
-    name: initial?.name ?? '',
-    url: initial?.url ?? '',
-    events: initial?.events ?? [],
-    payloadFormat: initial?.payload_format ?? 'service',
-    severity: (initial?.severity_filter ?? []).join(', '),
-    status: (initial?.status_filter ?? []).join(', '),
-    splunkIndex: initial?.splunk_index ?? '',
-    splunkChannel: initial?.splunk_channel ?? '',
-    authorization: '',
-    removeAuthorization: false,
-    azureTenantId: '',
-    azureClientId: '',
-    azureClientSecret: '',
-    removeAzureCredentials: false,
-  });
+  const [form, setForm] = useState<SubscriptionFormState>(() => subscriptionForm(initial));
   const set = <K extends keyof SubscriptionFormState>(key: K) => (value: SubscriptionFormState[K]) => setForm((f) => ({ ...f, [key]: value }));
   const { busy, error, run } = useAction();
   const toggle = (type: string) =>

@@ -168,6 +168,12 @@ describe('recording findings', () => {
     expect(bad.body.detail).toContain('critical');
     expect(await h.deps.prisma.finding.count({ where: { fingerprint: 'f-urgent' } })).toBe(0);
   });
+
+  it('refuses text PostgreSQL cannot store (a NUL character) with 400, recording nothing', async () => {
+    const res = await record({ title: 'a\u0000b', severity: 'low', fingerprint: 'f-nul' });
+    expect(res.status).toBe(400);
+    expect(await h.deps.prisma.finding.count({ where: { fingerprint: 'f-nul' } })).toBe(0);
+  });
 });
 
 describe('triage and the transition table', () => {

@@ -3,7 +3,7 @@
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
-import { poolOf, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import { Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import { isPayloadFormat, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
@@ -84,7 +84,7 @@ const column = (table: string, name: string, alias: string) =>
 const LOAD_SQL =
   `SELECT ${DELIVERY_COLUMNS.map((c) => column('d', c, `d_${c}`)).join(', ')}, ` +
   `${SUBSCRIPTION_COLUMNS.map((c) => column('s', c, `s_${c}`)).join(', ')} ` +
-  'FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.id = $1';
+  'FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.id = ';
 const camel = (snake: string) => snake.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 
 function pick(row: Record<string, unknown>, prefix: string, columns: readonly string[]): Record<string, unknown> {
@@ -94,13 +94,10 @@ function pick(row: Record<string, unknown>, prefix: string, columns: readonly st
 /**
  * The delivery and its subscription in one raw statement (a Prisma findUnique with include costs two statements
  * and the query compiler's time on every attempt), shaped as Prisma's models; straight on the pg pool when the
- * client has one (poolOf), which skips Prisma's per-query cost altogether.
+ * client has one (queryRows), which skips Prisma's per-query cost altogether.
  */
 export async function loadDelivery(prisma: WorkerDeps['prisma'], deliveryId: string): Promise<LoadedDelivery | null> {
-  const pool = poolOf(prisma);
-  const rows = pool
-    ? (await pool.query<Record<string, unknown>>(LOAD_SQL, [deliveryId])).rows
-    : await prisma.$queryRawUnsafe<Array<Record<string, unknown>>>(LOAD_SQL, deliveryId);
+  const rows = await queryRows<Record<string, unknown>>(prisma, Prisma.sql`${Prisma.raw(LOAD_SQL)}${deliveryId}`);
   if (rows.length === 0) return null;
   const delivery = pick(rows[0], 'd_', DELIVERY_COLUMNS) as unknown as WebhookDelivery;
   const subscription = pick(rows[0], 's_', SUBSCRIPTION_COLUMNS) as unknown as WebhookSubscription;

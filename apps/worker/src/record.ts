@@ -2,7 +2,7 @@
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
-import { Prisma, isUniqueViolation, newId, poolOf, utcTimestamp, type Db, type Tx } from '@svc/db';
+import { Prisma, isUniqueViolation, newId, queryRows, utcTimestamp, type Db, type Tx } from '@svc/db';
 import type { AttemptOutcome } from './http/outcome';
 import {
   healthAfterSuccess,
@@ -207,10 +207,7 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
       RETURNING id
     )
     SELECT (SELECT count(*) FROM claimed)::int AS claimed, (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM health)::int AS health`;
-  const pool = poolOf(prisma);
-  const rows = pool
-    ? (await pool.query<{ claimed: number }>(statement.text, statement.values)).rows
-    : await prisma.$queryRaw<Array<{ claimed: number }>>(statement);
+  const rows = await queryRows<{ claimed: number }>(prisma, statement);
   if (rows[0]?.claimed !== 1) {
     throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
   }

@@ -1,6 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaClient } from './generated/prisma/client';
+import { Prisma, PrismaClient } from './generated/prisma/client';
 import { pgFields } from './pg-fields';
 
 export * from './generated/prisma/client';
@@ -40,6 +40,16 @@ function utcTypeParser(oid: number, format?: 'text' | 'binary'): (value: string)
  */
 export function poolOf(client: object): pg.Pool | undefined {
   return pools.get(client);
+}
+
+/**
+ * Runs one raw statement and returns its rows: straight on the pool when the client has one (poolOf), through
+ * `$queryRaw` otherwise (a transaction's client). Rows come as pg gives them: timestamps as Dates (UTC), bigint as text.
+ */
+export async function queryRows<T>(client: Pick<PrismaClient, '$queryRaw'>, statement: Prisma.Sql): Promise<T[]> {
+  const pool = poolOf(client);
+  if (pool) return (await pool.query(statement.text, statement.values)).rows as T[];
+  return client.$queryRaw<T[]>(statement);
 }
 
 /** The client handed to a `$transaction(async (tx) => ...)` callback. */

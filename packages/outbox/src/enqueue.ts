@@ -44,8 +44,7 @@ export async function enqueueDeliveries(
 
 /**
  * Runs `work` in one transaction, giving it `publish` for the events the change causes; enqueues their
- * deliveries after commit. A failed enqueue is logged, not thrown: the change is committed, and the relay will
- * enqueue the deliveries. During a Redis outage the enqueue fails at once (or after `enqueueTimeoutMs`).
+ * deliveries after commit (enqueueAfterCommit).
  */
 export async function withOutbox<T>(
   deps: OutboxDeps,
@@ -61,6 +60,15 @@ export async function withOutbox<T>(
     };
     return work(tx, publish);
   });
+  await enqueueAfterCommit(deps, deliveryIds);
+  return result;
+}
+
+/**
+ * Enqueues committed deliveries. A failed enqueue is logged, not thrown: the change is committed, and the relay
+ * will enqueue the deliveries. During a Redis outage the enqueue fails at once (or after `enqueueTimeoutMs`).
+ */
+export async function enqueueAfterCommit(deps: OutboxDeps, deliveryIds: string[]): Promise<void> {
   try {
     const enqueue = () =>
       enqueueDeliveries(
@@ -74,5 +82,4 @@ export async function withOutbox<T>(
       error: err instanceof Error ? err.message : String(err),
     });
   }
-  return result;
 }

@@ -1,7 +1,7 @@
 // The transactional outbox. A domain change calls publishEvent inside its own database transaction: the event
 // and one delivery row per matching subscription commit (or roll back) together with the change. After commit
 // the deliveries are enqueued; an enqueue lost to a Redis outage or a crash is made good by the relay.
-import { newId, Prisma, utcTimestamp, type Tx } from '@svc/db';
+import { newId, Prisma, queryRows, utcTimestamp, type Tx } from '@svc/db';
 import { buildEnvelope, subscriptionMatches, type EventType } from '@svc/webhooks';
 
 export interface PublishEventInput {
@@ -37,12 +37,12 @@ interface CandidateRow {
  */
 async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise<CandidateRow[]> {
   if (input.onlySubscriptionId) {
-    return tx.$queryRaw<CandidateRow[]>`
+    return queryRows<CandidateRow>(tx, Prisma.sql`
       SELECT id, events, severity_filter, status_filter, has_severity_filter, has_status_filter, payload_format
       FROM webhook_subscriptions
-      WHERE id = ${input.onlySubscriptionId} AND organization_id = ${input.organizationId} AND deleted_at IS NULL`;
+      WHERE id = ${input.onlySubscriptionId} AND organization_id = ${input.organizationId} AND deleted_at IS NULL`);
   }
-  const subscriptions = await tx.$queryRaw<CandidateRow[]>`
+  const subscriptions = await queryRows<CandidateRow>(tx, Prisma.sql`
     SELECT id, events, severity_filter, status_filter, has_severity_filter, has_status_filter, payload_format
     FROM webhook_subscriptions
     WHERE organization_id = ${input.organizationId}
@@ -52,7 +52,7 @@ async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise
       AND (level = 'organization'
            OR (level = 'project' AND project_id = ${input.projectId ?? null})
            OR (level = 'assessment' AND assessment_id = ${input.assessmentId ?? null}))
-    ORDER BY id`;
+    ORDER BY id`);
   return subscriptions.filter((s) =>
     subscriptionMatches(
       {
@@ -65,13 +65,21 @@ async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise
   );
 }
 
+/** An event about to be written: its id, and one delivery (with its envelope) per matching subscription. */
+export interface PlannedEvent {
+  input: PublishEventInput;
+  eventId: string;
+  now: Date;
+  deliveries: Array<{ id: string; subscriptionId: string; payload: string; payloadFormat: string }>;
+}
+
 /**
- * Writes the event and one delivery per matching subscription in the caller's transaction: two statements (the
- * subscriptions, then the event and its deliveries in one INSERT).
+ * Reads the subscriptions the event goes to and builds each delivery's envelope (one statement). `db` may be a
+ * transaction's client or the pool's: which subscriptions match is read, not locked, either way.
  */
-export async function publishEvent(tx: Tx, input: PublishEventInput, now: Date = new Date()): Promise<PublishedEvent> {
+export async function planEvent(db: Tx, input: PublishEventInput, now: Date = new Date()): Promise<PlannedEvent> {
   const eventId = newId('event', now.getTime());
-  const subscriptions = await candidateSubscriptions(tx, input);
+  const subscriptions = await candidateSubscriptions(db, input);
   const deliveries = subscriptions.map((subscription) => {
     const id = newId('whdel', now.getTime());
     const envelope = buildEnvelope({
@@ -85,22 +93,43 @@ export async function publishEvent(tx: Tx, input: PublishEventInput, now: Date =
     // payload_format fixed now: a later change of the subscription's format does not change what retries send.
     return { id, subscriptionId: subscription.id, payload: JSON.stringify(envelope), payloadFormat: subscription.payload_format };
   });
-  const insertEvent = Prisma.sql`
+  return { input, eventId, now, deliveries };
+}
+
+/**
+ * The data-modifying CTEs `e` (the event) and `d` (its deliveries) that write a planned event, for a statement of
+ * the caller's: `WITH <change>, ${eventWriteCtes(plan, 'change')} SELECT ...`. With `onlyIfRowsIn`, the event is
+ * written only when that CTE returned rows (a change that happened), so the change, the event and the deliveries
+ * commit in ONE statement, atomically, without a transaction around them.
+ */
+export function eventWriteCtes(plan: PlannedEvent, onlyIfRowsIn?: string): Prisma.Sql {
+  const { input, eventId, now, deliveries } = plan;
+  const gate = onlyIfRowsIn === undefined ? Prisma.empty : Prisma.sql`WHERE EXISTS (SELECT 1 FROM ${Prisma.raw(onlyIfRowsIn)})`;
+  const event = Prisma.sql`e AS (
     INSERT INTO events (id, organization_id, type, project_id, assessment_id, data, created_at)
-    VALUES (${eventId}, ${input.organizationId}, ${input.type}, ${input.projectId ?? null}, ${input.assessmentId ?? null},
-            ${JSON.stringify(input.data)}::jsonb, ${utcTimestamp(now)})`;
-  if (deliveries.length === 0) {
-    await tx.$executeRaw(insertEvent);
-  } else {
-    // updated_at: the write's own time, as Prisma's @updatedAt would set it.
-    const written = utcTimestamp(new Date());
-    await tx.$executeRaw`
-      WITH e AS (${insertEvent} RETURNING id)
-      INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event_type, payload, payload_format, created_at, updated_at)
-      SELECT v.id, ${input.organizationId}, v.subscription_id, e.id, ${input.type}, v.payload::jsonb, v.payload_format, ${utcTimestamp(now)}, ${written}
-      FROM e CROSS JOIN (VALUES ${Prisma.join(
-        deliveries.map((d) => Prisma.sql`(${d.id}, ${d.subscriptionId}, ${d.payload}, ${d.payloadFormat})`),
-      )}) AS v(id, subscription_id, payload, payload_format)`;
-  }
-  return { eventId, deliveryIds: deliveries.map((d) => d.id) };
+    SELECT ${eventId}, ${input.organizationId}, ${input.type}, ${input.projectId ?? null}, ${input.assessmentId ?? null},
+           ${JSON.stringify(input.data)}::jsonb, ${utcTimestamp(now)} ${gate}
+    RETURNING id)`;
+  if (deliveries.length === 0) return event;
+  // updated_at: the write's own time, as Prisma's @updatedAt would set it.
+  const written = utcTimestamp(new Date());
+  return Prisma.sql`${event}, d AS (
+    INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event_type, payload, payload_format, created_at, updated_at)
+    SELECT v.id, ${input.organizationId}, v.subscription_id, e.id, ${input.type}, v.payload::jsonb, v.payload_format, ${utcTimestamp(now)}, ${written}
+    FROM e CROSS JOIN (VALUES ${Prisma.join(
+      deliveries.map((d) => Prisma.sql`(${d.id}, ${d.subscriptionId}, ${d.payload}, ${d.payloadFormat})`),
+    )}) AS v(id, subscription_id, payload, payload_format)
+    RETURNING id)`;
+}
+
+export const publishedOf = (plan: PlannedEvent): PublishedEvent => ({ eventId: plan.eventId, deliveryIds: plan.deliveries.map((d) => d.id) });
+
+/**
+ * Writes the event and one delivery per matching subscription in the caller's transaction: two statements (the
+ * subscriptions, then the event and its deliveries in one statement).
+ */
+export async function publishEvent(tx: Tx, input: PublishEventInput, now: Date = new Date()): Promise<PublishedEvent> {
+  const plan = await planEvent(tx, input, now);
+  await tx.$queryRaw`WITH ${eventWriteCtes(plan)} SELECT 1`;
+  return publishedOf(plan);
 }

@@ -13,7 +13,20 @@ export interface RequestSchemas {
 function check<T>(schema: Joi.Schema, value: unknown, where: string): T {
   const { value: validated, error } = schema.validate(value ?? {}, { abortEarly: true, convert: true });
   if (error) throw new HttpError(400, `Invalid ${where}: ${error.details[0].message.replace(/"/g, "'")}.`);
+  const nul = pathOfNulCharacter(validated, '');
+  if (nul !== null) throw new HttpError(400, `Invalid ${where}: '${nul || where}' must not contain NUL characters.`);
   return validated as T;
+}
+
+/** PostgreSQL text and jsonb cannot hold U+0000: the path of the first string that has one, or null. */
+function pathOfNulCharacter(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (typeof value !== 'object' || value === null) return null;
+  for (const [key, item] of Object.entries(value)) {
+    const found = pathOfNulCharacter(item, path ? `${path}.${key}` : key);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 /** Validates and replaces req.body / req.query / req.params with the converted values. */

@@ -4,7 +4,7 @@
 //   assessments; a grant on an assessment covers only that assessment.
 // A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
 // one; readable but not writable answers 403.
-import { scopedTo, type Assessment, type Prisma, type Project } from '@svc/db';
+import { Prisma, queryRows, scopedTo, type Assessment, type Project } from '@svc/db';
 import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
 import { roleRank } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
@@ -93,8 +93,8 @@ export async function requireAssessmentAccessWithSla(
   need: Access,
 ): Promise<AssessmentForWrite> {
   const orgWide = hasOrgWideWrite(principal);
-  const rows = await deps.prisma.$queryRaw<
-    Array<{
+  const rows = await queryRows<
+    {
       id: string;
       organization_id: string;
       project_id: string;
@@ -104,11 +104,13 @@ export async function requireAssessmentAccessWithSla(
       sla_low_days: number | null;
       sla_info_days: number | null;
       access_rank: number;
-    }>
-  >`
+    }
+  >(
+    deps.prisma,
+    Prisma.sql`
     SELECT a.id, a.organization_id, a.project_id,
            o.sla_critical_days, o.sla_high_days, o.sla_medium_days, o.sla_low_days, o.sla_info_days,
-           CASE WHEN ${orgWide} THEN 2 ELSE COALESCE((
+           CASE WHEN ${orgWide}::boolean THEN 2 ELSE COALESCE((
              SELECT max(CASE g.access::text WHEN 'write' THEN 2 ELSE 1 END)
              FROM access_grants g
              WHERE g.organization_id = a.organization_id
@@ -118,7 +120,8 @@ export async function requireAssessmentAccessWithSla(
            ), 0) END::int AS access_rank
     FROM assessments a
     JOIN organizations o ON o.id = a.organization_id
-    WHERE a.id = ${assessmentId} AND a.organization_id = ${principal.organizationId}`;
+    WHERE a.id = ${assessmentId} AND a.organization_id = ${principal.organizationId}`,
+  );
   const row = rows[0];
   if (!row) throw notFound('Assessment');
   const have = (['none', 'read', 'write'] as const)[Number(row.access_rank)] ?? 'none';

@@ -5,15 +5,15 @@
 // Every status change goes through changeFindingStatus: one conditional UPDATE checked against the transition
 // table (@svc/domain), and `finding.status_changed` (plus `finding.confirmed` on confirmation) published in
 // the caller's transaction.
-import type { Finding, Prisma, Scoped, Tx } from '@svc/db';
+import { Prisma, type Finding, type Scoped, type Tx } from '@svc/db';
 import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/domain';
-import { outboxDeps, withOutbox, type Publish } from '@svc/outbox';
+import { enqueueAfterCommit, eventWriteCtes, outboxDeps, planEvent, publishedOf, withOutbox, type Publish } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId, scopedTo, utcTimestamp } from '@svc/db';
-import { readableAssessmentsFilter, requireAssessmentAccess, requireAssessmentAccessWithSla, type Access } from '../access/access.service';
+import { newId, queryRows, scopedTo, utcTimestamp } from '@svc/db';
+import { readableAssessmentsFilter, requireAssessmentAccess, requireAssessmentAccessWithSla, type Access, type AssessmentForWrite } from '../access/access.service';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
 import { requireFindingAccess } from './finding-access';
@@ -98,108 +98,101 @@ export interface RecordFindingInput {
  * Engine: records a finding on a running assessment. The fingerprint identifies the issue: the same fingerprint
  * again in the same assessment updates that finding (title, location, description; severity too unless someone
  * overrode it) and publishes nothing; a new one is created `open` and publishes `finding.created`.
- * The assessment row is share-locked, so completion (which counts findings) waits for a recording in flight.
+ *
+ * The hot path (a new finding) is three statements straight on the pg pool, without Prisma or a transaction around
+ * them: access and the SLA policy; the matching subscriptions; then ONE statement that share-locks the assessment
+ * (completion, which counts findings, waits for it), inserts the finding only while the assessment is running
+ * (ON CONFLICT DO NOTHING: of two concurrent reports of one fingerprint exactly one creates), and writes the event
+ * and its deliveries only if the finding was inserted. One statement commits all of it or nothing.
  */
 export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput) {
   const severity = checkSeverity(input.severity);
-  // Access and the SLA policy (for the response) in one statement.
   const assessment = await requireAssessmentAccessWithSla(deps, principal, assessmentId, 'write');
   const now = deps.clock.now();
-  const result = await withOutbox(
-    outboxDeps(deps, deps.deliveryQueue),
-    async (raw, publish) => {
-      const tx = scopedTo(raw, principal);
-      // One statement: share-lock the assessment (completion, which counts findings, waits for this recording),
-      // and only while it is running INSERT ... ON CONFLICT DO NOTHING (of two concurrent reports of one
-      // fingerprint, exactly one creates), returning the new row.
-      const written = new Date();
-      const [row] = await tx.$queryRaw<Array<FindingRow & { assessment_status: string }>>`
-        WITH a AS (SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE),
-        ins AS (
-          INSERT INTO findings (id, organization_id, project_id, assessment_id, fingerprint, title, severity, original_severity,
-                                status, location, description, opened_at, created_at, updated_at)
-          SELECT ${newId('fnd', now.getTime())}, ${assessment.organizationId}, ${assessment.projectId}, ${assessment.id},
-                 ${input.fingerprint}, ${input.title}, ${severity}, ${severity}, 'open', ${input.location || null},
-                 ${input.description || null}, ${utcTimestamp(now)}, ${utcTimestamp(written)}, ${utcTimestamp(written)}
-          FROM a WHERE a.status = 'running'
-          ON CONFLICT DO NOTHING
-          RETURNING *)
-        SELECT a.status::text AS assessment_status, ins.* FROM a LEFT JOIN ins ON true`;
-      if (!row || row.assessment_status !== 'running') {
-        throw conflict(`Findings can be recorded only while the assessment is running; it is ${row?.assessment_status ?? 'gone'}.`);
-      }
-      if (row.id !== null) {
-        const created = findingFromRow(row);
-        await publish({
-          type: 'finding.created',
-          organizationId: created.organizationId,
-          projectId: created.projectId,
-          assessmentId: created.assessmentId,
-          data: findingEventData(created),
-        });
-        return { finding: created, created: true };
-      }
-      const key = { assessmentId_fingerprint: { assessmentId: assessment.id, fingerprint: input.fingerprint } };
-      const existing = await tx.finding.findUniqueOrThrow({ where: key });
-      const overridden = existing.severity !== existing.originalSeverity;
-      const updated = await tx.finding.update({
-        where: { id: existing.id },
-        data: {
-          title: input.title,
-          ...(input.location !== undefined && { location: input.location || null }),
-          ...(input.description !== undefined && { description: input.description || null }),
-          originalSeverity: severity,
-          ...(!overridden && { severity }),
-        },
-      });
-      return { finding: updated, created: false };
+  const finding = newFinding(assessment, input, severity, now);
+  const plan = await planEvent(
+    deps.prisma,
+    {
+      type: 'finding.created',
+      organizationId: finding.organizationId,
+      projectId: finding.projectId,
+      assessmentId: finding.assessmentId,
+      data: findingEventData(finding),
     },
-    () => now,
+    now,
   );
-  return { created: result.created, finding: presentFinding(result.finding, assessment.slaPolicy) };
+  // Raw SQL: every organization id in it is the one the access check above read for this principal.
+  const [row] = await queryRows<{ assessment_status: string; created: boolean }>(
+    deps.prisma,
+    Prisma.sql`
+      WITH a AS (SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE),
+      ins AS (
+        INSERT INTO findings (id, organization_id, project_id, assessment_id, fingerprint, title, severity, original_severity,
+                              status, location, description, opened_at, created_at, updated_at)
+        SELECT ${finding.id}, ${finding.organizationId}, ${finding.projectId}, ${finding.assessmentId}, ${finding.fingerprint},
+               ${finding.title}, ${finding.severity}, ${finding.originalSeverity}, 'open', ${finding.location}, ${finding.description},
+               ${utcTimestamp(finding.openedAt)}, ${utcTimestamp(finding.createdAt)}, ${utcTimestamp(finding.updatedAt)}
+        FROM a WHERE a.status = 'running'
+        ON CONFLICT DO NOTHING
+        RETURNING id),
+      ${eventWriteCtes(plan, 'ins')}
+      SELECT a.status::text AS assessment_status, EXISTS (SELECT 1 FROM ins) AS created FROM a`,
+  );
+  if (row?.assessment_status !== 'running') throw notRunning(row?.assessment_status);
+  if (!row.created) {
+    const updated = await updateRecordedFinding(deps, principal, assessment.id, input, severity);
+    return { created: false, finding: presentFinding(updated, assessment.slaPolicy) };
+  }
+  await enqueueAfterCommit(outboxDeps(deps, deps.deliveryQueue), publishedOf(plan).deliveryIds);
+  return { created: true, finding: presentFinding(finding, assessment.slaPolicy) };
 }
 
-/** A findings row as raw SQL returns it (RETURNING *); id null when the INSERT did nothing. */
-interface FindingRow {
-  id: string | null;
-  organization_id: string;
-  project_id: string;
-  assessment_id: string;
-  fingerprint: string;
-  title: string;
-  severity: string;
-  original_severity: string;
-  status: string;
-  location: string | null;
-  description: string | null;
-  assignee_id: string | null;
-  opened_at: Date;
-  sla_breached_at: Date | null;
-  fixed_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
+const notRunning = (status: string | undefined) =>
+  conflict(`Findings can be recorded only while the assessment is running; it is ${status ?? 'gone'}.`);
 
-function findingFromRow(r: FindingRow): Finding {
+/** The row a new finding will have (what the INSERT writes and the response shows). */
+function newFinding(assessment: AssessmentForWrite, input: RecordFindingInput, severity: string, now: Date): Finding {
+  const written = new Date();
   return {
-    id: r.id!,
-    organizationId: r.organization_id,
-    projectId: r.project_id,
-    assessmentId: r.assessment_id,
-    fingerprint: r.fingerprint,
-    title: r.title,
-    severity: r.severity,
-    originalSeverity: r.original_severity,
-    status: r.status,
-    location: r.location,
-    description: r.description,
-    assigneeId: r.assignee_id,
-    openedAt: r.opened_at,
-    slaBreachedAt: r.sla_breached_at,
-    fixedAt: r.fixed_at,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
+    id: newId('fnd', now.getTime()),
+    organizationId: assessment.organizationId,
+    projectId: assessment.projectId,
+    assessmentId: assessment.id,
+    fingerprint: input.fingerprint,
+    title: input.title,
+    severity,
+    originalSeverity: severity,
+    status: 'open',
+    location: input.location || null,
+    description: input.description || null,
+    assigneeId: null,
+    openedAt: now,
+    slaBreachedAt: null,
+    fixedAt: null,
+    createdAt: written,
+    updatedAt: written,
   };
+}
+
+/** The fingerprint was recorded before: update that finding, under the same share lock, while still running. */
+async function updateRecordedFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput, severity: string) {
+  return deps.prisma.$transaction(async (raw) => {
+    const tx = scopedTo(raw, principal);
+    const [a] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status::text FROM assessments WHERE id = ${assessmentId} FOR SHARE`;
+    if (a?.status !== 'running') throw notRunning(a?.status);
+    const existing = await tx.finding.findUniqueOrThrow({ where: { assessmentId_fingerprint: { assessmentId, fingerprint: input.fingerprint } } });
+    const overridden = existing.severity !== existing.originalSeverity;
+    return tx.finding.update({
+      where: { id: existing.id },
+      data: {
+        title: input.title,
+        ...(input.location !== undefined && { location: input.location || null }),
+        ...(input.description !== undefined && { description: input.description || null }),
+        originalSeverity: severity,
+        ...(!overridden && { severity }),
+      },
+    });
+  });
 }
 
 /** A triage action: one status change, published in the same transaction. */

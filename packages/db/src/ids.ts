@@ -1,6 +1,6 @@
 // Public identifiers: `<prefix>_<26 chars>`, a 48-bit millisecond timestamp and 80 random bits in Crockford
 // base32 (lowercase). They sort by creation time, which makes them usable as pagination cursors.
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
@@ -18,10 +18,19 @@ function encodeTime(ms: number): string {
   return out;
 }
 
+// Random bytes are drawn 4 KiB at a time: one call to the CSPRNG per 256 ids instead of one per id (the publish
+// path makes several ids per request).
+const randomPool = Buffer.alloc(4096);
+let randomOffset = randomPool.length;
+
 function encodeRandom(): string {
-  const bytes = randomBytes(16);
+  if (randomOffset + 16 > randomPool.length) {
+    randomFillSync(randomPool);
+    randomOffset = 0;
+  }
   let out = '';
-  for (let i = 0; i < 16; i++) out += ALPHABET[bytes[i] % 32];
+  for (let i = randomOffset; i < randomOffset + 16; i++) out += ALPHABET[randomPool[i] % 32];
+  randomOffset += 16;
   return out;
 }
 

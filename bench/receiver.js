@@ -2,14 +2,20 @@
 // charged to the process being measured. Answers 200 to every POST, and counts what it got and how long each
 // event took from its envelope's created_at to receipt. Driven by the parent over IPC:
 //   { cmd: 'stats', reset?: boolean } -> { count, firstAt, lastAt, latencies: { p50, p99, n } }
+// With BENCH_TRACE_DIR set, every receipt (created_at, received at, in ms) is also written to
+// receipts-<n>.json there at each reset, one file per measured phase, to see when the slow ones happened.
 'use strict';
+const fs = require('node:fs');
 const https = require('node:https');
+const path = require('node:path');
 
 const { key, cert } = JSON.parse(process.env.BENCH_RECEIVER_TLS);
 let count = 0;
 let firstAt = null;
 let lastAt = null;
 let latencies = [];
+let receipts = [];
+let phase = 0;
 
 const server = https.createServer({ key, cert, keepAliveTimeout: 60_000 }, (req, res) => {
   const chunks = [];
@@ -21,7 +27,10 @@ const server = https.createServer({ key, cert, keepAliveTimeout: 60_000 }, (req,
     lastAt = now;
     try {
       const created = Date.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')).created_at);
-      if (Number.isFinite(created)) latencies.push(now - created);
+      if (Number.isFinite(created)) {
+        latencies.push(now - created);
+        if (process.env.BENCH_TRACE_DIR) receipts.push([created, now]);
+      }
     } catch {
       // not an envelope (the limit loop's body is one too, but nothing depends on it)
     }
@@ -40,6 +49,11 @@ process.on('message', (message) => {
   const sorted = [...latencies].sort((a, b) => a - b);
   process.send({ count, firstAt, lastAt, latencies: { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) } });
   if (message.reset) {
+    if (process.env.BENCH_TRACE_DIR && receipts.length > 0) {
+      phase += 1;
+      fs.writeFileSync(path.join(process.env.BENCH_TRACE_DIR, `receipts-${phase}.json`), JSON.stringify(receipts));
+    }
+    receipts = [];
     count = 0;
     firstAt = null;
     lastAt = null;

@@ -20,7 +20,8 @@ export interface PublishedEvent {
   deliveryIds: string[];
 }
 
-interface CandidateRow {
+/** A subscription an event might go to, as read from webhook_subscriptions. */
+export interface CandidateSubscription {
   id: string;
   events: string[];
   severity_filter: string[];
@@ -30,30 +31,57 @@ interface CandidateRow {
   payload_format: string;
 }
 
-/**
- * Subscriptions the event goes to: live ones of the organization at its level (org-wide ones, its project's, its
- * assessment's) listing its type and whose filters match; or, for the test route, the one subscription named.
- * Raw SQL: this runs on every published event, and a Prisma model query costs more to build than to run.
- */
-async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise<CandidateRow[]> {
-  if (input.onlySubscriptionId) {
-    return queryRows<CandidateRow>(tx, Prisma.sql`
-      SELECT id, events, severity_filter, status_filter, has_severity_filter, has_status_filter, payload_format
-      FROM webhook_subscriptions
-      WHERE id = ${input.onlySubscriptionId} AND organization_id = ${input.organizationId} AND deleted_at IS NULL`);
-  }
-  const subscriptions = await queryRows<CandidateRow>(tx, Prisma.sql`
-    SELECT id, events, severity_filter, status_filter, has_severity_filter, has_status_filter, payload_format
-    FROM webhook_subscriptions
-    WHERE organization_id = ${input.organizationId}
+const CANDIDATE_COLUMNS = ['id', 'events', 'severity_filter', 'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format'];
+
+/** Where an event happened: ids, or SQL expressions naming them in a caller's statement. */
+export interface EventLevel {
+  organizationId: string | Prisma.Sql;
+  projectId: string | null | Prisma.Sql;
+  assessmentId: string | null | Prisma.Sql;
+}
+
+/** The live subscriptions of the organization at the event's level (org-wide ones, its project's, its assessment's) that list its type. */
+function liveSubscriptionsFor(type: EventType, at: EventLevel): Prisma.Sql {
+  return Prisma.sql`organization_id = ${at.organizationId}
       AND deleted_at IS NULL
       AND status IN ('active', 'failing')
-      AND events @> ARRAY[${input.type}]::text[]
+      AND events @> ARRAY[${type}]::text[]
       AND (level = 'organization'
-           OR (level = 'project' AND project_id = ${input.projectId ?? null})
-           OR (level = 'assessment' AND assessment_id = ${input.assessmentId ?? null}))
-    ORDER BY id`);
-  return subscriptions.filter((s) =>
+           OR (level = 'project' AND project_id = ${at.projectId})
+           OR (level = 'assessment' AND assessment_id = ${at.assessmentId}))`;
+}
+
+/**
+ * An SQL expression for a caller's own SELECT: the candidate subscriptions of an event as a json array, so that a
+ * hot path reads them in a statement it runs anyway (the engine's finding route, with its access check).
+ */
+export function candidateSubscriptionsJson(type: EventType, at: EventLevel): Prisma.Sql {
+  const fields = Prisma.raw(CANDIDATE_COLUMNS.map((c) => `'${c}', ${c}`).join(', '));
+  return Prisma.sql`(SELECT coalesce(json_agg(json_build_object(${fields}) ORDER BY id), '[]'::json)
+    FROM webhook_subscriptions WHERE ${liveSubscriptionsFor(type, at)})`;
+}
+
+/**
+ * Candidate subscriptions of an event: the live ones at its level listing its type, or, for the test route, the
+ * one subscription named. Raw SQL: this runs on every published event, and a Prisma model query costs more to
+ * build than to run.
+ */
+async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise<CandidateSubscription[]> {
+  const columns = Prisma.raw(CANDIDATE_COLUMNS.join(', '));
+  if (input.onlySubscriptionId) {
+    return queryRows<CandidateSubscription>(tx, Prisma.sql`
+      SELECT ${columns} FROM webhook_subscriptions
+      WHERE id = ${input.onlySubscriptionId} AND organization_id = ${input.organizationId} AND deleted_at IS NULL`);
+  }
+  const at = { organizationId: input.organizationId, projectId: input.projectId ?? null, assessmentId: input.assessmentId ?? null };
+  return queryRows<CandidateSubscription>(tx, Prisma.sql`
+    SELECT ${columns} FROM webhook_subscriptions WHERE ${liveSubscriptionsFor(input.type, at)} ORDER BY id`);
+}
+
+/** Of the candidates, those whose filters match the event (the test route's one subscription always does). */
+function matching(input: PublishEventInput, candidates: CandidateSubscription[]): CandidateSubscription[] {
+  if (input.onlySubscriptionId) return candidates;
+  return candidates.filter((s) =>
     subscriptionMatches(
       {
         events: s.events,
@@ -74,13 +102,17 @@ export interface PlannedEvent {
 }
 
 /**
- * Reads the subscriptions the event goes to and builds each delivery's envelope (one statement). `db` may be a
- * transaction's client or the pool's: which subscriptions match is read, not locked, either way.
+ * Reads the subscriptions the event goes to (one statement) and plans its deliveries. `db` may be a transaction's
+ * client or the pool's: which subscriptions match is read, not locked, either way.
  */
 export async function planEvent(db: Tx, input: PublishEventInput, now: Date = new Date()): Promise<PlannedEvent> {
+  return planEventFor(input, await candidateSubscriptions(db, input), now);
+}
+
+/** The event's id, and one delivery with its envelope per candidate whose filters match. */
+export function planEventFor(input: PublishEventInput, candidates: CandidateSubscription[], now: Date = new Date()): PlannedEvent {
   const eventId = newId('event', now.getTime());
-  const subscriptions = await candidateSubscriptions(db, input);
-  const deliveries = subscriptions.map((subscription) => {
+  const deliveries = matching(input, candidates).map((subscription) => {
     const id = newId('whdel', now.getTime());
     const envelope = buildEnvelope({
       deliveryId: id,

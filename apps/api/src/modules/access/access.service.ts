@@ -73,25 +73,36 @@ export async function requireAssessmentAccess(
 }
 
 /** What the engine's hot path needs of an assessment it writes to. */
-export interface AssessmentForWrite {
+export interface AssessmentForWrite<Extra = null> {
   id: string;
   organizationId: string;
   projectId: string;
   /** The organization's remediation SLA policy (for the response's sla_due_at). */
   slaPolicy: SlaPolicy;
+  /** What the caller's `extra` expression selected along (null without one). */
+  extra: Extra;
+}
+
+/** The assessment's columns, for an extra expression evaluated in the same statement. */
+export interface AssessmentColumns {
+  organizationId: Prisma.Sql;
+  projectId: Prisma.Sql;
+  assessmentId: Prisma.Sql;
 }
 
 /**
  * requireAssessmentAccess(..., need) and the organization's SLA policy in ONE statement (the publish path runs it
  * on every recorded finding): the same rules, 404 for an assessment that is missing, of another organization or
- * not readable, 403 for a readable one without the access needed.
+ * not readable, 403 for a readable one without the access needed. `extra` adds one expression over the
+ * assessment's columns to the same statement (the finding path reads its webhook subscriptions so).
  */
-export async function requireAssessmentAccessWithSla(
+export async function requireAssessmentAccessWithSla<Extra = null>(
   deps: AppDeps,
   principal: Principal,
   assessmentId: string,
   need: Access,
-): Promise<AssessmentForWrite> {
+  extra?: (assessment: AssessmentColumns) => Prisma.Sql,
+): Promise<AssessmentForWrite<Extra>> {
   const orgWide = hasOrgWideWrite(principal);
   const rows = await queryRows<
     {
@@ -104,6 +115,7 @@ export async function requireAssessmentAccessWithSla(
       sla_low_days: number | null;
       sla_info_days: number | null;
       access_rank: number;
+      extra: Extra;
     }
   >(
     deps.prisma,
@@ -117,7 +129,8 @@ export async function requireAssessmentAccessWithSla(
                AND (g.user_id = ${principal.userId}
                     OR g.team_id IN (SELECT tm.team_id FROM team_members tm WHERE tm.user_id = ${principal.userId}))
                AND ((g.project_id = a.project_id AND g.assessment_id IS NULL) OR g.assessment_id = a.id)
-           ), 0) END::int AS access_rank
+           ), 0) END::int AS access_rank,
+           ${extra ? extra({ organizationId: Prisma.raw('a.organization_id'), projectId: Prisma.raw('a.project_id'), assessmentId: Prisma.raw('a.id') }) : Prisma.sql`NULL`} AS extra
     FROM assessments a
     JOIN organizations o ON o.id = a.organization_id
     WHERE a.id = ${assessmentId} AND a.organization_id = ${principal.organizationId}`,
@@ -130,6 +143,7 @@ export async function requireAssessmentAccessWithSla(
     id: row.id,
     organizationId: row.organization_id,
     projectId: row.project_id,
+    extra: row.extra,
     slaPolicy: slaPolicyFromColumns({
       slaCriticalDays: row.sla_critical_days,
       slaHighDays: row.sla_high_days,

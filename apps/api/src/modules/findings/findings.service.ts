@@ -7,7 +7,17 @@
 // the caller's transaction.
 import { Prisma, type Finding, type Scoped, type Tx } from '@svc/db';
 import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeverity, type FindingStatus } from '@svc/domain';
-import { enqueueAfterCommit, eventWriteCtes, outboxDeps, planEvent, publishedOf, withOutbox, type Publish } from '@svc/outbox';
+import {
+  candidateSubscriptionsJson,
+  enqueueAfterCommit,
+  eventWriteCtes,
+  outboxDeps,
+  planEventFor,
+  publishedOf,
+  withOutbox,
+  type CandidateSubscription,
+  type Publish,
+} from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
@@ -99,19 +109,20 @@ export interface RecordFindingInput {
  * again in the same assessment updates that finding (title, location, description; severity too unless someone
  * overrode it) and publishes nothing; a new one is created `open` and publishes `finding.created`.
  *
- * The hot path (a new finding) is three statements straight on the pg pool, without Prisma or a transaction around
- * them: access and the SLA policy; the matching subscriptions; then ONE statement that share-locks the assessment
+ * The hot path (a new finding) is two statements straight on the pg pool, without Prisma or a transaction around
+ * them: access, the SLA policy and the candidate subscriptions; then ONE statement that share-locks the assessment
  * (completion, which counts findings, waits for it), inserts the finding only while the assessment is running
  * (ON CONFLICT DO NOTHING: of two concurrent reports of one fingerprint exactly one creates), and writes the event
  * and its deliveries only if the finding was inserted. One statement commits all of it or nothing.
  */
 export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput) {
   const severity = checkSeverity(input.severity);
-  const assessment = await requireAssessmentAccessWithSla(deps, principal, assessmentId, 'write');
+  const assessment = await requireAssessmentAccessWithSla<CandidateSubscription[]>(deps, principal, assessmentId, 'write', (at) =>
+    candidateSubscriptionsJson('finding.created', at),
+  );
   const now = deps.clock.now();
   const finding = newFinding(assessment, input, severity, now);
-  const plan = await planEvent(
-    deps.prisma,
+  const plan = planEventFor(
     {
       type: 'finding.created',
       organizationId: finding.organizationId,
@@ -119,6 +130,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
       assessmentId: finding.assessmentId,
       data: findingEventData(finding),
     },
+    assessment.extra,
     now,
   );
   // Raw SQL: every organization id in it is the one the access check above read for this principal.
@@ -151,7 +163,7 @@ const notRunning = (status: string | undefined) =>
   conflict(`Findings can be recorded only while the assessment is running; it is ${status ?? 'gone'}.`);
 
 /** The row a new finding will have (what the INSERT writes and the response shows). */
-function newFinding(assessment: AssessmentForWrite, input: RecordFindingInput, severity: string, now: Date): Finding {
+function newFinding(assessment: AssessmentForWrite<unknown>, input: RecordFindingInput, severity: string, now: Date): Finding {
   const written = new Date();
   return {
     id: newId('fnd', now.getTime()),

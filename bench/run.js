@@ -11,7 +11,8 @@
 //   BENCH_PUBLISH_SECONDS (8)   measured seconds per publish level (1, 8, 32 clients) and per fan-out level
 //   BENCH_DRAIN_EVENTS (5000)   backlog size per drain run
 //   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x16,1x100,2x16,2x100,1x16-noextraca" (the default)
-//   BENCH_LATENCY_SECONDS (10)  seconds of paced publishing for each event-to-receipt latency (at 1/2 and 1/4 of the drain rate)
+//   BENCH_LATENCY_SECONDS (10)  seconds of paced publishing measured for each event-to-receipt latency (at 1/2 and 1/4 of
+//                               the drain rate), after 3 s of warm-up
 //   BENCH_LIMIT_DELIVERIES (3000) deliveries per limit-loop run
 //   BENCH_FANOUT (25)           subscriptions each event matches in the fan-out run
 //   BENCH_SKIP_BUILD=1          use the existing build
@@ -45,6 +46,7 @@ const ADMIN_URL = env.TEST_DATABASE_ADMIN_URL || 'postgresql://postgres@127.0.0.
 const REDIS_URL = env.REDIS_URL || 'redis://127.0.0.1:6379';
 const RUN_ID = `bench_${process.pid}_${Date.now().toString(36)}`;
 const MiB = 1024 * 1024;
+const LATENCY_WARM_UP_SECONDS = 3;
 
 function parseDrainRun(text) {
   const match = /^(\d+)x(\d+)(-noextraca)?$/.exec(text.trim());
@@ -137,10 +139,10 @@ function startReceiver(tls) {
     env: { ...env, BENCH_RECEIVER_TLS: JSON.stringify({ key: tls.key, cert: tls.cert }) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const stats = (reset = false) =>
+  const stats = (reset = false, since = undefined) =>
     new Promise((resolve) => {
       child.once('message', resolve);
-      child.send({ cmd: 'stats', reset });
+      child.send({ cmd: 'stats', reset, since });
     });
   return new Promise((resolve, reject) => {
     child.once('message', (m) => resolve({ port: m.port, stats, close: () => child.kill() }));
@@ -546,15 +548,20 @@ async function main() {
   }
 }
 
-/** Event-to-receipt latency with one worker at c=16 while the API is published to at `rate` events/s. */
+/**
+ * Event-to-receipt latency with one worker at c=16 while the API is published to at `rate` events/s. The first
+ * LATENCY_WARM_UP_SECONDS of paced publishing are not measured (the worker opens its connections and compiles its
+ * hot code then), as publishFor leaves out its first second.
+ */
 async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99, share) {
-  log(`latency: publishing at ${rate.toFixed(0)} events/s for ${SIZES.latencySeconds} s with one worker at c=16`);
+  log(`latency: publishing at ${rate.toFixed(0)} events/s for ${LATENCY_WARM_UP_SECONDS} + ${SIZES.latencySeconds} s with one worker at c=16`);
   const worker = startProcess('apps/worker/dist/main.js', { ...processEnv, WORKER_CONCURRENCY: '16' });
   await sleep(2000);
   await receiver.stats(true);
   const inFlight = [];
-  const total = Math.round(rate * SIZES.latencySeconds);
+  const total = Math.round(rate * (LATENCY_WARM_UP_SECONDS + SIZES.latencySeconds));
   const t0 = performance.now();
+  const measuredFrom = Date.now() + LATENCY_WARM_UP_SECONDS * 1000;
   for (let i = 0; i < total; i += 1) {
     const due = t0 + (i * 1000) / rate;
     const wait = due - performance.now();
@@ -567,7 +574,7 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
   for (const res of refused.slice(0, 3)) log(`latency publish answered ${res.status}: ${JSON.stringify(res.body)}`);
   const accepted = total - refused.length;
   await waitUntil(async () => (await receiver.stats()).count >= accepted, 120_000, `latency events to arrive (${accepted} accepted of ${total})`);
-  const latency = (await receiver.stats(true)).latencies;
+  const latency = (await receiver.stats(true, measuredFrom)).latencies;
   await stopProcess(worker);
   report({
     figure: `event-to-receipt latency at ${share} the drain rate`,

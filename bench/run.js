@@ -574,6 +574,7 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
   for (const res of refused.slice(0, 3)) log(`latency publish answered ${res.status}: ${JSON.stringify(res.body)}`);
   const accepted = total - refused.length;
   await waitUntil(async () => (await receiver.stats()).count >= accepted, 120_000, `latency events to arrive (${accepted} accepted of ${total})`);
+  const withWarmUp = (await receiver.stats()).latencies;
   const latency = (await receiver.stats(true, measuredFrom)).latencies;
   await stopProcess(worker);
   report({
@@ -583,6 +584,7 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
     p99_ms: latency.p99,
     limit_p99_ms: round(limitP99),
     ratio_p99_to_limit_p99: round(latency.p99 / limitP99, 2),
+    p99_ms_with_warm_up: withWarmUp.p99,
     errors: refused.length,
   });
   return { ...latency, rate };

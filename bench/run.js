@@ -174,6 +174,13 @@ function serviceEnv(databaseUrlValue, port, tls) {
   };
 }
 
+// Every child still running when the bench exits (a failure, Ctrl-C) is killed, so that none goes on loading the machine.
+const children = new Set();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
+
 /** A built app's main.js as a child process; its logs are discarded (they would only slow the terminal). */
 function startProcess(main, processEnv) {
   const child = spawn(process.execPath, [...(env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : []), path.join(ROOT, main)], {
@@ -182,7 +189,9 @@ function startProcess(main, processEnv) {
   });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+  children.add(child);
   child.on('exit', (code, signal) => {
+    children.delete(child);
     if (!child.stopping) log(`${main} exited unexpectedly (${code ?? signal}): ${stderr}`);
   });
   return child;

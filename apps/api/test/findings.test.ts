@@ -127,6 +127,16 @@ describe('recording findings', () => {
     await expectFannedOut(event.id, 'finding.created', data);
   });
 
+  it('delivers text with quotes, backslashes, braces and non-ASCII characters exactly as recorded', async () => {
+    const title = 'a "quoted" \\ back\\slash, {braces}, \'single\' — ünïcødé 🔒 NULL';
+    const res = await record({ title, severity: 'low', fingerprint: 'odd-text' });
+    expect(res.status).toBe(201);
+    expect(res.body.title).toBe(title);
+    const [event] = await eventsOf(h, org.id, 'finding.created', { finding_id: res.body.id });
+    expect(event.data).toMatchObject({ title });
+    await expectFannedOut(event.id, 'finding.created', eventData(res.body));
+  });
+
   it('the same fingerprint again updates the same finding and publishes nothing new', async () => {
     const first = await record({ title: 'XSS', severity: 'medium', fingerprint: 'xss-search', location: 'src/search.ts:3' });
     expect(first.status).toBe(201);

@@ -86,9 +86,15 @@ const LOAD_SQL =
   `${SUBSCRIPTION_COLUMNS.map((c) => column('s', c, `s_${c}`)).join(', ')} ` +
   'FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.id = ';
 const camel = (snake: string) => snake.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+/** [model field, result column] of each selected column, worked out once. */
+const fieldsOf = (prefix: string, columns: readonly string[]) => columns.map((c) => [camel(c), `${prefix}${c}`] as const);
+const DELIVERY_FIELDS = fieldsOf('d_', DELIVERY_COLUMNS);
+const SUBSCRIPTION_FIELDS = fieldsOf('s_', SUBSCRIPTION_COLUMNS);
 
-function pick(row: Record<string, unknown>, prefix: string, columns: readonly string[]): Record<string, unknown> {
-  return Object.fromEntries(columns.map((c) => [camel(c), row[`${prefix}${c}`]]));
+function pick(row: Record<string, unknown>, fields: ReadonlyArray<readonly [string, string]>): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const [field, column] of fields) picked[field] = row[column];
+  return picked;
 }
 
 /**
@@ -97,10 +103,10 @@ function pick(row: Record<string, unknown>, prefix: string, columns: readonly st
  * client has one (queryRows), which skips Prisma's per-query cost altogether.
  */
 export async function loadDelivery(prisma: WorkerDeps['prisma'], deliveryId: string): Promise<LoadedDelivery | null> {
-  const rows = await queryRows<Record<string, unknown>>(prisma, Prisma.sql`${Prisma.raw(LOAD_SQL)}${deliveryId}`);
+  const rows = await queryRows<Record<string, unknown>>(prisma, Prisma.sql`${Prisma.raw(LOAD_SQL)}${deliveryId}`, 'worker_load_delivery');
   if (rows.length === 0) return null;
-  const delivery = pick(rows[0], 'd_', DELIVERY_COLUMNS) as unknown as WebhookDelivery;
-  const subscription = pick(rows[0], 's_', SUBSCRIPTION_COLUMNS) as unknown as WebhookSubscription;
+  const delivery = pick(rows[0], DELIVERY_FIELDS) as unknown as WebhookDelivery;
+  const subscription = pick(rows[0], SUBSCRIPTION_FIELDS) as unknown as WebhookSubscription;
   return { ...delivery, subscription };
 }
 

@@ -207,7 +207,7 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
       RETURNING id
     )
     SELECT (SELECT count(*) FROM claimed)::int AS claimed, (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM health)::int AS health`;
-  const rows = await queryRows<{ claimed: number }>(prisma, statement);
+  const rows = await queryRows<{ claimed: number }>(prisma, statement, 'worker_record_attempt');
   if (rows[0]?.claimed !== 1) {
     throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
   }

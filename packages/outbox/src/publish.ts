@@ -137,20 +137,19 @@ export function planEventFor(input: PublishEventInput, candidates: CandidateSubs
 export function eventWriteCtes(plan: PlannedEvent, onlyIfRowsIn?: string): Prisma.Sql {
   const { input, eventId, now, deliveries } = plan;
   const gate = onlyIfRowsIn === undefined ? Prisma.empty : Prisma.sql`WHERE EXISTS (SELECT 1 FROM ${Prisma.raw(onlyIfRowsIn)})`;
-  const event = Prisma.sql`e AS (
+  const column = <K extends keyof PlannedEvent['deliveries'][number]>(key: K) => deliveries.map((d) => d[key]);
+  // The deliveries as arrays (unnest), not a VALUES list: the statement's text is the same for any number of them,
+  // so a caller may prepare it. updated_at: the write's own time, as Prisma's @updatedAt would set it.
+  return Prisma.sql`e AS (
     INSERT INTO events (id, organization_id, type, project_id, assessment_id, data, created_at)
     SELECT ${eventId}, ${input.organizationId}, ${input.type}, ${input.projectId ?? null}, ${input.assessmentId ?? null},
            ${JSON.stringify(input.data)}::jsonb, ${utcTimestamp(now)} ${gate}
-    RETURNING id)`;
-  if (deliveries.length === 0) return event;
-  // updated_at: the write's own time, as Prisma's @updatedAt would set it.
-  const written = utcTimestamp(new Date());
-  return Prisma.sql`${event}, d AS (
+    RETURNING id), d AS (
     INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event_type, payload, payload_format, created_at, updated_at)
-    SELECT v.id, ${input.organizationId}, v.subscription_id, e.id, ${input.type}, v.payload::jsonb, v.payload_format, ${utcTimestamp(now)}, ${written}
-    FROM e CROSS JOIN (VALUES ${Prisma.join(
-      deliveries.map((d) => Prisma.sql`(${d.id}, ${d.subscriptionId}, ${d.payload}, ${d.payloadFormat})`),
-    )}) AS v(id, subscription_id, payload, payload_format)
+    SELECT v.id, ${input.organizationId}, v.subscription_id, e.id, ${input.type}, v.payload::jsonb, v.payload_format,
+           ${utcTimestamp(now)}, ${utcTimestamp(new Date())}
+    FROM e CROSS JOIN unnest(${column('id')}::text[], ${column('subscriptionId')}::text[], ${column('payload')}::text[],
+                             ${column('payloadFormat')}::text[]) AS v(id, subscription_id, payload, payload_format)
     RETURNING id)`;
 }
 

@@ -94,14 +94,15 @@ export interface AssessmentColumns {
  * requireAssessmentAccess(..., need) and the organization's SLA policy in ONE statement (the publish path runs it
  * on every recorded finding): the same rules, 404 for an assessment that is missing, of another organization or
  * not readable, 403 for a readable one without the access needed. `extra` adds one expression over the
- * assessment's columns to the same statement (the finding path reads its webhook subscriptions so).
+ * assessment's columns to the same statement (the finding path reads its webhook subscriptions so), which is
+ * prepared under its `preparedAs` name.
  */
 export async function requireAssessmentAccessWithSla<Extra = null>(
   deps: AppDeps,
   principal: Principal,
   assessmentId: string,
   need: Access,
-  extra?: (assessment: AssessmentColumns) => Prisma.Sql,
+  extra?: { select: (assessment: AssessmentColumns) => Prisma.Sql; preparedAs: string },
 ): Promise<AssessmentForWrite<Extra>> {
   const orgWide = hasOrgWideWrite(principal);
   const rows = await queryRows<
@@ -130,10 +131,11 @@ export async function requireAssessmentAccessWithSla<Extra = null>(
                     OR g.team_id IN (SELECT tm.team_id FROM team_members tm WHERE tm.user_id = ${principal.userId}))
                AND ((g.project_id = a.project_id AND g.assessment_id IS NULL) OR g.assessment_id = a.id)
            ), 0) END::int AS access_rank,
-           ${extra ? extra({ organizationId: Prisma.raw('a.organization_id'), projectId: Prisma.raw('a.project_id'), assessmentId: Prisma.raw('a.id') }) : Prisma.sql`NULL`} AS extra
+           ${extra ? extra.select({ organizationId: Prisma.raw('a.organization_id'), projectId: Prisma.raw('a.project_id'), assessmentId: Prisma.raw('a.id') }) : Prisma.sql`NULL`} AS extra
     FROM assessments a
     JOIN organizations o ON o.id = a.organization_id
     WHERE a.id = ${assessmentId} AND a.organization_id = ${principal.organizationId}`,
+    extra ? extra.preparedAs : 'api_assessment_access_with_sla',
   );
   const row = rows[0];
   if (!row) throw notFound('Assessment');

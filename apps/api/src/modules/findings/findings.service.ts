@@ -117,9 +117,10 @@ export interface RecordFindingInput {
  */
 export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput) {
   const severity = checkSeverity(input.severity);
-  const assessment = await requireAssessmentAccessWithSla<CandidateSubscription[]>(deps, principal, assessmentId, 'write', (at) =>
-    candidateSubscriptionsJson('finding.created', at),
-  );
+  const assessment = await requireAssessmentAccessWithSla<CandidateSubscription[]>(deps, principal, assessmentId, 'write', {
+    select: (at) => candidateSubscriptionsJson('finding.created', at),
+    preparedAs: 'api_finding_access_and_subscriptions',
+  });
   const now = deps.clock.now();
   const finding = newFinding(assessment, input, severity, now);
   const plan = planEventFor(
@@ -149,6 +150,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
         RETURNING id),
       ${eventWriteCtes(plan, 'ins')}
       SELECT a.status::text AS assessment_status, EXISTS (SELECT 1 FROM ins) AS created FROM a`,
+    'api_record_finding',
   );
   if (row?.assessment_status !== 'running') throw notRunning(row?.assessment_status);
   if (!row.created) {

@@ -186,12 +186,18 @@ process.on('exit', () => {
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
 
-/** A built app's main.js as a child process; its logs are discarded (they would only slow the terminal). */
-function startProcess(main, processEnv) {
-  const child = spawn(process.execPath, [...(env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : []), path.join(ROOT, main)], {
+const NODE_OPTIONS = env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : [];
+const API_COMMAND = [process.execPath, ...NODE_OPTIONS, path.join(ROOT, 'apps/api/dist/main.js')];
+// The worker is started as in production: through its launcher, which adds the V8 options it is sized for.
+const WORKER_COMMAND = ['sh', path.join(ROOT, 'apps/worker/run.sh'), ...NODE_OPTIONS];
+
+/** A built app as a child process; its logs are discarded (they would only slow the terminal). */
+function startProcess([command, ...args], processEnv) {
+  const child = spawn(command, args, {
     env: processEnv,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  const main = path.relative(ROOT, args.find((arg) => arg.startsWith(ROOT)));
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
   children.add(child);
@@ -397,7 +403,7 @@ async function drain(db, receiver, workerEnv, run) {
   const succeededBefore = await countDeliveries(db, 'succeeded');
   await receiver.stats(true);
   const processes = Array.from({ length: run.workers }, () =>
-    startProcess('apps/worker/dist/main.js', {
+    startProcess(WORKER_COMMAND, {
       ...workerEnv,
       WORKER_CONCURRENCY: String(run.concurrency),
       ...(run.extraCa ? {} : { WEBHOOK_EXTRA_CA_FILE: '', NODE_EXTRA_CA_CERTS: workerEnv.WEBHOOK_EXTRA_CA_FILE }),
@@ -497,7 +503,7 @@ async function main() {
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const base = `http://127.0.0.1:${port}`;
   const processEnv = serviceEnv(dbUrl, port, tls);
-  const api = startProcess('apps/api/dist/main.js', processEnv);
+  const api = startProcess(API_COMMAND, processEnv);
   const db = new Pool({ connectionString: dbUrl, max: 2 });
   const cleanup = async () => {
     await stopProcess(api);
@@ -593,7 +599,7 @@ async function main() {
  */
 async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99, share) {
   log(`latency: publishing at ${rate.toFixed(0)} events/s for ${LATENCY_WARM_UP_SECONDS} + ${SIZES.latencySeconds} s with one worker at c=16`);
-  const worker = startProcess('apps/worker/dist/main.js', { ...processEnv, WORKER_CONCURRENCY: '16' });
+  const worker = startProcess(WORKER_COMMAND, { ...processEnv, WORKER_CONCURRENCY: '16' });
   await sleep(2000);
   await receiver.stats(true);
   const inFlight = [];

@@ -16,6 +16,7 @@
 //   BENCH_LIMIT_DELIVERIES (3000) deliveries per limit-loop run
 //   BENCH_FANOUT (25)           subscriptions each event matches in the fan-out run
 //   BENCH_SKIP_BUILD=1          use the existing build
+//   BENCH_ONLY=drain            only the limit loop and the drain runs (no publish, latency or fan-out figures)
 //   TEST_DATABASE_ADMIN_URL / REDIS_URL  the servers to use (defaults: local PostgreSQL and Redis)
 'use strict';
 const { execFileSync, fork, spawn } = require('node:child_process');
@@ -42,6 +43,10 @@ const SIZES = {
   limitDeliveries: num('BENCH_LIMIT_DELIVERIES', 3000),
   fanout: num('BENCH_FANOUT', 25),
 };
+const ONLY = env.BENCH_ONLY || '';
+if (!['', 'drain'].includes(ONLY)) throw new Error(`BENCH_ONLY: cannot read "${ONLY}" (expected drain, or unset for everything)`);
+const DRAIN_ONLY = ONLY === 'drain';
+const WARM_UP_EVENTS = 1000;
 const ADMIN_URL = env.TEST_DATABASE_ADMIN_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = env.REDIS_URL || 'redis://127.0.0.1:6379';
 const RUN_ID = `bench_${process.pid}_${Date.now().toString(36)}`;
@@ -181,12 +186,18 @@ process.on('exit', () => {
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
 
-/** A built app's main.js as a child process; its logs are discarded (they would only slow the terminal). */
-function startProcess(main, processEnv) {
-  const child = spawn(process.execPath, [...(env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : []), path.join(ROOT, main)], {
+const NODE_OPTIONS = env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : [];
+const API_COMMAND = [process.execPath, ...NODE_OPTIONS, path.join(ROOT, 'apps/api/dist/main.js')];
+// The worker is started as in production: through its launcher, which adds the V8 options it is sized for.
+const WORKER_COMMAND = ['sh', path.join(ROOT, 'apps/worker/run.sh'), ...NODE_OPTIONS];
+
+/** A built app as a child process; its logs are discarded (they would only slow the terminal). */
+function startProcess([command, ...args], processEnv) {
+  const child = spawn(command, args, {
     env: processEnv,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  const main = path.relative(ROOT, args.find((arg) => arg.startsWith(ROOT)));
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
   children.add(child);
@@ -213,6 +224,16 @@ function memoryOf(pid) {
   const kib = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024;
   return { peak: kib('VmHWM'), current: kib('VmRSS') };
 }
+
+const CLOCK_TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+
+/** CPU time (user + system) a live process has used so far, from /proc (Linux). */
+function cpuMsOf(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_S; // utime, stime (fields 14, 15)
+}
+
+const sum = (values) => values.reduce((a, b) => a + b, 0);
 
 // --- the API, as a client ----------------------------------------------------------------------------------
 
@@ -382,17 +403,21 @@ async function drain(db, receiver, workerEnv, run) {
   const succeededBefore = await countDeliveries(db, 'succeeded');
   await receiver.stats(true);
   const processes = Array.from({ length: run.workers }, () =>
-    startProcess('apps/worker/dist/main.js', {
+    startProcess(WORKER_COMMAND, {
       ...workerEnv,
       WORKER_CONCURRENCY: String(run.concurrency),
       ...(run.extraCa ? {} : { WEBHOOK_EXTRA_CA_FILE: '', NODE_EXTRA_CA_CERTS: workerEnv.WEBHOOK_EXTRA_CA_FILE }),
     }),
   );
   let rssAtQuarter = null;
+  let atQuarter = null; // deliveries done and the workers' CPU time then: CPU per delivery without the start-up
   await waitUntil(
     async () => {
       const done = (await countDeliveries(db, 'succeeded')) - succeededBefore;
-      if (rssAtQuarter === null && done >= pending / 4) rssAtQuarter = processes.map((p) => memoryOf(p.pid).current);
+      if (rssAtQuarter === null && done >= pending / 4) {
+        rssAtQuarter = processes.map((p) => memoryOf(p.pid).current);
+        atQuarter = { done, cpuMs: sum(processes.map((p) => cpuMsOf(p.pid))) };
+      }
       return done >= pending;
     },
     600_000,
@@ -400,6 +425,7 @@ async function drain(db, receiver, workerEnv, run) {
   );
   const finishedAt = Date.now();
   const memory = processes.map((p) => memoryOf(p.pid));
+  const cpuMs = sum(processes.map((p) => cpuMsOf(p.pid)));
   const stats = await receiver.stats(true);
   await Promise.all(processes.map(stopProcess));
   const seconds = (finishedAt - stats.firstAt) / 1000;
@@ -408,6 +434,7 @@ async function drain(db, receiver, workerEnv, run) {
     perSecond: pending / seconds,
     peakRssMiB: Math.max(...memory.map((m) => m.peak)) / MiB,
     rssGrowthMiB: rssAtQuarter ? Math.max(...memory.map((m, i) => m.current - rssAtQuarter[i])) / MiB : null,
+    cpuMsPerDelivery: atQuarter && pending > atQuarter.done ? (cpuMs - atQuarter.cpuMs) / (pending - atQuarter.done) : null,
   };
 }
 
@@ -476,7 +503,7 @@ async function main() {
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const base = `http://127.0.0.1:${port}`;
   const processEnv = serviceEnv(dbUrl, port, tls);
-  const api = startProcess('apps/api/dist/main.js', processEnv);
+  const api = startProcess(API_COMMAND, processEnv);
   const db = new Pool({ connectionString: dbUrl, max: 2 });
   const cleanup = async () => {
     await stopProcess(api);
@@ -500,9 +527,9 @@ async function main() {
     const limitRate = limit[16]?.perSecond ?? Object.values(limit)[0].perSecond;
     const limitP99 = limit[16]?.p99 ?? Object.values(limit)[0].p99;
 
-    log('publish (no worker running)');
     const publish = {};
-    for (const clients of [1, 8, 32]) {
+    for (const clients of DRAIN_ONLY ? [] : [1, 8, 32]) {
+      if (clients === 1) log('publish (no worker running)');
       publish[clients] = await publishFor(base, tenant, clients, SIZES.publishSeconds);
       report({
         figure: `publish ${clients} client${clients > 1 ? 's' : ''}`,
@@ -514,6 +541,8 @@ async function main() {
       });
     }
 
+    // With BENCH_ONLY=drain nothing was published yet: a small backlog of its own warms up the same way.
+    if (DRAIN_ONLY) await publishCount(base, tenant, WARM_UP_EVENTS);
     log('draining what publishing left (warm-up, not measured)');
     await drain(db, receiver, processEnv, { workers: 1, concurrency: 16, extraCa: true });
 
@@ -528,10 +557,16 @@ async function main() {
         deliveries_per_s: round(result.perSecond),
         peak_rss_mib: round(result.peakRssMiB),
         rss_growth_after_first_quarter_mib: round(result.rssGrowthMiB),
+        worker_cpu_ms_per_delivery: round(result.cpuMsPerDelivery, 3),
         ratio_to_limit: round(result.perSecond / (limit[run.concurrency]?.perSecond ?? limitRate), 3),
       });
     }
 
+    if (DRAIN_ONLY) {
+      printTable(limit, publish, drains);
+      log(`finished in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+      return;
+    }
     const drainRate = (drains['1x16'] ?? Object.values(drains)[0]).perSecond;
     const latency = await measureLatency(base, tenant, receiver, processEnv, drainRate / 2, limitP99, 'half');
     // A second, lighter point shows how much of the first is the machine being full rather than the pipeline.
@@ -564,7 +599,7 @@ async function main() {
  */
 async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99, share) {
   log(`latency: publishing at ${rate.toFixed(0)} events/s for ${LATENCY_WARM_UP_SECONDS} + ${SIZES.latencySeconds} s with one worker at c=16`);
-  const worker = startProcess('apps/worker/dist/main.js', { ...processEnv, WORKER_CONCURRENCY: '16' });
+  const worker = startProcess(WORKER_COMMAND, { ...processEnv, WORKER_CONCURRENCY: '16' });
   await sleep(2000);
   await receiver.stats(true);
   const inFlight = [];
@@ -609,15 +644,22 @@ function printTable(limit, publish, drains, latency, lightLatency, limitP99, sin
   for (const [label, d] of Object.entries(drains)) {
     const run = parseDrainRun(label);
     const l = (limit[run.concurrency] ?? limit[16]).perSecond;
-    rows.push([`drain ${label}`, `${round(d.perSecond)}/s, peak RSS ${round(d.peakRssMiB)} MiB (+${round(d.rssGrowthMiB)})`, `${round(l)}/s`, `${round(d.perSecond / l, 3)}`, run.concurrency === 16 && run.workers === 1 ? '>= 0.5' : run.concurrency === 100 ? 'RSS <= 200 MiB' : '']);
+    rows.push([`drain ${label}`, `${round(d.perSecond)}/s, peak RSS ${round(d.peakRssMiB)} MiB (+${round(d.rssGrowthMiB)})${d.cpuMsPerDelivery === null ? '' : `, CPU ${round(d.cpuMsPerDelivery, 2)} ms each`}`, `${round(l)}/s`, `${round(d.perSecond / l, 3)}`, run.concurrency === 16 && run.workers === 1 ? '>= 0.5' : run.concurrency === 100 ? 'RSS <= 200 MiB' : '']);
   }
-  rows.push(['latency p99 at half drain rate', `${round(latency.rate)}/s: p50 ${latency.p50} ms, p99 ${latency.p99} ms`, `p99 ${round(limitP99)} ms`, `${round(latency.p99 / limitP99, 2)}`, '<= 3']);
-  rows.push(['latency p99 at 1/4 drain rate', `${round(lightLatency.rate)}/s: p50 ${lightLatency.p50} ms, p99 ${lightLatency.p99} ms`, `p99 ${round(limitP99)} ms`, `${round(lightLatency.p99 / limitP99, 2)}`, '']);
-  rows.push([`fan-out 1 / ${SIZES.fanout} subs (8 clients)`, `${round(single.perSecond)}/s p50 ${round(single.p50)} ms / ${round(fanned.perSecond)}/s p50 ${round(fanned.p50)} ms`, '', `${round(fanned.p50 / single.p50, 2)}`, '<= 3']);
+  if (latency) rows.push(...otherRows(latency, lightLatency, limitP99, single, fanned));
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
   const line = (r) => `| ${r.map((cell, i) => String(cell).padEnd(widths[i])).join(' | ')} |`;
   process.stdout.write(`\n${line(rows[0])}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${rows.slice(1).map(line).join('\n')}\n`);
   process.stdout.write(`\nmachine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${round(os.totalmem() / 1024 ** 3, 0)} GiB, node ${process.version}\n`);
+}
+
+/** The latency and fan-out rows of the table. */
+function otherRows(latency, lightLatency, limitP99, single, fanned) {
+  const rows = [];
+  rows.push(['latency p99 at half drain rate', `${round(latency.rate)}/s: p50 ${latency.p50} ms, p99 ${latency.p99} ms`, `p99 ${round(limitP99)} ms`, `${round(latency.p99 / limitP99, 2)}`, '<= 3']);
+  rows.push(['latency p99 at 1/4 drain rate', `${round(lightLatency.rate)}/s: p50 ${lightLatency.p50} ms, p99 ${lightLatency.p99} ms`, `p99 ${round(limitP99)} ms`, `${round(lightLatency.p99 / limitP99, 2)}`, '']);
+  rows.push([`fan-out 1 / ${SIZES.fanout} subs (8 clients)`, `${round(single.perSecond)}/s p50 ${round(single.p50)} ms / ${round(fanned.perSecond)}/s p50 ${round(fanned.p50)} ms`, '', `${round(fanned.p50 / single.p50, 2)}`, '<= 3']);
+  return rows;
 }
 
 if (!existsSync(path.join(ROOT, 'node_modules'))) {

@@ -66,7 +66,8 @@ trap 'stop_children' EXIT
 
 node apps/api/dist/main.js &
 API_PID=$!
-node apps/worker/dist/main.js &
+# The worker through its launcher, which adds the V8 options it is sized for (apps/worker/run.sh).
+sh apps/worker/run.sh &
 WORKER_PID=$!
 log "API pid $API_PID, worker pid $WORKER_PID"
 

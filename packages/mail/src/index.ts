@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 export interface MailMessage {
   to: string;
@@ -23,15 +23,23 @@ export interface MailerOptions {
 }
 
 export function createMailer(options: MailerOptions): Mailer {
-  if (options.smtpUrl) {
-    const transport = nodemailer.createTransport(options.smtpUrl);
-    return { send: async (m) => void (await transport.sendMail({ from: options.from, ...m })) };
-  }
+  if (options.smtpUrl) return smtpMailer(options.smtpUrl, options.from);
   return {
     async send(message) {
       await mkdir(options.outboxDir, { recursive: true });
       const file = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(6).toString('base64url')}.json`;
       await writeFile(path.join(options.outboxDir, file), JSON.stringify({ from: options.from, ...message }, null, 2));
+    },
+  };
+}
+
+/** nodemailer is loaded with the first message, not at start-up: a worker rarely sends mail. */
+function smtpMailer(smtpUrl: string, from: string): Mailer {
+  let transport: Promise<Transporter> | undefined;
+  return {
+    async send(message) {
+      transport ??= import('nodemailer').then((nodemailer) => nodemailer.default.createTransport(smtpUrl));
+      await (await transport).sendMail({ from, ...message });
     },
   };
 }

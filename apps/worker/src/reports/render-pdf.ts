@@ -2,7 +2,16 @@
 // assessment and project, the summary counts by severity and by status, then every finding with its severity,
 // status, location and description, most severe first.
 import { SEVERITIES } from '@svc/domain';
-import PDFDocument from 'pdfkit';
+import type PDFKit from 'pdfkit';
+
+// PDFKit (with its font tables, about 11 MiB of a worker's memory) is loaded on the first report, not at start-up:
+// most workers only deliver webhooks.
+let loading: Promise<typeof PDFKit> | undefined;
+
+function loadPdfKit(): Promise<typeof PDFKit> {
+  loading ??= import('pdfkit').then((module) => module.default);
+  return loading;
+}
 
 export interface ReportFinding {
   id: string;
@@ -64,7 +73,8 @@ export function countBy(findings: ReportFinding[], key: 'severity' | 'status'): 
 
 const day = (d: Date | null) => (d ? d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : '-');
 
-export function renderReportPdf(doc: ReportDocument): Promise<Buffer> {
+export async function renderReportPdf(doc: ReportDocument): Promise<Buffer> {
+  const PDFDocument = await loadPdfKit();
   const pdf = new PDFDocument({
     size: 'A4',
     margin: 50,

@@ -1,11 +1,12 @@
-// The real worker entry point (apps/worker/dist/main.js) in a child process, for tests that kill or stop it.
+// The real worker in a child process, started as in production (apps/worker/run.sh, which execs node on
+// apps/worker/dist/main.js), for tests that kill or stop it.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { World } from './world';
 import { FAST_RETRY_ENV } from './world';
 
 const ROOT = path.resolve(__dirname, '../../../..');
-export const WORKER_MAIN = path.join(ROOT, 'apps/worker/dist/main.js');
+export const WORKER_LAUNCHER = path.join(ROOT, 'apps/worker/run.sh');
 
 /** Compiles the worker and the packages it uses (incremental; fast when nothing changed). */
 export function buildWorker(): void {
@@ -22,7 +23,7 @@ export interface ChildWorker {
 }
 
 export function spawnWorker(w: World, env: Record<string, string> = {}): ChildWorker {
-  const child = spawn(process.execPath, [WORKER_MAIN], {
+  const child = spawn('sh', [WORKER_LAUNCHER], {
     cwd: ROOT,
     env: {
       ...process.env,

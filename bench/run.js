@@ -12,7 +12,7 @@
 //   BENCH_DRAIN_EVENTS (5000)   backlog size per drain run
 //   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x16,1x100,2x16,2x100,1x16-noextraca" (the default)
 //   BENCH_LATENCY_SECONDS (10)  seconds of paced publishing measured for each event-to-receipt latency (at 1/2 and 1/4 of
-//                               the drain rate), after 3 s of warm-up
+//                               the drain rate), after a warm-up (1,000 events delivered, then 2 s of paced publishing)
 //   BENCH_LIMIT_DELIVERIES (3000) deliveries per limit-loop run
 //   BENCH_FANOUT (25)           subscriptions each event matches in the fan-out run
 //   BENCH_SKIP_BUILD=1          use the existing build
@@ -51,7 +51,8 @@ const ADMIN_URL = env.TEST_DATABASE_ADMIN_URL || 'postgresql://postgres@127.0.0.
 const REDIS_URL = env.REDIS_URL || 'redis://127.0.0.1:6379';
 const RUN_ID = `bench_${process.pid}_${Date.now().toString(36)}`;
 const MiB = 1024 * 1024;
-const LATENCY_WARM_UP_SECONDS = 3;
+const LATENCY_WARM_UP_SECONDS = 2;
+const LATENCY_WARM_UP_EVENTS = 1000;
 
 function parseDrainRun(text) {
   const match = /^(\d+)x(\d+)(-noextraca)?$/.exec(text.trim());
@@ -593,23 +594,28 @@ async function main() {
 }
 
 /**
- * Event-to-receipt latency with one worker at c=16 while the API is published to at `rate` events/s. The first
- * LATENCY_WARM_UP_SECONDS of paced publishing are not measured (the worker opens its connections and compiles its
- * hot code then), as publishFor leaves out its first second.
+ * Event-to-receipt latency with one worker at c=16 while the API is published to at `rate` events/s, as a
+ * long-running worker sees it: the fresh worker first delivers LATENCY_WARM_UP_EVENTS (its connections open, its
+ * hot code compiled), and the first LATENCY_WARM_UP_SECONDS of paced publishing are not measured either, as
+ * publishFor leaves out its first second.
  */
 async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99, share) {
   log(`latency: publishing at ${rate.toFixed(0)} events/s for ${LATENCY_WARM_UP_SECONDS} + ${SIZES.latencySeconds} s with one worker at c=16`);
   const worker = startProcess(WORKER_COMMAND, { ...processEnv, WORKER_CONCURRENCY: '16' });
-  await sleep(2000);
+  await receiver.stats(true);
+  await publishCount(base, tenant, LATENCY_WARM_UP_EVENTS);
+  await waitUntil(async () => (await receiver.stats()).count >= LATENCY_WARM_UP_EVENTS, 120_000, 'the latency warm-up events to arrive');
   await receiver.stats(true);
   const inFlight = [];
   const total = Math.round(rate * (LATENCY_WARM_UP_SECONDS + SIZES.latencySeconds));
   const t0 = performance.now();
   const measuredFrom = Date.now() + LATENCY_WARM_UP_SECONDS * 1000;
+  let maxLag = 0; // how late the publisher sent an event (a stall of the bench itself would show here)
   for (let i = 0; i < total; i += 1) {
     const due = t0 + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 0) await sleep(wait);
+    maxLag = Math.max(maxLag, performance.now() - due);
     inFlight.push(publishOne(base, tenant));
   }
   // Wait for what was accepted: an overloaded API may refuse some (counted and shown, not waited for).
@@ -629,6 +635,8 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
     limit_p99_ms: round(limitP99),
     ratio_p99_to_limit_p99: round(latency.p99 / limitP99, 2),
     p99_ms_with_warm_up: withWarmUp.p99,
+    publish_response_p99_ms: round(percentile(answers.map((res) => res.ms), 99)),
+    publisher_max_lag_ms: round(maxLag),
     errors: refused.length,
   });
   return { ...latency, rate };

@@ -3,6 +3,7 @@ import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createApp } from './app';
 import { openApiConnections } from './connections';
 import { systemClock } from '@svc/domain';
+import { warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 
 async function main(): Promise<void> {
@@ -10,6 +11,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'api' });
   const connections = openApiConnections(config, logger);
   const { prisma, redis, deliveryQueue, reportQueue } = connections;
+  void warmUpQueryCompiler(prisma);
   const mailer = createMailer(config.mail);
   const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock });
 

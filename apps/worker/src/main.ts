@@ -1,7 +1,7 @@
 // The worker process: configuration, logger, Prisma, Redis, the delivery and maintenance workers. SIGTERM or
 // SIGINT stops taking jobs, lets in-flight attempts finish, disconnects and exits.
 import { createLogger, loadConfigOrExit } from '@svc/config';
-import { createPrismaClient } from '@svc/db';
+import { createPrismaClient, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { systemClock } from '@svc/domain';
@@ -17,6 +17,7 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
   const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
+  void warmUpQueryCompiler(prisma);
   const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
   const metrics = config.metrics.port > 0 ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port) : null;

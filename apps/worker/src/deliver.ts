@@ -3,7 +3,7 @@
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
-import { Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import { memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import { isPayloadFormat, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
@@ -24,13 +24,15 @@ import {
 import { deliveryHeaders } from './request';
 import { nextAttempt } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
-import { signatureHeader, signatureTimestamp } from './signing';
+import { signatureHeader, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
   entraTokens: EntraTokens;
+  /** Opens sealed subscription columns (signing secrets, Authorization), memoized: every attempt needs them. */
+  openSealed: OpenSealed;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
@@ -49,7 +51,7 @@ export function createDeliveryContext(deps: WorkerDeps): DeliveryContext {
     redisPrefix: deps.config.redisPrefix,
     key: deps.config.encryptionKey,
   });
-  return { ...deps, post, entraTokens };
+  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey) };
 }
 
 export type DeliveryResult =
@@ -191,10 +193,9 @@ function render(delivery: LoadedDelivery): RenderedPayload | Error {
 }
 
 async function send(ctx: DeliveryContext, run: AttemptInProgress, rendered: RenderedPayload, target: ResolvedTarget): Promise<AuthorizedResult> {
-  const key = ctx.config.encryptionKey;
   const timestamp = signatureTimestamp(run.startedAt);
-  const signature = signatureHeader(rendered.body, timestamp, run.delivery.subscription, run.startedAt, key);
-  const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, signature }, key);
+  const signature = signatureHeader(rendered.body, timestamp, run.delivery.subscription, run.startedAt, ctx.openSealed);
+  const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, signature }, ctx.openSealed);
   const post = (extra: Record<string, string>) =>
     ctx.post({ url: target.url, address: target.address, family: target.family, headers: { ...headers, ...extra }, body: rendered.body });
   return sendAuthorized(ctx.entraTokens, run.delivery.subscription, post);
@@ -291,7 +292,9 @@ function logAttempt(ctx: DeliveryContext, run: AttemptInProgress, record: Attemp
   observeAttempt(run.delivery.createdAt, record);
   // Successes at debug (one line per delivery is the busiest log there is; the attempt log and the metrics keep
   // them), everything else at info.
-  ctx.logger.log(record.outcome === 'success' ? 'debug' : 'info', 'Webhook attempt', {
+  const level = record.outcome === 'success' ? 'debug' : 'info';
+  if (!ctx.logger.isLevelEnabled(level)) return;
+  ctx.logger.log(level, 'Webhook attempt', {
     delivery_id: run.delivery.id,
     subscription_id: run.delivery.subscriptionId,
     attempt: record.number,

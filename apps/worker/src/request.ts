@@ -1,6 +1,7 @@
 // The headers of a delivery request (SPEC "Payload formats and headers"), plus User-Agent and the subscription's
 // optional Authorization value (e.g. `Splunk <HEC token>`), stored sealed, and a Splunk HEC request channel.
-import { unseal, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import type { WebhookDelivery, WebhookSubscription } from '@svc/db';
+import type { OpenSealed } from './signing';
 import type { RenderedPayload } from '@svc/webhooks';
 
 export const USER_AGENT = 'Service-Webhooks/1.0';
@@ -15,7 +16,7 @@ export function deliveryHeaders(
   delivery: Pick<WebhookDelivery, 'id' | 'eventType' | 'payloadFormat'>,
   subscription: Pick<WebhookSubscription, 'authorizationEnc' | 'splunkChannel'>,
   signed: SignedAttempt,
-  key: Buffer,
+  open: OpenSealed,
 ): Record<string, string> {
   return {
     'Content-Type': signed.rendered.contentType,
@@ -25,7 +26,7 @@ export function deliveryHeaders(
     'X-Service-Signature': signed.signature,
     'X-Service-Format': delivery.payloadFormat,
     'User-Agent': USER_AGENT,
-    ...(subscription.authorizationEnc && { Authorization: unseal(subscription.authorizationEnc, key) }),
+    ...(subscription.authorizationEnc && { Authorization: open(subscription.authorizationEnc) }),
     // HEC tokens with indexer acknowledgement refuse requests without a channel.
     ...(subscription.splunkChannel && { 'X-Splunk-Request-Channel': subscription.splunkChannel }),
   };

@@ -17,3 +17,20 @@ export function unseal(sealed: string, key: Buffer): string {
   return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
 }
 
+
+/**
+ * unseal with a bounded memo of recent results, for a hot path that opens the same few secrets again and again (the
+ * worker signs every attempt with its subscription's secret). Keyed by the sealed text: a rotated secret is a new
+ * entry. The plaintexts live in this process's memory only, as they do while each attempt is signed.
+ */
+export function memoizedUnseal(key: Buffer, maxEntries = 1000): (sealed: string) => string {
+  const opened = new Map<string, string>();
+  return (sealed) => {
+    const hit = opened.get(sealed);
+    if (hit !== undefined) return hit;
+    const plaintext = unseal(sealed, key);
+    if (opened.size >= maxEntries) opened.delete(opened.keys().next().value as string);
+    opened.set(sealed, plaintext);
+    return plaintext;
+  };
+}

@@ -2,6 +2,8 @@
 // (main.ts) and under jest's VM modules (node --experimental-vm-modules), where require('got') does not.
 import type { Got } from 'got' with { 'resolution-mode': 'import' };
 
+export type { Got };
+
 let loading: Promise<Got> | undefined;
 
 export function loadGot(): Promise<Got> {

@@ -4,7 +4,7 @@
 // are read; a response longer than that has its connection dropped rather than drained.
 import type { SecureContext } from 'node:tls';
 import { ConnectionPool } from './agents';
-import { loadGot } from './got';
+import { loadGot, type Got } from './got';
 import { pinnedLookup } from './pinned-lookup';
 
 export const RESPONSE_BODY_LIMIT_BYTES = 4096;
@@ -50,8 +50,14 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
     idleTimeoutMs: IDLE_CONNECTION_TIMEOUT_MS,
     maxPools: MAX_POOLS,
   });
+  // The options every delivery shares, merged into a got instance once rather than on every request.
+  let client: Promise<Got> | undefined;
+  const deliveryClient = () =>
+    (client ??= loadGot().then((got) =>
+      got.extend({ timeout: { request: options.timeoutMs }, followRedirect: false, retry: { limit: 0 }, throwHttpErrors: false }),
+    ));
   const post = async (request: OutboundRequest): Promise<HttpResult> => {
-    const got = await loadGot();
+    const got = await deliveryClient();
     const started = performance.now();
     const agent = pool.agentFor({
       hostname: request.url.hostname,
@@ -62,10 +68,6 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
     const stream = got.stream.post(request.url, {
       body: request.body,
       headers: request.headers,
-      timeout: { request: options.timeoutMs },
-      followRedirect: false,
-      retry: { limit: 0 },
-      throwHttpErrors: false,
       dnsLookup: pinnedLookup(request.address, request.family),
       agent: { https: agent },
     });

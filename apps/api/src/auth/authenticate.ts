@@ -7,6 +7,7 @@
 // any instance (or the worker) refuses the key on the very next request everywhere.
 import type { Request, RequestHandler } from 'express';
 import { effectiveKeyScopes, roleBundle, type Role } from '@svc/scopes';
+import { Prisma, queryRows } from '@svc/db';
 import { readAuthEpochs } from '@svc/queue';
 import type { AppDeps } from '../app-deps';
 import { forbidden, unauthorized } from '../http/errors';
@@ -41,9 +42,9 @@ interface KeyRow {
   user_id: string;
   display_prefix: string;
   scopes: string[];
-  expires_at: Date | string | null;
-  revoked_at: Date | string | null;
-  last_used_at: Date | string | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
   user_status: string;
   role: string | null;
 }
@@ -92,18 +93,19 @@ export class ApiKeyCache {
   }
 }
 
-// Raw timestamps arrive as Date or as ISO text (timestamp(3) columns hold UTC).
-const toDate = (v: Date | string | null): Date | null =>
-  v === null ? null : v instanceof Date ? v : new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(v) ? v : `${v.replace(' ', 'T')}Z`);
-
+/** On the pg pool (queryRows), whose type parser reads timestamp(3) columns as UTC Dates. */
 async function loadKey(deps: AppDeps, hash: string): Promise<KeyRow | undefined> {
-  const rows = await deps.prisma.$queryRaw<KeyRow[]>`
+  const rows = await queryRows<KeyRow>(
+    deps.prisma,
+    Prisma.sql`
     SELECT k.id, k.organization_id, k.user_id, k.display_prefix, k.scopes, k.expires_at, k.revoked_at, k.last_used_at,
            u.status::text AS user_status, m.role::text AS role
     FROM api_keys k
     JOIN users u ON u.id = k.user_id
     LEFT JOIN memberships m ON m.organization_id = k.organization_id AND m.user_id = k.user_id
-    WHERE k.key_hash = ${hash}`;
+    WHERE k.key_hash = ${hash}`,
+    'api_load_key',
+  );
   return rows[0];
 }
 
@@ -136,12 +138,12 @@ async function resolveKey(deps: AppDeps, cache: ApiKeyCache, hash: string): Prom
       organizationId: row.organization_id,
       userId: row.user_id,
       displayPrefix: row.display_prefix,
-      expiresAt: toDate(row.expires_at),
+      expiresAt: row.expires_at,
     },
     role,
     userActive: row.user_status === 'active',
     scopes: new Set(role ? effectiveKeyScopes(row.scopes, role) : []),
-    lastUsedAt: toDate(row.last_used_at),
+    lastUsedAt: row.last_used_at,
     epochs: epochs ?? { organization: '', user: '' },
     freshUntil: Date.now() + cache.ttlMs,
   };

@@ -33,6 +33,12 @@ describe('loadConfig', () => {
     expect(config.encryptionKey).toHaveLength(32);
   });
 
+  it('links e-mails to the local instance on its own port unless PUBLIC_BASE_URL says otherwise', () => {
+    expect(loadConfig({}).publicBaseUrl).toBe('http://localhost:3000');
+    expect(loadConfig({ PORT: '3300' }).publicBaseUrl).toBe('http://localhost:3300');
+    expect(loadConfig({ PORT: '3300', PUBLIC_BASE_URL: 'https://security.example.com/' }).publicBaseUrl).toBe('https://security.example.com');
+  });
+
   it('takes the Entra ID authority host from AZURE_AUTHORITY_HOST, without a trailing slash', () => {
     expect(loadConfig({}).azure.authorityHost).toBe('https://login.microsoftonline.com');
     expect(loadConfig({ AZURE_AUTHORITY_HOST: 'https://login.microsoftonline.us/' }).azure.authorityHost).toBe('https://login.microsoftonline.us');

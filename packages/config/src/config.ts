@@ -30,7 +30,8 @@ const schema = Joi.object({
   NODE_ENV: Joi.string().valid('development', 'test', 'production').default('development'),
   HOST: Joi.string().default('0.0.0.0'),
   PORT: Joi.number().port().default(3000),
-  PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }).default('http://localhost:3000'),
+  // Default: http://localhost:<PORT>, so that links in e-mails reach a local instance on any port.
+  PUBLIC_BASE_URL: Joi.string().uri({ scheme: ['http', 'https'] }),
   TRUST_PROXY: Joi.alternatives(Joi.boolean(), Joi.number().integer().min(0), Joi.string()).default(false),
   LOG_LEVEL: Joi.string().valid('error', 'warn', 'info', 'http', 'verbose', 'debug', 'silly').default('info'),
 
@@ -225,7 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeEnv: value.NODE_ENV,
     host: value.HOST,
     port: value.PORT,
-    publicBaseUrl: value.PUBLIC_BASE_URL.replace(/\/$/, ''),
+    publicBaseUrl: (value.PUBLIC_BASE_URL ?? `http://localhost:${value.PORT}`).replace(/\/$/, ''),
     webDistDir: value.WEB_DIST_DIR || undefined,
     trustProxy: value.TRUST_PROXY,
     logLevel: value.LOG_LEVEL,

@@ -34,6 +34,8 @@ export function spawnWorker(w: World, env: Record<string, string> = {}): ChildWo
       REDIS_PREFIX: w.h.config.redisPrefix,
       DATABASE_URL: w.h.config.databaseUrl,
       WEBHOOK_EXTRA_CA_FILE: w.tls.caFile,
+      // No metrics server: its fixed default port would collide with other test files' workers, or a running service.
+      METRICS_PORT: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

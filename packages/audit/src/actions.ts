@@ -19,6 +19,7 @@ export const AUDIT_ACTIONS = [
   'webhook.delivery_resent',
   'webhook.deliveries_recovered',
   'webhook.subscription_failing',
+  'webhook.breaker_opened',
   'webhook.subscription_disabled',
   'webhook.subscription_reenabled',
 ] as const;

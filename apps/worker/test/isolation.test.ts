@@ -4,6 +4,7 @@
 import { bearer } from '../../api/test/support/fixtures';
 import { startWorker, type RunningWorker } from '../src/worker';
 import { buildWorker, spawnWorker, type ChildWorker } from './support/child-worker';
+import { outboxDeps, withOutbox } from '@svc/outbox';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 const ISOLATION_ENV = {
@@ -220,7 +221,7 @@ describe('across a worker SIGKILL', () => {
     child = spawnWorker(local, env);
     await child.waitForLog('Worker started');
     for (let i = 0; i < 8; i++) await local.publish({ type: 'report.ready', data: { report_id: `rep_kill_${i}` } });
-    await poll(() => local.subscription(sub.id), (s) => s.breakerState === 'open', 10_000, 'the breaker to open');
+    await poll(() => local.subscription(sub.id), (s) => s.breakerState === 'open', 20_000, 'the breaker to open');
     child.process.kill('SIGKILL');
     await child.exited;
     child = null;
@@ -235,4 +236,34 @@ describe('across a worker SIGKILL', () => {
     );
     for (const d of done) expect(d.attemptCount).toBeLessThanOrEqual(8);
   }, 90_000);
+});
+
+describe('a fair share of a backlog', () => {
+  let local: World;
+  beforeAll(async () => {
+    local = await createWorld({ env: { ...ISOLATION_ENV, WEBHOOK_FAIR_SHARE_PER_MINUTE: '20' }, worker: false });
+  });
+  afterAll(() => local?.close());
+
+  it("lets another subscription's fresh events go before a large backlog", async () => {
+    local.receiver.script('/backlog', ok);
+    local.receiver.script('/fresh', ok);
+    await local.subscribe({ name: 'backlog', url: local.receiver.url('/backlog'), events: ['report.ready'] });
+    await local.subscribe({ name: 'fresh', url: local.receiver.url('/fresh'), events: ['spend.threshold_crossed'] });
+    const deps = outboxDeps({ ...local.h.deps, config: local.h.config }, local.h.deps.deliveryQueue);
+    const publish = (type: 'report.ready' | 'spend.threshold_crossed', data: Record<string, unknown>) =>
+      withOutbox(deps, (_tx, p) => p({ type, organizationId: local.org.id, data }));
+    for (let i = 0; i < 150; i++) await publish('report.ready', { report_id: `rep_backlog_${i}` });
+    for (let i = 0; i < 3; i++) await publish('spend.threshold_crossed', { threshold: i });
+
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 1 } });
+    try {
+      await local.receiver.waitForRequests('/fresh', 3, 20_000);
+      // The backlog beyond its share went behind: the fresh events arrived long before the backlog was through.
+      expect(local.receiver.requests('/backlog').length).toBeLessThan(60);
+      await local.receiver.waitForRequests('/backlog', 150, 30_000);
+    } finally {
+      await worker.close();
+    }
+  });
 });

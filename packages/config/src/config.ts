@@ -93,6 +93,9 @@ const schema = Joi.object({
   WEBHOOK_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).default(3_000),
   // Delivery isolation (README "Delivery isolation"): per-subscription in-flight cap and circuit breaker.
   WEBHOOK_ISOLATION: Joi.boolean().default(true),
+  // Fair share of backlogs: deliveries a subscription enqueues per minute before its next ones go behind lighter
+  // subscriptions' (0: plain FIFO).
+  WEBHOOK_FAIR_SHARE_PER_MINUTE: Joi.number().integer().min(0).default(600),
   WEBHOOK_MIN_IN_FLIGHT: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.minInFlight),
   WEBHOOK_MAX_IN_FLIGHT: Joi.number().integer().min(Joi.ref('WEBHOOK_MIN_IN_FLIGHT')).default(DEFAULT_ISOLATION_RULES.maxInFlight),
   WEBHOOK_SLOW_ATTEMPT_MS: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.slowAttemptMs),
@@ -174,6 +177,7 @@ export interface Config {
     health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
     connectTimeoutMs: number;
+    fairSharePerMinute: number;
     /** Per-subscription isolation; null when WEBHOOK_ISOLATION=false. */
     isolation: IsolationRules | null;
     relayIntervalMs: number;
@@ -280,6 +284,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         disableMinSpanMs: value.WEBHOOK_DISABLE_MIN_SPAN_HOURS * HOUR_MS,
       },
       workerConcurrency: value.WORKER_CONCURRENCY,
+      fairSharePerMinute: value.WEBHOOK_FAIR_SHARE_PER_MINUTE,
       connectTimeoutMs: Math.min(value.WEBHOOK_CONNECT_TIMEOUT_MS, value.WEBHOOK_TIMEOUT_MS),
       isolation: value.WEBHOOK_ISOLATION
         ? {

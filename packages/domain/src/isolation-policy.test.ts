@@ -1,11 +1,11 @@
-import { DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs } from './isolation-policy';
+import { fairSharePriority, DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs } from './isolation-policy';
 
 describe('breakerSignalOf', () => {
   it.each([
     ['success', 'success'],
     ['timeout', 'unreachable'],
     ['network_error', 'unreachable'],
-    ['tls_error', 'unreachable'],
+    ['tls_error', 'answered'],
     ['http_error', 'answered'],
     ['redirect', 'answered'],
     ['token_error', 'answered'],
@@ -69,4 +69,17 @@ describe('wakeJitterMs', () => {
     expect(wakeJitterMs(10 * 60_000, () => 0.999)).toBe(4995);
     expect(wakeJitterMs(10_000, () => 0)).toBe(0);
   });
+});
+
+describe('fairSharePriority', () => {
+  it('gives no priority up to the share, then one level per doubling, capped', () => {
+    expect(fairSharePriority(1, 600)).toBe(0);
+    expect(fairSharePriority(600, 600)).toBe(0);
+    expect(fairSharePriority(601, 600)).toBe(1);
+    expect(fairSharePriority(1199, 600)).toBe(1);
+    expect(fairSharePriority(1200, 600)).toBe(2);
+    expect(fairSharePriority(20_000, 600)).toBe(6);
+    expect(fairSharePriority(1e12, 600)).toBe(20);
+  });
+  it('is off without a share', () => expect(fairSharePriority(10_000, 0)).toBe(0));
 });

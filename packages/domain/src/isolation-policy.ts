@@ -34,13 +34,14 @@ export const WAIT_REASONS: readonly WaitReason[] = ['breaker_open', 'in_flight_c
 export type BreakerSignal = 'success' | 'unreachable' | 'answered';
 
 /**
- * Timeouts and connection failures (refused, reset, TLS) say the receiver is unreachable: they open the breaker. A
+ * Timeouts and connection failures (refused, reset) say the receiver is unreachable: they open the breaker. A TLS
+ * failure (an untrusted certificate) is fast and says the receiver is there but misconfigured: it is retried. A
  * response of any status says it is there (a 503 is retried with backoff, not postponed); a success also lets its
  * cap grow.
  */
 export function breakerSignalOf(outcome: string): BreakerSignal {
   if (outcome === 'success') return 'success';
-  if (outcome === 'timeout' || outcome === 'network_error' || outcome === 'tls_error') return 'unreachable';
+  if (outcome === 'timeout' || outcome === 'network_error') return 'unreachable';
   return 'answered';
 }
 
@@ -93,4 +94,18 @@ export function postponeOrFail(reason: WaitReason, until: Date, createdAt: Date,
 export function wakeJitterMs(waitMs: number, random: () => number = Math.random): number {
   const spread = Math.min(Math.max(waitMs * 0.1, 50), 5_000);
   return Math.floor(random() * spread);
+}
+
+/** BullMQ's lowest priority number we hand out (1 is the highest after jobs with none). */
+export const MAX_FAIR_SHARE_PRIORITY = 20;
+
+/**
+ * A fair share of a backlog: the BullMQ priority of a delivery from a subscription that enqueued `countThisMinute`
+ * deliveries in the current minute (this one included). Up to `perMinute` none (FIFO with everyone else); beyond it
+ * 1, 2, 3, ... for each doubling, so a subscription importing thousands of findings goes behind every lighter one's
+ * fresh events, and heavier backlogs behind lighter ones.
+ */
+export function fairSharePriority(countThisMinute: number, perMinute: number): number {
+  if (!(perMinute > 0) || countThisMinute <= perMinute) return 0;
+  return Math.min(MAX_FAIR_SHARE_PRIORITY, 1 + Math.floor(Math.log2(countThisMinute / perMinute)));
 }

@@ -2,6 +2,13 @@
 // grants read back from the mail outbox, revocation and expiry applying to the next request, the public routes'
 // 404s, headers, rate limits (429 + Retry-After) and audit entries; scopes, role bundles and cross-organization 404.
 import { createHmac } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createMailer } from '@svc/mail';
+import type { Logger } from '@svc/config';
+import express from 'express';
+import { accessLog } from '../src/http/request-id';
 import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
@@ -290,6 +297,29 @@ describe('sharing a report by e-mail', () => {
     expect((await revoke(org.admin.token, report.id, 'rsh_doesnotexist')).status).toBe(404);
   });
 
+  it('when the mail cannot be sent: 503, the grant is revoked (and audited so), and a retry can send a new one', async () => {
+    const report = await readyReport();
+    const address = 'unlucky@customer.example';
+    const working = h.deps.mailer;
+    // A real mail transport writing into a folder that cannot be created (its parent is a file).
+    const blocker = path.join(mkdtempSync(path.join(tmpdir(), 'svc-mail-')), 'not-a-folder');
+    writeFileSync(blocker, '');
+    h.deps.mailer = createMailer({ from: 'x@example.test', outboxDir: path.join(blocker, 'outbox') });
+    try {
+      const res = await share(org.admin.token, report.id, { email: address });
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBeDefined();
+    } finally {
+      h.deps.mailer = working;
+    }
+    const listed = await shares(org.admin.token, report.id);
+    expect(listed.body.data).toEqual([expect.objectContaining({ email: address, status: 'revoked' })]);
+    const [revoked] = await auditOf('report.share_revoked', report.id);
+    expect(revoked.metadata).toMatchObject({ email: address, reason: 'mail_failed' });
+    expect((await share(org.admin.token, report.id, { email: address })).status).toBe(201);
+    expect(lastMailTo(address).text).toContain('/shared/reports/rshare_');
+  });
+
   it('refuses a malformed address or expiry (400) and an expiry in the past (422)', async () => {
     const report = await readyReport();
     expect((await share(org.admin.token, report.id, {})).status).toBe(400);
@@ -418,5 +448,17 @@ describe('the public share routes', () => {
     expect(doc.paths['/api/v1/shared/reports/{token}'].get.security).toEqual([]);
     expect(doc.paths['/api/v1/reports/{id}/publication'].post['x-required-scope']).toBe('reports:publish');
     expect(doc.paths['/api/v1/reports/{id}/shares/{share_id}'].delete['x-required-scope']).toBe('reports:revoke_share');
+  });
+});
+
+describe('logs', () => {
+  it('the access log masks a share token in the request path', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = { info: (_message: string, meta: Record<string, unknown>) => lines.push(meta) } as unknown as Logger;
+    const app = express().use(accessLog(logger)).get('/api/v1/shared/reports/:token/pdf', (_req, res) => void res.status(404).end());
+    const token = `rshare_${'Ab_-'.repeat(10)}xyz`;
+    await request(app).get(`/api/v1/shared/reports/${token}/pdf`);
+    expect(lines).toEqual([expect.objectContaining({ path: '/api/v1/shared/reports/rshare_[redacted]/pdf', status: 404 })]);
+    expect(JSON.stringify(lines)).not.toContain(token.slice(7));
   });
 });

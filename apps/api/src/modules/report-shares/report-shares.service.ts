@@ -11,7 +11,7 @@ import type { Prisma, ReportShare } from '@svc/db';
 import { newId, scopedTo } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
-import { conflict, notFound, unprocessable } from '../../http/errors';
+import { conflict, notFound, serviceUnavailable, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { requireReport, type ReportRow } from '../reports/reports.service';
@@ -157,9 +157,8 @@ export async function shareReport(deps: AppDeps, acting: Acting, reportId: strin
   const report = await requireReadyReport(deps, acting, reportId);
   const now = deps.clock.now();
   const expiresAt = checkExpiry(deps, input.expires_at ?? new Date(now.getTime() + deps.config.reportShares.defaultTtlDays * DAY_MS), now);
-  const db = scopedTo(deps.prisma, principal);
   const token = generateShareToken();
-  const share = await db.$transaction(async (tx) => {
+  const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
     const existing = await tx.reportShare.findFirst({
       where: { reportId: report.id, kind: 'email', email: { equals: input.email, mode: 'insensitive' }, ...statusFilter('active', now) },
@@ -188,11 +187,28 @@ export async function shareReport(deps: AppDeps, acting: Acting, reportId: strin
   try {
     await mailGrant(deps, principal.organizationId, report, input.email, token, expiresAt);
   } catch (err) {
-    // A grant nobody received is useless and would block a retry as "already has access".
-    await db.reportShare.delete({ where: { id: share.id } }).catch(() => undefined);
-    throw err;
+    // A grant nobody received is useless and would block a retry as "already has access": it is revoked (and the
+    // audit log says why) rather than left live or deleted behind its `report.share_granted` entry.
+    await revokeUndelivered(deps, acting, report, share).catch((cause) =>
+      deps.logger.error('Revoking an undelivered report grant failed', { share_id: share.id, error: String(cause) }),
+    );
+    deps.logger.warn('Mailing a report grant failed; the grant is revoked', { share_id: share.id, error: err instanceof Error ? err.message : String(err) });
+    throw serviceUnavailable('the mail server');
   }
   return presentShare(share, now);
+}
+
+async function revokeUndelivered(deps: AppDeps, acting: Acting, report: ReportRow, share: ReportShare): Promise<void> {
+  const { principal, meta } = acting;
+  const now = deps.clock.now();
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await tx.reportShare.updateMany({ where: { id: share.id, revokedAt: null }, data: { revokedAt: now, revokedById: principal.userId } });
+    await recordAs(tx, principal, meta, now, {
+      action: 'report.share_revoked',
+      target: auditTarget(report),
+      metadata: { share_id: share.id, kind: share.kind, email: share.email, reason: 'mail_failed' },
+    });
+  });
 }
 
 async function mailGrant(deps: AppDeps, organizationId: string, report: ReportRow, to: string, token: string, expiresAt: Date) {

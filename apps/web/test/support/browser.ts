@@ -1,9 +1,10 @@
 // Shared pieces of the dashboard's browser tests: Debian's Chromium through playwright-core (flags: DESIGN.md), a
 // free loopback port for the API under test, and steps that save a screenshot when they fail.
 import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+
+export { freePort } from '../../../../test-support/private-services';
 
 export const SCREENSHOTS = path.resolve(__dirname, '../../../../test-results/dashboard');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -20,17 +21,6 @@ const CHROMIUM_ARGS = [
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs one step of a journey; on failure saves a screenshot of `page()` named after it, then fails. */

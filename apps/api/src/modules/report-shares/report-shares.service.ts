@@ -77,6 +77,26 @@ function checkExpiry(deps: AppDeps, expiresAt: Date, now: Date): Date {
 
 const auditTarget = (report: ReportRow) => ({ type: 'report', id: report.id });
 
+/** The row of a new share of `report` holding `token` (only its keyed hash is stored). */
+function newShare(
+  deps: AppDeps,
+  acting: Acting,
+  report: ReportRow,
+  token: string,
+  now: Date,
+  share: { kind: ShareKind; email: string | null; expiresAt: Date | null },
+) {
+  return {
+    id: newId('rsh', now.getTime()),
+    organizationId: acting.principal.organizationId,
+    reportId: report.id,
+    ...share,
+    tokenHash: hashShareToken(token, deps.config.apiKeyPepper),
+    createdById: acting.principal.userId,
+    createdAt: now,
+  };
+}
+
 /** Publishes the report to a new URL, revoking the one it had (if any); the URL is in this response only. */
 export async function publishReport(deps: AppDeps, acting: Acting, reportId: string, input: { expires_at?: Date | null }) {
   const { principal, meta } = acting;
@@ -91,18 +111,7 @@ export async function publishReport(deps: AppDeps, acting: Acting, reportId: str
       where: { reportId: report.id, kind: 'link', ...statusFilter('active', now) },
       data: { revokedAt: now, revokedById: principal.userId },
     });
-    const created = await tx.reportShare.create({
-      data: {
-        id: newId('rsh', now.getTime()),
-        organizationId: principal.organizationId,
-        reportId: report.id,
-        kind: 'link',
-        tokenHash: hashShareToken(token, deps.config.apiKeyPepper),
-        createdById: principal.userId,
-        expiresAt,
-        createdAt: now,
-      },
-    });
+    const created = await tx.reportShare.create({ data: newShare(deps, acting, report, token, now, { kind: 'link', email: null, expiresAt }) });
     await recordAs(tx, principal, meta, now, {
       action: 'report.published',
       target: auditTarget(report),
@@ -113,8 +122,15 @@ export async function publishReport(deps: AppDeps, acting: Acting, reportId: str
   return { ...presentShare(share, now), url: sharedReportUrl(deps, token) };
 }
 
-/** Revokes one share of the report: 404 when it is not there, 409 when it is already revoked. */
-async function revoke(deps: AppDeps, acting: Acting, report: ReportRow, share: ReportShare, action: 'report.unpublished' | 'report.share_revoked') {
+/** Revokes one share of the report (409 when it is already revoked), audited as `action` with an optional reason. */
+async function revoke(
+  deps: AppDeps,
+  acting: Acting,
+  report: ReportRow,
+  share: ReportShare,
+  action: 'report.unpublished' | 'report.share_revoked',
+  reason?: string,
+) {
   const { principal, meta } = acting;
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
@@ -127,7 +143,7 @@ async function revoke(deps: AppDeps, acting: Acting, report: ReportRow, share: R
     await recordAs(tx, principal, meta, now, {
       action,
       target: auditTarget(report),
-      metadata: { share_id: share.id, kind: share.kind, ...(share.email && { email: share.email }) },
+      metadata: { share_id: share.id, kind: share.kind, ...(share.email && { email: share.email }), ...(reason && { reason }) },
     });
   });
 }
@@ -164,19 +180,7 @@ export async function shareReport(deps: AppDeps, acting: Acting, reportId: strin
       where: { reportId: report.id, kind: 'email', email: { equals: input.email, mode: 'insensitive' }, ...statusFilter('active', now) },
     });
     if (existing) throw conflict('This e-mail address already has access to the report; revoke that grant to send a new link.');
-    const created = await tx.reportShare.create({
-      data: {
-        id: newId('rsh', now.getTime()),
-        organizationId: principal.organizationId,
-        reportId: report.id,
-        kind: 'email',
-        email: input.email,
-        tokenHash: hashShareToken(token, deps.config.apiKeyPepper),
-        createdById: principal.userId,
-        expiresAt,
-        createdAt: now,
-      },
-    });
+    const created = await tx.reportShare.create({ data: newShare(deps, acting, report, token, now, { kind: 'email', email: input.email, expiresAt }) });
     await recordAs(tx, principal, meta, now, {
       action: 'report.share_granted',
       target: auditTarget(report),
@@ -189,26 +193,13 @@ export async function shareReport(deps: AppDeps, acting: Acting, reportId: strin
   } catch (err) {
     // A grant nobody received is useless and would block a retry as "already has access": it is revoked (and the
     // audit log says why) rather than left live or deleted behind its `report.share_granted` entry.
-    await revokeUndelivered(deps, acting, report, share).catch((cause) =>
+    await revoke(deps, acting, report, share, 'report.share_revoked', 'mail_failed').catch((cause) =>
       deps.logger.error('Revoking an undelivered report grant failed', { share_id: share.id, error: String(cause) }),
     );
     deps.logger.warn('Mailing a report grant failed; the grant is revoked', { share_id: share.id, error: err instanceof Error ? err.message : String(err) });
     throw serviceUnavailable('the mail server');
   }
   return presentShare(share, now);
-}
-
-async function revokeUndelivered(deps: AppDeps, acting: Acting, report: ReportRow, share: ReportShare): Promise<void> {
-  const { principal, meta } = acting;
-  const now = deps.clock.now();
-  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await tx.reportShare.updateMany({ where: { id: share.id, revokedAt: null }, data: { revokedAt: now, revokedById: principal.userId } });
-    await recordAs(tx, principal, meta, now, {
-      action: 'report.share_revoked',
-      target: auditTarget(report),
-      metadata: { share_id: share.id, kind: share.kind, email: share.email, reason: 'mail_failed' },
-    });
-  });
 }
 
 async function mailGrant(deps: AppDeps, organizationId: string, report: ReportRow, to: string, token: string, expiresAt: Date) {

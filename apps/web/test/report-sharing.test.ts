@@ -2,12 +2,14 @@
 // serving the built dashboard: a manager publishes a report and shares it by e-mail from the report page; signed
 // out, the published URL and the mailed link (read from the mail outbox) show the report and download its PDF;
 // revoking and unpublishing end them on the next load; a member sees the report without the controls.
+import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
+import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { bearer, createOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg } from '../../api/test/support/fixtures';
 import { insertAssessmentIn, insertReadyReport } from '../../api/test/support/domain';
 import { createHarness, type Harness } from '../../api/test/support/harness';
-import { freePort, launchChromium, logIn, step as stepOf } from './support/browser';
+import { freePort, launchChromium, logIn, SCREENSHOTS, step as stepOf } from './support/browser';
 
 let h: Harness;
 let server: Server;
@@ -60,6 +62,7 @@ beforeAll(async () => {
     const s = h.app.listen(port, '127.0.0.1', () => resolve(s));
   });
   browser = await launchChromium();
+  mkdirSync(SCREENSHOTS, { recursive: true });
 }, 60_000);
 
 afterAll(async () => {
@@ -79,6 +82,7 @@ describe('report publishing and sharing in Chromium', () => {
       await manager.getByRole('link', { name: 'Storefront pentest Q4' }).click();
       await manager.getByRole('heading', { name: 'Report Storefront pentest Q4' }).waitFor();
       await manager.getByText('Nobody outside the organization has access.').waitFor();
+      expect(await manager.getByRole('button', { name: 'Unpublish' }).count()).toBe(0);
     });
 
     let publishedUrl = '';
@@ -88,6 +92,7 @@ describe('report publishing and sharing in Chromium', () => {
       publishedUrl = (await manager.getByTestId('secret-value').textContent()) ?? '';
       expect(publishedUrl).toMatch(new RegExp(`^${base}/shared/reports/rshare_[A-Za-z0-9_-]{43}$`));
       await manager.getByRole('cell', { name: 'Published URL', exact: true }).waitFor();
+      await manager.getByRole('button', { name: 'Publish again (new URL)' }).waitFor();
     });
 
     const auditor = `auditor-${Date.now()}@customer.example`;
@@ -96,6 +101,7 @@ describe('report publishing and sharing in Chromium', () => {
       await manager.getByRole('button', { name: 'Share', exact: true }).click();
       await manager.getByText(`A link to the report was mailed to ${auditor}.`).waitFor();
       await manager.getByRole('cell', { name: auditor, exact: true }).waitFor();
+      await manager.screenshot({ path: path.join(SCREENSHOTS, 'report-sharing-report-page.png'), fullPage: true });
     });
 
     const outsider = await newPage();
@@ -108,6 +114,7 @@ describe('report publishing and sharing in Chromium', () => {
       await outsider.getByRole('heading', { name: 'Storefront pentest Q4' }).waitFor();
       await outsider.getByText(`Shared by ${org.name}.`).waitFor();
       await outsider.getByText('Storefront', { exact: true }).waitFor();
+      await outsider.screenshot({ path: path.join(SCREENSHOTS, 'report-sharing-public-page.png'), fullPage: true });
       expect(await outsider.getByRole('link', { name: 'Log out' }).count()).toBe(0);
       const [download] = await Promise.all([outsider.waitForEvent('download'), outsider.getByRole('link', { name: 'Download PDF' }).click()]);
       expect(download.suggestedFilename()).toBe('Storefront-pentest-Q4.pdf');
@@ -149,6 +156,7 @@ describe('report publishing and sharing in Chromium', () => {
     await step('unpublish', async () => {
       await manager.getByRole('button', { name: 'Unpublish' }).click();
       await manager.getByRole('row', { name: /Published URL revoked/ }).waitFor();
+      await manager.getByRole('button', { name: 'Publish', exact: true }).waitFor();
       await outsider.goto(publishedUrl);
       await outsider.getByRole('heading', { name: 'Report not available' }).waitFor();
       await outsider.getByText('This link is invalid, has expired or was revoked.').waitFor();

@@ -46,7 +46,7 @@ export function AssessmentReports({ assessmentId }: { assessmentId: string }) {
   );
 }
 
-function PublishControls({ reportId, onChange }: { reportId: string; onChange(): void }) {
+function PublishControls({ reportId, published, onChange }: { reportId: string; published: boolean; onChange(): void }) {
   const [expires, setExpires] = useState('');
   const [url, setUrl] = useState<string>();
   const action = useAction();
@@ -82,8 +82,8 @@ function PublishControls({ reportId, onChange }: { reportId: string; onChange():
           <label htmlFor="publish-expires">Link expires (optional)</label>
           <input id="publish-expires" type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
         </div>
-        <button type="submit" disabled={action.busy}>Publish</button>
-        <button type="button" disabled={action.busy} onClick={unpublish}>Unpublish</button>
+        <button type="submit" disabled={action.busy}>{published ? 'Publish again (new URL)' : 'Publish'}</button>
+        {published && <button type="button" disabled={action.busy} onClick={unpublish}>Unpublish</button>}
       </form>
     </section>
   );
@@ -140,6 +140,7 @@ export function ReportPage() {
   };
   const r = report.data;
   const ready = r?.status === 'ready';
+  const published = !!shares.data?.data?.some((s) => s.kind === 'link' && s.status === 'active');
   return (
     <main>
       <h1>Report {r?.title}</h1>
@@ -153,7 +154,7 @@ export function ReportPage() {
         </dl>
       )}
       {ready && can('reports:download') && <p><a className="button" href={`/api/v1/reports/${id}/download`}>Download PDF</a></p>}
-      {ready && can('reports:publish') && <PublishControls reportId={id} onChange={shares.reload} />}
+      {ready && can('reports:publish') && <PublishControls reportId={id} published={published} onChange={shares.reload} />}
       {ready && can('reports:share') && <ShareForm reportId={id} onChange={shares.reload} />}
       {r && !ready && <p className="hint">The report can be published or shared once it is ready.</p>}
       <h2>External access</h2>

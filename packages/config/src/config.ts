@@ -63,6 +63,12 @@ const schema = Joi.object({
   RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(600),
   LOGIN_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(10),
   TOTP_MAX_FAILURES: Joi.number().integer().min(1).default(5),
+  // Published and shared reports: requests a minute to the public share routes, per token and per client IP; the
+  // lifetime of an e-mailed grant when the request names none, and the longest lifetime a share may be given.
+  REPORT_SHARE_RATE_LIMIT_PER_TOKEN: Joi.number().integer().min(1).default(60),
+  REPORT_SHARE_RATE_LIMIT_PER_IP: Joi.number().integer().min(1).default(120),
+  REPORT_SHARE_DEFAULT_TTL_DAYS: Joi.number().integer().min(1).default(30),
+  REPORT_SHARE_MAX_TTL_DAYS: Joi.number().integer().min(1).default(365),
 
   SMTP_URL: Joi.string().uri({ scheme: ['smtp', 'smtps'] }).allow(''),
   MAIL_FROM: Joi.string().default('Security Assessment Service <no-reply@localhost>'),
@@ -164,6 +170,8 @@ export interface Config {
   rateLimitPerMinute: number;
   loginRateLimitPerMinute: number;
   totpMaxFailures: number;
+  /** Published and shared reports (apps/api/src/modules/report-shares). */
+  reportShares: { perTokenPerMinute: number; perIpPerMinute: number; defaultTtlDays: number; maxTtlDays: number };
   mail: { smtpUrl?: string; from: string; outboxDir: string };
   webhooks: {
     maxAttempts: number;
@@ -268,6 +276,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: value.RATE_LIMIT_PER_MINUTE,
     loginRateLimitPerMinute: value.LOGIN_RATE_LIMIT_PER_MINUTE,
     totpMaxFailures: value.TOTP_MAX_FAILURES,
+    reportShares: {
+      perTokenPerMinute: value.REPORT_SHARE_RATE_LIMIT_PER_TOKEN,
+      perIpPerMinute: value.REPORT_SHARE_RATE_LIMIT_PER_IP,
+      defaultTtlDays: value.REPORT_SHARE_DEFAULT_TTL_DAYS,
+      maxTtlDays: value.REPORT_SHARE_MAX_TTL_DAYS,
+    },
     mail: { smtpUrl: value.SMTP_URL || undefined, from: value.MAIL_FROM, outboxDir: value.MAIL_OUTBOX_DIR },
     webhooks: {
       maxAttempts: value.WEBHOOK_MAX_ATTEMPTS,

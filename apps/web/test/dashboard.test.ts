@@ -209,11 +209,14 @@ describe('dashboard in Chromium', () => {
       await page.getByLabel('Subscription name').fill('project receiver');
       await page.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/dash'));
       await page.getByLabel('finding.created', { exact: true }).check();
+      await page.getByLabel(/^Rate limit/).fill('5');
       await page.getByRole('button', { name: 'Create subscription' }).click();
       expect(await page.getByTestId('secret-value').textContent()).toMatch(/^whsec_/);
       await page.getByRole('link', { name: 'Open project receiver' }).click();
       await page.getByRole('heading', { name: 'Subscription project receiver' }).waitFor();
       await page.getByTestId('subscription-status').getByText('active').waitFor();
+      await page.getByText('5 per second').waitFor();
+      await page.getByTestId('breaker-state').getByText(/^closed/).waitFor();
       await page.getByRole('button', { name: 'Disable' }).click();
       await page.getByRole('button', { name: 'Enable' }).waitFor();
       await page.getByRole('button', { name: 'Enable' }).click();

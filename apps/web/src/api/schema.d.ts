@@ -3276,7 +3276,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;
@@ -5444,6 +5444,13 @@ export interface operations {
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             disabled_reason: string | null;
+                            rate_limit: number | null;
+                            breaker: {
+                                /** @enum {string} */
+                                state: "closed" | "open" | "half_open";
+                                /** Format: date-time */
+                                until: string | null;
+                            };
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -5484,6 +5491,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -5522,6 +5530,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5581,6 +5596,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5649,6 +5671,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -5687,6 +5710,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5851,6 +5881,8 @@ export interface operations {
                             attempt_count: number;
                             /** Format: date-time */
                             next_attempt_at: string | null;
+                            /** @enum {string|null} */
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -5956,6 +5988,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6015,6 +6049,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6174,6 +6210,13 @@ export interface operations {
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             disabled_reason: string | null;
+                            rate_limit: number | null;
+                            breaker: {
+                                /** @enum {string} */
+                                state: "closed" | "open" | "half_open";
+                                /** Format: date-time */
+                                until: string | null;
+                            };
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -6216,6 +6259,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -6254,6 +6298,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -6314,6 +6365,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -6384,6 +6442,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -6422,6 +6481,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -6591,6 +6657,8 @@ export interface operations {
                             attempt_count: number;
                             /** Format: date-time */
                             next_attempt_at: string | null;
+                            /** @enum {string|null} */
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -6698,6 +6766,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6758,6 +6828,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6918,6 +6990,13 @@ export interface operations {
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             disabled_reason: string | null;
+                            rate_limit: number | null;
+                            breaker: {
+                                /** @enum {string} */
+                                state: "closed" | "open" | "half_open";
+                                /** Format: date-time */
+                                until: string | null;
+                            };
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -6960,6 +7039,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -6998,6 +7078,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -7058,6 +7145,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -7128,6 +7222,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -7166,6 +7261,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -7335,6 +7437,8 @@ export interface operations {
                             attempt_count: number;
                             /** Format: date-time */
                             next_attempt_at: string | null;
+                            /** @enum {string|null} */
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -7442,6 +7546,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -7502,6 +7608,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;

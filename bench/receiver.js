@@ -1,7 +1,9 @@
 // The bench's webhook receiver: a real HTTPS server on loopback, in its own process so that its CPU is not
-// charged to the process being measured. Answers 200 to every POST, and counts what it got and how long each
+// charged to the process being measured. Answers 200 to every POST (paths under /hang never answer until
+// { cmd: 'heal' }; paths under /busy answer 503 at once), and counts what it got and how long each
 // event took from its envelope's created_at to receipt. Driven by the parent over IPC:
-//   { cmd: 'stats', reset?: boolean, since?: ms } -> { count, firstAt, lastAt, latencies: { p50, p99, n } }
+//   { cmd: 'stats', reset?: boolean, since?: ms, prefix?: path } -> { count, firstAt, lastAt, latencies: { p50, p99, n } }
+// (with `prefix`: the receipts on paths starting with it only, and no reset)
 // (latencies of the events created at or after `since` only, when given: a warm-up is left out so).
 // With BENCH_TRACE_DIR set, every receipt (created_at, received at, in ms) is also written to
 // receipts-<n>.json there at each reset, one file per measured phase, to see when the slow ones happened.
@@ -16,8 +18,15 @@ let firstAt = null;
 let lastAt = null;
 let receipts = [];
 let phase = 0;
+let healed = false;
 
 const server = https.createServer({ key, cert, keepAliveTimeout: 60_000 }, (req, res) => {
+  if (req.url.startsWith('/hang') && !healed) return; // accepted, never answered: a tarpit
+  if (req.url.startsWith('/busy')) {
+    req.resume();
+    res.writeHead(503, { 'content-type': 'text/plain', 'content-length': '4' }).end('busy');
+    return;
+  }
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
   req.on('end', () => {
@@ -27,7 +36,7 @@ const server = https.createServer({ key, cert, keepAliveTimeout: 60_000 }, (req,
     lastAt = now;
     try {
       const created = Date.parse(JSON.parse(Buffer.concat(chunks).toString('utf8')).created_at);
-      if (Number.isFinite(created)) receipts.push([created, now]);
+      if (Number.isFinite(created)) receipts.push([created, now, req.url]);
     } catch {
       // not an envelope (the limit loop's body is one too, but nothing depends on it)
     }
@@ -42,8 +51,20 @@ function percentile(sorted, p) {
 }
 
 process.on('message', (message) => {
+  if (message.cmd === 'heal') {
+    healed = true;
+    process.send({ healed });
+    return;
+  }
   if (message.cmd !== 'stats') return;
   const since = message.since ?? -Infinity;
+  if (message.prefix) {
+    const mine = receipts.filter(([created, , url]) => url.startsWith(message.prefix) && created >= since);
+    const sortedMine = mine.map(([created, at]) => at - created).sort((a, b) => a - b);
+    const lastAt = mine.length ? Math.max(...mine.map(([, at]) => at)) : null;
+    process.send({ count: mine.length, lastAt, latencies: { n: sortedMine.length, p50: percentile(sortedMine, 50), p99: percentile(sortedMine, 99) } });
+    return;
+  }
   const sorted = receipts.filter(([created]) => created >= since).map(([created, at]) => at - created).sort((a, b) => a - b);
   process.send({ count, firstAt, lastAt, latencies: { n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) } });
   if (message.reset) {

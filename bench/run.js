@@ -44,8 +44,9 @@ const SIZES = {
   fanout: num('BENCH_FANOUT', 25),
 };
 const ONLY = env.BENCH_ONLY || '';
-if (!['', 'drain'].includes(ONLY)) throw new Error(`BENCH_ONLY: cannot read "${ONLY}" (expected drain, or unset for everything)`);
+if (!['', 'drain', 'isolation'].includes(ONLY)) throw new Error(`BENCH_ONLY: cannot read "${ONLY}" (expected drain or isolation, or unset for everything)`);
 const DRAIN_ONLY = ONLY === 'drain';
+const ISOLATION_ONLY = ONLY === 'isolation';
 const WARM_UP_EVENTS = 1000;
 const ADMIN_URL = env.TEST_DATABASE_ADMIN_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = env.REDIS_URL || 'redis://127.0.0.1:6379';
@@ -54,6 +55,9 @@ const MiB = 1024 * 1024;
 const LATENCY_WARM_UP_SECONDS = 2;
 const LIMIT_WARM_UP_DELIVERIES = 2000;
 const LATENCY_WARM_UP_EVENTS = 1000;
+const ISOLATION_SECONDS = num('BENCH_ISOLATION_SECONDS', 15);
+const ISOLATION_BACKLOG = num('BENCH_ISOLATION_BACKLOG', 20_000);
+const ISOLATION_WARM_UP_EVENTS = 100;
 
 function parseDrainRun(text) {
   const match = /^(\d+)x(\d+)(-noextraca)?$/.exec(text.trim());
@@ -146,13 +150,16 @@ function startReceiver(tls) {
     env: { ...env, BENCH_RECEIVER_TLS: JSON.stringify({ key: tls.key, cert: tls.cert }) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const stats = (reset = false, since = undefined) =>
+  const ask = (message) =>
     new Promise((resolve) => {
       child.once('message', resolve);
-      child.send({ cmd: 'stats', reset, since });
+      child.send(message);
     });
+  const stats = (reset = false, since = undefined) => ask({ cmd: 'stats', reset, since });
+  const statsOf = (prefix, since = undefined) => ask({ cmd: 'stats', prefix, since });
+  const heal = () => ask({ cmd: 'heal' });
   return new Promise((resolve, reject) => {
-    child.once('message', (m) => resolve({ port: m.port, stats, close: () => child.kill() }));
+    child.once('message', (m) => resolve({ port: m.port, stats, statsOf, heal, close: () => child.kill() }));
     child.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
   });
 }
@@ -300,10 +307,10 @@ async function waitForHealthy(base) {
   }
 }
 
-async function setUpTenant(base, serviceEnvironment, receiverPort) {
-  const email = `owner-${RUN_ID}@bench.example`;
+async function setUpTenant(base, serviceEnvironment, receiverPort, name = 'Bench', hookPath = '/hook') {
+  const email = `owner-${name.toLowerCase()}-${RUN_ID}@bench.example`;
   const password = crypto.randomBytes(12).toString('hex');
-  execFileSync(process.execPath, [path.join(ROOT, 'apps/api/dist/cli.js'), 'create-owner', '--email', email, '--password', password, '--org', 'Bench'], {
+  execFileSync(process.execPath, [path.join(ROOT, 'apps/api/dist/cli.js'), 'create-owner', '--email', email, '--password', password, '--org', name], {
     env: serviceEnvironment,
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -322,17 +329,19 @@ async function setUpTenant(base, serviceEnvironment, receiverPort) {
   );
   await expectStatus(call(base, 'POST', `/api/v1/assessments/${assessment.id}/launch`, { token }), 200, 'launch');
   await expectStatus(call(base, 'POST', `/api/v1/assessments/${assessment.id}/start`, { token: key.key }), 200, 'start');
-  const subscribe = (name) =>
+  const subscribe = (subscriptionName, pathName = hookPath) =>
     expectStatus(
       call(base, 'POST', '/api/v1/webhooks/subscriptions', {
         token,
-        body: { name, url: `https://127.0.0.1:${receiverPort}/hook`, events: ['finding.created'] },
+        body: { name: subscriptionName, url: `https://127.0.0.1:${receiverPort}${pathName}`, events: ['finding.created'] },
       }),
       201,
       'create subscription',
     );
   await subscribe('bench');
-  return { token, engineKey: key.key, assessmentId: assessment.id, subscribe };
+  const subscriptions = async () =>
+    (await expectStatus(call(base, 'GET', '/api/v1/webhooks/subscriptions', { token }), 200, 'list subscriptions')).data.map((sub) => sub.id);
+  return { token, engineKey: key.key, assessmentId: assessment.id, subscribe, subscriptions };
 }
 
 // --- load -----------------------------------------------------------------------------------------------
@@ -522,6 +531,11 @@ async function main() {
     const tenant = await setUpTenant(base, processEnv, receiver.port);
     log(`set up in ${((Date.now() - began) / 1000).toFixed(0)} s; database ${RUN_ID}`);
 
+    if (ISOLATION_ONLY) {
+      printIsolationTable(await measureIsolation(base, processEnv, receiver));
+      log(`finished in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+      return;
+    }
     log('limit loop');
     // Warmed up first, as every measured run of the service is (its code compiled, its connections open): a cold
     // limit loop at c=16 measured about 1,370/s beside 1,800-2,000/s warm, which flattered every ratio.
@@ -593,6 +607,7 @@ async function main() {
     report({ figure: `fan-out cost (${SIZES.fanout} vs 1, p50 publish time)`, ratio: round(fanned.p50 / single.p50, 2) });
 
     printTable(limit, publish, drains, latency, lightLatency, limitP99, single, fanned);
+    printIsolationTable(await measureIsolation(base, processEnv, receiver));
     log(`finished in ${((Date.now() - began) / 1000).toFixed(0)} s`);
   } finally {
     await cleanup();
@@ -675,6 +690,121 @@ function otherRows(latency, lightLatency, limitP99, single, fanned) {
   rows.push(['latency p99 at 1/4 drain rate', `${round(lightLatency.rate)}/s: p50 ${lightLatency.p50} ms, p99 ${lightLatency.p99} ms`, `p99 ${round(limitP99)} ms`, `${round(lightLatency.p99 / limitP99, 2)}`, '']);
   rows.push([`fan-out 1 / ${SIZES.fanout} subs (8 clients)`, `${round(single.perSecond)}/s p50 ${round(single.p50)} ms / ${round(fanned.perSecond)}/s p50 ${round(fanned.p50)} ms`, '', `${round(fanned.p50 / single.p50, 2)}`, '<= 3']);
   return rows;
+}
+
+// --- isolation: one organization's bad receiver against another's healthy one ----------------------------------
+
+/** Publishes `rate` events/s for `seconds` to a tenant, paced; resolves with the answers. */
+async function publishPaced(base, tenant, rate, seconds) {
+  const answers = [];
+  const total = Math.round(rate * seconds);
+  const t0 = performance.now();
+  for (let i = 0; i < total; i += 1) {
+    const wait = t0 + (i * 1000) / rate - performance.now();
+    if (wait > 0) await sleep(wait);
+    answers.push(publishOne(base, tenant));
+  }
+  return Promise.all(answers);
+}
+
+/**
+ * One scenario: a worker with the default settings (as `npm start` runs it), Quiet publishing `quietRate`/s and
+ * Noisy `noisyRate`/s for ISOLATION_SECONDS; Quiet's event-to-receipt p50/p99 once all of Quiet's deliveries arrived.
+ */
+async function isolationScenario(base, processEnv, receiver, quiet, noisy, { label, noisyRate, quietRate = 20 }) {
+  log(`isolation: ${label}`);
+  const worker = startProcess(WORKER_COMMAND, processEnv);
+  // Measured once the worker is warm: its first deliveries (connections, compiled code) are not.
+  const warm = (await receiver.statsOf(quiet.path)).count + ISOLATION_WARM_UP_EVENTS;
+  await publishCount(base, quiet, ISOLATION_WARM_UP_EVENTS);
+  await waitUntil(async () => (await receiver.statsOf(quiet.path)).count >= warm, 120_000, 'the warm-up deliveries');
+  const since = Date.now();
+  const before = (await receiver.statsOf(quiet.path)).count;
+  const [quietAnswers] = await Promise.all([
+    publishPaced(base, quiet, quietRate, ISOLATION_SECONDS),
+    noisyRate > 0 ? publishPaced(base, noisy, noisyRate, ISOLATION_SECONDS) : Promise.resolve([]),
+  ]);
+  const published = Date.now();
+  const expected = before + quietAnswers.filter((a) => a.status === 201).length;
+  await waitUntil(async () => (await receiver.statsOf(quiet.path)).count >= expected, 600_000, `Quiet's ${label} deliveries`);
+  const stats = await receiver.statsOf(quiet.path, since);
+  await stopProcess(worker);
+  const result = { label, p50: stats.latencies.p50, p99: stats.latencies.p99, allArrivedAfterMs: stats.lastAt - published, n: stats.latencies.n };
+  report({ figure: `isolation ${label}`, quiet_p50_ms: result.p50, quiet_p99_ms: result.p99, all_quiet_arrived_after_last_publish_ms: result.allArrivedAfterMs });
+  return result;
+}
+
+async function measureIsolation(base, processEnv, receiver) {
+  const quiet = { ...(await setUpTenant(base, processEnv, receiver.port, 'Quiet', '/quiet')), path: '/quiet' };
+  const noisy = await setUpTenant(base, processEnv, receiver.port, 'Noisy', '/busy');
+  const rows = {};
+  const scenario = (options) => isolationScenario(base, processEnv, receiver, quiet, noisy, options);
+  rows.baseline = await scenario({ label: 'Quiet alone (20/s)', noisyRate: 0 });
+  rows.failFast = await scenario({ label: "Noisy's receiver answers 503 at once (both 20/s)", noisyRate: 20 });
+  await call(base, 'DELETE', `/api/v1/webhooks/subscriptions/${(await noisy.subscriptions())[0]}`, { token: noisy.token });
+  await noisy.subscribe('tarpit 1', '/hang');
+  rows.hung = await scenario({ label: "Noisy's receiver never answers (both 20/s)", noisyRate: 20 });
+  for (let i = 2; i <= 5; i += 1) await noisy.subscribe(`tarpit ${i}`, '/hang');
+  rows.hung5 = await scenario({ label: 'never answers, 5 subscriptions, Noisy at 100/s', noisyRate: 100 });
+  rows.recovery = await measureRecovery(base, processEnv, receiver, noisy);
+  rows.fairness = await measureFairness(base, processEnv, receiver, quiet);
+  return rows;
+}
+
+/** The tarpit answers again: every delivery it held arrives, none with more than 8 attempts. */
+async function measureRecovery(base, processEnv, receiver, noisy) {
+  log('isolation: the tarpit recovers');
+  await receiver.heal();
+  const db = new Pool({ connectionString: processEnv.DATABASE_URL, max: 1 });
+  const worker = startProcess(WORKER_COMMAND, processEnv);
+  const healedAt = Date.now();
+  const tally = async () =>
+    (
+      await db.query(
+        `SELECT count(*) FILTER (WHERE d.status = 'pending')::int AS pending, count(*) FILTER (WHERE d.status = 'failed')::int AS failed,
+                count(*)::int AS total, COALESCE(max(d.attempt_count), 0)::int AS max_attempts
+           FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE s.url LIKE '%/hang'`,
+      )
+    ).rows[0];
+  await waitUntil(async () => (await tally()).pending === 0, 900_000, 'the tarpit backlog to drain');
+  const result = { ...(await tally()), seconds: (Date.now() - healedAt) / 1000 };
+  await stopProcess(worker);
+  await db.end();
+  report({ figure: 'isolation: tarpit recovered', deliveries: result.total, lost_or_failed: result.failed, max_attempts: result.max_attempts, drained_in_s: round(result.seconds) });
+  return result;
+}
+
+/** Organization A has ISOLATION_BACKLOG deliveries queued; Quiet (B) publishes 10/s meanwhile. */
+async function measureFairness(base, processEnv, receiver, quiet) {
+  log(`isolation: backlog fairness (${ISOLATION_BACKLOG} queued for A, B at 10/s)`);
+  const backlog = await setUpTenant(base, processEnv, receiver.port, 'Backlog', '/backlog');
+  await publishCount(base, backlog, ISOLATION_BACKLOG);
+  const result = await isolationScenario(base, processEnv, receiver, quiet, backlog, { label: `B at 10/s beside A's backlog of ${ISOLATION_BACKLOG}`, noisyRate: 0, quietRate: 10 });
+  const backlogDone = await receiver.statsOf('/backlog');
+  report({ figure: 'isolation: backlog delivered during the fairness run', deliveries: backlogDone.count });
+  return result;
+}
+
+function printIsolationTable(rows) {
+  const base = rows.baseline.p99;
+  const line = (r, target) => [r.label, `p50 ${r.p50} ms, p99 ${r.p99} ms; all arrived ${round(r.allArrivedAfterMs / 1000, 1)} s after the last publish`, `${round(r.p99 / base, 2)}`, target];
+  const table = [
+    ['isolation (one worker, defaults)', "Quiet's event-to-receipt", 'p99 / baseline', 'target'],
+    line(rows.baseline, ''),
+    line(rows.failFast, '<= 3'),
+    line(rows.hung, '<= 3 and <= 1 s'),
+    line(rows.hung5, '<= 3 and <= 1 s'),
+    [
+      'tarpit recovers',
+      `${rows.recovery.total} deliveries, ${rows.recovery.failed} failed, ${rows.recovery.pending} pending, max ${rows.recovery.max_attempts} attempts, drained in ${round(rows.recovery.seconds)} s`,
+      '',
+      '0 lost, <= 8 attempts',
+    ],
+    [rows.fairness.label, `p50 ${rows.fairness.p50} ms, p99 ${rows.fairness.p99} ms`, '', 'p99 <= 2 s'],
+  ];
+  const widths = table[0].map((_, i) => Math.max(...table.map((r) => String(r[i]).length)));
+  const fmt = (r) => `| ${r.map((cell, i) => String(cell).padEnd(widths[i])).join(' | ')} |`;
+  process.stdout.write(`\n${fmt(table[0])}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${table.slice(1).map(fmt).join('\n')}\n`);
 }
 
 if (!existsSync(path.join(ROOT, 'node_modules'))) {

@@ -77,7 +77,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
 export type DeliveryResult =
   | { status: 'skipped'; reason: string }
   /** Held back without an attempt (breaker open, in-flight cap, throttle): the job waits until `until`. */
-  | { status: 'postponed'; reason: WaitReason; until: Date }
+  | { status: 'postponed'; reason: WaitReason; until: Date; subscriptionId: string }
   | { status: 'conflict' }
   | { status: 'succeeded' | 'failed'; attempt: number; outcome: AttemptOutcome };
 
@@ -159,7 +159,7 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
     }
     throw err;
   } finally {
-    await releaseSlot(ctx, delivery, run.outcome);
+    await releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started);
   }
 }
 
@@ -185,17 +185,17 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
     return { status: 'skipped', reason: decision.detail };
   }
   await recordPostponement(ctx, delivery, reason, decision.until, now);
-  return { status: 'postponed', reason, until: decision.until };
+  return { status: 'postponed', reason, until: decision.until, subscriptionId: subscription.id };
 }
 
-async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outcome: AttemptOutcome | undefined): Promise<void> {
+async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {
   if (!ctx.isolation) return;
   if (outcome === undefined) {
     await ctx.isolation.abandon(delivery.subscriptionId, delivery.id);
     return;
   }
   const now = ctx.clock.now();
-  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, now);
+  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, durationMs, now);
   if (release.transition) await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now);
   ctx.onRelease(release, now);
 }

@@ -55,6 +55,9 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     // A postponement is not an attempt: the job goes back to wait, BullMQ's attempt count unchanged.
     deliveriesPostponed.inc({ reason: result.reason });
     await job.moveToDelayed(result.until.getTime(), token);
+    if (await ctx.isolation?.park(result.subscriptionId, job.id!, result.reason, result.until, ctx.clock.now())) {
+      await job.promote().catch(() => undefined);
+    }
     throw new DelayedError();
   };
   const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, processor, {

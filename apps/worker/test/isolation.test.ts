@@ -241,7 +241,7 @@ describe('across a worker SIGKILL', () => {
 describe('a fair share of a backlog', () => {
   let local: World;
   beforeAll(async () => {
-    local = await createWorld({ env: { ...ISOLATION_ENV, WEBHOOK_FAIR_SHARE_PER_MINUTE: '20' }, worker: false });
+    local = await createWorld({ env: { ...ISOLATION_ENV, WEBHOOK_FAIR_SHARE_PER_SECOND: '2' }, worker: false });
   });
   afterAll(() => local?.close());
 

@@ -99,9 +99,9 @@ const schema = Joi.object({
   WEBHOOK_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).default(3_000),
   // Delivery isolation (README "Delivery isolation"): per-subscription in-flight cap and circuit breaker.
   WEBHOOK_ISOLATION: Joi.boolean().default(true),
-  // Fair share of backlogs: deliveries a subscription enqueues per minute before its next ones go behind lighter
-  // subscriptions' (0: plain FIFO).
-  WEBHOOK_FAIR_SHARE_PER_MINUTE: Joi.number().integer().min(0).default(600),
+  // Fair share of backlogs: deliveries per second (counted over 10 s) a subscription enqueues before its next ones go
+  // behind lighter subscriptions' (0: plain FIFO).
+  WEBHOOK_FAIR_SHARE_PER_SECOND: Joi.number().integer().min(0).default(50),
   WEBHOOK_MIN_IN_FLIGHT: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.minInFlight),
   WEBHOOK_MAX_IN_FLIGHT: Joi.number().integer().min(Joi.ref('WEBHOOK_MIN_IN_FLIGHT')).default(DEFAULT_ISOLATION_RULES.maxInFlight),
   WEBHOOK_SLOW_ATTEMPT_MS: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.slowAttemptMs),
@@ -185,7 +185,7 @@ export interface Config {
     health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
     connectTimeoutMs: number;
-    fairSharePerMinute: number;
+    fairSharePerSecond: number;
     /** Per-subscription isolation; null when WEBHOOK_ISOLATION=false. */
     isolation: IsolationRules | null;
     relayIntervalMs: number;
@@ -298,7 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         disableMinSpanMs: value.WEBHOOK_DISABLE_MIN_SPAN_HOURS * HOUR_MS,
       },
       workerConcurrency: value.WORKER_CONCURRENCY,
-      fairSharePerMinute: value.WEBHOOK_FAIR_SHARE_PER_MINUTE,
+      fairSharePerSecond: value.WEBHOOK_FAIR_SHARE_PER_SECOND,
       connectTimeoutMs: Math.min(value.WEBHOOK_CONNECT_TIMEOUT_MS, value.WEBHOOK_TIMEOUT_MS),
       isolation: value.WEBHOOK_ISOLATION
         ? {

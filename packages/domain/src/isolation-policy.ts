@@ -100,12 +100,12 @@ export function wakeJitterMs(waitMs: number, random: () => number = Math.random)
 export const MAX_FAIR_SHARE_PRIORITY = 20;
 
 /**
- * A fair share of a backlog: the BullMQ priority of a delivery from a subscription that enqueued `countThisMinute`
- * deliveries in the current minute (this one included). Up to `perMinute` none (FIFO with everyone else); beyond it
+ * A fair share of a backlog: the BullMQ priority of a delivery from a subscription that enqueued `countInWindow`
+ * deliveries in the current window (this one included). Up to `share` none (FIFO with everyone else); beyond it
  * 1, 2, 3, ... for each doubling, so a subscription importing thousands of findings goes behind every lighter one's
  * fresh events, and heavier backlogs behind lighter ones.
  */
-export function fairSharePriority(countThisMinute: number, perMinute: number): number {
-  if (!(perMinute > 0) || countThisMinute <= perMinute) return 0;
-  return Math.min(MAX_FAIR_SHARE_PRIORITY, 1 + Math.floor(Math.log2(countThisMinute / perMinute)));
+export function fairSharePriority(countInWindow: number, share: number): number {
+  if (!(share > 0) || countInWindow <= share) return 0;
+  return Math.min(MAX_FAIR_SHARE_PRIORITY, 1 + Math.floor(Math.log2(countInWindow / share)));
 }

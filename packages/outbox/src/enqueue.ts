@@ -13,8 +13,8 @@ export interface OutboxDeps {
   maxAttempts: number;
   /** Bound on the enqueue after commit; past it the relay enqueues instead (default: no bound). */
   enqueueTimeoutMs?: number;
-  /** Deliveries a subscription may enqueue per minute before the rest go behind lighter ones (0: off). */
-  fairSharePerMinute?: number;
+  /** Deliveries a subscription may enqueue per second (over 10 s) before the rest go behind lighter ones (0: off). */
+  fairSharePerSecond?: number;
 }
 
 /** The one way to build OutboxDeps from a process's connections (API or worker) and the queue deliveries go to. */
@@ -28,7 +28,7 @@ export function outboxDeps(
     logger: from.logger,
     maxAttempts: from.config.webhooks.maxAttempts,
     enqueueTimeoutMs: from.config.availability.redisCommandTimeoutMs,
-    fairSharePerMinute: from.config.webhooks.fairSharePerMinute,
+    fairSharePerSecond: from.config.webhooks.fairSharePerSecond,
   };
 }
 
@@ -44,15 +44,15 @@ export interface DeliveryToEnqueue {
 
 /**
  * One job per delivery, job id = delivery id: adding a delivery that already has a job is a no-op. With a fair share,
- * a subscription's deliveries beyond its share of the minute get a BullMQ priority and so go behind lighter ones.
+ * a subscription's deliveries beyond its share of the last few seconds get a BullMQ priority and so go behind lighter ones.
  */
 export async function enqueueDeliveries(
   queue: Queue<DeliveryJobData>,
   deliveries: DeliveryToEnqueue[],
-  fairSharePerMinute = 0,
+  fairSharePerSecond = 0,
 ): Promise<void> {
   if (deliveries.length === 0) return;
-  const priorities = fairSharePerMinute > 0 ? await fairSharePriorities(queue, countBySubscription(deliveries), fairSharePerMinute) : null;
+  const priorities = fairSharePerSecond > 0 ? await fairSharePriorities(queue, countBySubscription(deliveries), fairSharePerSecond) : null;
   await queue.addBulk(
     deliveries.map((d) => ({
       name: 'deliver',
@@ -100,7 +100,7 @@ export async function enqueueAfterCommit(deps: OutboxDeps, deliveries: DeliveryR
       enqueueDeliveries(
         deps.deliveryQueue,
         deliveries.map((d) => ({ ...d, remainingAttempts: deps.maxAttempts })),
-        deps.fairSharePerMinute,
+        deps.fairSharePerSecond,
       );
     await (deps.enqueueTimeoutMs === undefined ? enqueue() : withTimeout(enqueue, deps.enqueueTimeoutMs));
   } catch (err) {

@@ -9,7 +9,7 @@ import { enqueueDeliveries } from './enqueue';
 export async function relayOverdueDeliveries(
   prisma: Db,
   queue: Queue<DeliveryJobData>,
-  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; fairSharePerMinute?: number },
+  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; fairSharePerSecond?: number },
 ): Promise<number> {
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
   const overdue = await prisma.webhookDelivery.findMany({
@@ -24,7 +24,7 @@ export async function relayOverdueDeliveries(
   await enqueueDeliveries(
     queue,
     overdue.map((d) => ({ id: d.id, subscriptionId: d.subscriptionId, remainingAttempts: options.maxAttempts - d.attemptCount })),
-    options.fairSharePerMinute,
+    options.fairSharePerSecond,
   );
   return overdue.length;
 }

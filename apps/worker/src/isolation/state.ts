@@ -21,8 +21,6 @@ local state = st[1] or 'closed'
 local untilMs = tonumber(st[2] or '0')
 local transition = ''
 local function wait(reason, at)
-  redis.call('ZADD', KEYS[3], at, token)
-  redis.call('PEXPIRE', KEYS[3], far * 4)
   return {reason, tostring(at), transition}
 end
 if state == 'open' then
@@ -76,8 +74,28 @@ redis.call('PEXPIRE', KEYS[2], far * 4)
 return {'ok', '0', transition}
 `;
 
+// After a held-back delivery's job is delayed: it waits to be woken. If what it waited for is already over (a slot
+// freed, the breaker closed, between the decision and now), it is told to wake itself; so no wake-up is lost.
+// KEYS as ADMIT. ARGV: now, token, wake ms, reason. Returns 1 to wake now, 0 to wait.
+const PARK = `
+local now = tonumber(ARGV[1])
+redis.call('ZADD', KEYS[3], tonumber(ARGV[2]), ARGV[3])
+redis.call('PEXPIRE', KEYS[3], 3600000)
+local st = redis.call('HMGET', KEYS[1], 'state', 'limit')
+local state = st[1] or 'closed'
+if ARGV[4] == 'breaker_open' then
+  if state == 'closed' then redis.call('ZREM', KEYS[3], ARGV[3]) return 1 end
+  return 0
+end
+if state == 'closed' and redis.call('ZCARD', KEYS[2]) < tonumber(st[2] or '1') then
+  redis.call('ZREM', KEYS[3], ARGV[3])
+  return 1
+end
+return 0
+`;
+
 // KEYS as ADMIT. ARGV: now, token, signal (success|unreachable|answered), min cap, max cap, failures to open,
-// far wake ms, open periods (ms) of trips 1..n.
+// far wake ms, fast (1: the attempt took less than the slow threshold), open periods (ms) of trips 1..n.
 // Returns {transition ('' | 'open' | 'closed'), until ms, ids to wake...}
 const RELEASE = `
 local now = tonumber(ARGV[1])
@@ -98,7 +116,7 @@ if signal == 'unreachable' then
   local trips_now = (state == 'closed' and failures >= threshold) or (state == 'half_open' and st[5] == token)
   if trips_now then
     trips = trips + 1
-    local period = tonumber(ARGV[7 + math.min(trips, #ARGV - 7)])
+    local period = tonumber(ARGV[8 + math.min(trips, #ARGV - 8)])
     local untilMs = now + period
     redis.call('HSET', KEYS[1], 'state', 'open', 'until', untilMs, 'limit', limit, 'failures', failures, 'trips', trips)
     redis.call('HDEL', KEYS[1], 'probe')
@@ -110,7 +128,8 @@ if signal == 'unreachable' then
   redis.call('HSET', KEYS[1], 'limit', limit, 'failures', failures)
   return {'', '0'}
 end
-if signal == 'success' then limit = math.min(maxCap, limit + 1) end
+-- Only quick successes raise the cap: a slow receiver stays at the minimum.
+if signal == 'success' and ARGV[8] == '1' then limit = math.min(maxCap, limit + 1) end
 redis.call('HSET', KEYS[1], 'limit', limit, 'failures', 0)
 if state ~= 'closed' then
   redis.call('HSET', KEYS[1], 'state', 'closed', 'trips', 0)
@@ -153,6 +172,7 @@ export interface SubscriptionRef {
 type IsolationRedis = Redis & {
   isolationAdmit(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<string[]>;
   isolationRelease(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<Array<string | null>>;
+  isolationPark(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<number>;
 };
 
 /** Far wake-up of deliveries that wait to be woken (a breaker that closes); also bounds how long keys live. */
@@ -171,6 +191,7 @@ export class IsolationState {
   ) {
     redis.defineCommand('isolationAdmit', { numberOfKeys: 3, lua: ADMIT });
     redis.defineCommand('isolationRelease', { numberOfKeys: 3, lua: RELEASE });
+    redis.defineCommand('isolationPark', { numberOfKeys: 3, lua: PARK });
     this.redis = redis as IsolationRedis;
     this.periods = breakerOpenPeriodsMs(rules);
   }
@@ -205,7 +226,7 @@ export class IsolationState {
   }
 
   /** Frees the slot of an attempt and moves the breaker and the cap by its outcome. */
-  async release(subscriptionId: string, token: string, outcome: string, now: Date): Promise<Release> {
+  async release(subscriptionId: string, token: string, outcome: string, durationMs: number, now: Date): Promise<Release> {
     const r = this.rules;
     const [transition, until, ...ids] = await this.redis.isolationRelease(
       ...this.keys(subscriptionId),
@@ -216,6 +237,7 @@ export class IsolationState {
       r.maxInFlight,
       r.breakerFailures,
       this.farWakeMs,
+      durationMs < r.slowAttemptMs ? 1 : 0,
       ...this.periods,
     );
     const wakeIds = ids.filter((id): id is string => typeof id === 'string');
@@ -225,6 +247,15 @@ export class IsolationState {
       wake: transition === 'open' ? [] : wakeIds,
       prober: transition === 'open' ? (wakeIds[0] ?? null) : null,
     };
+  }
+
+  /**
+   * Registers a held-back delivery (its job already delayed until `wakeAt`) as waiting for a slot or for the breaker
+   * to close. True: what it waited for is over already, wake it now.
+   */
+  async park(subscriptionId: string, token: string, reason: WaitReason, wakeAt: Date, now: Date): Promise<boolean> {
+    if (reason === 'rate_limit') return false; // its send time is reserved: it comes back exactly then
+    return (await this.redis.isolationPark(...this.keys(subscriptionId), now.getTime(), wakeAt.getTime(), token, reason)) === 1;
   }
 
   close(): Promise<void> {

@@ -123,7 +123,7 @@ const schema = Joi.object({
   S3_BUCKET: Joi.string().when('STORAGE_DRIVER', { is: 's3', then: Joi.required() }),
   S3_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }).allow(''),
   S3_REGION: Joi.string().default('us-east-1'),
-  S3_ACCESS_KEY_ID: Joi.string().allow(''),
+  S3_ACCESS_KEY_ID: Joi.string().allow('').default(''),
   S3_SECRET_ACCESS_KEY: Joi.string().allow('').when('S3_ACCESS_KEY_ID', { is: Joi.string().min(1), then: Joi.required().invalid('') }),
   // Path-style addressing (http://endpoint/bucket/key), which most S3-compatible servers need.
   S3_FORCE_PATH_STYLE: Joi.boolean().default(true),

@@ -81,13 +81,13 @@ export function checkArchiveEntries(entryCount: number, entries: ZipEntryFacts[]
     if (path === '') throw new ArchiveRefusal(`Entry "${printable(entry.name)}" has no file name: the archive is refused.`);
     if (seen.has(path)) throw new ArchiveRefusal(`Entry "${printable(entry.name)}" appears twice: the archive is refused.`);
     seen.add(path);
-    refuseRatio(entry, limits);
     total += entry.uncompressedSize;
     if (total > limits.maxUncompressedBytes) {
       throw new ArchiveRefusal(
         `The archive expands to more than ${limits.maxUncompressedBytes} bytes (at entry "${printable(entry.name)}"): refused as a possible zip bomb.`,
       );
     }
+    refuseRatio(entry, limits);
     files.push({ index, path, size: entry.uncompressedSize });
   }
   return files;

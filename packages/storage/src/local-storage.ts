@@ -67,4 +67,6 @@ export class LocalStorage implements ObjectStorage {
     assertSafeKey(prefix, { prefix: true });
     await rm(this.fileOf(prefix.replace(/\/$/, '')), { recursive: true, force: true });
   }
+
+  close(): void {}
 }

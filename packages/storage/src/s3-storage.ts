@@ -43,7 +43,17 @@ export class S3Storage implements ObjectStorage {
 
   async put(key: string, body: Readable, size: number): Promise<void> {
     assertSafeKey(key);
-    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: size }));
+    // A body failing midway must abort the request: otherwise the server waits for the rest of ContentLength.
+    const abort = new AbortController();
+    const onError = (err: Error) => abort.abort(err);
+    body.once('error', onError);
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: size }), {
+        abortSignal: abort.signal,
+      });
+    } finally {
+      body.off('error', onError);
+    }
   }
 
   async get(key: string): Promise<Readable> {

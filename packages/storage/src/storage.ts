@@ -13,6 +13,8 @@ export interface ObjectStorage {
   list(prefix: string): Promise<string[]>;
   /** Deletes every object under a prefix ending in '/'; a prefix without objects is fine. */
   deletePrefix(prefix: string): Promise<void>;
+  /** Releases connections (S3); the storage is not used afterwards. */
+  close(): void;
 }
 
 export class ObjectNotFoundError extends Error {

@@ -1,6 +1,6 @@
 // A real API for integration tests: the run's PostgreSQL database (test-support/global-setup.js), real Redis
 // under a key prefix of its own, a mail outbox in a temp folder and a clock tests can move.
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -65,6 +65,8 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
       const keys = await redis.keys(`${config.redisPrefix}:*`).catch(() => []);
       if (keys.length > 0) await redis.del(...keys);
       await connections.close();
+      deps.storage.close();
+      rmSync(storageDir, { recursive: true, force: true });
     },
   };
 }

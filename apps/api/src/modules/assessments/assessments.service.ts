@@ -276,5 +276,9 @@ export async function deleteAssessment(deps: AppDeps, principal: Principal, id: 
     if (fresh) throw conflict(`Cannot delete an assessment that is ${fresh.status}: cancel or emergency-stop it first.`);
     return;
   }
-  await deleteStoredObjectsOf(deps.storage, current);
+  await deleteStoredObjectsOf(deps.storage, {
+    organizationId: current.organizationId,
+    projectId: current.projectId,
+    assessmentId: current.id,
+  });
 }

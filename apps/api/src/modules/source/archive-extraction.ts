@@ -34,7 +34,8 @@ function readCentralDirectory(zip: yauzl.ZipFile): Promise<Array<{ facts: ZipEnt
     const entries: Array<{ facts: ZipEntryFacts; entry: yauzl.Entry }> = [];
     zip.on('entry', (entry: yauzl.Entry) => {
       const raw = entry.fileName as unknown as Buffer;
-      const name = decodeEntryName(entry.generalPurposeBitFlag, raw, entry.extraFields, false);
+      // strict: backslashes are kept (and refused) instead of being turned into separators.
+      const name = decodeEntryName(entry.generalPurposeBitFlag, raw, entry.extraFields, true);
       entries.push({
         entry,
         facts: {

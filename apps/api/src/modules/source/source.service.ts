@@ -232,8 +232,9 @@ export async function sendSourceFile(deps: AppDeps, principal: Principal, assess
   if (asText) {
     res.type('text/plain; charset=utf-8');
   } else {
-    res.type('application/octet-stream');
+    // attachment() would pick a type from the extension: a download is bytes, whatever its name says.
     res.attachment(path.posix.basename(file.path));
+    res.type('application/octet-stream');
   }
   await pipeline(await openStored(deps, key), res);
 }

@@ -1,25 +1,23 @@
 import Joi from 'joi';
 import { id, nullableString, timestamp } from '../../http/responses';
 
-export const projectSourceBody = Joi.object({
-  type: Joi.string().valid('repository', 'archive').required(),
-  url: Joi.when('type', {
-    is: 'repository',
-    then: Joi.string().trim().max(2048).required().description('HTTPS clone URL on a public host'),
-    otherwise: Joi.forbidden(),
-  }),
-  default_branch: Joi.when('type', {
-    is: 'repository',
-    // A git ref name, roughly git check-ref-format: no spaces, no '..', no control characters.
-    then: Joi.string()
-      .trim()
-      .max(255)
-      .pattern(/^(?!.*\.\.)(?!\/)(?!.*\/$)[A-Za-z0-9._\/-]+$/, 'branch name')
-      .default('main'),
-    otherwise: Joi.forbidden(),
-  }),
-  archive_id: Joi.when('type', { is: 'archive', then: id('src').required(), otherwise: Joi.forbidden() }),
+const repositorySource = Joi.object({
+  type: Joi.string().valid('repository').required(),
+  url: Joi.string().trim().max(2048).required().description('HTTPS clone URL on a public host'),
+  // A git ref name, roughly git check-ref-format: no spaces, no '..', no leading or trailing slash.
+  default_branch: Joi.string()
+    .trim()
+    .max(255)
+    .pattern(/^(?!.*\.\.)(?!\/)(?!.*\/$)[A-Za-z0-9._\/-]+$/, 'branch name')
+    .default('main'),
 });
+
+const archiveSource = Joi.object({
+  type: Joi.string().valid('archive').required(),
+  archive_id: id('src').required().description('A source archive uploaded to one of the project\'s assessments'),
+});
+
+export const projectSourceBody = Joi.alternatives().try(repositorySource, archiveSource);
 
 export const projectSourceResponse = Joi.object({
   type: Joi.string().valid('repository', 'archive'),

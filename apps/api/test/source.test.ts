@@ -86,6 +86,15 @@ describe('POST /assessments/{id}/source', () => {
     const meta = await api().get(`/api/v1/assessments/${assessment.id}/source`).set(bearer(org.manager.token));
     expect(meta.status).toBe(200);
     expect(meta.body.sha256).toBe(sha256(zip));
+
+    const audit = await h.deps.prisma.auditEvent.findMany({ where: { organizationId: org.id, action: 'source.uploaded', targetId: assessment.id } });
+    expect(audit).toEqual([
+      expect.objectContaining({
+        actorType: 'user',
+        actorId: org.manager.id,
+        metadata: { archive_id: res.body.id, sha256: sha256(zip), size_bytes: zip.length, file_count: 4, replaced: null },
+      }),
+    ]);
   });
 
   it('stores the same archive once per assessment: a second upload answers the stored one', async () => {
@@ -284,6 +293,8 @@ describe('artifacts', () => {
     expect(res.headers['x-service-source-sha256']).toBe(sha256(zip));
     expect(res.headers['repr-digest']).toBe(`sha-256=:${createHash('sha256').update(zip).digest('base64')}:`);
     expect(Buffer.compare(res.body as Buffer, zip)).toBe(0);
+    const audit = await h.deps.prisma.auditEvent.findMany({ where: { action: 'source.archive_downloaded', targetId: assessmentId } });
+    expect(audit).toEqual([expect.objectContaining({ organizationId: org.id, actorId: org.admin.id, metadata: expect.objectContaining({ sha256: sha256(zip) }) })]);
   });
 
   it('needs source:read_artifacts to read and source:download_archive to download (a manager reads but cannot download)', async () => {
@@ -403,6 +414,12 @@ describe('project source', () => {
 
     expect((await api().delete(`/api/v1/projects/${project.id}/source`).set(bearer(org.manager.token))).status).toBe(204);
     expect((await api().get(`/api/v1/projects/${project.id}`).set(bearer(org.manager.token))).body.source).toBeNull();
+    const audit = await h.deps.prisma.auditEvent.findMany({ where: { targetId: project.id }, orderBy: { createdAt: 'asc' } });
+    expect(audit.map((e) => [e.action, (e.metadata as { type?: string } | null)?.type ?? null])).toEqual([
+      ['project.source_changed', 'repository'],
+      ['project.source_changed', 'archive'],
+      ['project.source_removed', null],
+    ]);
   });
 
   it('checks clone URLs like webhook URLs: https, a public host, no credentials (422)', async () => {
@@ -451,5 +468,18 @@ describe('deleting deletes the stored objects', () => {
 
     expect((await api().delete(`/api/v1/projects/${project.id}`).set(bearer(org.admin.token))).status).toBe(204);
     expect(await storedUnder(org.id, project.id)).toEqual([]);
+  });
+
+  it('of an organization', async () => {
+    const doomed = await createOrg(h);
+    const project = await insertProject(h, doomed.id);
+    const assessment = await insertAssessment(h, doomed.id, project.id);
+    await upload(doomed.admin.token, assessment.id, await sampleZip());
+    expect((await h.deps.storage.list(`orgs/${doomed.id}/`)).length).toBeGreaterThan(0);
+    const res = await api().delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name });
+    expect(res.status).toBe(204);
+    expect(await h.deps.storage.list(`orgs/${doomed.id}/`)).toEqual([]);
+    // Another organization's objects stay.
+    expect((await h.deps.storage.list(`orgs/${org.id}/`)).length).toBeGreaterThan(0);
   });
 });

@@ -21,6 +21,10 @@ export const AUDIT_ACTIONS = [
   'webhook.subscription_failing',
   'webhook.subscription_disabled',
   'webhook.subscription_reenabled',
+  'source.uploaded',
+  'source.archive_downloaded',
+  'project.source_changed',
+  'project.source_removed',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -6,6 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { unprocessable } from '../../http/errors';
 import { requireProjectAccess } from '../access/access.service';
+import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 export type ProjectSourceInput =
   | { type: 'repository'; url: string; default_branch: string }
@@ -48,7 +49,7 @@ function loadSource(deps: AppDeps, principal: Principal, projectId: string): Pro
   return scopedTo(deps.prisma, principal).projectSource.findFirst({ where: { projectId }, include: { archive: true } });
 }
 
-export async function setProjectSource(deps: AppDeps, principal: Principal, projectId: string, input: ProjectSourceInput) {
+export async function setProjectSource(deps: AppDeps, principal: Principal, meta: RequestMeta, projectId: string, input: ProjectSourceInput) {
   const project = await requireProjectAccess(deps, principal, projectId, 'write');
   const db = scopedTo(deps.prisma, principal);
   let data: { kind: string; repositoryUrl: string | null; defaultBranch: string | null; archiveId: string | null };
@@ -59,15 +60,28 @@ export async function setProjectSource(deps: AppDeps, principal: Principal, proj
     if (!archive) throw unprocessable(`archive_id ${input.archive_id} is not a source archive of this project.`);
     data = { kind: 'archive', repositoryUrl: null, defaultBranch: null, archiveId: archive.id };
   }
-  await db.projectSource.upsert({
-    where: { projectId: project.id },
-    create: { projectId: project.id, organizationId: principal.organizationId, ...data },
-    update: data,
+  await db.$transaction(async (tx) => {
+    await tx.projectSource.upsert({
+      where: { projectId: project.id },
+      create: { projectId: project.id, organizationId: principal.organizationId, ...data },
+      update: data,
+    });
+    await recordAs(tx, principal, meta, deps.clock.now(), {
+      action: 'project.source_changed',
+      target: { type: 'project', id: project.id },
+      // The clone URL carries no credentials (refused above); the archive by its id.
+      metadata: { type: data.kind, repository_url: data.repositoryUrl, default_branch: data.defaultBranch, archive_id: data.archiveId },
+    });
   });
   return presentProjectSource(await loadSource(deps, principal, project.id));
 }
 
-export async function removeProjectSource(deps: AppDeps, principal: Principal, projectId: string): Promise<void> {
+export async function removeProjectSource(deps: AppDeps, principal: Principal, meta: RequestMeta, projectId: string): Promise<void> {
   const project = await requireProjectAccess(deps, principal, projectId, 'write');
-  await scopedTo(deps.prisma, principal).projectSource.deleteMany({ where: { projectId: project.id } });
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    const { count } = await tx.projectSource.deleteMany({ where: { projectId: project.id } });
+    if (count > 0) {
+      await recordAs(tx, principal, meta, deps.clock.now(), { action: 'project.source_removed', target: { type: 'project', id: project.id } });
+    }
+  });
 }

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import { projectSourceBody, projectSourceResponse, listSourceFilesQuery, sourceArchiveResponse, sourceFileQuery, sourceFileResponse } from './source.schemas';
 import { removeProjectSource, setProjectSource } from './project-source.service';
@@ -18,14 +19,14 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
         'or {type: "archive", archive_id} (an archive uploaded to one of its assessments); write access required',
       schemas: { body: projectSourceBody },
       response: projectSourceResponse,
-      handler: (req) => setProjectSource(deps, principalOf(req), id(req), req.body),
+      handler: (req) => setProjectSource(deps, principalOf(req), requestMeta(req), id(req), req.body),
     },
     {
       method: 'delete',
       path: '/projects/:id/source',
       scope: 'projects:manage_source',
       summary: "Remove the project's source (write access required)",
-      handler: (req) => removeProjectSource(deps, principalOf(req), id(req)),
+      handler: (req) => removeProjectSource(deps, principalOf(req), requestMeta(req), id(req)),
     },
     {
       method: 'post',
@@ -73,7 +74,7 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'source:download_archive',
       summary: 'Download the original archive (streamed; X-Service-Source-Sha256 and Repr-Digest carry its SHA-256)',
       responseMediaType: 'application/zip',
-      handler: (req, res) => sendSourceArchive(deps, principalOf(req), id(req), res),
+      handler: (req, res) => sendSourceArchive(deps, principalOf(req), requestMeta(req), id(req), res),
     },
   ];
 }

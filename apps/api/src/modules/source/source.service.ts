@@ -15,6 +15,7 @@ import type { Principal } from '../../auth/principal';
 import { HttpError, conflict, notFound, unprocessable } from '../../http/errors';
 import type { Page } from '../../http/pagination';
 import { requireAssessmentAccess } from '../access/access.service';
+import { recordAs, requestMeta, type RequestMeta } from '../audit/audit.context';
 import type { AssessmentState } from '../assessments/assessment-lifecycle';
 import { extractArchive, type ExtractedFile } from './archive-extraction';
 import { archiveKeyOf, fileKeyOf, uploadPrefixOf } from './stored-objects';
@@ -56,7 +57,7 @@ export async function uploadSourceArchive(deps: AppDeps, principal: Principal, a
       const db = scopedTo(deps.prisma, principal);
       const same = await db.sourceArchive.findFirst({ where: { assessmentId: assessment.id, sha256: upload.sha256 } });
       if (same) return presentArchive(same, true);
-      return await storeArchive(deps, principal, assessment, upload);
+      return await storeArchive(deps, principal, requestMeta(req), assessment, upload);
     } finally {
       await upload.discard();
     }
@@ -76,6 +77,7 @@ function requireAcceptsSource(status: string): void {
 async function storeArchive(
   deps: AppDeps,
   principal: Principal,
+  meta: RequestMeta,
   assessment: { id: string; organizationId: string; projectId: string },
   upload: { file: string; size: number; sha256: string },
 ) {
@@ -88,7 +90,7 @@ async function storeArchive(
   try {
     const files = await extractArchive(upload.file, deps.config.source, deps.storage, prefix, path.join(scratch, 'entry'));
     await deps.storage.put(archiveKeyOf(prefix), createReadStream(upload.file), upload.size);
-    ({ previous, created } = await recordArchive(deps, principal, assessment, archiveId, prefix, upload, files));
+    ({ previous, created } = await recordArchive(deps, principal, meta, assessment, archiveId, prefix, upload, files));
   } catch (err) {
     await deps.storage.deletePrefix(prefix);
     throw err;
@@ -106,6 +108,7 @@ async function storeArchive(
 async function recordArchive(
   deps: AppDeps,
   principal: Principal,
+  meta: RequestMeta,
   assessment: { id: string; projectId: string },
   archiveId: string,
   prefix: string,
@@ -141,6 +144,11 @@ async function recordArchive(
         sizeBytes: BigInt(f.size),
         sha256: f.sha256,
       })),
+    });
+    await recordAs(tx, principal, meta, deps.clock.now(), {
+      action: 'source.uploaded',
+      target: { type: 'assessment', id: assessment.id },
+      metadata: { archive_id: archiveId, sha256: upload.sha256, size_bytes: upload.size, file_count: files.length, replaced: previous?.id ?? null },
     });
     return { previous, created };
   });
@@ -239,9 +247,15 @@ export async function sendSourceFile(deps: AppDeps, principal: Principal, assess
   await pipeline(await openStored(deps, key), res);
 }
 
-export async function sendSourceArchive(deps: AppDeps, principal: Principal, assessmentId: string, res: Response) {
+export async function sendSourceArchive(deps: AppDeps, principal: Principal, meta: RequestMeta, assessmentId: string, res: Response) {
   const archive = await requireArchive(deps, principal, assessmentId);
   const body = await openStored(deps, archiveKeyOf(archive.storagePrefix));
+  // The whole source leaving the service is worth a line in the audit log.
+  await recordAs(scopedTo(deps.prisma, principal), principal, meta, deps.clock.now(), {
+    action: 'source.archive_downloaded',
+    target: { type: 'assessment', id: archive.assessmentId },
+    metadata: { archive_id: archive.id, sha256: archive.sha256 },
+  });
   res.type('application/zip');
   res.attachment(`${archive.assessmentId}-source.zip`);
   res.setHeader('Content-Length', String(archive.sizeBytes));

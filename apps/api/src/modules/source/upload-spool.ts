@@ -18,7 +18,7 @@ export interface SpooledUpload {
 }
 
 export const uploadTooLarge = (maxBytes: number) =>
-  new HttpError(413, `The archive is larger than ${maxBytes} bytes (SOURCE_UPLOAD_MAX_BYTES).`, {}, { Connection: 'close' });
+  new HttpError(413, `The archive is larger than ${maxBytes} bytes (SOURCE_UPLOAD_MAX_BYTES).`);
 
 /** Counts and hashes the bytes going through; fails as soon as more than maxBytes went by. */
 class CappedHasher extends Transform {
@@ -79,14 +79,16 @@ function receive(req: Request, counter: CappedHasher, file: string): Promise<voi
 }
 
 /**
- * After an early answer (413, or any refusal before the body was read), the rest of the body is discarded for a
- * moment so the client can read the answer, then the connection is closed: it never reads an unbounded body.
+ * After an early answer (413, or any refusal before the body was read), Node discards the rest of the body so the
+ * client can read the answer while it is still sending (closing at once would reset the connection under it and
+ * lose the answer). Discarding lasts at most graceMs: a body still arriving then has its connection closed.
  */
 export function closeAfterAnswer(req: Request, res: Response, graceMs = 2000): void {
-  if (req.readableEnded) return;
-  res.setHeader('Connection', 'close');
+  if (req.complete) return;
   res.once('finish', () => {
     req.resume();
-    setTimeout(() => req.destroy(), graceMs).unref();
+    setTimeout(() => {
+      if (!req.complete) req.socket.destroy();
+    }, graceMs).unref();
   });
 }

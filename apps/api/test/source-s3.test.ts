@@ -5,6 +5,7 @@ import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
 import { startS3, type TestS3 } from './support/s3';
 import { buildZip } from './support/zips';
+import { binaryBody } from './support/binary';
 
 let s3: TestS3;
 let h: Harness;
@@ -47,11 +48,7 @@ it('runs on S3: upload, list, read, download, and deleting the assessment emptie
     .get(`/api/v1/assessments/${assessment.id}/source/archive`)
     .set(bearer(org.admin.token))
     .buffer(true)
-    .parse((r, done) => {
-      const chunks: Buffer[] = [];
-      r.on('data', (c: Buffer) => chunks.push(c));
-      r.on('end', () => done(null, Buffer.concat(chunks)));
-    });
+    .parse(binaryBody);
   expect(archive.headers['x-service-source-sha256']).toBe(sha256(zip));
   expect(Buffer.compare(archive.body as Buffer, zip)).toBe(0);
 

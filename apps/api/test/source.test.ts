@@ -8,6 +8,7 @@ import yazl from 'yazl';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertAssessment, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 import { SYMLINK, buildZip, overlappingBomb } from './support/zips';
+import { binaryBody } from './support/binary';
 
 let h: Harness;
 let org: TestOrg;
@@ -43,13 +44,6 @@ export async function sampleZip(extra: Record<string, Buffer> = {}): Promise<Buf
 const upload = (token: string, assessmentId: string, body: Buffer, type = 'application/zip') =>
   api().post(`/api/v1/assessments/${assessmentId}/source`).set(bearer(token)).set('Content-Type', type).send(body);
 
-/** supertest parser keeping a body as bytes. */
-const binary = (res: request.Response, done: (err: Error | null, body: Buffer) => void) => {
-  const stream = res as unknown as http.IncomingMessage;
-  const chunks: Buffer[] = [];
-  stream.on('data', (c: Buffer) => chunks.push(c));
-  stream.on('end', () => done(null, Buffer.concat(chunks)));
-};
 
 async function draftAssessment(o: TestOrg = org) {
   const project = await insertProject(h, o.id);
@@ -251,7 +245,7 @@ describe('artifacts', () => {
       .query({ path: 'assets/logo.png' })
       .set(bearer(org.manager.token))
       .buffer(true)
-      .parse(binary);
+      .parse(binaryBody);
     expect(png.status).toBe(200);
     expect(png.headers['content-type']).toBe('application/octet-stream');
     expect(png.headers['content-disposition']).toBe('attachment; filename=logo.png');
@@ -265,7 +259,7 @@ describe('artifacts', () => {
       const p = await insertProject(small, o.id);
       const a = await insertAssessment(small, o.id, p.id);
       await request(small.app).post(`/api/v1/assessments/${a.id}/source`).set(bearer(o.admin.token)).set('Content-Type', 'application/zip').send(zip).expect(200);
-      const res = await request(small.app).get(`/api/v1/assessments/${a.id}/source/file?path=src/index.ts`).set(bearer(o.admin.token)).buffer(true).parse(binary);
+      const res = await request(small.app).get(`/api/v1/assessments/${a.id}/source/file?path=src/index.ts`).set(bearer(o.admin.token)).buffer(true).parse(binaryBody);
       expect(res.headers['content-disposition']).toBe('attachment; filename=index.ts');
       expect((res.body as Buffer).toString()).toBe('export const answer = 42;\n');
     } finally {
@@ -286,7 +280,7 @@ describe('artifacts', () => {
   });
 
   it('downloads the original archive, streamed, with its name and SHA-256', async () => {
-    const res = await api().get(`/api/v1/assessments/${assessmentId}/source/archive`).set(bearer(org.admin.token)).buffer(true).parse(binary);
+    const res = await api().get(`/api/v1/assessments/${assessmentId}/source/archive`).set(bearer(org.admin.token)).buffer(true).parse(binaryBody);
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('application/zip');
     expect(res.headers['content-disposition']).toBe(`attachment; filename=${assessmentId}-source.zip`);

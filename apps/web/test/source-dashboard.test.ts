@@ -132,6 +132,11 @@ it('an admin attaches a repository, uploads source with progress, browses it and
     expect(await page.getByRole('link', { name: 'Download original archive' }).getAttribute('href')).toBe(
       `/api/v1/assessments/${assessment.id}/source/archive`,
     );
+    await page.getByRole('button', { name: 'src/index.ts' }).click();
+    await page.getByTestId('file-text').waitFor();
+    // What the page looks like, for people (test-results/ is not committed; docs/dashboard-source.png is a copy).
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'source-artifacts.png'), fullPage: true });
   });
 
   await step('archive as the project source', async () => {

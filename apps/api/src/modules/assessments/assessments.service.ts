@@ -9,7 +9,7 @@
 import { Prisma, type Assessment, type Scoped, type Tx } from '@svc/db';
 import { SEVERITIES } from '@svc/domain';
 import { outboxDeps, withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
-import { deleteStoredObjectsOf } from '../source/stored-objects';
+import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict } from '../../http/errors';
@@ -276,7 +276,7 @@ export async function deleteAssessment(deps: AppDeps, principal: Principal, id: 
     if (fresh) throw conflict(`Cannot delete an assessment that is ${fresh.status}: cancel or emergency-stop it first.`);
     return;
   }
-  await deleteStoredObjectsOf(deps.storage, {
+  await deleteStoredObjectsAfterDeletion(deps, {
     organizationId: current.organizationId,
     projectId: current.projectId,
     assessmentId: current.id,

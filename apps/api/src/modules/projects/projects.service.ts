@@ -8,7 +8,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
-import { deleteStoredObjectsOf } from '../source/stored-objects';
+import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 
 /** Every project answer carries its source (null when none is attached). */
 const withSource = { source: { include: { archive: true } } } as const;
@@ -92,5 +92,5 @@ export async function updateProject(
 export async function deleteProject(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   await requireProjectAccess(deps, principal, id, 'write');
   const { count } = await scopedTo(deps.prisma, principal).project.deleteMany({ where: { id } });
-  if (count === 1) await deleteStoredObjectsOf(deps.storage, { organizationId: principal.organizationId, projectId: id });
+  if (count === 1) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
 }

@@ -14,7 +14,7 @@ import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './s
 const README = path.join(__dirname, '../../../README.md');
 
 /** The bash block that follows the `<!-- ci-script -->` marker in the README. */
-export function ciScriptFromReadme(text = readFileSync(README, 'utf8')): string {
+function ciScriptFromReadme(text = readFileSync(README, 'utf8')): string {
   const match = /<!-- ci-script -->\s*```bash\n([\s\S]*?)\n```/.exec(text);
   if (!match) throw new Error('README.md has no <!-- ci-script --> bash block');
   return match[1]!;

@@ -24,7 +24,7 @@ const api = () => request(h.app);
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** A real archive from a well-kept archiver (yazl): text, a binary, nested folders, a folder entry. */
-export async function sampleZip(extra: Record<string, Buffer> = {}): Promise<Buffer> {
+async function sampleZip(extra: Record<string, Buffer> = {}): Promise<Buffer> {
   const zip = new yazl.ZipFile();
   const files: Record<string, Buffer> = {
     'README.md': Buffer.from('# Shop\n'),

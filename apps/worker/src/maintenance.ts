@@ -17,8 +17,8 @@ import { relayRequeued } from './metrics';
 const DAY_MS = 24 * 3600 * 1000;
 
 export async function runOutboxRelay(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Promise<number> {
-  const { relayAgeMs, maxAttempts } = deps.config.webhooks;
-  const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, { ageMs: relayAgeMs, maxAttempts, now: deps.clock.now() });
+  const { relayAgeMs, maxAttempts, fairSharePerMinute } = deps.config.webhooks;
+  const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, { ageMs: relayAgeMs, maxAttempts, now: deps.clock.now(), fairSharePerMinute });
   relayRequeued.inc(relayed);
   if (relayed > 0) deps.logger.info('Outbox relay enqueued overdue deliveries', { deliveries: relayed });
   return relayed;

@@ -14,6 +14,7 @@ export const ORGANIZATION_SCOPED_MODELS: ReadonlySet<string> = new Set([
   'Membership', 'Invitation', 'Session', 'Team', 'Project', 'Assessment', 'AccessGrant', 'ApiKey', 'WebhookSubscription',
   'Event', 'WebhookDelivery', 'Finding', 'Report', 'FixVerification', 'PrReview', 'UsageRecord', 'SpendLimit', 'AuditEvent',
   'SourceArchive', 'SourceFile', 'ProjectSource',
+  'ReportShare',
 ]);
 
 /** Models without an organization column, scoped through the relation to their organization-owned parent. */

@@ -10,3 +10,4 @@ export * from './sla';
 export * from './retry-policy';
 export * from './delivery-operations';
 export * from './source-archive';
+export * from './isolation-policy';

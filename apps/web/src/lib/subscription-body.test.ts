@@ -29,7 +29,16 @@ describe('subscriptionBody', () => {
       status_filter: null,
       splunk_index: null,
       splunk_channel: null,
+      rate_limit: null,
     });
+  });
+
+  it('sends the rate limit as a number, empty as none, and refuses anything else before sending', () => {
+    expect(bodyOf({ rateLimit: ' 25 ' })).toMatchObject({ rate_limit: 25 });
+    expect(bodyOf({ rateLimit: '' })).toMatchObject({ rate_limit: null });
+    for (const bad of ['0', '-1', '2.5', 'fast', '10000']) {
+      expect(subscriptionBody(form({ rateLimit: bad }))).toEqual({ problem: expect.stringMatching(/rate limit/) });
+    }
   });
 
   it('sends the Splunk index and channel for splunk_hec', () => {

@@ -11,6 +11,8 @@ export interface SubscriptionFormState {
   status: string;
   splunkIndex: string;
   splunkChannel: string;
+  /** Deliveries per second the receiver accepts; '' for no throttle. */
+  rateLimit: string;
   /** Write-only: '' leaves the stored value alone. */
   authorization: string;
   removeAuthorization: boolean;
@@ -31,6 +33,7 @@ export interface StoredSubscription {
   status_filter?: string[] | null;
   splunk_index?: string | null;
   splunk_channel?: string | null;
+  rate_limit?: number | null;
 }
 
 export function subscriptionForm(initial?: StoredSubscription): SubscriptionFormState {
@@ -43,6 +46,7 @@ export function subscriptionForm(initial?: StoredSubscription): SubscriptionForm
     status: (initial?.status_filter ?? []).join(', '),
     splunkIndex: initial?.splunk_index ?? '',
     splunkChannel: initial?.splunk_channel ?? '',
+    rateLimit: initial?.rate_limit ? String(initial.rate_limit) : '',
     authorization: '',
     removeAuthorization: false,
     azureTenantId: '',
@@ -61,6 +65,8 @@ export function splitList(text: string): string[] | null {
 export function subscriptionBody(form: SubscriptionFormState): { body: Record<string, unknown> } | { problem: string } {
   const splunk = form.payloadFormat === 'splunk_hec';
   const sentinel = form.payloadFormat === 'microsoft_sentinel';
+  const rate = form.rateLimit.trim();
+  if (rate && !/^[1-9]\d{0,3}$/.test(rate)) return { problem: 'The rate limit is a whole number of deliveries per second (1 to 1000), or empty.' };
   const body: Record<string, unknown> = {
     name: form.name.trim(),
     url: form.url.trim(),
@@ -71,6 +77,7 @@ export function subscriptionBody(form: SubscriptionFormState): { body: Record<st
     // Splunk fields belong to splunk_hec only: another format clears them.
     splunk_index: splunk ? form.splunkIndex.trim() || null : null,
     splunk_channel: splunk ? form.splunkChannel.trim() || null : null,
+    rate_limit: rate ? Number(rate) : null,
   };
   if (form.removeAuthorization) body.authorization = null;
   else if (form.authorization) body.authorization = form.authorization;

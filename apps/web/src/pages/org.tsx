@@ -5,6 +5,7 @@ import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 import { AssessmentSourceSection, ProjectSourceSection, type ProjectSource } from './source';
+import { AssessmentReports } from './reports';
 
 function CreateByName({ label, onCreate }: { label: string; onCreate(name: string): Promise<void> }) {
   const [name, setName] = useState('');
@@ -122,6 +123,7 @@ export function AssessmentPage() {
         </tbody>
       </table>
       {findings.data?.data?.length === 0 && <p>No findings.</p>}
+      {can('reports:read') && <AssessmentReports assessmentId={id} />}
     </main>
   );
 }

@@ -86,6 +86,12 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
       </div>
       <Field label={`Severity filter (comma-separated: ${SEVERITIES.join(', ')})`} name="severity" value={form.severity} onChange={set('severity')} />
       <Field label="Status filter (comma-separated)" name="status" value={form.status} onChange={set('status')} />
+      <Field
+        label="Rate limit (deliveries per second the receiver accepts; empty: none)"
+        name="rate-limit"
+        value={form.rateLimit}
+        onChange={set('rateLimit')}
+      />
       {form.payloadFormat === 'splunk_hec' && (
         <fieldset>
           <legend>Splunk HTTP Event Collector</legend>
@@ -234,6 +240,14 @@ function RecoverForm({ base, deliveriesLink }: { base: string; deliveriesLink: s
   );
 }
 
+/** The worker's circuit breaker for the endpoint, as a person reads it. */
+function breakerText(breaker: Subscription['breaker']): string {
+  if (!breaker || breaker.state === 'closed') return 'closed (deliveries flow)';
+  if (breaker.state === 'half_open') return 'half-open (one probe delivery is testing the endpoint)';
+  const until = breaker.until ? new Date(breaker.until).toLocaleString() : 'soon';
+  return `open: the endpoint did not answer; deliveries are postponed, not attempted, until a probe at ${until}`;
+}
+
 export function SubscriptionPage() {
   const level = useLevel();
   const { id = '' } = useParams();
@@ -293,6 +307,11 @@ export function SubscriptionPage() {
             <dt>Status</dt><dd data-testid="subscription-status">{statusText(s)}</dd>
             <dt>Events</dt><dd>{s.events?.join(', ')}</dd>
             <dt>Payload format</dt><dd>{s.payload_format}</dd>
+            <dt>Circuit breaker</dt>
+            <dd data-testid="breaker-state">
+              {breakerText(s.breaker)}
+            </dd>
+            <dt>Rate limit</dt><dd>{s.rate_limit ? `${s.rate_limit} per second` : 'none'}</dd>
             {s.payload_format === 'splunk_hec' && (
               <>
                 <dt>Splunk index</dt><dd>{s.splunk_index ?? '—'}</dd>
@@ -446,7 +465,7 @@ function DeliveryView({ id }: { id: string }) {
             <dt>Failure</dt><dd data-testid="delivery-failure">{d.failure_reason ?? '—'}</dd>
             <dt>Created</dt><dd><When at={d.created_at} /></dd>
             <dt>Completed</dt><dd><When at={d.completed_at} /></dd>
-            <dt>Next attempt</dt><dd><When at={d.next_attempt_at} /></dd>
+            <dt>Next attempt</dt><dd><When at={d.next_attempt_at} />{d.wait_reason ? ` (${d.wait_reason.replace(/_/g, ' ')})` : ''}</dd>
             {d.redelivery_of && (
               <>
                 <dt>Redelivery of</dt>

@@ -1,6 +1,6 @@
 // One jest run covers every package and app. TypeScript is transpiled per file (isolatedModules);
 // type checking is `tsc -b`, which the test script runs first.
-const packages = ['domain', 'scopes', 'webhooks', 'config', 'db', 'queue', 'net', 'outbox', 'audit', 'mail'];
+const packages = ['domain', 'scopes', 'webhooks', 'config', 'db', 'queue', 'net', 'outbox', 'audit', 'mail', 'storage'];
 
 /** @type {import('jest').Config} */
 module.exports = {

@@ -5,6 +5,7 @@ import type { Db } from '@svc/db';
 import type { DeliveryJobData, ReportJobData } from '@svc/queue';
 import type { Clock } from '@svc/domain';
 import type { Mailer } from '@svc/mail';
+import type { ObjectStorage } from '@svc/storage';
 
 /** Everything the API needs from the outside world; main.ts builds it, tests build their own. */
 export interface AppDeps {
@@ -17,4 +18,6 @@ export interface AppDeps {
   reportQueue: Queue<ReportJobData>;
   mailer: Mailer;
   clock: Clock;
+  /** Uploaded source archives and their extracted files (packages/storage). */
+  storage: ObjectStorage;
 }

@@ -5,6 +5,7 @@ import { openApiConnections } from './connections';
 import { systemClock } from '@svc/domain';
 import { warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
+import { createStorage } from '@svc/storage';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -13,7 +14,7 @@ async function main(): Promise<void> {
   const { prisma, redis, deliveryQueue, reportQueue } = connections;
   void warmUpQueryCompiler(prisma);
   const mailer = createMailer(config.mail);
-  const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock });
+  const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
 
   const server = app.listen(config.port, config.host, () => {
     logger.info('API listening', { url: `http://${config.host}:${config.port}` });

@@ -23,6 +23,7 @@ import { fixVerificationRoutes } from './modules/fix-verifications/fix-verificat
 import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
 import { monitoringRoutes } from './modules/monitoring/monitoring.routes';
 import { spendRoutes } from './modules/spend/spend.routes';
+import { sourceRoutes } from './modules/source/source.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
@@ -43,5 +44,6 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...fixVerificationRoutes(deps),
     ...prReviewRoutes(deps),
     ...monitoringRoutes(deps),
-    ...spendRoutes(deps)];
+    ...spendRoutes(deps),
+    ...sourceRoutes(deps)];
 }

@@ -569,9 +569,12 @@ describe('CSV fields', () => {
       'auth.login_failed', 'auth.logout', 'member.removed', 'member.role_changed', 'organization.ownership_transferred',
       'report.published', 'report.share_downloaded', 'report.share_granted', 'report.share_revoked', 'report.share_viewed',
       'report.unpublished',
+      'webhook.breaker_opened', // delivery isolation (issue 20)
       'webhook.deliveries_recovered', 'webhook.delivery_resent', 'webhook.secret_rotated', 'webhook.subscription_created',
       'webhook.subscription_deleted', 'webhook.subscription_disabled', 'webhook.subscription_failing', 'webhook.subscription_reenabled',
       'webhook.subscription_updated',
-    ]);
+      // Source (issue 23).
+      'project.source_changed', 'project.source_removed', 'source.archive_downloaded', 'source.uploaded',
+    ].sort());
   });
 });

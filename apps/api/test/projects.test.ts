@@ -29,6 +29,7 @@ describe('POST /projects', () => {
       description: 'The shop',
       archived: false,
       archived_at: null,
+      source: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

@@ -91,4 +91,35 @@ describe('loadConfig', () => {
       'receiver.test',
     ]);
   });
+
+  it('stores source in a local directory by default, with the upload caps of the issue', () => {
+    const config = loadConfig({});
+    expect(config.storage).toEqual({ driver: 'local', dir: 'var/storage' });
+    expect(config.source).toEqual({
+      maxUploadBytes: 100 * 1024 * 1024,
+      maxEntries: 5000,
+      maxUncompressedBytes: 512 * 1024 * 1024,
+      maxRatio: 200,
+      textMaxBytes: 1024 * 1024,
+    });
+  });
+
+  it('reads the S3 settings, and names what S3 is missing', () => {
+    expect(
+      loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'src', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY_ID: 'id', S3_SECRET_ACCESS_KEY: 'secret' }).storage,
+    ).toEqual({
+      driver: 's3',
+      bucket: 'src',
+      endpoint: 'http://127.0.0.1:9000',
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'id', secretAccessKey: 'secret' },
+      forcePathStyle: true,
+    });
+    // Without static credentials the SDK's own chain (env, profile, instance role) applies.
+    expect(loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'src' }).storage).toMatchObject({ credentials: undefined, endpoint: undefined });
+    expect(() => loadConfig({ STORAGE_DRIVER: 's3' })).toThrow(/S3_BUCKET/);
+    expect(() => loadConfig({ STORAGE_DRIVER: 's3', S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'id' })).toThrow(/S3_SECRET_ACCESS_KEY/);
+    expect(() => loadConfig({ STORAGE_DRIVER: 'ftp' })).toThrow(/STORAGE_DRIVER/);
+    expect(() => loadConfig({ SOURCE_UPLOAD_MAX_BYTES: '0' })).toThrow(/SOURCE_UPLOAD_MAX_BYTES/);
+  });
 });

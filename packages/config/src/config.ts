@@ -135,6 +135,25 @@ const schema = Joi.object({
   METRICS_ENABLED: Joi.boolean().default(true),
   METRICS_TOKEN: Joi.string().min(16).allow(''),
   METRICS_PORT: Joi.number().integer().min(0).max(65535).default(9464),
+
+  // Storage of uploaded source archives and their extracted files: a local directory (default) or an
+  // S3-compatible bucket (several API instances). README "Source storage".
+  STORAGE_DRIVER: Joi.string().valid('local', 's3').default('local'),
+  STORAGE_DIR: Joi.string().default('var/storage'),
+  S3_BUCKET: Joi.string().when('STORAGE_DRIVER', { is: 's3', then: Joi.required() }),
+  S3_ENDPOINT: Joi.string().uri({ scheme: ['http', 'https'] }).allow(''),
+  S3_REGION: Joi.string().default('us-east-1'),
+  S3_ACCESS_KEY_ID: Joi.string().allow('').default(''),
+  S3_SECRET_ACCESS_KEY: Joi.string().allow('').when('S3_ACCESS_KEY_ID', { is: Joi.string().min(1), then: Joi.required().invalid('') }),
+  // Path-style addressing (http://endpoint/bucket/key), which most S3-compatible servers need.
+  S3_FORCE_PATH_STYLE: Joi.boolean().default(true),
+  // Source uploads: the archive's size (checked while streaming: 413), and the zip-bomb caps of its contents (422).
+  SOURCE_UPLOAD_MAX_BYTES: Joi.number().integer().min(1).default(100 * 1024 * 1024),
+  SOURCE_MAX_ENTRIES: Joi.number().integer().min(1).default(5000),
+  SOURCE_MAX_UNCOMPRESSED_BYTES: Joi.number().integer().min(1).default(512 * 1024 * 1024),
+  SOURCE_MAX_RATIO: Joi.number().min(1).default(200),
+  // Largest file the artifacts route answers as text; larger or binary files are served as downloads.
+  SOURCE_TEXT_MAX_BYTES: Joi.number().integer().min(1).default(1024 * 1024),
 }).unknown(true);
 
 export interface Config {
@@ -198,6 +217,8 @@ export interface Config {
   keyLifecycle: { intervalMs: number };
   slaScan: { intervalMs: number };
   metrics: { enabled: boolean; token?: string; port: number };
+  storage: StorageConfig;
+  source: SourceLimits;
   oauth: {
     /** How long a started sign-in (state, PKCE verifier, nonce) waits in Redis for its callback. */
     stateTtlSeconds: number;
@@ -207,6 +228,40 @@ export interface Config {
     github?: OAuthGithubConfig;
     /** Absent when GOOGLE_CLIENT_ID is empty: sign-in with Google is disabled. */
     google?: OAuthGoogleConfig;
+  };
+}
+
+export type StorageConfig =
+  | { driver: 'local'; dir: string }
+  | {
+      driver: 's3';
+      bucket: string;
+      endpoint?: string;
+      region: string;
+      credentials?: { accessKeyId: string; secretAccessKey: string };
+      forcePathStyle: boolean;
+    };
+
+export interface SourceLimits {
+  maxUploadBytes: number;
+  maxEntries: number;
+  maxUncompressedBytes: number;
+  /** Largest uncompressed/compressed ratio of one entry. */
+  maxRatio: number;
+  textMaxBytes: number;
+}
+
+function storageConfig(value: Record<string, any>): StorageConfig {
+  if (value.STORAGE_DRIVER === 'local') return { driver: 'local', dir: value.STORAGE_DIR };
+  return {
+    driver: 's3',
+    bucket: value.S3_BUCKET,
+    endpoint: value.S3_ENDPOINT || undefined,
+    region: value.S3_REGION,
+    credentials: value.S3_ACCESS_KEY_ID
+      ? { accessKeyId: value.S3_ACCESS_KEY_ID, secretAccessKey: value.S3_SECRET_ACCESS_KEY }
+      : undefined,
+    forcePathStyle: value.S3_FORCE_PATH_STYLE,
   };
 }
 
@@ -318,6 +373,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
     slaScan: { intervalMs: value.SLA_SCAN_INTERVAL_MS },
     metrics: { enabled: value.METRICS_ENABLED, token: value.METRICS_TOKEN || undefined, port: value.METRICS_PORT },
+    storage: storageConfig(value),
+    source: {
+      maxUploadBytes: value.SOURCE_UPLOAD_MAX_BYTES,
+      maxEntries: value.SOURCE_MAX_ENTRIES,
+      maxUncompressedBytes: value.SOURCE_MAX_UNCOMPRESSED_BYTES,
+      maxRatio: value.SOURCE_MAX_RATIO,
+      textMaxBytes: value.SOURCE_TEXT_MAX_BYTES,
+    },
     oauth: {
       stateTtlSeconds: value.OAUTH_STATE_TTL_SECONDS,
       httpTimeoutMs: value.OAUTH_HTTP_TIMEOUT_MS,

@@ -9,4 +9,5 @@ export * from './finding-event-data';
 export * from './sla';
 export * from './retry-policy';
 export * from './delivery-operations';
+export * from './source-archive';
 export * from './isolation-policy';

@@ -35,6 +35,8 @@ const MANAGER: readonly Scope[] = [
   'issue_exports:read',
   'notification_targets:read',
   'source:read_artifacts',
+  // "Full assessment scopes": handing an assessment its source is part of running one (issue 23).
+  'source:upload_zip',
   ...scopesOfCategory('projects'),
   ...scopesOfCategory('assessments').filter((s) => s !== 'assessments:delete'),
   ...scopesOfCategory('findings').filter((s) => s !== 'findings:suppress'),

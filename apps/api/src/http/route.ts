@@ -24,6 +24,8 @@ export interface RouteSpec {
   status?: number;
   /** Shape of the success body: documented in OpenAPI and, under NODE_ENV=test, checked on every response. */
   response?: Joi.Schema;
+  /** Media type of a raw request body the handler streams itself (an upload); no JSON parsing happens for it. */
+  requestMediaType?: string;
   /** Media type of a non-JSON success body (a PDF, a CSV export...); such handlers write the response themselves. */
   responseMediaType?: string;
   handler: (req: Request, res: Response) => unknown | Promise<unknown>;

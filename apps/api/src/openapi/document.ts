@@ -113,7 +113,23 @@ function operation(route: RouteSpec) {
     ...(route.schemas?.body && {
       requestBody: { required: true, content: { 'application/json': { schema: toSchema(route.schemas.body) } } },
     }),
-    responses: { [successStatus(route)]: successResponse(route), ...stripRefSiblings(errors) },
+    ...(route.requestMediaType && {
+      requestBody: { required: true, content: { [route.requestMediaType]: { schema: { type: 'string', format: 'binary' } } } },
+    }),
+    responses: { [successStatus(route)]: successResponse(route), ...stripRefSiblings(errors), ...uploadErrors(route) },
+  };
+}
+
+/** Routes that take a raw upload also answer 413 (too large) and 415 (wrong media type). */
+function uploadErrors(route: RouteSpec) {
+  if (!route.requestMediaType) return {};
+  const error = (description: string) => ({
+    description,
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  });
+  return {
+    '413': error('The body is larger than the configured cap; answered while the body is still being sent'),
+    '415': error(`The body is not ${route.requestMediaType}`),
   };
 }
 

@@ -1,6 +1,6 @@
 // A real API for integration tests: the run's PostgreSQL database (test-support/global-setup.js), real Redis
 // under a key prefix of its own, a mail outbox in a temp folder and a clock tests can move.
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +11,7 @@ import { openApiConnections } from '../../src/connections';
 import type { AppDeps } from '../../src/app-deps';
 import { OffsetClock } from './clock';
 import { createMailer } from '@svc/mail';
+import { createStorage } from '@svc/storage';
 
 export interface Harness {
   app: App;
@@ -29,6 +30,7 @@ export function uniqueSuffix(): string {
 
 export async function createHarness(env: Record<string, string> = {}): Promise<Harness> {
   const outboxDir = mkdtempSync(path.join(tmpdir(), 'svc-outbox-'));
+  const storageDir = mkdtempSync(path.join(tmpdir(), 'svc-storage-'));
   const config = loadConfig({
     ...process.env,
     NODE_ENV: 'test',
@@ -36,6 +38,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
     BCRYPT_ROUNDS: '4',
     MAIL_OUTBOX_DIR: outboxDir,
     LOG_LEVEL: 'error',
+    STORAGE_DIR: storageDir,
     // In-process workers share this small pool; pg counts waiting for a free slot in the connect timeout.
     DATABASE_CONNECT_TIMEOUT_MS: '30000',
     ...env,
@@ -46,7 +49,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
   // The API's Redis connection does not queue commands while disconnected: wait for it before the first request.
   await redisReady(redis, 10_000);
   const clock = new OffsetClock();
-  const deps: AppDeps = { config, logger, prisma, redis, deliveryQueue, reportQueue, mailer: createMailer(config.mail), clock };
+  const deps: AppDeps = { config, logger, prisma, redis, deliveryQueue, reportQueue, mailer: createMailer(config.mail), clock, storage: createStorage(config.storage) };
   const app = createApp(deps);
   return {
     app,
@@ -62,6 +65,8 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
       const keys = await redis.keys(`${config.redisPrefix}:*`).catch(() => []);
       if (keys.length > 0) await redis.del(...keys);
       await connections.close();
+      deps.storage.close();
+      rmSync(storageDir, { recursive: true, force: true });
     },
   };
 }

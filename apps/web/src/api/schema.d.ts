@@ -2336,6 +2336,114 @@ export interface paths {
         patch: operations["patchBillingLimitsId"];
         trace?: never;
     };
+    "/api/v1/projects/{id}/source": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Attach or change the project's source: {type: "repository", url, default_branch} (an HTTPS clone URL on a public host) or {type: "archive", archive_id} (an archive uploaded to one of its assessments); write access required
+         * @description Requires the `projects:manage_source` scope.
+         */
+        put: operations["putProjectsIdSource"];
+        post?: never;
+        /**
+         * Remove the project's source (write access required)
+         * @description Requires the `projects:manage_source` scope.
+         */
+        delete: operations["deleteProjectsIdSource"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{id}/source": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The assessment's source archive: SHA-256, sizes, file count (404 when none was uploaded)
+         * @description Requires the `source:read_artifacts` scope.
+         */
+        get: operations["getAssessmentsIdSource"];
+        put?: never;
+        /**
+         * Upload the zipped source of a draft or queued assessment as the raw body (Content-Type: application/zip). 413 past SOURCE_UPLOAD_MAX_BYTES, 422 naming an unsafe entry or for a zip bomb, 409 in other states. A different archive replaces the previous one; the same bytes again answer the stored one (duplicate: true)
+         * @description Requires the `source:upload_zip` scope.
+         */
+        post: operations["postAssessmentsIdSource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{id}/source/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the extracted files (path, size, SHA-256) in path order; optional ?prefix=
+         * @description Requires the `source:read_artifacts` scope.
+         */
+        get: operations["getAssessmentsIdSourceFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{id}/source/file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One extracted file by ?path=: UTF-8 text up to SOURCE_TEXT_MAX_BYTES as text/plain, anything else as an application/octet-stream attachment; a path not in the archive is 404
+         * @description Requires the `source:read_artifacts` scope.
+         */
+        get: operations["getAssessmentsIdSourceFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assessments/{id}/source/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the original archive (streamed; X-Service-Source-Sha256 and Repr-Digest carry its SHA-256)
+         * @description Requires the `source:download_archive` scope.
+         */
+        get: operations["getAssessmentsIdSourceArchive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -3276,7 +3384,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;
@@ -3969,6 +4077,20 @@ export interface operations {
                              * @description When the project was first archived; null unless it is archived
                              */
                             archived_at: string | null;
+                            /** @description The project's source: a repository or an uploaded archive; null when none is attached */
+                            source: {
+                                /** @enum {string} */
+                                type?: "repository" | "archive";
+                                repository_url?: string | null;
+                                default_branch?: string | null;
+                                archive?: {
+                                    id?: string;
+                                    assessment_id?: string;
+                                    sha256?: string;
+                                } | null;
+                                /** Format: date-time */
+                                updated_at?: string;
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -4020,6 +4142,20 @@ export interface operations {
                          * @description When the project was first archived; null unless it is archived
                          */
                         archived_at: string | null;
+                        /** @description The project's source: a repository or an uploaded archive; null when none is attached */
+                        source: {
+                            /** @enum {string} */
+                            type?: "repository" | "archive";
+                            repository_url?: string | null;
+                            default_branch?: string | null;
+                            archive?: {
+                                id?: string;
+                                assessment_id?: string;
+                                sha256?: string;
+                            } | null;
+                            /** Format: date-time */
+                            updated_at?: string;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -4064,6 +4200,20 @@ export interface operations {
                          * @description When the project was first archived; null unless it is archived
                          */
                         archived_at: string | null;
+                        /** @description The project's source: a repository or an uploaded archive; null when none is attached */
+                        source: {
+                            /** @enum {string} */
+                            type?: "repository" | "archive";
+                            repository_url?: string | null;
+                            default_branch?: string | null;
+                            archive?: {
+                                id?: string;
+                                assessment_id?: string;
+                                sha256?: string;
+                            } | null;
+                            /** Format: date-time */
+                            updated_at?: string;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -4144,6 +4294,20 @@ export interface operations {
                          * @description When the project was first archived; null unless it is archived
                          */
                         archived_at: string | null;
+                        /** @description The project's source: a repository or an uploaded archive; null when none is attached */
+                        source: {
+                            /** @enum {string} */
+                            type?: "repository" | "archive";
+                            repository_url?: string | null;
+                            default_branch?: string | null;
+                            archive?: {
+                                id?: string;
+                                assessment_id?: string;
+                                sha256?: string;
+                            } | null;
+                            /** Format: date-time */
+                            updated_at?: string;
+                        } | null;
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -9726,6 +9890,303 @@ export interface operations {
                         /** Format: date-time */
                         updated_at: string;
                     };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    putProjectsIdSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    type: "repository";
+                    /** @description HTTPS clone URL on a public host */
+                    url: string;
+                    /** @default main */
+                    default_branch?: string;
+                } | {
+                    /** @constant */
+                    type: "archive";
+                    /** @description A source archive uploaded to one of the project's assessments */
+                    archive_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        type?: "repository" | "archive";
+                        repository_url?: string | null;
+                        default_branch?: string | null;
+                        archive?: {
+                            id?: string;
+                            assessment_id?: string;
+                            sha256?: string;
+                        } | null;
+                        /** Format: date-time */
+                        updated_at?: string;
+                    } | null;
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteProjectsIdSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getAssessmentsIdSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        assessment_id: string;
+                        project_id: string;
+                        /** @description SHA-256 of the archive as uploaded */
+                        sha256: string;
+                        size_bytes: number;
+                        file_count: number;
+                        uncompressed_bytes: number;
+                        /** @description True when these very bytes were already the assessment's archive: nothing was stored again */
+                        duplicate: boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postAssessmentsIdSource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/zip": string;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        assessment_id: string;
+                        project_id: string;
+                        /** @description SHA-256 of the archive as uploaded */
+                        sha256: string;
+                        size_bytes: number;
+                        file_count: number;
+                        uncompressed_bytes: number;
+                        /** @description True when these very bytes were already the assessment's archive: nothing was stored again */
+                        duplicate: boolean;
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            /** @description The body is larger than the configured cap; answered while the body is still being sent */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not application/zip */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getAssessmentsIdSourceFiles: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                prefix?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            path: string;
+                            size_bytes: number;
+                            sha256: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getAssessmentsIdSourceFile: {
+        parameters: {
+            query: {
+                path: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getAssessmentsIdSourceArchive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/zip": string;
                 };
             };
             400: components["responses"]["E400"];

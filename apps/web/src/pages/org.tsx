@@ -4,6 +4,7 @@ import { Link, useParams } from 'react-router-dom';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
+import { AssessmentSourceSection, ProjectSourceSection, type ProjectSource } from './source';
 import { AssessmentReports } from './reports';
 
 function CreateByName({ label, onCreate }: { label: string; onCreate(name: string): Promise<void> }) {
@@ -66,6 +67,7 @@ export function ProjectPage() {
       <h1>Project {project.data?.name}</h1>
       <ErrorBox error={project.error ?? assessments.error} />
       {can('webhooks:read') && <p><Link to={`/projects/${id}/webhooks`}>Project webhooks</Link></p>}
+      {project.data && <ProjectSourceSection projectId={id} source={project.data.source as ProjectSource | null} onChange={project.reload} />}
       <h2>Assessments</h2>
       <ul>
         {assessments.data?.data?.map((a) => (
@@ -101,6 +103,9 @@ export function AssessmentPage() {
       <p>Status: <span className="badge">{assessment.data?.status}</span></p>
       <ErrorBox error={assessment.error ?? findings.error} />
       {can('webhooks:read') && <p><Link to={`/assessments/${id}/webhooks`}>Assessment webhooks</Link></p>}
+      {assessment.data && (
+        <AssessmentSourceSection assessmentId={id} status={assessment.data.status} projectId={assessment.data.project_id} />
+      )}
       <h2>Findings</h2>
       <table>
         <thead>

@@ -183,7 +183,7 @@ export const MANAGER_BUNDLE = [
   'integrations:read',
   'issue_exports:read',
   'notification_targets:read',
-  'source:read_artifacts',
+  'source:read_artifacts', 'source:upload_zip',
   'projects:read', 'projects:create', 'projects:update', 'projects:delete', 'projects:manage_source',
   'assessments:read', 'assessments:create', 'assessments:update', 'assessments:cancel',
   'assessments:emergency_stop', 'assessments:archive', 'assessments:manage_access',

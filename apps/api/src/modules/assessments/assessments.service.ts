@@ -9,6 +9,7 @@
 import { Prisma, type Assessment, type Scoped, type Tx } from '@svc/db';
 import { SEVERITIES } from '@svc/domain';
 import { outboxDeps, withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
+import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict } from '../../http/errors';
@@ -273,5 +274,11 @@ export async function deleteAssessment(deps: AppDeps, principal: Principal, id: 
   if (deleted.count !== 1) {
     const fresh = await db.assessment.findUnique({ where: { id: current.id }, select: { status: true } });
     if (fresh) throw conflict(`Cannot delete an assessment that is ${fresh.status}: cancel or emergency-stop it first.`);
+    return;
   }
+  await deleteStoredObjectsAfterDeletion(deps, {
+    organizationId: current.organizationId,
+    projectId: current.projectId,
+    assessmentId: current.id,
+  });
 }

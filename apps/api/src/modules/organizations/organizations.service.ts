@@ -6,6 +6,7 @@ import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { badRequest, conflict, notFound } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 
 export function presentOrganization(org: Organization) {
   return {
@@ -42,6 +43,7 @@ export async function deleteOrganization(deps: AppDeps, principal: Principal, in
   const { count } = await deps.prisma.organization.deleteMany({ where: { id: org.id, name: input.confirm } });
   if (count === 0) throw conflict('The organization changed while it was being deleted; re-fetch and retry.');
   await invalidateCachedPrincipals(deps, { organizationIds: [org.id] });
+  await deleteStoredObjectsAfterDeletion(deps, { organizationId: org.id });
 }
 
 /**

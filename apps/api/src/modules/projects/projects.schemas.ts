@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { name, paginationQuery } from '../../http/validate';
 import { id, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
+import { projectSourceResponse } from '../source/source.schemas';
 
 const description = () => Joi.string().trim().max(5000).allow('', null);
 
@@ -23,6 +24,7 @@ export const projectResponse = Joi.object({
   description: nullableString(),
   archived: Joi.boolean(),
   archived_at: nullableTimestamp().description('When the project was first archived; null unless it is archived'),
+  source: projectSourceResponse,
   created_at: timestamp(),
   updated_at: timestamp(),
 });

@@ -7,14 +7,20 @@ import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
+import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
+import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 
-export function presentProject(p: Project) {
+/** Every project answer carries its source (null when none is attached). */
+const withSource = { source: { include: { archive: true } } } as const;
+
+export function presentProject(p: Project & { source?: ProjectSourceRow | null }) {
   return {
     id: p.id,
     name: p.name,
     description: p.description,
     archived: p.archivedAt !== null,
     archived_at: p.archivedAt?.toISOString() ?? null,
+    source: presentProjectSource(p.source ?? null),
     created_at: p.createdAt.toISOString(),
     updated_at: p.updatedAt.toISOString(),
   };
@@ -51,12 +57,18 @@ export async function listProjects(deps: AppDeps, principal: Principal, query: P
   const args = pageArgs(query);
   const readable = await readableProjectsFilter(deps, principal);
   const archived = query.archived === undefined ? {} : { archivedAt: query.archived ? { not: null } : null };
-  const rows = await scopedTo(deps.prisma, principal).project.findMany({ ...args, where: { ...args.where, ...readable, ...archived } });
+  const rows = await scopedTo(deps.prisma, principal).project.findMany({
+    ...args,
+    where: { ...args.where, ...readable, ...archived },
+    include: withSource,
+  });
   return toPage(rows, query, presentProject);
 }
 
 export async function getProject(deps: AppDeps, principal: Principal, id: string) {
-  return presentProject(await requireProjectAccess(deps, principal, id, 'read'));
+  const project = await requireProjectAccess(deps, principal, id, 'read');
+  const source = await scopedTo(deps.prisma, principal).projectSource.findFirst({ where: { projectId: project.id }, include: { archive: true } });
+  return presentProject({ ...project, source });
 }
 
 export async function updateProject(
@@ -72,12 +84,13 @@ export async function updateProject(
   // Archiving an archived project keeps its first archive time; unarchiving clears it.
   if (input.archived === true && !current.archivedAt) data.archivedAt = deps.clock.now();
   if (input.archived === false) data.archivedAt = null;
-  const project = await scopedTo(deps.prisma, principal).project.update({ where: { id: current.id }, data });
+  const project = await scopedTo(deps.prisma, principal).project.update({ where: { id: current.id }, data, include: withSource });
   return presentProject(project);
 }
 
-/** Deletes the project with its assessments and grants (cascade). */
+/** Deletes the project with its assessments and grants (cascade), then its stored source objects. */
 export async function deleteProject(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   await requireProjectAccess(deps, principal, id, 'write');
-  await scopedTo(deps.prisma, principal).project.deleteMany({ where: { id } });
+  const { count } = await scopedTo(deps.prisma, principal).project.deleteMany({ where: { id } });
+  if (count === 1) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
 }

@@ -1,0 +1,113 @@
+// Zip archives written byte by byte, so tests can make the hostile ones no archiver would: names that escape the
+// root, symbolic links, entries whose headers lie, entries that share one compressed body (a zip bomb of a few KiB).
+import { crc32, deflateRawSync } from 'node:zlib';
+
+export interface ZipEntrySpec {
+  name: string;
+  data?: Buffer;
+  /** Unix mode stored in the external attributes (default: a regular file, 0644). */
+  mode?: number;
+  /** Deflate the data (default: stored). */
+  deflate?: boolean;
+  /** Declared uncompressed size, when the header should lie about it. */
+  declaredSize?: number;
+}
+
+const REGULAR_FILE = 0o100644;
+export const SYMLINK = 0o120777;
+
+interface Body {
+  offset: number;
+  crc: number;
+  compressedSize: number;
+  uncompressedSize: number;
+  method: number;
+}
+
+function localHeader(name: Buffer, body: Omit<Body, 'offset'>): Buffer {
+  const h = Buffer.alloc(30);
+  h.writeUInt32LE(0x04034b50, 0);
+  h.writeUInt16LE(20, 4);
+  h.writeUInt16LE(0x800, 6); // UTF-8 names
+  h.writeUInt16LE(body.method, 8);
+  h.writeUInt16LE(0, 10);
+  h.writeUInt16LE(0x21, 12);
+  h.writeUInt32LE(body.crc, 14);
+  h.writeUInt32LE(body.compressedSize, 18);
+  h.writeUInt32LE(body.uncompressedSize, 22);
+  h.writeUInt16LE(name.length, 26);
+  h.writeUInt16LE(0, 28);
+  return Buffer.concat([h, name]);
+}
+
+function centralHeader(name: Buffer, body: Body, mode: number): Buffer {
+  const h = Buffer.alloc(46);
+  h.writeUInt32LE(0x02014b50, 0);
+  h.writeUInt16LE((3 << 8) | 20, 4); // made by Unix: the external attributes hold a mode
+  h.writeUInt16LE(20, 6);
+  h.writeUInt16LE(0x800, 8);
+  h.writeUInt16LE(body.method, 10);
+  h.writeUInt16LE(0, 12);
+  h.writeUInt16LE(0x21, 14);
+  h.writeUInt32LE(body.crc, 16);
+  h.writeUInt32LE(body.compressedSize, 20);
+  h.writeUInt32LE(body.uncompressedSize, 24);
+  h.writeUInt16LE(name.length, 28);
+  h.writeUInt32LE(((mode & 0xffff) << 16) >>> 0, 38);
+  h.writeUInt32LE(body.offset, 42);
+  return Buffer.concat([h, name]);
+}
+
+function endOfCentralDirectory(count: number, size: number, offset: number): Buffer {
+  const e = Buffer.alloc(22);
+  e.writeUInt32LE(0x06054b50, 0);
+  e.writeUInt16LE(count, 8);
+  e.writeUInt16LE(count, 10);
+  e.writeUInt32LE(size, 12);
+  e.writeUInt32LE(offset, 16);
+  return e;
+}
+
+/** A zip of the given entries, in order. */
+export function buildZip(entries: ZipEntrySpec[]): Buffer {
+  const parts: Buffer[] = [];
+  const central: Buffer[] = [];
+  let offset = 0;
+  for (const entry of entries) {
+    const name = Buffer.from(entry.name, 'utf8');
+    const data = entry.data ?? Buffer.alloc(0);
+    const compressed = entry.deflate ? deflateRawSync(data, { level: 9 }) : data;
+    const body: Body = {
+      offset,
+      crc: crc32(data),
+      compressedSize: compressed.length,
+      uncompressedSize: entry.declaredSize ?? data.length,
+      method: entry.deflate ? 8 : 0,
+    };
+    const local = localHeader(name, body);
+    parts.push(local, compressed);
+    central.push(centralHeader(name, body, entry.mode ?? REGULAR_FILE));
+    offset += local.length + compressed.length;
+  }
+  const cd = Buffer.concat(central);
+  return Buffer.concat([...parts, cd, endOfCentralDirectory(entries.length, cd.length, offset)]);
+}
+
+/**
+ * A bomb of overlapping entries (after David Fifield's "better zip bomb"): `copies` entries in the central
+ * directory all point at ONE deflated body of `kernelBytes` zeros. Declares copies x kernelBytes in a file of a
+ * few KiB per MiB of kernel.
+ */
+export function overlappingBomb(copies: number, kernelBytes: number): Buffer {
+  const data = Buffer.alloc(kernelBytes);
+  const compressed = deflateRawSync(data, { level: 9 });
+  const name = Buffer.from('kernel.txt');
+  const body: Body = { offset: 0, crc: crc32(data), compressedSize: compressed.length, uncompressedSize: kernelBytes, method: 8 };
+  const local = localHeader(name, body);
+  const central = Array.from({ length: copies }, (_, i) =>
+    centralHeader(Buffer.from(`copy-${String(i).padStart(4, '0')}.txt`), body, REGULAR_FILE),
+  );
+  const cd = Buffer.concat(central);
+  const cdOffset = local.length + compressed.length;
+  return Buffer.concat([local, compressed, cd, endOfCentralDirectory(copies, cd.length, cdOffset)]);
+}

@@ -1,0 +1,72 @@
+// Objects as files under one directory. A put writes a temporary file beside its target and renames it, so a
+// reader never sees half an object and a failed put leaves nothing.
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import { ObjectNotFoundError, assertSafeKey, type ObjectStorage } from './storage';
+
+const TEMP_SUFFIX = '.partial';
+
+export class LocalStorage implements ObjectStorage {
+  readonly driver = 'local' as const;
+  private readonly root: string;
+
+  constructor(dir: string) {
+    this.root = path.resolve(dir);
+  }
+
+  private fileOf(key: string): string {
+    return path.join(this.root, ...key.split('/'));
+  }
+
+  async put(key: string, body: Readable, size: number): Promise<void> {
+    assertSafeKey(key);
+    const target = this.fileOf(key);
+    await mkdir(path.dirname(target), { recursive: true });
+    const temp = `${target}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`;
+    try {
+      await pipeline(body, createWriteStream(temp, { flags: 'wx' }));
+      const written = (await stat(temp)).size;
+      if (written !== size) throw new Error(`Stored ${written} bytes for ${key}, expected ${size}`);
+      await rename(temp, target);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+  }
+
+  async get(key: string): Promise<Readable> {
+    assertSafeKey(key);
+    const file = this.fileOf(key);
+    try {
+      if (!(await stat(file)).isFile()) throw new ObjectNotFoundError(key);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new ObjectNotFoundError(key);
+      throw err;
+    }
+    return createReadStream(file);
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    assertSafeKey(prefix, { prefix: true });
+    const dir = this.fileOf(prefix.replace(/\/$/, ''));
+    const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') return [];
+      throw err;
+    });
+    return entries
+      .filter((e) => e.isFile() && !e.name.endsWith(TEMP_SUFFIX))
+      .map((e) => path.relative(this.root, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+      .sort();
+  }
+
+  async deletePrefix(prefix: string): Promise<void> {
+    assertSafeKey(prefix, { prefix: true });
+    await rm(this.fileOf(prefix.replace(/\/$/, '')), { recursive: true, force: true });
+  }
+
+  close(): void {}
+}

@@ -17,6 +17,7 @@ import { auditRoutes } from './modules/audit/audit.routes';
 import { keyPolicyRoutes } from './modules/key-policy/key-policy.routes';
 import { findingRoutes } from './modules/findings/findings.routes';
 import { governanceRoutes } from './modules/governance/governance.routes';
+import { erasureRoutes } from './modules/erasure/erasure.routes';
 import { reportRoutes } from './modules/reports/reports.routes';
 import { fixVerificationRoutes } from './modules/fix-verifications/fix-verifications.routes';
 import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
@@ -37,6 +38,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...webhookRoutes(deps),
     ...findingRoutes(deps),
     ...governanceRoutes(deps),
+    ...erasureRoutes(deps),
     ...reportRoutes(deps),
     ...fixVerificationRoutes(deps),
     ...prReviewRoutes(deps),

@@ -21,6 +21,11 @@ export const AUDIT_ACTIONS = [
   'webhook.subscription_failing',
   'webhook.subscription_disabled',
   'webhook.subscription_reenabled',
+  'erasure.requested',
+  'erasure.cancelled',
+  'erasure.retried',
+  'erasure.completed',
+  'erasure.failed',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

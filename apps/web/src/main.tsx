@@ -6,6 +6,7 @@ import { SessionProvider, useSession } from './lib/session';
 import { AcceptInvitePage, LoginPage, OAuthTotpPage, SignupPage, VerifyEmailPage } from './pages/auth';
 import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
+import { ErasurePage } from './pages/governance';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
 import './style.css';
 
@@ -51,6 +52,7 @@ function Shell({ children }: { children: ReactNode }) {
             {can('teams:read') && <NavLink to="/teams">Teams</NavLink>}
             {can('api_keys:read') && <NavLink to="/settings/api-keys">API keys</NavLink>}
             {can('audit:read') && <NavLink to="/audit">Audit log</NavLink>}
+            {can('governance:read') && <NavLink to="/governance/erasure">Erasure</NavLink>}
             <NavLink to="/profile">Profile</NavLink>
             <span className="who">{me.user?.email} · {me.organization?.name} ({me.role})</span>
             <button type="button" onClick={() => void logout()}>Log out</button>
@@ -80,6 +82,7 @@ function App() {
         <Route path="/members" element={signedIn(<MembersPage />)} />
         <Route path="/teams" element={signedIn(<TeamsPage />)} />
         <Route path="/audit" element={signedIn(<AuditPage />)} />
+        <Route path="/governance/erasure" element={signedIn(<ErasurePage />)} />
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />
         <Route path="/projects/:id" element={signedIn(<ProjectPage />)} />
         <Route path="/assessments/:id" element={signedIn(<AssessmentPage />)} />

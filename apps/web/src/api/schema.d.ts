@@ -1908,6 +1908,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/governance/erasure-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List erasure requests, newest first (?status=)
+         * @description Requires the `governance:read` scope.
+         */
+        get: operations["getGovernanceErasureRequests"];
+        put?: never;
+        /**
+         * File a GDPR erasure request for a member or former member: 202, pending until the worker erases; 409 for the owner
+         * @description Requires the `governance:erase` scope.
+         */
+        post: operations["postGovernanceErasureRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/governance/erasure-requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an erasure request: status and, once completed, the receipt of what was erased
+         * @description Requires the `governance:read` scope.
+         */
+        get: operations["getGovernanceErasureRequestsId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/governance/erasure-requests/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a pending erasure request; 409 once it completed, failed or was cancelled
+         * @description Requires the `governance:erase` scope.
+         */
+        post: operations["postGovernanceErasureRequestsIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/governance/erasure-requests/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed erasure request (back to pending); 409 unless it failed
+         * @description Requires the `governance:erase` scope.
+         */
+        post: operations["postGovernanceErasureRequestsIdRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assessments/{id}/reports": {
         parameters: {
             query?: never;
@@ -3168,7 +3252,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "erasure.requested" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "system";
                             actor_id: string | null;
@@ -8315,6 +8399,331 @@ export interface operations {
                         low: number | null;
                         /** @description Days to remediate a info finding; null = no SLA */
                         info: number | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getGovernanceErasureRequests: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                status?: "pending" | "completed" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            user_id: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed" | "cancelled";
+                            /** @description What replaces the name and e-mail */
+                            pseudonym: {
+                                name: string;
+                                email: string;
+                            };
+                            requested_by_user_id: string | null;
+                            attempts: number;
+                            error: string | null;
+                            receipt: {
+                                /** @description The person was a member and was removed */
+                                membership_removed?: boolean;
+                                /** @description The account itself was erased (the person belonged to no other organization) */
+                                account_erased?: boolean;
+                                sessions_revoked?: number;
+                                api_keys_revoked?: number;
+                                /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                                replaced?: {
+                                    table: string;
+                                    column: string;
+                                    rows: number;
+                                }[];
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                            /** Format: date-time */
+                            cancelled_at: string | null;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postGovernanceErasureRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The person to erase: a member or a former member of the organization */
+                    user_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getGovernanceErasureRequestsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postGovernanceErasureRequestsIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postGovernanceErasureRequestsIdRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
                     };
                 };
             };

@@ -18,6 +18,7 @@ import { keyPolicyRoutes } from './modules/key-policy/key-policy.routes';
 import { findingRoutes } from './modules/findings/findings.routes';
 import { governanceRoutes } from './modules/governance/governance.routes';
 import { erasureRoutes } from './modules/erasure/erasure.routes';
+import { integrationRoutes } from './modules/integrations/integrations.routes';
 import { reportRoutes } from './modules/reports/reports.routes';
 import { fixVerificationRoutes } from './modules/fix-verifications/fix-verifications.routes';
 import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
@@ -39,6 +40,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...findingRoutes(deps),
     ...governanceRoutes(deps),
     ...erasureRoutes(deps),
+    ...integrationRoutes(deps),
     ...reportRoutes(deps),
     ...fixVerificationRoutes(deps),
     ...prReviewRoutes(deps),

@@ -26,6 +26,10 @@ export const AUDIT_ACTIONS = [
   'erasure.retried',
   'erasure.completed',
   'erasure.failed',
+  'integration.connected',
+  'integration.disconnected',
+  'integration.team_bound',
+  'integration.team_unbound',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -1992,6 +1992,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's integrations with their status and team bindings (?kind=)
+         * @description Requires the `integrations:read` scope.
+         */
+        get: operations["getIntegrations"];
+        put?: never;
+        /**
+         * Connect an integration: GitHub {kind, name, token | app_installation_id, base_url?} or Slack {kind, name, bot_token, workspace_id}; credentials are write-only
+         * @description Requires the `integrations:manage` scope.
+         */
+        post: operations["postIntegrations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/integrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an integration (never its credential)
+         * @description Requires the `integrations:read` scope.
+         */
+        get: operations["getIntegrationsId"];
+        put?: never;
+        post?: never;
+        /**
+         * Disconnect an integration: its sealed credential and team bindings are deleted
+         * @description Requires the `integrations:manage` scope.
+         */
+        delete: operations["deleteIntegrationsId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/integrations/{id}/teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Make the integration the default of its kind for the team's projects (replaces the team's previous one)
+         * @description Requires the `integrations:bind_team` scope.
+         */
+        put: operations["putIntegrationsIdTeamsTeam_id"];
+        post?: never;
+        /**
+         * Remove the team binding
+         * @description Requires the `integrations:bind_team` scope.
+         */
+        delete: operations["deleteIntegrationsIdTeamsTeam_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{id}/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The integration of each kind the project uses by default: a team binding, else the organization's only one (read access required)
+         * @description Requires the `integrations:read` scope.
+         */
+        get: operations["getProjectsIdIntegrations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assessments/{id}/reports": {
         parameters: {
             query?: never;
@@ -3252,7 +3344,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "erasure.requested" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "erasure.requested" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "system";
                             actor_id: string | null;
@@ -8724,6 +8816,372 @@ export interface operations {
                         completed_at: string | null;
                         /** Format: date-time */
                         cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIntegrations: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                kind?: "github" | "slack";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            kind: "github" | "slack";
+                            name: string;
+                            /** @enum {string} */
+                            auth_method: "token" | "app_installation" | "bot_token";
+                            /** @description The last four characters of the stored credential; the credential itself is never returned */
+                            credential_hint: string | null;
+                            app_installation_id: string | null;
+                            base_url: string | null;
+                            workspace_id: string | null;
+                            /** @constant */
+                            status: "connected";
+                            /** @description Teams whose projects use this integration by default */
+                            team_ids: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @constant */
+                    kind: "slack";
+                    name: string;
+                    /** @description The workspace bot token (write-only) */
+                    bot_token: string;
+                    workspace_id: string;
+                } | {
+                    /** @constant */
+                    kind: "github";
+                    name: string;
+                    /** @description A personal access token or fine-grained token with repository read access (write-only) */
+                    token?: string;
+                    /** @description A GitHub App installation id */
+                    app_installation_id?: string;
+                    /** @description GitHub Enterprise API base URL, e.g. https://ghe.example.com/api/v3; omit for github.com */
+                    base_url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIntegrationsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteIntegrationsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    putIntegrationsIdTeamsTeam_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteIntegrationsIdTeamsTeam_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getProjectsIdIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            kind: "github" | "slack";
+                            integration: {
+                                id?: string;
+                                /** @enum {string} */
+                                kind?: "github" | "slack";
+                                name?: string;
+                                /** @enum {string} */
+                                auth_method?: "token" | "app_installation" | "bot_token";
+                                /** @description The last four characters of the stored credential; the credential itself is never returned */
+                                credential_hint?: string | null;
+                                app_installation_id?: string | null;
+                                base_url?: string | null;
+                                workspace_id?: string | null;
+                                /** @constant */
+                                status?: "connected";
+                                /** @description Teams whose projects use this integration by default */
+                                team_ids?: string[];
+                                /** Format: date-time */
+                                created_at?: string;
+                                /** Format: date-time */
+                                updated_at?: string;
+                            } | null;
+                            /**
+                             * @description team: bound to a team with access to the project; organization: the only one of its kind
+                             * @enum {string|null}
+                             */
+                            source: "team" | "organization" | null;
+                            team_id: string | null;
+                        }[];
                     };
                 };
             };

@@ -7,6 +7,7 @@ import { AcceptInvitePage, LoginPage, OAuthTotpPage, SignupPage, VerifyEmailPage
 import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
 import { ErasurePage } from './pages/governance';
+import { IntegrationsPage } from './pages/integrations';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
 import './style.css';
 
@@ -52,6 +53,7 @@ function Shell({ children }: { children: ReactNode }) {
             {can('teams:read') && <NavLink to="/teams">Teams</NavLink>}
             {can('api_keys:read') && <NavLink to="/settings/api-keys">API keys</NavLink>}
             {can('audit:read') && <NavLink to="/audit">Audit log</NavLink>}
+            {can('integrations:read') && <NavLink to="/integrations">Integrations</NavLink>}
             {can('governance:read') && <NavLink to="/governance/erasure">Erasure</NavLink>}
             <NavLink to="/profile">Profile</NavLink>
             <span className="who">{me.user?.email} · {me.organization?.name} ({me.role})</span>
@@ -83,6 +85,7 @@ function App() {
         <Route path="/teams" element={signedIn(<TeamsPage />)} />
         <Route path="/audit" element={signedIn(<AuditPage />)} />
         <Route path="/governance/erasure" element={signedIn(<ErasurePage />)} />
+        <Route path="/integrations" element={signedIn(<IntegrationsPage />)} />
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />
         <Route path="/projects/:id" element={signedIn(<ProjectPage />)} />
         <Route path="/assessments/:id" element={signedIn(<AssessmentPage />)} />

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 // apps/web does not depend on the workspace packages; the test reads the signature rules from their source.
 import { verifySignature } from '../../../packages/webhooks/src';
-import { bearer, createUserInOrg, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
+import { bearer, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
 import { enableTotp } from '../../api/test/support/oauth-flow';
 import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
@@ -504,6 +504,59 @@ describe('dashboard in Chromium', () => {
       expect(cookies.find((c) => c.name === 'partial_token')).toBeUndefined();
       expect(cookies.find((c) => c.name === 'session')).toBeDefined();
       await storageIsEmpty();
+    });
+  }, 60_000);
+
+  it('integrations: an admin connects GitHub and Slack, binds GitHub to a team its project shows; the token is never shown back', async () => {
+    const token = `ghp_dashboard${Date.now()}secretvalueXYZ9`;
+    const project = await insertProject(w.h, w.org.id, 'Integrated project');
+    const team = await w.api().post('/api/v1/teams').set(bearer(w.org.admin.token)).send({ name: 'Platform team' });
+    await insertGrant(w.h, w.org.id, { projectId: project.id }, { teamId: team.body.id }, 'read');
+    await step('integrations', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Integrations' }).click();
+      await page.getByRole('heading', { name: 'Integrations' }).waitFor();
+      await page.getByLabel('Integration name').fill('GitHub Enterprise');
+      await page.getByLabel('GitHub token').fill(token);
+      await page.getByLabel('GitHub Enterprise API URL (optional)').fill('https://10.1.2.3/api/v3');
+      await page.getByRole('button', { name: 'Connect integration' }).click();
+      await page.getByRole('alert').getByText(/GitHub Enterprise base URL refused/).waitFor();
+      await page.getByLabel('GitHub Enterprise API URL (optional)').fill('');
+      await page.getByLabel('Integration name').fill('GitHub');
+      await page.getByRole('button', { name: 'Connect integration' }).click();
+      const row = page.getByTestId('integration-GitHub');
+      await row.getByText(`token …${token.slice(-4)}`).waitFor();
+      await row.getByText('connected').waitFor();
+      expect(await page.content()).not.toContain(token);
+      await storageIsEmpty();
+
+      await page.getByLabel('Kind').selectOption('slack');
+      await page.getByLabel('Integration name').fill('Slack');
+      await page.getByLabel('Slack bot token').fill('xoxb-1-2-dashboardslack');
+      await page.getByLabel('Slack workspace id').fill('T0DASH01');
+      await page.getByRole('button', { name: 'Connect integration' }).click();
+      await page.getByTestId('integration-Slack').getByText('T0DASH01').waitFor();
+
+      await row.getByLabel('Bind GitHub to a team').selectOption({ label: 'Platform team' });
+      await row.getByRole('button', { name: 'Unbind Platform team' }).waitFor();
+      await page.goto(`${base}/projects/${project.id}`);
+      await page.getByText('GitHub: GitHub (team default)').waitFor();
+      await page.getByText('Slack: Slack (organization)').waitFor();
+
+      await page.goto(`${base}/integrations`);
+      await page.getByRole('button', { name: 'Disconnect GitHub' }).click();
+      await page.getByTestId('integration-Slack').waitFor();
+      await poll(async () => ((await page.getByTestId('integration-GitHub').count()) === 0 ? true : undefined), 'the disconnect');
+    });
+    await step('integrations-member', async () => {
+      await context.clearCookies();
+      await logIn(w.org.member.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.goto(`${base}/integrations`);
+      await page.getByTestId('integration-Slack').waitFor();
+      expect(await page.getByRole('button', { name: 'Connect integration' }).count()).toBe(0);
+      expect(await page.getByRole('button', { name: 'Disconnect Slack' }).count()).toBe(0);
     });
   }, 60_000);
 

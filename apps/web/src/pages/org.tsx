@@ -4,6 +4,7 @@ import { Link, useParams } from 'react-router-dom';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
+import { ProjectIntegrations } from './integrations';
 
 function CreateByName({ label, onCreate }: { label: string; onCreate(name: string): Promise<void> }) {
   const [name, setName] = useState('');
@@ -65,6 +66,7 @@ export function ProjectPage() {
       <h1>Project {project.data?.name}</h1>
       <ErrorBox error={project.error ?? assessments.error} />
       {can('webhooks:read') && <p><Link to={`/projects/${id}/webhooks`}>Project webhooks</Link></p>}
+      {can('integrations:read') && <ProjectIntegrations projectId={id} />}
       <h2>Assessments</h2>
       <ul>
         {assessments.data?.data?.map((a) => (

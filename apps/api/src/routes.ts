@@ -19,6 +19,7 @@ import { findingRoutes } from './modules/findings/findings.routes';
 import { governanceRoutes } from './modules/governance/governance.routes';
 import { erasureRoutes } from './modules/erasure/erasure.routes';
 import { integrationRoutes } from './modules/integrations/integrations.routes';
+import { sourceConnectionRoutes } from './modules/source-connections/source-connections.routes';
 import { reportRoutes } from './modules/reports/reports.routes';
 import { fixVerificationRoutes } from './modules/fix-verifications/fix-verifications.routes';
 import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
@@ -41,6 +42,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...governanceRoutes(deps),
     ...erasureRoutes(deps),
     ...integrationRoutes(deps),
+    ...sourceConnectionRoutes(deps),
     ...reportRoutes(deps),
     ...fixVerificationRoutes(deps),
     ...prReviewRoutes(deps),

@@ -9,7 +9,7 @@
 //   name replaced with the request's pseudonym in that organization's rows (found through information_schema, so
 //   tables added later are covered without changing this job);
 // - when the person belongs to no other organization, the account itself is erased: the users row takes the
-//   pseudonym, its password, 2FA secret, sign-in identities and tokens go, and the tables without an
+//   pseudonym, its password, 2FA secret, sign-in identities, personal source connections and tokens go, and the tables without an
 //   organization_id are swept too. A person still a member elsewhere keeps their account there: those
 //   organizations' records are theirs to erase.
 // Audit entries stay (the log is append-only and not hash-chained): only the identifying text in them changes.
@@ -126,6 +126,7 @@ async function removeMembership(tx: Tx, organizationId: string, userId: string, 
 /** The account goes: no credential, no sign-in identity, no token is left; the row keeps only the pseudonym. */
 async function eraseAccount(tx: Tx, userId: string, pseudonym: { name: string; email: string }, now: Date) {
   await tx.oAuthIdentity.deleteMany({ where: { userId } });
+  await tx.personalSourceConnection.deleteMany({ where: { userId } });
   await tx.emailToken.deleteMany({ where: { userId } });
   const sessions = await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
   await tx.user.update({

@@ -30,6 +30,8 @@ export const AUDIT_ACTIONS = [
   'integration.disconnected',
   'integration.team_bound',
   'integration.team_unbound',
+  'source.personal_connected',
+  'source.personal_disconnected',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

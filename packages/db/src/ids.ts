@@ -7,7 +7,7 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 export type IdPrefix =
   | 'org' | 'usr' | 'mem' | 'inv' | 'etk' | 'ses' | 'team' | 'prj' | 'asm' | 'grant' | 'key'
   | 'whsub' | 'event' | 'whdel' | 'whatt'
-  | 'fnd' | 'rpt' | 'fxv' | 'prr' | 'use' | 'lim' | 'oid' | 'aud' | 'era' | 'int' | 'tint';
+  | 'fnd' | 'rpt' | 'fxv' | 'prr' | 'use' | 'lim' | 'oid' | 'aud' | 'era' | 'int' | 'tint' | 'psc';
 
 function encodeTime(ms: number): string {
   let out = '';

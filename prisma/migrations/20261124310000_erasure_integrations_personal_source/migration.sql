@@ -50,6 +50,21 @@ CREATE TABLE "team_integrations" (
     CONSTRAINT "team_integrations_pkey" PRIMARY KEY ("id")
 );
 
+-- CreateTable
+CREATE TABLE "personal_source_connections" (
+    "id" TEXT NOT NULL,
+    "user_id" TEXT NOT NULL,
+    "provider" TEXT NOT NULL,
+    "subject" TEXT NOT NULL,
+    "login" TEXT NOT NULL,
+    "scopes" TEXT[],
+    "token_enc" TEXT NOT NULL,
+    "created_at" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updated_at" TIMESTAMP(3) NOT NULL,
+
+    CONSTRAINT "personal_source_connections_pkey" PRIMARY KEY ("id")
+);
+
 -- CreateIndex
 CREATE INDEX "erasure_requests_organization_id_subject_user_id_idx" ON "erasure_requests"("organization_id", "subject_user_id");
 
@@ -65,6 +80,9 @@ CREATE INDEX "team_integrations_integration_id_idx" ON "team_integrations"("inte
 -- CreateIndex
 CREATE UNIQUE INDEX "team_integrations_team_id_kind_key" ON "team_integrations"("team_id", "kind");
 
+-- CreateIndex
+CREATE UNIQUE INDEX "personal_source_connections_user_id_provider_key" ON "personal_source_connections"("user_id", "provider");
+
 -- AddForeignKey
 ALTER TABLE "erasure_requests" ADD CONSTRAINT "erasure_requests_organization_id_fkey" FOREIGN KEY ("organization_id") REFERENCES "organizations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
@@ -79,4 +97,7 @@ ALTER TABLE "team_integrations" ADD CONSTRAINT "team_integrations_team_id_fkey" 
 
 -- AddForeignKey
 ALTER TABLE "team_integrations" ADD CONSTRAINT "team_integrations_integration_id_fkey" FOREIGN KEY ("integration_id") REFERENCES "integrations"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "personal_source_connections" ADD CONSTRAINT "personal_source_connections_user_id_fkey" FOREIGN KEY ("user_id") REFERENCES "users"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 

@@ -560,6 +560,28 @@ describe('dashboard in Chromium', () => {
     });
   }, 60_000);
 
+  it('personal GitHub account: the profile connects it through GitHub, shows it, and disconnects it', async () => {
+    const login = `octo-personal-${Date.now()}`;
+    gh.addAccount({ id: 900_000 + (Date.now() % 100_000), login, name: 'Octo Personal', emails: [{ email: `${login}@example.test`, primary: true, verified: true }] });
+    await step('personal-github', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Profile' }).click();
+      await page.getByTestId('source-connection-status').getByText('No GitHub account is connected.').waitFor();
+      gh.signInAs(login);
+      await page.getByRole('link', { name: 'Connect GitHub' }).click();
+      await page.getByTestId('source-connection-status').getByText(`Connected as ${login} (repo, read:user)`).waitFor();
+      gh.signInAs(null);
+      expect(new URL(page.url()).pathname).toBe('/profile');
+      const stored = await w.h.deps.prisma.personalSourceConnection.findFirstOrThrow({ where: { userId: w.org.admin.id } });
+      expect(await page.content()).not.toContain(stored.tokenEnc);
+      await storageIsEmpty();
+      await page.getByRole('button', { name: 'Disconnect GitHub' }).click();
+      await page.getByTestId('source-connection-status').getByText('No GitHub account is connected.').waitFor();
+      expect(await w.h.deps.prisma.personalSourceConnection.count({ where: { userId: w.org.admin.id } })).toBe(0);
+    });
+  }, 60_000);
+
   it('erasure requests: an admin files one, cancels it, files again; the job runs and the page shows the receipt', async () => {
     const person = await createUserInOrg(w.h, w.org.id, 'member', 'dash-erasee');
     await step('erasure', async () => {

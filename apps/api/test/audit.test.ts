@@ -563,11 +563,12 @@ describe('CSV fields', () => {
     expect(auditCsvRecord(row)).toBe('aud_x,2026-01-02T03:04:05.000Z,api_key.revoked,system,,system,api_key,key_x,,,"{""reason"":""inactivity""}"\r\n');
   });
 
-  it('the action catalogue is the one the issue lists', () => {
+  it('the action catalogue is the one the issues list (audit log, erasure, integrations, personal connections)', () => {
     expect([...AUDIT_ACTIONS].sort()).toEqual([
       'api_key.created', 'api_key.revoked', 'api_key_policy.updated', 'auth.2fa_disabled', 'auth.2fa_enabled', 'auth.login',
-      'auth.login_failed', 'auth.logout', 'member.removed', 'member.role_changed', 'organization.ownership_transferred',
-      'webhook.deliveries_recovered', 'webhook.delivery_resent', 'webhook.secret_rotated', 'webhook.subscription_created',
+      'auth.login_failed', 'auth.logout', 'erasure.cancelled', 'erasure.completed', 'erasure.failed', 'erasure.requested', 'erasure.retried',
+      'integration.connected', 'integration.disconnected', 'integration.team_bound', 'integration.team_unbound', 'member.removed', 'member.role_changed', 'organization.ownership_transferred',
+      'source.personal_connected', 'source.personal_disconnected', 'webhook.deliveries_recovered', 'webhook.delivery_resent', 'webhook.secret_rotated', 'webhook.subscription_created',
       'webhook.subscription_deleted', 'webhook.subscription_disabled', 'webhook.subscription_failing', 'webhook.subscription_reenabled',
       'webhook.subscription_updated',
     ]);

@@ -70,6 +70,9 @@ async function leaveTraces(p: TestUser & { name: string }) {
     data: { id: newId('inv'), organizationId: org.id, email: p.email, role: 'member', tokenHash: uniqueSuffix(), invitedById: org.admin.id, expiresAt: new Date(Date.now() + 86400_000) },
   });
   await h.deps.prisma.oAuthIdentity.create({ data: { id: newId('oid'), userId: p.id, provider: 'github', subject: uniqueSuffix(), email: p.email } });
+  await h.deps.prisma.personalSourceConnection.create({
+    data: { id: newId('psc'), userId: p.id, provider: 'github', subject: uniqueSuffix(), login: 'zq-octo', scopes: ['repo'], tokenEnc: 'v1.sealed' },
+  });
   const project = await insertProject(h, org.id);
   const assessment = await insertAssessmentIn(h, org.id, project.id, 'running');
   const finding = await insertFinding(h, assessment, {
@@ -127,6 +130,9 @@ describe('the erasure job', () => {
     expect((await api().get('/api/v1/members').set(bearer(org.admin.token))).body.data.map((m: { user_id: string }) => m.user_id)).not.toContain(p.id);
     expect((await api().get('/api/v1/organization').set(bearer(p.token))).status).toBe(401);
     expect((await loginRequest(h, { email: p.email, password: TEST_PASSWORD })).status).toBe(401);
+    // No credential of the account is left: sign-in identities and the personal GitHub token are gone.
+    expect(await h.deps.prisma.oAuthIdentity.count({ where: { userId: p.id } })).toBe(0);
+    expect(await h.deps.prisma.personalSourceConnection.count({ where: { userId: p.id } })).toBe(0);
     // Another run does nothing more.
     expect(await runErasures(deps)).toEqual({ completed: 0, failed: 0 });
   });

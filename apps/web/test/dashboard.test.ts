@@ -558,6 +558,8 @@ describe('dashboard in Chromium', () => {
       expect(await page.getByRole('button', { name: 'Connect integration' }).count()).toBe(0);
       expect(await page.getByRole('button', { name: 'Disconnect Slack' }).count()).toBe(0);
     });
+    // The Teams journey below expects the organization's teams to be its own.
+    expect((await w.api().delete(`/api/v1/teams/${team.body.id}`).set(bearer(w.org.admin.token))).status).toBe(204);
   }, 60_000);
 
   it('personal GitHub account: the profile connects it through GitHub, shows it, and disconnects it', async () => {

@@ -17,6 +17,9 @@ import { auditRoutes } from './modules/audit/audit.routes';
 import { keyPolicyRoutes } from './modules/key-policy/key-policy.routes';
 import { findingRoutes } from './modules/findings/findings.routes';
 import { governanceRoutes } from './modules/governance/governance.routes';
+import { erasureRoutes } from './modules/erasure/erasure.routes';
+import { integrationRoutes } from './modules/integrations/integrations.routes';
+import { sourceConnectionRoutes } from './modules/source-connections/source-connections.routes';
 import { reportRoutes } from './modules/reports/reports.routes';
 import { reportShareRoutes } from './modules/report-shares/report-shares.routes';
 import { fixVerificationRoutes } from './modules/fix-verifications/fix-verifications.routes';
@@ -39,6 +42,9 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...webhookRoutes(deps),
     ...findingRoutes(deps),
     ...governanceRoutes(deps),
+    ...erasureRoutes(deps),
+    ...integrationRoutes(deps),
+    ...sourceConnectionRoutes(deps),
     ...reportRoutes(deps),
     ...reportShareRoutes(deps),
     ...fixVerificationRoutes(deps),

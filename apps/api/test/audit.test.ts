@@ -563,12 +563,15 @@ describe('CSV fields', () => {
     expect(auditCsvRecord(row)).toBe('aud_x,2026-01-02T03:04:05.000Z,api_key.revoked,system,,system,api_key,key_x,,,"{""reason"":""inactivity""}"\r\n');
   });
 
-  it('the action catalogue is the one the issues list (report shares: issue 23)', () => {
+  it('the action catalogue is the one the issues list (report shares, source: issue 23; erasure, integrations: issue 24)', () => {
     expect([...AUDIT_ACTIONS].sort()).toEqual([
       'api_key.created', 'api_key.revoked', 'api_key_policy.updated', 'auth.2fa_disabled', 'auth.2fa_enabled', 'auth.login',
       'auth.login_failed', 'auth.logout', 'member.removed', 'member.role_changed', 'organization.ownership_transferred',
       'report.published', 'report.share_downloaded', 'report.share_granted', 'report.share_revoked', 'report.share_viewed',
       'report.unpublished',
+      'erasure.cancelled', 'erasure.completed', 'erasure.failed', 'erasure.requested', 'erasure.retried',
+      'integration.connected', 'integration.disconnected', 'integration.team_bound', 'integration.team_unbound',
+      'source.personal_connected', 'source.personal_disconnected',
       'webhook.breaker_opened', // delivery isolation (issue 20)
       'webhook.deliveries_recovered', 'webhook.delivery_resent', 'webhook.secret_rotated', 'webhook.subscription_created',
       'webhook.subscription_deleted', 'webhook.subscription_disabled', 'webhook.subscription_failing', 'webhook.subscription_reenabled',

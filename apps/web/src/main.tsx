@@ -6,6 +6,8 @@ import { SessionProvider, useSession } from './lib/session';
 import { AcceptInvitePage, LoginPage, OAuthTotpPage, SignupPage, VerifyEmailPage } from './pages/auth';
 import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
+import { ErasurePage } from './pages/governance';
+import { IntegrationsPage } from './pages/integrations';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
 import { ReportPage, SharedReportPage } from './pages/reports';
 import './style.css';
@@ -52,6 +54,8 @@ function Shell({ children }: { children: ReactNode }) {
             {can('teams:read') && <NavLink to="/teams">Teams</NavLink>}
             {can('api_keys:read') && <NavLink to="/settings/api-keys">API keys</NavLink>}
             {can('audit:read') && <NavLink to="/audit">Audit log</NavLink>}
+            {can('integrations:read') && <NavLink to="/integrations">Integrations</NavLink>}
+            {can('governance:read') && <NavLink to="/governance/erasure">Erasure</NavLink>}
             <NavLink to="/profile">Profile</NavLink>
             <span className="who">{me.user?.email} · {me.organization?.name} ({me.role})</span>
             <button type="button" onClick={() => void logout()}>Log out</button>
@@ -82,6 +86,8 @@ function App() {
         <Route path="/members" element={signedIn(<MembersPage />)} />
         <Route path="/teams" element={signedIn(<TeamsPage />)} />
         <Route path="/audit" element={signedIn(<AuditPage />)} />
+        <Route path="/governance/erasure" element={signedIn(<ErasurePage />)} />
+        <Route path="/integrations" element={signedIn(<IntegrationsPage />)} />
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />
         <Route path="/projects/:id" element={signedIn(<ProjectPage />)} />
         <Route path="/assessments/:id" element={signedIn(<AssessmentPage />)} />

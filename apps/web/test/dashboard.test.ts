@@ -6,12 +6,13 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 // apps/web does not depend on the workspace packages; the test reads the signature rules from their source.
 import { verifySignature } from '../../../packages/webhooks/src';
-import { bearer, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
+import { bearer, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
 import { enableTotp } from '../../api/test/support/oauth-flow';
 import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
 import { createWorld, type World } from '../../worker/test/support/world';
 import { freePort, launchChromium, logIn as logInAs, SCREENSHOTS, step as stepOf } from './support/browser';
+import { runErasures } from '../../worker/src/erasure';
 
 let w: World;
 let gh: LoopbackGithub;
@@ -467,6 +468,129 @@ describe('dashboard in Chromium', () => {
       expect(cookies.find((c) => c.name === 'partial_token')).toBeUndefined();
       expect(cookies.find((c) => c.name === 'session')).toBeDefined();
       await storageIsEmpty();
+    });
+  }, 60_000);
+
+  it('integrations: an admin connects GitHub and Slack, binds GitHub to a team its project shows; the token is never shown back', async () => {
+    const token = `ghp_dashboard${Date.now()}secretvalueXYZ9`;
+    const project = await insertProject(w.h, w.org.id, 'Integrated project');
+    const team = await w.api().post('/api/v1/teams').set(bearer(w.org.admin.token)).send({ name: 'Platform team' });
+    await insertGrant(w.h, w.org.id, { projectId: project.id }, { teamId: team.body.id }, 'read');
+    await step('integrations', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Integrations' }).click();
+      await page.getByRole('heading', { name: 'Integrations' }).waitFor();
+      await page.getByLabel('Integration name').fill('GitHub Enterprise');
+      await page.getByLabel('GitHub token').fill(token);
+      await page.getByLabel('GitHub Enterprise API URL (optional)').fill('https://10.1.2.3/api/v3');
+      await page.getByRole('button', { name: 'Connect integration' }).click();
+      await page.getByRole('alert').getByText(/GitHub Enterprise base URL refused/).waitFor();
+      await page.getByLabel('GitHub Enterprise API URL (optional)').fill('');
+      await page.getByLabel('Integration name').fill('GitHub');
+      await page.getByRole('button', { name: 'Connect integration' }).click();
+      const row = page.getByTestId('integration-GitHub');
+      await row.getByText(`token …${token.slice(-4)}`).waitFor();
+      await row.getByText('connected').waitFor();
+      expect(await page.content()).not.toContain(token);
+      await storageIsEmpty();
+
+      await page.getByLabel('Kind').selectOption('slack');
+      await page.getByLabel('Integration name').fill('Slack');
+      await page.getByLabel('Slack bot token').fill('xoxb-1-2-dashboardslack');
+      await page.getByLabel('Slack workspace id').fill('T0DASH01');
+      await page.getByRole('button', { name: 'Connect integration' }).click();
+      await page.getByTestId('integration-Slack').getByText('T0DASH01').waitFor();
+
+      await row.getByLabel('Bind GitHub to a team').selectOption({ label: 'Platform team' });
+      await row.getByRole('button', { name: 'Unbind Platform team' }).waitFor();
+      await page.goto(`${base}/projects/${project.id}`);
+      await page.getByText('GitHub: GitHub (team default)').waitFor();
+      await page.getByText('Slack: Slack (organization)').waitFor();
+
+      await page.goto(`${base}/integrations`);
+      await page.getByRole('button', { name: 'Disconnect GitHub' }).click();
+      await page.getByTestId('integration-Slack').waitFor();
+      await poll(async () => ((await page.getByTestId('integration-GitHub').count()) === 0 ? true : undefined), 'the disconnect');
+    });
+    await step('integrations-member', async () => {
+      await context.clearCookies();
+      await logIn(w.org.member.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.goto(`${base}/integrations`);
+      await page.getByTestId('integration-Slack').waitFor();
+      expect(await page.getByRole('button', { name: 'Connect integration' }).count()).toBe(0);
+      expect(await page.getByRole('button', { name: 'Disconnect Slack' }).count()).toBe(0);
+    });
+    // The Teams journey below expects the organization's teams to be its own.
+    expect((await w.api().delete(`/api/v1/teams/${team.body.id}`).set(bearer(w.org.admin.token))).status).toBe(204);
+  }, 60_000);
+
+  it('personal GitHub account: the profile connects it through GitHub, shows it, and disconnects it', async () => {
+    const login = `octo-personal-${Date.now()}`;
+    gh.addAccount({ id: 900_000 + (Date.now() % 100_000), login, name: 'Octo Personal', emails: [{ email: `${login}@example.test`, primary: true, verified: true }] });
+    await step('personal-github', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Profile' }).click();
+      await page.getByTestId('source-connection-status').getByText('No GitHub account is connected.').waitFor();
+      gh.signInAs(login);
+      await page.getByRole('link', { name: 'Connect GitHub' }).click();
+      await page.getByTestId('source-connection-status').getByText(`Connected as ${login} (repo, read:user)`).waitFor();
+      gh.signInAs(null);
+      expect(new URL(page.url()).pathname).toBe('/profile');
+      const stored = await w.h.deps.prisma.personalSourceConnection.findFirstOrThrow({ where: { userId: w.org.admin.id } });
+      expect(await page.content()).not.toContain(stored.tokenEnc);
+      await storageIsEmpty();
+      await page.getByRole('button', { name: 'Disconnect GitHub' }).click();
+      await page.getByTestId('source-connection-status').getByText('No GitHub account is connected.').waitFor();
+      expect(await w.h.deps.prisma.personalSourceConnection.count({ where: { userId: w.org.admin.id } })).toBe(0);
+    });
+  }, 60_000);
+
+  it('erasure requests: an admin files one, cancels it, files again; the job runs and the page shows the receipt', async () => {
+    const person = await createUserInOrg(w.h, w.org.id, 'member', 'dash-erasee');
+    await step('erasure', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Erasure' }).click();
+      await page.getByRole('heading', { name: 'Erasure requests' }).waitFor();
+      // The owner is refused with the API's reason.
+      await page.getByLabel('User id of the person').fill(w.org.owner.id);
+      await page.getByRole('button', { name: 'File erasure request' }).click();
+      await page.getByRole('alert').getByText(/owner cannot be erased/).waitFor();
+      await page.getByRole('button', { name: 'dash-erasee user (member)' }).click();
+      expect(await page.getByLabel('User id of the person').inputValue()).toBe(person.id);
+      await page.getByRole('button', { name: 'File erasure request' }).click();
+      const first = await poll(async () => (await w.h.deps.prisma.erasureRequest.findFirst({ where: { subjectUserId: person.id } })) ?? undefined, 'the request');
+      const row = page.getByTestId(`erasure-${first.id}`);
+      await row.getByText('pending').waitFor();
+      await row.getByRole('button', { name: `Cancel ${first.id}` }).click();
+      await row.getByText('cancelled').waitFor();
+
+      await page.getByLabel('User id of the person').fill(person.id);
+      await page.getByRole('button', { name: 'File erasure request' }).click();
+      const second = await poll(
+        async () => (await w.h.deps.prisma.erasureRequest.findFirst({ where: { subjectUserId: person.id, status: 'pending' } })) ?? undefined,
+        'the second request',
+      );
+      await page.getByTestId(`erasure-${second.id}`).getByText('pending').waitFor();
+      expect(await runErasures(w.workerDeps)).toEqual({ completed: 1, failed: 0 });
+      await page.reload();
+      const done = page.getByTestId(`erasure-${second.id}`);
+      await done.getByText('completed').waitFor();
+      await done.getByText(/member removed, account erased/).click();
+      await done.getByText('users.email: 1 row').waitFor();
+      expect(await page.content()).not.toContain(person.email);
+    });
+    await step('erasure-member', async () => {
+      await context.clearCookies();
+      await logIn(w.org.member.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Erasure' }).count()).toBe(0);
+      await page.goto(`${base}/governance/erasure`);
+      await page.getByRole('alert').getByText(/governance:read/).waitFor();
+      expect(await page.getByRole('button', { name: 'File erasure request' }).count()).toBe(0);
     });
   }, 60_000);
 

@@ -9,3 +9,4 @@ export * from './request';
 export * from './worker';
 export * from './http/outcome';
 export * from './http/post';
+export * from './erasure';

@@ -1,6 +1,6 @@
 // Scheduled jobs of the worker: the outbox relay (enqueue deliveries whose enqueue was lost), the retention
 // purge (deliveries and their attempts 30 days after they reached a terminal state) and the API-key lifecycle
-// policy (key-lifecycle.ts) and the SLA scan (finding.sla_breached, sla-scan.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
+// policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts) and GDPR erasure (erasure.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
 // however many workers are up.
 import type { Queue } from 'bullmq';
 import type { Db } from '@svc/db';
@@ -9,6 +9,7 @@ import { scanSlaBreaches } from './sla-scan';
 import type { DeliveryJobData, MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
+import { runErasures, type ErasureRunResult } from './erasure';
 
 export const RETENTION_PURGE_INTERVAL_MS = 3600 * 1000;
 const PURGE_BATCH_SIZE = 1000;
@@ -79,6 +80,7 @@ export const MAINTENANCE_SCHEDULES: ReadonlyArray<{ name: MaintenanceJobName; ev
   { name: 'retention-purge', everyMs: () => RETENTION_PURGE_INTERVAL_MS },
   { name: 'key-lifecycle', everyMs: (deps) => deps.config.keyLifecycle.intervalMs },
   { name: 'sla-scan', everyMs: (deps) => deps.config.slaScan.intervalMs },
+  { name: 'erasure', everyMs: (deps) => deps.config.erasure.intervalMs },
 ];
 
 /** Creates or updates the job schedulers; every worker process does this at start, idempotently. */
@@ -96,7 +98,7 @@ export async function runMaintenanceJob(
   deps: WorkerDeps,
   deliveryQueue: Queue<DeliveryJobData>,
   name: string,
-): Promise<number | PurgeResult | KeyLifecycleResult> {
+): Promise<number | PurgeResult | KeyLifecycleResult | ErasureRunResult> {
   switch (name as MaintenanceJobName) {
     case 'outbox-relay':
       return runOutboxRelay(deps, deliveryQueue);
@@ -106,6 +108,8 @@ export async function runMaintenanceJob(
       return runKeyLifecycle(deps);
     case 'sla-scan':
       return runSlaScan(deps, deliveryQueue);
+    case 'erasure':
+      return runErasures(deps);
     default:
       throw new Error(`Unknown maintenance job ${name}`);
   }

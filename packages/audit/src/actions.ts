@@ -32,6 +32,17 @@ export const AUDIT_ACTIONS = [
   'report.share_revoked',
   'report.share_viewed',
   'report.share_downloaded',
+  'erasure.requested',
+  'erasure.cancelled',
+  'erasure.retried',
+  'erasure.completed',
+  'erasure.failed',
+  'integration.connected',
+  'integration.disconnected',
+  'integration.team_bound',
+  'integration.team_unbound',
+  'source.personal_connected',
+  'source.personal_disconnected',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -8,7 +8,7 @@ export type IdPrefix =
   | 'org' | 'usr' | 'mem' | 'inv' | 'etk' | 'ses' | 'team' | 'prj' | 'asm' | 'grant' | 'key'
   | 'whsub' | 'event' | 'whdel' | 'whatt'
   | 'fnd' | 'rpt' | 'fxv' | 'prr' | 'use' | 'lim' | 'oid' | 'aud'
-  | 'rsh' | 'src';
+  | 'rsh' | 'src' | 'era' | 'int' | 'tint' | 'psc';
 
 function encodeTime(ms: number): string {
   let out = '';

@@ -15,6 +15,7 @@ export const ORGANIZATION_SCOPED_MODELS: ReadonlySet<string> = new Set([
   'Event', 'WebhookDelivery', 'Finding', 'Report', 'FixVerification', 'PrReview', 'UsageRecord', 'SpendLimit', 'AuditEvent',
   'SourceArchive', 'SourceFile', 'ProjectSource',
   'ReportShare',
+  'ErasureRequest', 'Integration', 'TeamIntegration',
 ]);
 
 /** Models without an organization column, scoped through the relation to their organization-owned parent. */

@@ -11,3 +11,4 @@ export * from './retry-policy';
 export * from './delivery-operations';
 export * from './source-archive';
 export * from './isolation-policy';
+export * from './erasure';

@@ -9,7 +9,7 @@ export interface DeliveryJobData {
   deliveryId: string;
 }
 
-export type MaintenanceJobName = 'outbox-relay' | 'retention-purge' | 'key-lifecycle' | 'sla-scan';
+export type MaintenanceJobName = 'outbox-relay' | 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure';
 
 /** BullMQ workers need `maxRetriesPerRequest: null` so blocking commands survive reconnects. */
 export function createRedis(url: string, options: RedisOptions = {}): Redis {

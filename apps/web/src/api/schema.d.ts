@@ -220,6 +220,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/profile/source-connections/{provider}/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Connect your personal GitHub account (a browser link): redirects to GitHub asking for `repo read:user`; the callback (the sign-in callback) stores the sealed token and returns to /profile
+         * @description Requires the `source:connect_personal` scope.
+         */
+        get: operations["getProfileSourceConnectionsProviderConnect"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/oauth/{provider}/callback": {
         parameters: {
             query?: never;
@@ -1908,6 +1928,222 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/governance/erasure-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List erasure requests, newest first (?status=)
+         * @description Requires the `governance:read` scope.
+         */
+        get: operations["getGovernanceErasureRequests"];
+        put?: never;
+        /**
+         * File a GDPR erasure request for a member or former member: 202, pending until the worker erases; 409 for the owner
+         * @description Requires the `governance:erase` scope.
+         */
+        post: operations["postGovernanceErasureRequests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/governance/erasure-requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an erasure request: status and, once completed, the receipt of what was erased
+         * @description Requires the `governance:read` scope.
+         */
+        get: operations["getGovernanceErasureRequestsId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/governance/erasure-requests/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a pending erasure request; 409 once it completed, failed or was cancelled
+         * @description Requires the `governance:erase` scope.
+         */
+        post: operations["postGovernanceErasureRequestsIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/governance/erasure-requests/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed erasure request (back to pending); 409 unless it failed
+         * @description Requires the `governance:erase` scope.
+         */
+        post: operations["postGovernanceErasureRequestsIdRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's integrations with their status and team bindings (?kind=)
+         * @description Requires the `integrations:read` scope.
+         */
+        get: operations["getIntegrations"];
+        put?: never;
+        /**
+         * Connect an integration: GitHub {kind, name, token | app_installation_id, base_url?} or Slack {kind, name, bot_token, workspace_id}; credentials are write-only
+         * @description Requires the `integrations:manage` scope.
+         */
+        post: operations["postIntegrations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/integrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an integration (never its credential)
+         * @description Requires the `integrations:read` scope.
+         */
+        get: operations["getIntegrationsId"];
+        put?: never;
+        post?: never;
+        /**
+         * Disconnect an integration: its sealed credential and team bindings are deleted
+         * @description Requires the `integrations:manage` scope.
+         */
+        delete: operations["deleteIntegrationsId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/integrations/{id}/teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Make the integration the default of its kind for the team's projects (replaces the team's previous one)
+         * @description Requires the `integrations:bind_team` scope.
+         */
+        put: operations["putIntegrationsIdTeamsTeam_id"];
+        post?: never;
+        /**
+         * Remove the team binding
+         * @description Requires the `integrations:bind_team` scope.
+         */
+        delete: operations["deleteIntegrationsIdTeamsTeam_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{id}/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The integration of each kind the project uses by default: a team binding, else the organization's only one (read access required)
+         * @description Requires the `integrations:read` scope.
+         */
+        get: operations["getProjectsIdIntegrations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profile/source-connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your personal source-host connections (never the token); connect with GET /profile/source-connections/github/connect
+         * @description Requires the `profile:read` scope.
+         */
+        get: operations["getProfileSourceConnections"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/profile/source-connections/{provider}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Disconnect your personal GitHub account: the sealed token is deleted
+         * @description Requires the `profile:update` scope.
+         */
+        delete: operations["deleteProfileSourceConnectionsProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assessments/{id}/reports": {
         parameters: {
             query?: never;
@@ -2958,6 +3194,34 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    getProfileSourceConnectionsProviderConnect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     getAuthOauthProviderCallback: {
         parameters: {
             query?: {
@@ -3384,7 +3648,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;
@@ -8697,6 +8961,747 @@ export interface operations {
                         info: number | null;
                     };
                 };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getGovernanceErasureRequests: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                status?: "pending" | "completed" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            user_id: string;
+                            /** @enum {string} */
+                            status: "pending" | "completed" | "failed" | "cancelled";
+                            /** @description What replaces the name and e-mail */
+                            pseudonym: {
+                                name: string;
+                                email: string;
+                            };
+                            requested_by_user_id: string | null;
+                            attempts: number;
+                            error: string | null;
+                            receipt: {
+                                /** @description The person was a member and was removed */
+                                membership_removed?: boolean;
+                                /** @description The account itself was erased (the person belonged to no other organization) */
+                                account_erased?: boolean;
+                                sessions_revoked?: number;
+                                api_keys_revoked?: number;
+                                /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                                replaced?: {
+                                    table: string;
+                                    column: string;
+                                    rows: number;
+                                }[];
+                            } | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                            /** Format: date-time */
+                            cancelled_at: string | null;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postGovernanceErasureRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The person to erase: a member or a former member of the organization */
+                    user_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getGovernanceErasureRequestsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postGovernanceErasureRequestsIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postGovernanceErasureRequestsIdRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        user_id: string;
+                        /** @enum {string} */
+                        status: "pending" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIntegrations: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                kind?: "github" | "slack";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            kind: "github" | "slack";
+                            name: string;
+                            /** @enum {string} */
+                            auth_method: "token" | "app_installation" | "bot_token";
+                            /** @description The last four characters of the stored credential; the credential itself is never returned */
+                            credential_hint: string | null;
+                            app_installation_id: string | null;
+                            base_url: string | null;
+                            workspace_id: string | null;
+                            /** @constant */
+                            status: "connected";
+                            /** @description Teams whose projects use this integration by default */
+                            team_ids: string[];
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIntegrationsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteIntegrationsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    putIntegrationsIdTeamsTeam_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteIntegrationsIdTeamsTeam_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        kind: "github" | "slack";
+                        name: string;
+                        /** @enum {string} */
+                        auth_method: "token" | "app_installation" | "bot_token";
+                        /** @description The last four characters of the stored credential; the credential itself is never returned */
+                        credential_hint: string | null;
+                        app_installation_id: string | null;
+                        base_url: string | null;
+                        workspace_id: string | null;
+                        /** @constant */
+                        status: "connected";
+                        /** @description Teams whose projects use this integration by default */
+                        team_ids: string[];
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getProjectsIdIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            kind: "github" | "slack";
+                            integration: {
+                                id?: string;
+                                /** @enum {string} */
+                                kind?: "github" | "slack";
+                                name?: string;
+                                /** @enum {string} */
+                                auth_method?: "token" | "app_installation" | "bot_token";
+                                /** @description The last four characters of the stored credential; the credential itself is never returned */
+                                credential_hint?: string | null;
+                                app_installation_id?: string | null;
+                                base_url?: string | null;
+                                workspace_id?: string | null;
+                                /** @constant */
+                                status?: "connected";
+                                /** @description Teams whose projects use this integration by default */
+                                team_ids?: string[];
+                                /** Format: date-time */
+                                created_at?: string;
+                                /** Format: date-time */
+                                updated_at?: string;
+                            } | null;
+                            /**
+                             * @description team: bound to a team with access to the project; organization: the only one of its kind
+                             * @enum {string|null}
+                             */
+                            source: "team" | "organization" | null;
+                            team_id: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getProfileSourceConnections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @constant */
+                            provider: "github";
+                            login: string;
+                            account_id: string;
+                            /** @description What the provider granted, e.g. ["repo", "read:user"] */
+                            scopes: string[];
+                            /** Format: date-time */
+                            connected_at: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteProfileSourceConnectionsProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];

@@ -87,7 +87,39 @@ export function ProfilePage() {
         Two-factor authentication is {me.user?.two_factor_enabled ? 'on' : 'off'}.
       </p>
       {me.user?.two_factor_enabled ? <TwoFactorDisable onDone={refresh} /> : <TwoFactorSetup onDone={refresh} />}
+      <PersonalSourceConnection />
     </main>
+  );
+}
+
+/** The person's own GitHub account for assessments of private repositories: connect (a link into the OAuth flow), status, disconnect. */
+function PersonalSourceConnection() {
+  const { can } = useSession();
+  const connections = useLoad(() => unwrap(client.GET('/api/v1/profile/source-connections')));
+  const github = connections.data?.data?.find((c) => c.provider === 'github');
+  const action = useAction();
+  const disconnect = () => {
+    if (!window.confirm('Disconnect your GitHub account? Its token is deleted.')) return;
+    void action.run(async () => {
+      await unwrap(client.DELETE('/api/v1/profile/source-connections/{provider}', { params: { path: { provider: 'github' } } }));
+      connections.reload();
+    });
+  };
+  return (
+    <section aria-label="Personal GitHub account">
+      <h2>Personal GitHub account</h2>
+      <ErrorBox error={connections.error ?? action.error} />
+      <p role="status" data-testid="source-connection-status">
+        {github
+          ? `Connected as ${github.login} (${github.scopes?.join(', ')}) since ${new Date(github.connected_at!).toLocaleString()}.`
+          : 'No GitHub account is connected.'}
+      </p>
+      {github && <button type="button" onClick={disconnect}>Disconnect GitHub</button>}
+      {can('source:connect_personal') && (
+        // A full page navigation: GitHub's authorization page, then back to this profile.
+        <a className="button" href="/api/v1/profile/source-connections/github/connect">{github ? 'Reconnect GitHub' : 'Connect GitHub'}</a>
+      )}
+    </section>
   );
 }
 

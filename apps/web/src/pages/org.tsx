@@ -6,6 +6,7 @@ import { useSession } from '../lib/session';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 import { AssessmentSourceSection, ProjectSourceSection, type ProjectSource } from './source';
 import { AssessmentReports } from './reports';
+import { ProjectIntegrations } from './integrations';
 
 function CreateByName({ label, onCreate }: { label: string; onCreate(name: string): Promise<void> }) {
   const [name, setName] = useState('');
@@ -68,6 +69,7 @@ export function ProjectPage() {
       <ErrorBox error={project.error ?? assessments.error} />
       {can('webhooks:read') && <p><Link to={`/projects/${id}/webhooks`}>Project webhooks</Link></p>}
       {project.data && <ProjectSourceSection projectId={id} source={project.data.source as ProjectSource | null} onChange={project.reload} />}
+      {can('integrations:read') && <ProjectIntegrations projectId={id} />}
       <h2>Assessments</h2>
       <ul>
         {assessments.data?.data?.map((a) => (

@@ -5,9 +5,14 @@ import type { OAuthGithubConfig } from '@svc/config';
 import { email as emailRule } from '../../http/validate';
 import { forbidden } from '../../http/errors';
 import { badGateway, isObject, providerRequest, tokenResponseOrThrow } from './provider-http';
-import type { AuthorizationRequest, CodeExchange, OAuthProvider, ProviderIdentity } from './provider';
+import type { AuthorizationRequest, CodeExchange, OAuthProvider, ProviderIdentity, SourceAccount } from './provider';
 
 export const GITHUB_SCOPES = 'read:user user:email';
+/**
+ * A personal source connection reads the person's repositories, private ones included. OAuth Apps have no
+ * read-only scope for private repositories: `repo` is the narrowest that reads them.
+ */
+export const GITHUB_PERSONAL_SCOPES = 'repo read:user';
 const USER_AGENT = 'security-assessment-service';
 const API_VERSION = '2022-11-28';
 
@@ -20,7 +25,7 @@ export function githubProvider(config: OAuthGithubConfig, timeoutMs: number): OA
     'User-Agent': USER_AGENT,
   });
 
-  async function exchangeCode(exchange: CodeExchange): Promise<string> {
+  async function exchangeCode(exchange: CodeExchange): Promise<{ accessToken: string; scopes: string[] }> {
     const res = await providerRequest(
       label,
       config.tokenUrl,
@@ -41,7 +46,8 @@ export function githubProvider(config: OAuthGithubConfig, timeoutMs: number): OA
     if (typeof body.access_token !== 'string' || body.access_token === '') {
       throw badGateway('GitHub answered the token request without an access token.');
     }
-    return body.access_token;
+    const scopes = typeof body.scope === 'string' ? body.scope.split(/[ ,]+/).filter(Boolean) : [];
+    return { accessToken: body.access_token, scopes };
   }
 
   async function apiGet(accessToken: string, path: string): Promise<unknown> {
@@ -62,7 +68,7 @@ export function githubProvider(config: OAuthGithubConfig, timeoutMs: number): OA
       url.search = new URLSearchParams({
         client_id: config.clientId,
         redirect_uri: request.redirectUri,
-        scope: GITHUB_SCOPES,
+        scope: request.scope ?? GITHUB_SCOPES,
         state: request.state,
         code_challenge: request.codeChallenge,
         code_challenge_method: 'S256',
@@ -72,7 +78,7 @@ export function githubProvider(config: OAuthGithubConfig, timeoutMs: number): OA
     },
 
     async identityFor(exchange: CodeExchange): Promise<ProviderIdentity> {
-      const accessToken = await exchangeCode(exchange);
+      const { accessToken } = await exchangeCode(exchange);
       const [user, emails] = await Promise.all([apiGet(accessToken, '/user'), apiGet(accessToken, '/user/emails')]);
       if (!isObject(user) || (typeof user.id !== 'number' && typeof user.id !== 'string') || !Array.isArray(emails)) {
         throw badGateway('GitHub sent a malformed account or e-mail list.');
@@ -86,6 +92,15 @@ export function githubProvider(config: OAuthGithubConfig, timeoutMs: number): OA
       const login = typeof user.login === 'string' ? user.login : '';
       const name = typeof user.name === 'string' && user.name.trim() ? user.name : login;
       return { provider: 'github', subject: String(user.id), email: address as string, name };
+    },
+
+    async sourceAccountFor(exchange: CodeExchange): Promise<SourceAccount> {
+      const { accessToken, scopes } = await exchangeCode(exchange);
+      const user = await apiGet(accessToken, '/user');
+      if (!isObject(user) || (typeof user.id !== 'number' && typeof user.id !== 'string') || typeof user.login !== 'string') {
+        throw badGateway('GitHub sent a malformed account.');
+      }
+      return { subject: String(user.id), login: user.login, accessToken, scopes };
     },
   };
 }

@@ -11,10 +11,12 @@ import {
   flowCookieName,
   flowCookiePath,
   providerOrThrow,
+  startPersonalConnection,
   startSignIn,
   type CallbackQuery,
 } from './oauth.service';
 import type { ProviderName } from './provider';
+import { principalOf } from '../../auth/principal';
 
 export function oauthRoutes(deps: AppDeps): RouteSpec[] {
   const providers = createProviders(deps);
@@ -61,6 +63,22 @@ export function oauthRoutes(deps: AppDeps): RouteSpec[] {
     },
     {
       method: 'get',
+      path: '/profile/source-connections/:provider/connect',
+      scope: 'source:connect_personal',
+      summary:
+        'Connect your personal GitHub account (a browser link): redirects to GitHub asking for `repo read:user`; the callback ' +
+        '(the sign-in callback) stores the sealed token and returns to /profile',
+      handler: async (req, res) => {
+        const provider = providerOrThrow(providers, req.params.provider as string);
+        const { location, flowId } = await startPersonalConnection(deps, provider, principalOf(req).userId);
+        noStore(res);
+        res.cookie(flowCookieName(provider.name), flowId, { ...flowCookie(provider.name), maxAge: deps.config.oauth.stateTtlSeconds * 1000 });
+        res.redirect(302, location);
+        return undefined;
+      },
+    },
+    {
+      method: 'get',
       path: '/auth/oauth/:provider/callback',
       scope: 'public',
       summary:
@@ -82,6 +100,10 @@ export function oauthRoutes(deps: AppDeps): RouteSpec[] {
           req.query as CallbackQuery,
           requestMeta(req),
         );
+        if (outcome.kind === 'connected') {
+          res.redirect(302, redirectAfter ?? '/profile');
+          return undefined;
+        }
         if (outcome.kind === 'two_factor') {
           if (!redirectAfter) return { requires_2fa: true, partial_token: outcome.partialToken };
           // A browser sign-in: on to the dashboard's TOTP step, the token out of reach of script, URL and history.

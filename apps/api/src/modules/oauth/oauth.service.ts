@@ -7,6 +7,10 @@
 // the code exchanged. The verified identity then resolves to a user: by the linked identity, else by the same
 // e-mail address (linked now), else a new account (joining the organization of a pending invitation, or owning a
 // new one). Users with TOTP on get a partial token, exactly as at password login.
+//
+// The same flow (same callback, same state, PKCE and single-use rules) connects a signed-in person's personal
+// GitHub account (source:connect_personal): the flow record then names the person and asks for the repository
+// scopes; the callback stores the sealed token (source-connections module) instead of signing anyone in.
 import { createHash } from 'node:crypto';
 import { isUniqueViolation, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
@@ -17,7 +21,8 @@ import { createOwnerAccount } from '../auth/accounts';
 import { completeFirstFactor, type LoginOutcome } from '../auth/login';
 import type { RequestMeta } from '../audit/audit.context';
 import { joinInvitedOrganization } from '../invitations/invitations.service';
-import { githubProvider } from './github';
+import { saveConnection } from '../source-connections/source-connections.service';
+import { GITHUB_PERSONAL_SCOPES, githubProvider } from './github';
 import { googleProvider } from './google';
 import { isProviderName, type OAuthProvider, type ProviderIdentity, type ProviderName } from './provider';
 
@@ -64,6 +69,8 @@ interface FlowRecord {
   codeVerifier: string;
   nonce?: string;
   redirectAfter?: string;
+  /** Set when the flow connects a personal source account of this signed-in user instead of signing in. */
+  connectUserId?: string;
 }
 
 // The key holds a hash of the cookie's value, so what sits in Redis cannot be replayed as a cookie.
@@ -71,27 +78,42 @@ const flowKey = (deps: Deps, flowId: string) => `${deps.config.redisPrefix}:oaut
 
 const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 
-export async function startSignIn(
+async function startFlow(
   deps: Deps,
   provider: OAuthProvider,
-  redirectAfter: string | undefined,
+  extra: Pick<FlowRecord, 'redirectAfter' | 'connectUserId'>,
+  scope?: string,
 ): Promise<{ location: string; flowId: string }> {
   const flow: FlowRecord = {
     provider: provider.name,
     state: randomToken(32),
     codeVerifier: randomToken(48), // 64 characters of the RFC 7636 alphabet
     nonce: provider.usesNonce ? randomToken(32) : undefined,
-    redirectAfter,
+    ...extra,
   };
   const location = await provider.authorizationUrl({
     state: flow.state,
     codeChallenge: s256(flow.codeVerifier),
     nonce: flow.nonce,
     redirectUri: redirectUriFor(deps.config.publicBaseUrl, provider.name),
+    scope,
   });
   const flowId = randomToken(32);
   await deps.redis.set(flowKey(deps, flowId), JSON.stringify(flow), 'EX', deps.config.oauth.stateTtlSeconds);
   return { location, flowId };
+}
+
+export function startSignIn(deps: Deps, provider: OAuthProvider, redirectAfter: string | undefined) {
+  return startFlow(deps, provider, { redirectAfter });
+}
+
+/** Where the browser lands after connecting a personal account. */
+export const PERSONAL_CONNECTION_RETURN = '/profile';
+
+/** Starts connecting the signed-in user's personal account; 404 for a provider that is not a source host. */
+export function startPersonalConnection(deps: Deps, provider: OAuthProvider, userId: string) {
+  if (!provider.sourceAccountFor) throw new HttpError(404, `${provider.label} is not a source host: connect a GitHub account.`);
+  return startFlow(deps, provider, { redirectAfter: PERSONAL_CONNECTION_RETURN, connectUserId: userId }, GITHUB_PERSONAL_SCOPES);
 }
 
 async function takeFlow(deps: Deps, flowId: string): Promise<FlowRecord | undefined> {
@@ -118,7 +140,7 @@ export async function finishSignIn(
   flowId: string | undefined,
   query: CallbackQuery,
   meta?: RequestMeta,
-): Promise<{ outcome: LoginOutcome; redirectAfter?: string }> {
+): Promise<{ outcome: LoginOutcome | { kind: 'connected' }; redirectAfter?: string }> {
   if (!flowId || flowId.length > 100) {
     throw badRequest('No sign-in is in progress in this browser (the state cookie is missing); start the sign-in again.');
   }
@@ -136,13 +158,22 @@ export async function finishSignIn(
   }
   if (!query.code) throw badRequest(`The callback from ${provider.label} carries no authorization code.`);
 
-  const identity = await provider.identityFor({
+  const exchange = {
     code: query.code,
     codeVerifier: flow.codeVerifier,
     nonce: flow.nonce,
     redirectUri: redirectUriFor(deps.config.publicBaseUrl, provider.name),
     iss: query.iss,
-  });
+  };
+  if (flow.connectUserId && provider.sourceAccountFor) {
+    const account = await provider.sourceAccountFor(exchange);
+    if (!account.scopes.includes('repo')) {
+      throw badRequest(`${provider.label} did not grant repository access (repo); connect again and approve it.`);
+    }
+    await saveConnection(deps, flow.connectUserId, provider.name, account, meta ?? {});
+    return { outcome: { kind: 'connected' }, redirectAfter: flow.redirectAfter };
+  }
+  const identity = await provider.identityFor(exchange);
   const user = await userForIdentity(deps, identity);
   const outcome = await completeFirstFactor(deps, user, undefined, { method: `oauth_${provider.name}`, meta });
   return { outcome, redirectAfter: flow.redirectAfter };

@@ -23,6 +23,8 @@ export interface AuthorizationRequest {
   /** OpenID Connect providers only. */
   nonce?: string;
   redirectUri: string;
+  /** Scopes to ask for instead of the sign-in ones (a personal source connection). */
+  scope?: string;
 }
 
 export interface CodeExchange {
@@ -41,4 +43,14 @@ export interface OAuthProvider {
   usesNonce: boolean;
   authorizationUrl(request: AuthorizationRequest): Promise<string>;
   identityFor(exchange: CodeExchange): Promise<ProviderIdentity>;
+  /** Source hosts only: the account and the access token a personal connection keeps. */
+  sourceAccountFor?(exchange: CodeExchange): Promise<SourceAccount>;
+}
+
+/** A personal source-host account: the provider's token (to be sealed at once) and the scopes it was granted. */
+export interface SourceAccount {
+  subject: string;
+  login: string;
+  accessToken: string;
+  scopes: string[];
 }

@@ -22,6 +22,7 @@ import { fixVerificationRoutes } from './modules/fix-verifications/fix-verificat
 import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
 import { monitoringRoutes } from './modules/monitoring/monitoring.routes';
 import { spendRoutes } from './modules/spend/spend.routes';
+import { notificationTargetRoutes } from './modules/notification-targets/notification-targets.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
@@ -35,6 +36,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...assessmentRoutes(deps),
     ...grantRoutes(deps),
     ...webhookRoutes(deps),
+    ...notificationTargetRoutes(deps),
     ...findingRoutes(deps),
     ...governanceRoutes(deps),
     ...reportRoutes(deps),

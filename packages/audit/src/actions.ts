@@ -21,6 +21,9 @@ export const AUDIT_ACTIONS = [
   'webhook.subscription_failing',
   'webhook.subscription_disabled',
   'webhook.subscription_reenabled',
+  'notification_target.created',
+  'notification_target.updated',
+  'notification_target.revoked',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

@@ -9,3 +9,4 @@ export * from './text';
 export * from './render';
 export * from './sentinel-schema';
 export * from './sentinel-url';
+export * from './notifications';

@@ -1,12 +1,13 @@
 // Notification targets (Slack, Microsoft Teams, e-mail) of the caller's organization.
 import type { Request } from 'express';
+import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { acting } from '../audit/audit.context';
 import { createTarget, listTargets, readTarget, revokeTarget, sendTestMessage, updateTarget } from './notification-targets.service';
-import { createTargetBody, listQuery, targetParams, targetResponse, testMessageResponse, updateTargetBody } from './notification-targets.schemas';
+import { createTargetBody, eventTypesResponse, listQuery, targetParams, targetResponse, testMessageResponse, updateTargetBody } from './notification-targets.schemas';
 
 const BASE = '/notification-targets';
 
@@ -14,6 +15,12 @@ export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
   const id = (req: Request) => req.params.id as string;
   const tenant = (req: Request) => ({ organizationId: principalOf(req).organizationId });
   return [
+    {
+      // The same catalogue as GET /webhooks/events, for those who configure targets without webhook access.
+      method: 'get', path: `${BASE}/events`, scope: 'notification_targets:read', summary: 'List the event types a target can receive',
+      response: eventTypesResponse,
+      handler: () => ({ data: EVENT_CATALOGUE.map((e) => ({ type: e.type, description: e.description })) }),
+    },
     {
       method: 'post', path: BASE, scope: 'notification_targets:configure', status: 201,
       summary: 'Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule',

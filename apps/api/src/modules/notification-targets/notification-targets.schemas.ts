@@ -3,7 +3,7 @@
 import Joi from 'joi';
 import { NOTIFICATION_KINDS } from '@svc/webhooks';
 import { email, name, paginationQuery } from '../../http/validate';
-import { id, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
+import { id, list, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 
 const stringList = (max: number) => Joi.array().items(Joi.string().max(100)).max(max).unique();
 export const MAX_RECIPIENTS = 20;
@@ -53,3 +53,5 @@ export const targetResponse = Joi.object({
 });
 
 export const testMessageResponse = Joi.object({ event_id: id('event'), delivery_id: id('whdel') });
+
+export const eventTypesResponse = list(Joi.object({ type: Joi.string(), description: Joi.string() }));

@@ -23,6 +23,7 @@ import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
 import { monitoringRoutes } from './modules/monitoring/monitoring.routes';
 import { spendRoutes } from './modules/spend/spend.routes';
 import { notificationTargetRoutes } from './modules/notification-targets/notification-targets.routes';
+import { issueExportRoutes } from './modules/issue-exports/issue-exports.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
@@ -37,6 +38,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...grantRoutes(deps),
     ...webhookRoutes(deps),
     ...notificationTargetRoutes(deps),
+    ...issueExportRoutes(deps),
     ...findingRoutes(deps),
     ...governanceRoutes(deps),
     ...reportRoutes(deps),

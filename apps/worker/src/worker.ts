@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { runWithLogContext } from '@svc/config';
 import {
   DELIVERY_QUEUE,
+  ISSUE_EXPORT_JOB,
   MAINTENANCE_QUEUE,
   bullPrefix,
   createDeliveryQueue,
@@ -16,6 +17,7 @@ import {
 import type { Queue } from 'bullmq';
 import type { WorkerDeps } from './deps';
 import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
+import { processIssueExport } from './issue-export';
 import { deliveriesEnded } from './metrics';
 import { runMaintenanceJob, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
@@ -48,7 +50,10 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   const ctx = createDeliveryContext(deps);
   const connection = deps.redis();
   const processor = (job: Job<DeliveryJobData>) =>
-    runWithLogContext({ jobId: job.id }, () => processDelivery(ctx, job.data.deliveryId));
+    runWithLogContext({ jobId: job.id }, () =>
+      // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
+      job.name === ISSUE_EXPORT_JOB ? processIssueExport(ctx, job.data.deliveryId) : processDelivery(ctx, job.data.deliveryId),
+    );
   const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, processor, {
     connection,
     prefix: bullPrefix(deps.config.redisPrefix),

@@ -10,3 +10,4 @@ export * from './render';
 export * from './sentinel-schema';
 export * from './sentinel-url';
 export * from './notifications';
+export * from './issues';

@@ -8,6 +8,7 @@ import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
 import { NotificationTargetsPage } from './pages/notification-targets';
+import { IssueTrackersPage } from './pages/issue-exports';
 import './style.css';
 
 /** A 401 anywhere sends the person to log in, then back to where they were. */
@@ -49,6 +50,7 @@ function Shell({ children }: { children: ReactNode }) {
             {can('projects:read') && <NavLink to="/projects">Projects</NavLink>}
             {can('webhooks:read') && <NavLink to="/webhooks">Webhooks</NavLink>}
             {can('notification_targets:read') && <NavLink to="/notification-targets">Notifications</NavLink>}
+            {can('issue_exports:read') && <NavLink to="/issue-trackers">Issue trackers</NavLink>}
             {can('members:read') && <NavLink to="/members">Members</NavLink>}
             {can('teams:read') && <NavLink to="/teams">Teams</NavLink>}
             {can('api_keys:read') && <NavLink to="/settings/api-keys">API keys</NavLink>}
@@ -83,6 +85,7 @@ function App() {
         <Route path="/teams" element={signedIn(<TeamsPage />)} />
         <Route path="/audit" element={signedIn(<AuditPage />)} />
         <Route path="/notification-targets" element={signedIn(<NotificationTargetsPage />)} />
+        <Route path="/issue-trackers" element={signedIn(<IssueTrackersPage />)} />
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />
         <Route path="/projects/:id" element={signedIn(<ProjectPage />)} />
         <Route path="/assessments/:id" element={signedIn(<AssessmentPage />)} />

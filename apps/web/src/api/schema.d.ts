@@ -1756,6 +1756,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/issue-export-targets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List issue export targets with their status
+         * @description Requires the `issue_exports:read` scope.
+         */
+        get: operations["getIssueExportTargets"];
+        put?: never;
+        /**
+         * Create a GitHub Issues or Jira target; credentials are write-only and sealed
+         * @description Requires the `issue_exports:configure` scope.
+         */
+        post: operations["postIssueExportTargets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issue-export-targets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one issue export target
+         * @description Requires the `issue_exports:read` scope.
+         */
+        get: operations["getIssueExportTargetsId"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an issue export target (its credentials are erased)
+         * @description Requires the `issue_exports:configure` scope.
+         */
+        delete: operations["deleteIssueExportTargetsId"];
+        options?: never;
+        head?: never;
+        /**
+         * Update name, URL, repository or project, issue type, or replace the credentials
+         * @description Requires the `issue_exports:configure` scope.
+         */
+        patch: operations["patchIssueExportTargetsId"];
+        trace?: never;
+    };
+    "/api/v1/findings/{id}/issue-exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A finding's issue exports: status, external key and URL
+         * @description Requires the `findings:read` scope.
+         */
+        get: operations["getFindingsIdIssueExports"];
+        put?: never;
+        /**
+         * Export a finding to an issue tracker (202 queued; 200 with the existing export when already exported or queued)
+         * @description Requires the `findings:export_issue` scope.
+         */
+        post: operations["postFindingsIdIssueExports"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assessments/{id}/findings": {
         parameters: {
             query?: never;
@@ -7881,6 +7957,372 @@ export interface operations {
                     "application/json": {
                         event_id: string;
                         delivery_id: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIssueExportTargets: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            kind: "github" | "jira";
+                            base_url: string;
+                            repository: string | null;
+                            project_key: string | null;
+                            issue_type: string | null;
+                            has_credentials: boolean;
+                            /** Format: date-time */
+                            last_success_at: string | null;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            last_error_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postIssueExportTargets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @enum {string} */
+                    kind: "github" | "jira";
+                    base_url?: unknown[] | boolean | number | Record<string, never> | string | null;
+                    repository?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    token?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    project_key?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    issue_type?: string;
+                    /** Format: email */
+                    email?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    api_token?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "github" | "jira";
+                        base_url: string;
+                        repository: string | null;
+                        project_key: string | null;
+                        issue_type: string | null;
+                        has_credentials: boolean;
+                        /** Format: date-time */
+                        last_success_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIssueExportTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "github" | "jira";
+                        base_url: string;
+                        repository: string | null;
+                        project_key: string | null;
+                        issue_type: string | null;
+                        has_credentials: boolean;
+                        /** Format: date-time */
+                        last_success_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteIssueExportTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    patchIssueExportTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    base_url?: string;
+                    repository?: string;
+                    token?: string;
+                    project_key?: string;
+                    issue_type?: string;
+                    /** Format: email */
+                    email?: string;
+                    api_token?: string;
+                } & (unknown | (unknown & unknown));
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "github" | "jira";
+                        base_url: string;
+                        repository: string | null;
+                        project_key: string | null;
+                        issue_type: string | null;
+                        has_credentials: boolean;
+                        /** Format: date-time */
+                        last_success_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getFindingsIdIssueExports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            finding_id: string;
+                            target_id: string;
+                            target_name: string | null;
+                            /** @enum {string|null} */
+                            kind: "github" | "jira" | null;
+                            /** @enum {string} */
+                            status: "pending" | "succeeded" | "failed";
+                            attempt_count: number;
+                            external_key: string | null;
+                            external_url: string | null;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            next_attempt_at: string | null;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postFindingsIdIssueExports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    target_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        finding_id: string;
+                        target_id: string;
+                        target_name: string | null;
+                        /** @enum {string|null} */
+                        kind: "github" | "jira" | null;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        external_key: string | null;
+                        external_url: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
                     };
                 };
             };

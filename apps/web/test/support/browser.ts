@@ -59,6 +59,7 @@ export async function startBrowserWorld(options: WorldOptions = {}): Promise<Bro
       await context?.close();
       context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       current = await context.newPage();
+      current.setDefaultTimeout(10_000);
       current.on('dialog', (dialog) => void dialog.accept());
       return current;
     },

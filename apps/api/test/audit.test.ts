@@ -566,7 +566,8 @@ describe('CSV fields', () => {
   it('the action catalogue is the one the issue lists', () => {
     expect([...AUDIT_ACTIONS].sort()).toEqual([
       'api_key.created', 'api_key.revoked', 'api_key_policy.updated', 'auth.2fa_disabled', 'auth.2fa_enabled', 'auth.login',
-      'auth.login_failed', 'auth.logout', 'member.removed', 'member.role_changed', 'notification_target.created',
+      'auth.login_failed', 'auth.logout', 'finding.issue_exported', 'issue_export_target.created', 'issue_export_target.revoked',
+      'issue_export_target.updated', 'member.removed', 'member.role_changed', 'notification_target.created',
       'notification_target.revoked', 'notification_target.updated', 'organization.ownership_transferred',
       'webhook.deliveries_recovered', 'webhook.delivery_resent', 'webhook.secret_rotated', 'webhook.subscription_created',
       'webhook.subscription_deleted', 'webhook.subscription_disabled', 'webhook.subscription_failing', 'webhook.subscription_reenabled',

@@ -90,6 +90,9 @@ describe('GitHub Issues', () => {
     expect(body.body).toContain('**Location:** `src/login.ts:42`');
     expect(body.body).toContain(`(https://security.example.com/assessments/${finding.assessmentId}#finding-${finding.id})`);
 
+    const audit = await w.h.deps.prisma.auditEvent.findMany({ where: { targetId: { in: [target.id, finding.id] } }, orderBy: { createdAt: 'asc' } });
+    expect(audit.map((a) => a.action)).toEqual(['issue_export_target.created', 'finding.issue_exported']);
+    expect(JSON.stringify(audit)).not.toContain(GITHUB_TOKEN);
     const shown = await w.api().get(`/api/v1/findings/${finding.id}/issue-exports`).set(bearer(w.org.admin.token));
     expect(shown.body.data).toEqual([expect.objectContaining({ status: 'succeeded', external_key: done.externalKey, external_url: done.externalUrl, kind: 'github' })]);
     expect((await w.api().get(`${TARGETS}/${target.id}`).set(bearer(w.org.member.token))).body.last_success_at).not.toBeNull();

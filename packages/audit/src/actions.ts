@@ -24,6 +24,10 @@ export const AUDIT_ACTIONS = [
   'notification_target.created',
   'notification_target.updated',
   'notification_target.revoked',
+  'issue_export_target.created',
+  'issue_export_target.updated',
+  'issue_export_target.revoked',
+  'finding.issue_exported',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

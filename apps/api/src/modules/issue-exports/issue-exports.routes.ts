@@ -4,6 +4,7 @@ import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
 import { list, page } from '../../http/responses';
+import { acting } from '../audit/audit.context';
 import {
   createIssueTarget,
   exportFinding,
@@ -35,7 +36,7 @@ export function issueExportRoutes(deps: AppDeps): RouteSpec[] {
       method: 'post', path: BASE, scope: 'issue_exports:configure', status: 201,
       summary: 'Create a GitHub Issues or Jira target; credentials are write-only and sealed',
       schemas: { body: createIssueTargetBody }, response: issueTargetResponse,
-      handler: (req) => createIssueTarget(deps, tenant(req), req.body),
+      handler: (req) => createIssueTarget(deps, tenant(req), req.body, acting(req)),
     },
     {
       method: 'get', path: BASE, scope: 'issue_exports:read', summary: 'List issue export targets with their status',
@@ -51,19 +52,19 @@ export function issueExportRoutes(deps: AppDeps): RouteSpec[] {
       method: 'patch', path: `${BASE}/:id`, scope: 'issue_exports:configure',
       summary: 'Update name, URL, repository or project, issue type, or replace the credentials',
       schemas: { params: issueTargetParams, body: updateIssueTargetBody }, response: issueTargetResponse,
-      handler: (req) => updateIssueTarget(deps, tenant(req), id(req), req.body),
+      handler: (req) => updateIssueTarget(deps, tenant(req), id(req), req.body, acting(req)),
     },
     {
       method: 'delete', path: `${BASE}/:id`, scope: 'issue_exports:configure', summary: 'Revoke an issue export target (its credentials are erased)',
       schemas: { params: issueTargetParams },
-      handler: (req) => revokeIssueTarget(deps, tenant(req), id(req)),
+      handler: (req) => revokeIssueTarget(deps, tenant(req), id(req), acting(req)),
     },
     {
       method: 'post', path: '/findings/:id/issue-exports', scope: 'findings:export_issue', status: 202,
       summary: 'Export a finding to an issue tracker (202 queued; 200 with the existing export when already exported or queued)',
       schemas: { params: findingParams, body: exportFindingBody }, response: issueExportResponse,
       handler: async (req, res) => {
-        const { status, body } = await exportFinding(deps, principalOf(req), id(req), req.body.target_id);
+        const { status, body } = await exportFinding(deps, acting(req), id(req), req.body.target_id);
         res.status(status).json(body);
       },
     },

@@ -10,6 +10,7 @@ import type { Principal } from '../../auth/principal';
 import { notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { requireFindingAccess } from '../findings/finding-access';
+import { recordAs, type Acting } from '../audit/audit.context';
 
 export interface IssueTargetInput {
   kind?: IssueTrackerKind;
@@ -83,20 +84,41 @@ async function toColumns(deps: AppDeps, input: IssueTargetInput, kind: IssueTrac
 
 const liveTargets = { deletedAt: null };
 
-export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: IssueTargetInput) {
+/** Public facts of a change for the audit log: field names and non-secret values, never a credential. */
+function auditedInput(input: IssueTargetInput) {
+  return {
+    fields: Object.keys(input).filter((k) => input[k as keyof IssueTargetInput] !== undefined).sort(),
+    ...(input.name !== undefined && { name: input.name }),
+    ...(input.kind !== undefined && { kind: input.kind }),
+    ...(input.base_url !== undefined && { base_url: input.base_url }),
+    ...(input.repository !== undefined && { repository: input.repository }),
+    ...(input.project_key !== undefined && { project_key: input.project_key }),
+    ...((input.token !== undefined || input.api_token !== undefined) && { credentials: 'replaced' }),
+  };
+}
+
+export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: IssueTargetInput, by: Acting) {
   const kind = input.kind!;
   const columns = await toColumns(deps, input, kind);
-  const target = await scopedTo(deps.prisma, tenant).issueExportTarget.create({
-    data: {
-      id: newId('iexp'),
-      organizationId: tenant.organizationId,
-      kind,
-      name: columns.name!,
-      baseUrl: columns.baseUrl ?? GITHUB_API_URL,
-      credentialsEnc: columns.credentialsEnc!,
-      ...(kind === 'jira' && { issueType: DEFAULT_JIRA_ISSUE_TYPE }),
-      ...columns,
-    },
+  const target = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
+    const created = await tx.issueExportTarget.create({
+      data: {
+        id: newId('iexp'),
+        organizationId: tenant.organizationId,
+        kind,
+        name: columns.name!,
+        baseUrl: columns.baseUrl ?? GITHUB_API_URL,
+        credentialsEnc: columns.credentialsEnc!,
+        ...(kind === 'jira' && { issueType: DEFAULT_JIRA_ISSUE_TYPE }),
+        ...columns,
+      },
+    });
+    await recordAs(tx, by.principal, by.meta, deps.clock.now(), {
+      action: 'issue_export_target.created',
+      target: { type: 'issue_export_target', id: created.id },
+      metadata: auditedInput(input),
+    });
+    return created;
   });
   return presentIssueTarget(target);
 }
@@ -113,17 +135,33 @@ export async function listIssueTargets(deps: AppDeps, tenant: Tenant, query: Pag
   return toPage(rows, query, presentIssueTarget);
 }
 
-export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: string, input: IssueTargetInput) {
+export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: string, input: IssueTargetInput, by: Acting) {
   const current = await findIssueTarget(deps, tenant, id);
   const columns = await toColumns(deps, input, current.kind as IssueTrackerKind);
-  const updated = await scopedTo(deps.prisma, tenant).issueExportTarget.update({ where: { id }, data: columns });
+  const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
+    const row = await tx.issueExportTarget.update({ where: { id }, data: columns });
+    await recordAs(tx, by.principal, by.meta, deps.clock.now(), {
+      action: 'issue_export_target.updated',
+      target: { type: 'issue_export_target', id },
+      metadata: { kind: current.kind, ...auditedInput(input) },
+    });
+    return row;
+  });
   return presentIssueTarget(updated);
 }
 
 /** A revoked target takes no new exports and its pending ones fail; exported issues keep their links. */
-export async function revokeIssueTarget(deps: AppDeps, tenant: Tenant, id: string): Promise<void> {
-  await findIssueTarget(deps, tenant, id);
-  await scopedTo(deps.prisma, tenant).issueExportTarget.update({ where: { id }, data: { deletedAt: deps.clock.now(), credentialsEnc: '' } });
+export async function revokeIssueTarget(deps: AppDeps, tenant: Tenant, id: string, by: Acting): Promise<void> {
+  const target = await findIssueTarget(deps, tenant, id);
+  const now = deps.clock.now();
+  await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
+    await tx.issueExportTarget.update({ where: { id }, data: { deletedAt: now, credentialsEnc: '' } });
+    await recordAs(tx, by.principal, by.meta, now, {
+      action: 'issue_export_target.revoked',
+      target: { type: 'issue_export_target', id },
+      metadata: { kind: target.kind, name: target.name },
+    });
+  });
 }
 
 export function presentIssueExport(e: FindingIssueExport, target: Pick<IssueExportTarget, 'name' | 'kind'> | null) {
@@ -150,7 +188,8 @@ export function presentIssueExport(e: FindingIssueExport, target: Pick<IssueExpo
  * (200, no second issue); a pending one is returned and its job enqueued again (a no-op while the job exists, a
  * recovery when its enqueue was lost); a failed one starts over with a fresh set of attempts. A new one is 202.
  */
-export async function exportFinding(deps: AppDeps, principal: Principal, findingId: string, targetId: string) {
+export async function exportFinding(deps: AppDeps, by: Acting, findingId: string, targetId: string) {
+  const { principal } = by;
   const finding = await requireFindingAccess(deps, principal, findingId, 'read');
   const target = await findIssueTarget(deps, principal, targetId);
   const db = scopedTo(deps.prisma, principal);
@@ -171,6 +210,13 @@ export async function exportFinding(deps: AppDeps, principal: Principal, finding
           if (!raced) throw err;
           return raced;
         });
+  if (existing?.status !== 'pending') {
+    await recordAs(deps.prisma, principal, by.meta, deps.clock.now(), {
+      action: 'finding.issue_exported',
+      target: { type: 'finding', id: finding.id },
+      metadata: { export_id: row.id, target_id: target.id, kind: target.kind, retry: existing !== null },
+    });
+  }
   await enqueue(deps, row);
   return { status: existing?.status === 'pending' ? 200 : 202, body: presentIssueExport(row, target) };
 }

@@ -10,7 +10,7 @@ import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
-import { publishTestDelivery } from '../webhooks/subscriptions.service';
+import { publishTestDelivery, refuseOutside } from '../webhooks/subscriptions.service';
 
 export const MAX_LIVE_TARGETS = 25;
 
@@ -98,11 +98,6 @@ async function checkedUrl(deps: AppDeps, url: string): Promise<string> {
   const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts });
   if (!check.ok) throw unprocessable(`Notification target URL refused: ${describeTargetRejection(check.reason)}.`);
   return check.target.url.toString();
-}
-
-function refuseOutside(values: string[] | null | undefined, allowed: readonly string[], ok: (v: string) => boolean, field: string) {
-  const bad = (values ?? []).filter((v) => !ok(v));
-  if (bad.length > 0) throw unprocessable(`${field} has values outside ${allowed.join(', ')}: ${bad.join(', ')}.`);
 }
 
 /** Validates (422, 400) and maps the input to columns; only the fields present. */

@@ -66,7 +66,8 @@ export function presentSubscription(s: WebhookSubscription, now: Date) {
   };
 }
 
-function refuseOutside(values: string[] | null | undefined, allowed: readonly string[], ok: (v: string) => boolean, field: string) {
+/** 422 naming the values of a list field that are outside its allowed list (events, filters). */
+export function refuseOutside(values: string[] | null | undefined, allowed: readonly string[], ok: (v: string) => boolean, field: string) {
   const bad = (values ?? []).filter((v) => !ok(v));
   if (bad.length > 0) throw unprocessable(`${field} has values outside ${allowed.join(', ')}: ${bad.join(', ')}.`);
 }

@@ -131,6 +131,24 @@ describe('e-mail', () => {
     expect(mails[0].text).toContain(`Open in the dashboard: https://security.example.com/assessments/${FINDING.assessment_id}#finding-${FINDING.finding_id}`);
   });
 
+  it('retries a message the mail transport could not take, like a failed HTTP attempt', async () => {
+    const target = await createTarget({ kind: 'email', name: 'Retry', recipients: ['retry@example.com'], events: ['report.ready'] });
+    const mail = w.h.config.mail as { outboxDir: string };
+    const outboxDir = mail.outboxDir;
+    mail.outboxDir = '/dev/null/outbox'; // not a directory: the outbox transport fails
+    const published = await w.publish({ type: 'report.ready', data: { report_id: 'rpt_mail' } });
+    const id = await w.deliveryFor(published, target.id);
+    const deadline = Date.now() + 10_000;
+    while ((await w.h.deps.prisma.webhookAttempt.count({ where: { deliveryId: id } })) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    mail.outboxDir = outboxDir;
+    const delivery = await w.waitForDelivery(id);
+    expect(delivery.status).toBe('succeeded');
+    expect(delivery.attempts[0]).toMatchObject({ outcome: 'network_error', responseStatus: null });
+    expect(delivery.attempts[0].error).toMatch(/^EMAIL: mail: /);
+    expect(delivery.attempts.at(-1)!.outcome).toBe('success');
+    expect(w.h.mail().filter((m: { to: string }) => m.to === 'retry@example.com')).toHaveLength(1);
+  });
+
   it('refuses a url on an e-mail target and recipients on a chat target', async () => {
     const bad = await w.api().post(BASE).set(bearer(w.org.manager.token)).send({ kind: 'email', name: 'x', url: w.receiver.url('/x'), recipients: ['a@example.com'], events: ['report.ready'] });
     expect(bad.status).toBe(400);

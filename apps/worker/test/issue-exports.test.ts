@@ -8,6 +8,8 @@ import { bearer, createOrg, insertAssessment, insertProject, type TestOrg, type 
 import { insertFinding } from '../../api/test/support/domain';
 import type { ReceivedRequest } from './support/receiver';
 import { createWorld, type World } from './support/world';
+import { runOutboxRelay } from '../src/maintenance';
+import { newId } from '@svc/db';
 
 const internalLookup: Lookup = async (hostname) => {
   if (hostname === 'jira.internal.test') return [{ address: '10.1.2.3', family: 4 }];
@@ -134,6 +136,18 @@ describe('GitHub Issues', () => {
     const again = await exportTo(target.id);
     expect(again.status).toBe(202);
     expect(await waitForExport(again.body.id)).toMatchObject({ id: res.body.id, status: 'succeeded' });
+  });
+});
+
+describe('relay', () => {
+  it('enqueues an overdue pending export whose job was lost, and it is exported', async () => {
+    const target = await github({ name: 'relayed' });
+    const other = await insertFinding(w.h, { id: finding.assessmentId, organizationId: w.org.id, projectId: finding.projectId }, { title: 'Lost job' });
+    const lost = await w.h.deps.prisma.findingIssueExport.create({
+      data: { id: newId('iexj'), organizationId: w.org.id, findingId: other.id, targetId: target.id, createdAt: new Date(Date.now() - 3600_000) },
+    });
+    await runOutboxRelay(w.workerDeps, w.worker!.deliveryQueue); // nothing else enqueues it: the worker runs no schedules here
+    expect(await waitForExport(lost.id)).toMatchObject({ status: 'succeeded', externalKey: expect.stringMatching(/^acme\/web#\d+$/) });
   });
 });
 

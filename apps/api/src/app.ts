@@ -13,6 +13,8 @@ import { routerFor, type RouteSpec } from './http/route';
 import { apiRoutes } from './routes';
 import { healthRouter } from './modules/health/health.routes';
 import { openApiRoute } from './openapi/openapi.routes';
+import { SHARED_REPORTS_PREFIX } from './modules/report-shares/report-shares.routes';
+import { sharedResponseHeaders } from './modules/report-shares/shared-report.service';
 
 export interface App extends Express {
   locals: Express['locals'] & { routes: RouteSpec[]; limiters: RateLimiters };
@@ -40,6 +42,8 @@ export function createApp(deps: AppDeps): App {
   app.use(observeRequests(metrics));
   if (deps.config.metrics.enabled) app.use(metricsRouter(metrics, deps.config.metrics));
   app.use(helmet());
+  // The public report share routes and the dashboard page they back (signed out), errors and 429s included.
+  app.use([`/api/v1${SHARED_REPORTS_PREFIX}`, SHARED_REPORTS_PREFIX], sharedResponseHeaders);
   app.use(express.json({ limit: '1mb', strict: true }));
   app.use(cookieParser());
   app.use(healthRouter(deps));

@@ -18,6 +18,7 @@ import { keyPolicyRoutes } from './modules/key-policy/key-policy.routes';
 import { findingRoutes } from './modules/findings/findings.routes';
 import { governanceRoutes } from './modules/governance/governance.routes';
 import { reportRoutes } from './modules/reports/reports.routes';
+import { reportShareRoutes } from './modules/report-shares/report-shares.routes';
 import { fixVerificationRoutes } from './modules/fix-verifications/fix-verifications.routes';
 import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
 import { monitoringRoutes } from './modules/monitoring/monitoring.routes';
@@ -42,6 +43,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...findingRoutes(deps),
     ...governanceRoutes(deps),
     ...reportRoutes(deps),
+    ...reportShareRoutes(deps),
     ...fixVerificationRoutes(deps),
     ...prReviewRoutes(deps),
     ...monitoringRoutes(deps),

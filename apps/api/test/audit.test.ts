@@ -563,12 +563,14 @@ describe('CSV fields', () => {
     expect(auditCsvRecord(row)).toBe('aud_x,2026-01-02T03:04:05.000Z,api_key.revoked,system,,system,api_key,key_x,,,"{""reason"":""inactivity""}"\r\n');
   });
 
-  it('the action catalogue is the one the issue lists', () => {
+  it('the action catalogue is the one the issues list (report shares: issue 23)', () => {
     expect([...AUDIT_ACTIONS].sort()).toEqual([
       'api_key.created', 'api_key.revoked', 'api_key_policy.updated', 'auth.2fa_disabled', 'auth.2fa_enabled', 'auth.login',
       'auth.login_failed', 'auth.logout', 'finding.issue_exported', 'issue_export_target.created', 'issue_export_target.revoked',
       'issue_export_target.updated', 'member.removed', 'member.role_changed', 'notification_target.created',
       'notification_target.revoked', 'notification_target.updated', 'organization.ownership_transferred',
+      'report.published', 'report.share_downloaded', 'report.share_granted', 'report.share_revoked', 'report.share_viewed',
+      'report.unpublished', 'webhook.breaker_opened',
       'webhook.deliveries_recovered', 'webhook.delivery_resent', 'webhook.secret_rotated', 'webhook.subscription_created',
       'webhook.subscription_deleted', 'webhook.subscription_disabled', 'webhook.subscription_failing', 'webhook.subscription_reenabled',
       'webhook.subscription_updated',

@@ -7,6 +7,7 @@ import { AcceptInvitePage, LoginPage, OAuthTotpPage, SignupPage, VerifyEmailPage
 import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
+import { ReportPage, SharedReportPage } from './pages/reports';
 import { NotificationTargetsPage } from './pages/notification-targets';
 import { IssueTrackersPage } from './pages/issue-exports';
 import './style.css';
@@ -77,6 +78,7 @@ function App() {
         <Route path="/signup" element={<SignupPage />} />
         <Route path="/verify-email" element={<VerifyEmailPage />} />
         <Route path="/accept-invite" element={<AcceptInvitePage />} />
+        <Route path="/shared/reports/:token" element={<SharedReportPage />} />
         <Route path="/" element={signedIn(<Navigate to="/projects" replace />)} />
         <Route path="/profile" element={signedIn(<ProfilePage />)} />
         <Route path="/settings/api-keys" element={signedIn(<ApiKeysPage />)} />
@@ -89,6 +91,7 @@ function App() {
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />
         <Route path="/projects/:id" element={signedIn(<ProjectPage />)} />
         <Route path="/assessments/:id" element={signedIn(<AssessmentPage />)} />
+        <Route path="/reports/:id" element={signedIn(<ReportPage />)} />
         {['/webhooks', '/projects/:projectId/webhooks', '/assessments/:assessmentId/webhooks'].map((base) => [
           <Route key={base} path={base} element={signedIn(<WebhooksPage />)} />,
           <Route key={`${base}/d`} path={`${base}/deliveries`} element={signedIn(<DeliveriesPage />)} />,

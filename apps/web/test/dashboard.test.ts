@@ -1,11 +1,9 @@
 // The dashboard in a real browser: Debian's Chromium driven by playwright-core, against the real API (serving the
 // built dashboard on a loopback port), the real in-process delivery worker, PostgreSQL, Redis and an HTTPS receiver.
 // Assertions are on what the page shows. A failing step saves a screenshot to test-results/dashboard/<step>.png.
-import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { createServer } from 'node:net';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 // apps/web does not depend on the workspace packages; the test reads the signature rules from their source.
 import { verifySignature } from '../../../packages/webhooks/src';
 import { bearer, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
@@ -13,19 +11,7 @@ import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/supp
 import { enableTotp } from '../../api/test/support/oauth-flow';
 import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
 import { createWorld, type World } from '../../worker/test/support/world';
-
-const SCREENSHOTS = path.resolve(__dirname, '../../../test-results/dashboard');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+import { freePort, launchChromium, logIn as logInAs, SCREENSHOTS, step as stepOf } from './support/browser';
 
 let w: World;
 let gh: LoopbackGithub;
@@ -35,28 +21,8 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
 /** Runs one step of a journey; on failure saves a screenshot named after it, then fails. */
-async function step<T>(name: string, action: () => Promise<T>): Promise<T> {
-  try {
-    return await action();
-  } catch (err) {
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    const file = path.join(SCREENSHOTS, `${name.replace(/[^a-z0-9]+/gi, '-')}.png`);
-    await page?.screenshot({ path: file, fullPage: true }).catch(() => undefined);
-    throw new Error(`step "${name}" failed (screenshot: ${file}): ${(err as Error).message}`);
-  }
-}
+const step = <T>(name: string, action: () => Promise<T>) => stepOf(() => page, name, action);
 
 function lastMailTo(email: string): { subject: string; text: string } {
   const mails = w.h.mail().filter((m: { to: string }) => m.to === email);
@@ -80,12 +46,7 @@ async function poll<T>(read: () => Promise<T | undefined>, what: string, timeout
   }
 }
 
-async function logIn(email: string, password: string) {
-  await page.goto(`${base}/login`);
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Log in' }).click();
-}
+const logIn = (email: string, password: string) => logInAs(page, base, email, password);
 
 /** A datetime-local value (the browser's time zone) `minutesAgo` minutes before now. */
 function localDateTime(minutesAgo: number): Promise<string> {
@@ -125,7 +86,7 @@ beforeAll(async () => {
   server = await new Promise<Server>((resolve) => {
     const s = w.h.app.listen(port, '127.0.0.1', () => resolve(s));
   });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 }, 60_000);
 
 beforeEach(async () => {

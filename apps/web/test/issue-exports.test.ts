@@ -3,7 +3,7 @@
 import type { Page } from 'playwright-core';
 import { insertAssessment, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { insertFinding } from '../../api/test/support/domain';
-import { startBrowserWorld, type BrowserWorld } from './support/browser';
+import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
 
 let b: BrowserWorld;
 let page: Page;

@@ -2,7 +2,7 @@
 // loopback Slack receiver gets as Block Kit; the page shows when it was last sent; a member sees no such page.
 import type { Page } from 'playwright-core';
 import { TEST_PASSWORD } from '../../api/test/support/fixtures';
-import { startBrowserWorld, type BrowserWorld } from './support/browser';
+import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
 
 let b: BrowserWorld;
 let page: Page;

@@ -15,6 +15,7 @@ import { sendNotificationMail } from './http/mail-send';
 import { sendAuthorized, type AuthorizedResult } from './http/receiver-auth';
 import {
   AttemptConflictError,
+  failHeldBackDelivery,
   failPendingDelivery,
   recordAttempt,
   type AttemptRecord,
@@ -23,24 +24,33 @@ import {
   type SubscriptionEffect,
 } from './record';
 import { deliveryHeaders } from './request';
-import { nextAttempt } from '@svc/domain';
+import { nextAttempt, postponeOrFail, wakeJitterMs, type WaitReason } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
+import { IsolationState, type Release } from './isolation/state';
+import { recordBreakerTransition, recordPostponement, scheduleProbe, wakeDeliveries } from './isolation/effects';
+import type { Queue } from 'bullmq';
+import type { DeliveryJobData } from '@svc/queue';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
   entraTokens: EntraTokens;
   /** Opens sealed subscription columns (signing secrets, Authorization), memoized: every attempt needs them. */
   openSealed: OpenSealed;
+  /** Per-subscription isolation shared by every worker (null when WEBHOOK_ISOLATION=false). */
+  isolation: IsolationState | null;
+  /** Wakes waiting deliveries and schedules a breaker's probe (the worker owns the queue). */
+  onRelease: (release: Release, now: Date) => void;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
-export function createDeliveryContext(deps: WorkerDeps): DeliveryContext {
+export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<DeliveryJobData>): DeliveryContext {
   const secureContext = trustedSecureContext(deps.config.webhooks.extraCaFile);
   const post = createPostWebhook({
     timeoutMs: deps.config.webhooks.timeoutMs,
+    connectTimeoutMs: deps.config.webhooks.connectTimeoutMs,
     secureContext,
     maxSocketsPerAddress: deps.config.webhooks.workerConcurrency,
   });
@@ -52,11 +62,23 @@ export function createDeliveryContext(deps: WorkerDeps): DeliveryContext {
     redisPrefix: deps.config.redisPrefix,
     key: deps.config.encryptionKey,
   });
-  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey) };
+  const { isolation: rules, timeoutMs } = deps.config.webhooks;
+  // A slot outlives its attempt's timeout by a margin; a worker that dies mid-attempt frees it then.
+  const isolation = rules ? new IsolationState(deps.redis(), deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
+  const onRelease = (release: Release, now: Date) => {
+    if (!deliveryQueue) return;
+    const woken = release.prober
+      ? scheduleProbe(deliveryQueue, release.prober, release.until ?? now, now)
+      : wakeDeliveries(deliveryQueue, release.wake);
+    woken.catch((err: unknown) => deps.logger.warn('Could not wake waiting deliveries', { error: String(err) }));
+  };
+  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey), isolation, onRelease };
 }
 
 export type DeliveryResult =
   | { status: 'skipped'; reason: string }
+  /** Held back without an attempt (breaker open, in-flight cap, throttle): the job waits until `until`. */
+  | { status: 'postponed'; reason: WaitReason; until: Date }
   | { status: 'conflict' }
   | { status: 'succeeded' | 'failed'; attempt: number; outcome: AttemptOutcome };
 
@@ -68,17 +90,20 @@ interface AttemptInProgress {
   number: number;
   startedAt: Date;
   started: number;
+  /** The outcome, once the attempt has one (frees the isolation slot with it). */
+  outcome?: AttemptOutcome;
 }
 
 const DELIVERY_COLUMNS = [
   'id', 'organization_id', 'subscription_id', 'event_id', 'event_type', 'payload', 'payload_format', 'status', 'attempt_count',
-  'next_attempt_at', 'enqueued_at', 'completed_at', 'failure_reason', 'redelivery_of', 'recovered_at', 'created_at', 'updated_at',
+  'next_attempt_at', 'wait_reason', 'enqueued_at', 'completed_at', 'failure_reason', 'redelivery_of', 'recovered_at', 'created_at', 'updated_at',
 ] as const;
 const SUBSCRIPTION_COLUMNS = [
   'id', 'organization_id', 'level', 'project_id', 'assessment_id', 'name', 'url', 'events', 'status', 'severity_filter',
   'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format', 'splunk_index', 'secret_enc',
   'previous_secret_enc', 'previous_secret_expires_at', 'authorization_enc', 'azure_credentials_enc', 'splunk_channel',
-  'consecutive_failures', 'first_failure_at', 'disabled_reason', 'deleted_at', 'created_at', 'updated_at',
+  'consecutive_failures', 'first_failure_at', 'disabled_reason', 'rate_limit', 'breaker_state', 'breaker_until', 'deleted_at',
+  'created_at', 'updated_at',
 ] as const;
 const ENUM_COLUMNS = new Set(['status', 'level']);
 const column = (table: string, name: string, alias: string) =>
@@ -118,6 +143,8 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
   if (!delivery) return skipDelivery(ctx, deliveryId, null, 'delivery not found');
   const skip = reasonToSkip(delivery, ctx.config.webhooks.maxAttempts);
   if (skip !== null) return skipDelivery(ctx, deliveryId, delivery, skip);
+  const held = await admit(ctx, delivery);
+  if (held) return held;
   const run: AttemptInProgress = {
     delivery,
     number: delivery.attemptCount + 1,
@@ -132,7 +159,46 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
       return { status: 'conflict' };
     }
     throw err;
+  } finally {
+    await releaseSlot(ctx, delivery, run.outcome);
   }
+}
+
+/**
+ * Takes an isolation slot for the attempt, or holds the delivery back without one: postponed (not an attempt), or
+ * failed for good once held back past its retry window. Null: go ahead.
+ */
+async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<DeliveryResult | null> {
+  if (!ctx.isolation) return null;
+  const now = ctx.clock.now();
+  const { subscription } = delivery;
+  const admission = await ctx.isolation.admit(subscription, delivery.id, now);
+  if (admission.transition) await recordBreakerTransition(ctx, subscription, admission.transition, null, now);
+  if (admission.admitted) return null;
+  const { reason } = admission;
+  const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
+  const wakeAt = new Date(admission.until.getTime() + (reason === 'rate_limit' ? 0 : wakeJitterMs(waitMs)));
+  const decision = postponeOrFail(reason, wakeAt, delivery.createdAt, now, webhookRetryPolicy(ctx.config));
+  if (decision.action === 'fail') {
+    const change = await failHeldBackDelivery(ctx.prisma, delivery, decision.detail, ctx.config.webhooks.health, now);
+    ctx.logger.info('Delivery held back past its retry window: failed', { delivery_id: delivery.id, reason });
+    if (change) await notifyHealthChange(ctx, change, { responseStatus: null, outcome: 'held_back', error: decision.detail });
+    return { status: 'skipped', reason: decision.detail };
+  }
+  await recordPostponement(ctx, delivery, reason, decision.until, now);
+  return { status: 'postponed', reason, until: decision.until };
+}
+
+async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outcome: AttemptOutcome | undefined): Promise<void> {
+  if (!ctx.isolation) return;
+  if (outcome === undefined) {
+    await ctx.isolation.abandon(delivery.subscriptionId, delivery.id);
+    return;
+  }
+  const now = ctx.clock.now();
+  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, now);
+  if (release.transition) await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now);
+  ctx.onRelease(release, now);
 }
 
 async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<DeliveryResult> {
@@ -246,6 +312,7 @@ function describeFailure(record: AttemptRecord): string {
 
 /** Records an HTTP attempt's result and decides: succeeded, retry later (throws), or failed for good. */
 async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult, outcome: AttemptOutcome): Promise<DeliveryResult> {
+  run.outcome = outcome;
   const record = attemptRecord(run, result, outcome);
   const now = ctx.clock.now();
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
@@ -280,6 +347,7 @@ async function finishWithoutRequest(
   message: string,
   effect: SubscriptionEffect,
 ): Promise<DeliveryResult> {
+  run.outcome = outcome;
   const record = attemptRecord(run, noResponse(run, new Error(message)), outcome);
   logAttempt(ctx, run, record);
   await recordAndNotify(ctx, {

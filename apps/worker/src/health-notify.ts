@@ -19,7 +19,11 @@ export function dashboardLink(
   return `${publicBaseUrl}/webhooks/${id}`;
 }
 
-export async function notifyHealthChange(deps: WorkerDeps, change: HealthChange, last: AttemptRecord): Promise<void> {
+export async function notifyHealthChange(
+  deps: WorkerDeps,
+  change: HealthChange,
+  last: Pick<AttemptRecord, 'responseStatus' | 'error'> & { outcome: string },
+): Promise<void> {
   try {
     const subscription = await deps.prisma.webhookSubscription.findUniqueOrThrow({
       where: { id: change.subscriptionId },

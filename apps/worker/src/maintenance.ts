@@ -17,9 +17,9 @@ import { relayRequeued } from './metrics';
 const DAY_MS = 24 * 3600 * 1000;
 
 export async function runOutboxRelay(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Promise<number> {
-  const { relayAgeMs, maxAttempts } = deps.config.webhooks;
+  const { relayAgeMs, maxAttempts, fairSharePerMinute } = deps.config.webhooks;
   const options = { ageMs: relayAgeMs, maxAttempts, now: deps.clock.now() };
-  const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, options);
+  const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, { ...options, fairSharePerMinute });
   relayRequeued.inc(relayed);
   if (relayed > 0) deps.logger.info('Outbox relay enqueued overdue deliveries', { deliveries: relayed });
   const exports = await relayOverdueIssueExports(deps.prisma, deliveryQueue, options);

@@ -44,6 +44,20 @@ export const relayRequeued = new Counter({
   registers: [registry],
 });
 
+export const deliveriesPostponed = new Counter({
+  name: 'svc_webhook_postponed_total',
+  help: 'Deliveries held back without an attempt by the isolation, by reason (breaker_open, in_flight_cap, rate_limit)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+export const breakerTransitions = new Counter({
+  name: 'svc_webhook_breaker_transitions_total',
+  help: 'Circuit breaker transitions of subscriptions, by the state entered (open, half_open, closed)',
+  labelNames: ['to'] as const,
+  registers: [registry],
+});
+
 export function statusClass(status: number | null): string {
   return status === null ? 'none' : `${Math.floor(status / 100)}xx`;
 }
@@ -51,7 +65,7 @@ export function statusClass(status: number | null): string {
 /** Gauges read at scrape time from the queue and PostgreSQL: cheap aggregate queries, no per-tenant labels. */
 function registerScrapeGauges(prisma: Db, queue: Queue): void {
   // A process serves one metrics server; re-registering (tests) replaces the previous gauges.
-  for (const name of ['svc_webhook_queue_jobs', 'svc_webhook_outbox_lag_seconds', 'svc_webhook_subscriptions']) registry.removeSingleMetric(name);
+  for (const name of ['svc_webhook_queue_jobs', 'svc_webhook_outbox_lag_seconds', 'svc_webhook_subscriptions', 'svc_webhook_breakers']) registry.removeSingleMetric(name);
   new Gauge({
     name: 'svc_webhook_queue_jobs',
     help: 'Delivery queue jobs by state',
@@ -71,6 +85,18 @@ function registerScrapeGauges(prisma: Db, queue: Queue): void {
         SELECT EXTRACT(EPOCH FROM (now() - MIN(COALESCE(next_attempt_at, created_at))))::float8 AS lag
         FROM webhook_deliveries WHERE status = 'pending' AND COALESCE(next_attempt_at, created_at) <= now()`;
       this.set(Math.max(0, row?.lag ?? 0));
+    },
+  });
+  new Gauge({
+    name: 'svc_webhook_breakers',
+    help: 'Live subscriptions by circuit-breaker state (closed, open, half_open)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const groups = await prisma.webhookSubscription.groupBy({ by: ['breakerState'], where: { deletedAt: null }, _count: { _all: true } });
+      for (const state of ['closed', 'open', 'half_open']) {
+        this.set({ state }, groups.find((g) => g.breakerState === state)?._count._all ?? 0);
+      }
     },
   });
   new Gauge({

@@ -61,11 +61,11 @@ export function storableText(text: string | null): string | null {
 function deliveryColumns(update: DeliveryUpdate, attemptCount: number, now: Date) {
   switch (update.status) {
     case 'succeeded':
-      return { attemptCount, status: 'succeeded' as const, nextAttemptAt: null, completedAt: now, failureReason: null };
+      return { attemptCount, status: 'succeeded' as const, nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: null };
     case 'pending':
-      return { attemptCount, status: 'pending' as const, nextAttemptAt: update.nextAttemptAt };
+      return { attemptCount, status: 'pending' as const, nextAttemptAt: update.nextAttemptAt, waitReason: 'backoff' };
     case 'failed':
-      return { attemptCount, status: 'failed' as const, nextAttemptAt: null, completedAt: now, failureReason: update.reason };
+      return { attemptCount, status: 'failed' as const, nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: update.reason };
   }
 }
 
@@ -183,6 +183,7 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
          SET attempt_count = ${attempt.number},
              status = ${delivery.status}::"DeliveryStatus",
              next_attempt_at = ${utcTimestamp(nextAttemptAt)},
+             wait_reason = CASE WHEN ${delivery.status} = 'pending' THEN 'backoff' ELSE NULL END,
              completed_at = CASE WHEN ${delivery.status} = 'pending' THEN completed_at ELSE ${utcTimestamp(completedAt)} END,
              failure_reason = CASE WHEN ${delivery.status} = 'pending' THEN failure_reason ELSE ${failureReason} END,
              updated_at = ${utcTimestamp(now)}
@@ -213,11 +214,33 @@ async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<vo
   }
 }
 
+/**
+ * Ends a delivery the isolation held back past its retry window: a terminal failure without a further attempt, which
+ * counts for the subscription's health like any terminal failure (a dead endpoint still reaches failing and
+ * disabled on schedule).
+ */
+export async function failHeldBackDelivery(
+  prisma: Db,
+  delivery: { id: string; subscriptionId: string; attemptCount: number },
+  reason: string,
+  rules: HealthRules,
+  now: Date,
+): Promise<HealthChange | null> {
+  return prisma.$transaction(async (tx) => {
+    const { count } = await tx.webhookDelivery.updateMany({
+      where: { id: delivery.id, status: 'pending', attemptCount: delivery.attemptCount },
+      data: { status: 'failed', nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: reason },
+    });
+    if (count !== 1) return null;
+    return applySubscriptionEffect(tx, delivery.subscriptionId, { kind: 'terminal_failure', rules }, now);
+  });
+}
+
 /** Ends a still-pending delivery without an attempt (its subscription is gone or disabled, or its attempts are used up). */
 export async function failPendingDelivery(prisma: Db, deliveryId: string, reason: string, now: Date): Promise<boolean> {
   const { count } = await prisma.webhookDelivery.updateMany({
     where: { id: deliveryId, status: 'pending' },
-    data: { status: 'failed', nextAttemptAt: null, completedAt: now, failureReason: reason },
+    data: { status: 'failed', nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: reason },
   });
   return count === 1;
 }

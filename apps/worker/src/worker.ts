@@ -1,6 +1,6 @@
 // The BullMQ side of the worker: the delivery Worker (one job = one attempt at one delivery), the maintenance
 // Worker (relay, purge) and its job schedulers. Tests start these in-process with injected deps.
-import { Worker, type Job, type WorkerOptions } from 'bullmq';
+import { DelayedError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { runWithLogContext } from '@svc/config';
 import {
@@ -18,7 +18,7 @@ import type { Queue } from 'bullmq';
 import type { WorkerDeps } from './deps';
 import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
 import { processIssueExport } from './issue-export';
-import { deliveriesEnded } from './metrics';
+import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
 import { createReportWorker, scheduleReportRelay } from './reports/report-job';
@@ -47,13 +47,20 @@ function countEndedDelivery(result: DeliveryResult): void {
 }
 
 export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}): Worker<DeliveryJobData, DeliveryResult> {
-  const ctx = createDeliveryContext(deps);
+  const wakeConnection = deps.redis();
+  const wakeQueue = createDeliveryQueue(wakeConnection, deps.config.redisPrefix);
+  const ctx = createDeliveryContext(deps, wakeQueue);
   const connection = deps.redis();
-  const processor = (job: Job<DeliveryJobData>) =>
-    runWithLogContext({ jobId: job.id }, () =>
-      // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
-      job.name === ISSUE_EXPORT_JOB ? processIssueExport(ctx, job.data.deliveryId) : processDelivery(ctx, job.data.deliveryId),
-    );
+  const processor = async (job: Job<DeliveryJobData>, token?: string) => {
+    // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
+    const process = job.name === ISSUE_EXPORT_JOB ? processIssueExport : processDelivery;
+    const result = await runWithLogContext({ jobId: job.id }, () => process(ctx, job.data.deliveryId));
+    if (result.status !== 'postponed') return result;
+    // A postponement is not an attempt: the job goes back to wait, BullMQ's attempt count unchanged.
+    deliveriesPostponed.inc({ reason: result.reason });
+    await job.moveToDelayed(result.until.getTime(), token);
+    throw new DelayedError();
+  };
   const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, processor, {
     connection,
     prefix: bullPrefix(deps.config.redisPrefix),
@@ -64,6 +71,10 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   ownConnection(worker, connection);
   worker.on('closed', () => ctx.post.close());
   worker.on('closed', () => void ctx.entraTokens.close());
+  worker.on('closed', () => {
+    void ctx.isolation?.close();
+    void wakeQueue.close().finally(() => wakeConnection.quit().catch(() => wakeConnection.disconnect()));
+  });
   worker.on('completed', (_job, result) => countEndedDelivery(result));
   logFailures(worker, deps);
   return worker;

@@ -19,6 +19,7 @@ export const AUDIT_ACTIONS = [
   'webhook.delivery_resent',
   'webhook.deliveries_recovered',
   'webhook.subscription_failing',
+  'webhook.breaker_opened',
   'webhook.subscription_disabled',
   'webhook.subscription_reenabled',
   'notification_target.created',
@@ -28,6 +29,12 @@ export const AUDIT_ACTIONS = [
   'issue_export_target.updated',
   'issue_export_target.revoked',
   'finding.issue_exported',
+  'report.published',
+  'report.unpublished',
+  'report.share_granted',
+  'report.share_revoked',
+  'report.share_viewed',
+  'report.share_downloaded',
 ] as const;
 
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
@@ -36,10 +43,16 @@ export function isAuditAction(value: string): value is AuditAction {
   return (AUDIT_ACTIONS as readonly string[]).includes(value);
 }
 
-/** Who did it: a user (by session), an API key, or the service itself (scheduled jobs). */
+/**
+ * Who did it: a user (by session), an API key, the service itself (scheduled jobs), or a report share (somebody
+ * outside the organization holding a published or shared report link: who they are is not known, which link is).
+ */
 export type AuditActor =
   | { type: 'user'; id: string; /** the user's e-mail */ label: string | null }
   | { type: 'api_key'; id: string; /** the key's display prefix */ label: string }
+  | { type: 'report_share'; id: string; /** "published link" or the grantee's e-mail */ label: string }
   | { type: 'system' };
+
+export const AUDIT_ACTOR_TYPES = ['user', 'api_key', 'report_share', 'system'] as const;
 
 export const SYSTEM_ACTOR: AuditActor = { type: 'system' };

@@ -39,6 +39,7 @@ describe('redactMetadata', () => {
       redactMetadata({
         note: `leaked ${apiKey} here`,
         webhook: 'whsec_abcdefghijklmnop',
+        link: 'https://x.example/shared/reports/rshare_abcdefghijklmnopqrstuvwxyz-_0123',
         header: 'Bearer abc.def',
         jwt,
         list: [apiKey],
@@ -48,6 +49,7 @@ describe('redactMetadata', () => {
     ).toEqual({
       note: `leaked ${REDACTED} here`,
       webhook: REDACTED,
+      link: `https://x.example/shared/reports/${REDACTED}`,
       header: REDACTED,
       jwt: REDACTED,
       list: [REDACTED],

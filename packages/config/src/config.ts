@@ -4,7 +4,7 @@ import Joi from 'joi';
 import { DEFAULT_HEALTH_RULES } from '@svc/domain';
 
 const HOUR_MS = 3600 * 1000;
-import { DEFAULT_BACKOFF, MAX_ATTEMPTS } from '@svc/domain';
+import { DEFAULT_BACKOFF, DEFAULT_ISOLATION_RULES, MAX_ATTEMPTS, type IsolationRules } from '@svc/domain';
 
 const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
 // 32 bytes, base64: development only.
@@ -63,6 +63,12 @@ const schema = Joi.object({
   RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(600),
   LOGIN_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(10),
   TOTP_MAX_FAILURES: Joi.number().integer().min(1).default(5),
+  // Published and shared reports: requests a minute to the public share routes, per token and per client IP; the
+  // lifetime of an e-mailed grant when the request names none, and the longest lifetime a share may be given.
+  REPORT_SHARE_RATE_LIMIT_PER_TOKEN: Joi.number().integer().min(1).default(60),
+  REPORT_SHARE_RATE_LIMIT_PER_IP: Joi.number().integer().min(1).default(120),
+  REPORT_SHARE_DEFAULT_TTL_DAYS: Joi.number().integer().min(1).default(30),
+  REPORT_SHARE_MAX_TTL_DAYS: Joi.number().integer().min(1).default(365),
 
   SMTP_URL: Joi.string().uri({ scheme: ['smtp', 'smtps'] }).allow(''),
   MAIL_FROM: Joi.string().default('Security Assessment Service <no-reply@localhost>'),
@@ -87,7 +93,21 @@ const schema = Joi.object({
   WEBHOOK_FAILING_AFTER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_HEALTH_RULES.failingAfterFailures),
   WEBHOOK_DISABLE_AFTER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_HEALTH_RULES.disableAfterFailures),
   WEBHOOK_DISABLE_MIN_SPAN_HOURS: Joi.number().min(0).default(DEFAULT_HEALTH_RULES.disableMinSpanMs / HOUR_MS),
-  WORKER_CONCURRENCY: Joi.number().integer().min(1).default(10),
+  // Delivery is I/O-bound: a slot mostly waits on a receiver, so a worker holds many (README "Delivery isolation").
+  WORKER_CONCURRENCY: Joi.number().integer().min(1).default(64),
+  // Most dead hosts fail at connect: give up on the TCP + TLS handshake well before the total timeout.
+  WEBHOOK_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).default(3_000),
+  // Delivery isolation (README "Delivery isolation"): per-subscription in-flight cap and circuit breaker.
+  WEBHOOK_ISOLATION: Joi.boolean().default(true),
+  // Fair share of backlogs: deliveries a subscription enqueues per minute before its next ones go behind lighter
+  // subscriptions' (0: plain FIFO).
+  WEBHOOK_FAIR_SHARE_PER_MINUTE: Joi.number().integer().min(0).default(600),
+  WEBHOOK_MIN_IN_FLIGHT: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.minInFlight),
+  WEBHOOK_MAX_IN_FLIGHT: Joi.number().integer().min(Joi.ref('WEBHOOK_MIN_IN_FLIGHT')).default(DEFAULT_ISOLATION_RULES.maxInFlight),
+  WEBHOOK_SLOW_ATTEMPT_MS: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.slowAttemptMs),
+  WEBHOOK_BREAKER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.breakerFailures),
+  WEBHOOK_BREAKER_OPEN_MS: Joi.number().integer().min(10).default(DEFAULT_ISOLATION_RULES.breakerOpenMs),
+  WEBHOOK_BREAKER_MAX_OPEN_MS: Joi.number().integer().min(Joi.ref('WEBHOOK_BREAKER_OPEN_MS')).default(DEFAULT_ISOLATION_RULES.breakerMaxOpenMs),
   OUTBOX_RELAY_INTERVAL_MS: Joi.number().integer().min(100).default(30_000),
   OUTBOX_RELAY_AGE_MS: Joi.number().integer().min(0).default(60_000),
   RETENTION_DAYS: Joi.number().integer().min(1).default(30),
@@ -150,6 +170,8 @@ export interface Config {
   rateLimitPerMinute: number;
   loginRateLimitPerMinute: number;
   totpMaxFailures: number;
+  /** Published and shared reports (apps/api/src/modules/report-shares). */
+  reportShares: { perTokenPerMinute: number; perIpPerMinute: number; defaultTtlDays: number; maxTtlDays: number };
   mail: { smtpUrl?: string; from: string; outboxDir: string };
   webhooks: {
     maxAttempts: number;
@@ -162,6 +184,10 @@ export interface Config {
     secretGraceHours: number;
     health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
+    connectTimeoutMs: number;
+    fairSharePerMinute: number;
+    /** Per-subscription isolation; null when WEBHOOK_ISOLATION=false. */
+    isolation: IsolationRules | null;
     relayIntervalMs: number;
     relayAgeMs: number;
     retentionDays: number;
@@ -250,6 +276,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: value.RATE_LIMIT_PER_MINUTE,
     loginRateLimitPerMinute: value.LOGIN_RATE_LIMIT_PER_MINUTE,
     totpMaxFailures: value.TOTP_MAX_FAILURES,
+    reportShares: {
+      perTokenPerMinute: value.REPORT_SHARE_RATE_LIMIT_PER_TOKEN,
+      perIpPerMinute: value.REPORT_SHARE_RATE_LIMIT_PER_IP,
+      defaultTtlDays: value.REPORT_SHARE_DEFAULT_TTL_DAYS,
+      maxTtlDays: value.REPORT_SHARE_MAX_TTL_DAYS,
+    },
     mail: { smtpUrl: value.SMTP_URL || undefined, from: value.MAIL_FROM, outboxDir: value.MAIL_OUTBOX_DIR },
     webhooks: {
       maxAttempts: value.WEBHOOK_MAX_ATTEMPTS,
@@ -266,6 +298,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         disableMinSpanMs: value.WEBHOOK_DISABLE_MIN_SPAN_HOURS * HOUR_MS,
       },
       workerConcurrency: value.WORKER_CONCURRENCY,
+      fairSharePerMinute: value.WEBHOOK_FAIR_SHARE_PER_MINUTE,
+      connectTimeoutMs: Math.min(value.WEBHOOK_CONNECT_TIMEOUT_MS, value.WEBHOOK_TIMEOUT_MS),
+      isolation: value.WEBHOOK_ISOLATION
+        ? {
+            minInFlight: value.WEBHOOK_MIN_IN_FLIGHT,
+            maxInFlight: value.WEBHOOK_MAX_IN_FLIGHT,
+            slowAttemptMs: value.WEBHOOK_SLOW_ATTEMPT_MS,
+            breakerFailures: value.WEBHOOK_BREAKER_FAILURES,
+            breakerOpenMs: value.WEBHOOK_BREAKER_OPEN_MS,
+            breakerMaxOpenMs: value.WEBHOOK_BREAKER_MAX_OPEN_MS,
+          }
+        : null,
       relayIntervalMs: value.OUTBOX_RELAY_INTERVAL_MS,
       relayAgeMs: value.OUTBOX_RELAY_AGE_MS,
       retentionDays: value.RETENTION_DAYS,

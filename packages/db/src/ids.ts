@@ -7,7 +7,8 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 export type IdPrefix =
   | 'org' | 'usr' | 'mem' | 'inv' | 'etk' | 'ses' | 'team' | 'prj' | 'asm' | 'grant' | 'key'
   | 'whsub' | 'event' | 'whdel' | 'whatt' | 'ntgt' | 'iexp' | 'iexj'
-  | 'fnd' | 'rpt' | 'fxv' | 'prr' | 'use' | 'lim' | 'oid' | 'aud';
+  | 'fnd' | 'rpt' | 'fxv' | 'prr' | 'use' | 'lim' | 'oid' | 'aud'
+  | 'rsh';
 
 function encodeTime(ms: number): string {
   let out = '';

@@ -13,7 +13,7 @@ import type { Prisma, PrismaClient } from './generated/prisma/client';
 export const ORGANIZATION_SCOPED_MODELS: ReadonlySet<string> = new Set([
   'Membership', 'Invitation', 'Session', 'Team', 'Project', 'Assessment', 'AccessGrant', 'ApiKey', 'WebhookSubscription',
   'Event', 'WebhookDelivery', 'Finding', 'Report', 'FixVerification', 'PrReview', 'UsageRecord', 'SpendLimit', 'AuditEvent',
-  'IssueExportTarget', 'FindingIssueExport',
+  'ReportShare', 'IssueExportTarget', 'FindingIssueExport',
 ]);
 
 /** Models without an organization column, scoped through the relation to their organization-owned parent. */

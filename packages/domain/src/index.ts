@@ -9,3 +9,4 @@ export * from './finding-event-data';
 export * from './sla';
 export * from './retry-policy';
 export * from './delivery-operations';
+export * from './isolation-policy';

@@ -3,7 +3,8 @@ import type { Db, Tx } from '@svc/db';
 import type { Config, Logger } from '@svc/config';
 import { withTimeout } from '@svc/domain';
 import { deliveryJobOptions, type DeliveryJobData } from '@svc/queue';
-import { publishEvent, type PublishEventInput, type PublishedEvent } from './publish';
+import { publishEvent, type DeliveryRef, type PublishEventInput, type PublishedEvent } from './publish';
+import { fairSharePriorities } from './fair-share';
 
 export interface OutboxDeps {
   prisma: Db;
@@ -12,6 +13,8 @@ export interface OutboxDeps {
   maxAttempts: number;
   /** Bound on the enqueue after commit; past it the relay enqueues instead (default: no bound). */
   enqueueTimeoutMs?: number;
+  /** Deliveries a subscription may enqueue per minute before the rest go behind lighter ones (0: off). */
+  fairSharePerMinute?: number;
 }
 
 /** The one way to build OutboxDeps from a process's connections (API or worker) and the queue deliveries go to. */
@@ -25,21 +28,44 @@ export function outboxDeps(
     logger: from.logger,
     maxAttempts: from.config.webhooks.maxAttempts,
     enqueueTimeoutMs: from.config.availability.redisCommandTimeoutMs,
+    fairSharePerMinute: from.config.webhooks.fairSharePerMinute,
   };
 }
 
 
 export type Publish = (input: PublishEventInput) => Promise<PublishedEvent>;
 
-/** One job per delivery, job id = delivery id: adding a delivery that already has a job is a no-op. */
+export interface DeliveryToEnqueue {
+  id: string;
+  remainingAttempts: number;
+  /** With a fair share: counted for the subscription's priority. */
+  subscriptionId?: string;
+}
+
+/**
+ * One job per delivery, job id = delivery id: adding a delivery that already has a job is a no-op. With a fair share,
+ * a subscription's deliveries beyond its share of the minute get a BullMQ priority and so go behind lighter ones.
+ */
 export async function enqueueDeliveries(
   queue: Queue<DeliveryJobData>,
-  deliveries: Array<{ id: string; remainingAttempts: number }>,
+  deliveries: DeliveryToEnqueue[],
+  fairSharePerMinute = 0,
 ): Promise<void> {
   if (deliveries.length === 0) return;
+  const priorities = fairSharePerMinute > 0 ? await fairSharePriorities(queue, countBySubscription(deliveries), fairSharePerMinute) : null;
   await queue.addBulk(
-    deliveries.map((d) => ({ name: 'deliver', data: { deliveryId: d.id }, opts: deliveryJobOptions(d.id, d.remainingAttempts) })),
+    deliveries.map((d) => ({
+      name: 'deliver',
+      data: { deliveryId: d.id },
+      opts: deliveryJobOptions(d.id, d.remainingAttempts, 0, (d.subscriptionId && priorities?.get(d.subscriptionId)) || 0),
+    })),
   );
+}
+
+function countBySubscription(deliveries: DeliveryToEnqueue[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const d of deliveries) if (d.subscriptionId) counts.set(d.subscriptionId, (counts.get(d.subscriptionId) ?? 0) + 1);
+  return counts;
 }
 
 /**
@@ -51,16 +77,16 @@ export async function withOutbox<T>(
   work: (tx: Tx, publish: Publish) => Promise<T>,
   now: () => Date = () => new Date(),
 ): Promise<T> {
-  const deliveryIds: string[] = [];
+  const deliveries: DeliveryRef[] = [];
   const result = await deps.prisma.$transaction(async (tx) => {
     const publish: Publish = async (input) => {
       const published = await publishEvent(tx, input, now());
-      deliveryIds.push(...published.deliveryIds);
+      deliveries.push(...published.deliveries);
       return published;
     };
     return work(tx, publish);
   });
-  await enqueueAfterCommit(deps, deliveryIds);
+  await enqueueAfterCommit(deps, deliveries);
   return result;
 }
 
@@ -68,17 +94,18 @@ export async function withOutbox<T>(
  * Enqueues committed deliveries. A failed enqueue is logged, not thrown: the change is committed, and the relay
  * will enqueue the deliveries. During a Redis outage the enqueue fails at once (or after `enqueueTimeoutMs`).
  */
-export async function enqueueAfterCommit(deps: OutboxDeps, deliveryIds: string[]): Promise<void> {
+export async function enqueueAfterCommit(deps: OutboxDeps, deliveries: DeliveryRef[]): Promise<void> {
   try {
     const enqueue = () =>
       enqueueDeliveries(
         deps.deliveryQueue,
-        deliveryIds.map((id) => ({ id, remainingAttempts: deps.maxAttempts })),
+        deliveries.map((d) => ({ ...d, remainingAttempts: deps.maxAttempts })),
+        deps.fairSharePerMinute,
       );
     await (deps.enqueueTimeoutMs === undefined ? enqueue() : withTimeout(enqueue, deps.enqueueTimeoutMs));
   } catch (err) {
     deps.logger.warn('Enqueue after commit failed; the outbox relay will retry', {
-      deliveries: deliveryIds.length,
+      deliveries: deliveries.length,
       error: err instanceof Error ? err.message : String(err),
     });
   }

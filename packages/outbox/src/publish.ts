@@ -15,9 +15,16 @@ export interface PublishEventInput {
   onlySubscriptionId?: string;
 }
 
+/** A delivery to enqueue: its id, and its subscription for the fair share of backlogs. */
+export interface DeliveryRef {
+  id: string;
+  subscriptionId: string;
+}
+
 export interface PublishedEvent {
   eventId: string;
   deliveryIds: string[];
+  deliveries: DeliveryRef[];
 }
 
 /** A subscription an event might go to, as read from webhook_subscriptions. */
@@ -153,7 +160,11 @@ export function eventWriteCtes(plan: PlannedEvent, onlyIfRowsIn?: string): Prism
     RETURNING id)`;
 }
 
-export const publishedOf = (plan: PlannedEvent): PublishedEvent => ({ eventId: plan.eventId, deliveryIds: plan.deliveries.map((d) => d.id) });
+export const publishedOf = (plan: PlannedEvent): PublishedEvent => ({
+  eventId: plan.eventId,
+  deliveryIds: plan.deliveries.map((d) => d.id),
+  deliveries: plan.deliveries.map((d) => ({ id: d.id, subscriptionId: d.subscriptionId })),
+});
 
 /**
  * Writes the event and one delivery per matching subscription in the caller's transaction: two statements (the

@@ -9,7 +9,7 @@ import { enqueueDeliveries } from './enqueue';
 export async function relayOverdueDeliveries(
   prisma: Db,
   queue: Queue<DeliveryJobData>,
-  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number },
+  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; fairSharePerMinute?: number },
 ): Promise<number> {
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
   const overdue = await prisma.webhookDelivery.findMany({
@@ -17,13 +17,14 @@ export async function relayOverdueDeliveries(
       status: 'pending',
       OR: [{ nextAttemptAt: { lt: cutoff } }, { nextAttemptAt: null, createdAt: { lt: cutoff } }],
     },
-    select: { id: true, attemptCount: true },
+    select: { id: true, attemptCount: true, subscriptionId: true },
     orderBy: { id: 'asc' },
     take: options.batchSize ?? 500,
   });
   await enqueueDeliveries(
     queue,
-    overdue.map((d) => ({ id: d.id, remainingAttempts: options.maxAttempts - d.attemptCount })),
+    overdue.map((d) => ({ id: d.id, subscriptionId: d.subscriptionId, remainingAttempts: options.maxAttempts - d.attemptCount })),
+    options.fairSharePerMinute,
   );
   return overdue.length;
 }

@@ -69,9 +69,10 @@ export function createMaintenanceQueue(connection: Redis, redisPrefix: string): 
  * commit, and the outbox relay) yields one job. Retries are driven by the worker, which throws to ask BullMQ
  * for the next attempt; `attempts` is only an upper bound.
  */
-export function deliveryJobOptions(deliveryId: string, remainingAttempts: number, delayMs = 0): JobsOptions {
+export function deliveryJobOptions(deliveryId: string, remainingAttempts: number, delayMs = 0, priority = 0): JobsOptions {
   return {
     jobId: deliveryId,
+    ...(priority > 0 && { priority }),
     attempts: Math.max(1, remainingAttempts),
     backoff: { type: 'webhook' },
     delay: delayMs,

@@ -21,7 +21,8 @@ function wantsHtml(req: express.Request): boolean {
 function indexFallback(indexFile: string): RequestHandler {
   return (req, res, next) => {
     if (isApiPath(req.path) || !wantsHtml(req)) return next();
-    res.set('Cache-Control', 'no-cache');
+    // A page with stricter caching rules of its own (a shared report: no-store) keeps them.
+    if (!res.get('Cache-Control')) res.set('Cache-Control', 'no-cache');
     res.sendFile(indexFile);
   };
 }

@@ -15,21 +15,34 @@ export interface RateLimiters {
   totpFailures: RateLimiterRedis;
 }
 
+/**
+ * One limit shared by every API instance: `points` per `duration` seconds per key, under `<prefix>:rl:<name>`.
+ * failOpen: while Redis is down, an in-memory limit of the same size per instance; otherwise the request fails (503).
+ */
+export function redisRateLimiter(
+  redis: Redis,
+  prefix: string,
+  limit: { name: string; points: number; duration: number; failOpen: boolean },
+): RateLimiterRedis {
+  const { name, points, duration, failOpen } = limit;
+  return new RateLimiterRedis({
+    storeClient: redis,
+    keyPrefix: `${prefix}:rl:${name}`,
+    points,
+    duration,
+    // Do not wait for a reconnection: fall back (or fail) at once while Redis is not connected.
+    rejectIfRedisNotReady: true,
+    insuranceLimiter: failOpen ? new RateLimiterMemory({ keyPrefix: `${prefix}:rl:${name}`, points, duration }) : undefined,
+  });
+}
+
 export function createRateLimiters(
   redis: Redis,
   prefix: string,
   limits: { perMinute: number; loginPerMinute: number; totpMaxFailures: number; partialTokenTtlSeconds: number },
 ): RateLimiters {
   const make = (name: string, points: number, duration: number, failOpen: boolean) =>
-    new RateLimiterRedis({
-      storeClient: redis,
-      keyPrefix: `${prefix}:rl:${name}`,
-      points,
-      duration,
-      // Do not wait for a reconnection: fall back (or fail) at once while Redis is not connected.
-      rejectIfRedisNotReady: true,
-      insuranceLimiter: failOpen ? new RateLimiterMemory({ keyPrefix: `${prefix}:rl:${name}`, points, duration }) : undefined,
-    });
+    redisRateLimiter(redis, prefix, { name, points, duration, failOpen });
   return {
     request: make('req', limits.perMinute, 60, true),
     login: make('login', limits.loginPerMinute, 60, false),

@@ -134,3 +134,26 @@ export function expectPublicData(data: Record<string, unknown>) {
   const text = JSON.stringify(data);
   for (const pattern of FORBIDDEN_IN_DATA) expect(text).not.toMatch(pattern);
 }
+
+/** A report written straight to the database as the worker leaves it once rendered (status ready, a PDF stored). */
+export async function insertReadyReport(
+  h: Harness,
+  organizationId: string,
+  assessmentId: string,
+  opts: { title?: string; pdf?: Buffer } = {},
+) {
+  const pdf = opts.pdf ?? Buffer.from(`%PDF-1.3\n% report ${uniqueSuffix()}\n%%EOF\n`);
+  return h.deps.prisma.report.create({
+    data: {
+      id: newId('rpt'),
+      organizationId,
+      assessmentId,
+      title: opts.title ?? `Report ${uniqueSuffix()}`,
+      status: 'ready',
+      pdf: new Uint8Array(pdf),
+      sizeBytes: pdf.length,
+      readyAt: new Date(),
+    },
+    omit: { pdf: true },
+  });
+}

@@ -2156,6 +2156,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/{id}/publication": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); optional expires_at. The URL is in this response only; publishing again replaces the previous URL
+         * @description Requires the `reports:publish` scope.
+         */
+        post: operations["postReportsIdPublication"];
+        /**
+         * Unpublish: the published URL answers 404 from the next request on
+         * @description Requires the `reports:publish` scope.
+         */
+        delete: operations["deleteReportsIdPublication"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{id}/shares": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the report's published URLs and e-mail grants, newest first (?status=active|expired|revoked)
+         * @description Requires the `reports:read` scope.
+         */
+        get: operations["getReportsIdShares"];
+        put?: never;
+        /**
+         * Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days
+         * @description Requires the `reports:share` scope.
+         */
+        post: operations["postReportsIdShares"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/{id}/shares/{share_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an e-mail grant or the published URL: it answers 404 from the next request on
+         * @description Requires the `reports:revoke_share` scope.
+         */
+        delete: operations["deleteReportsIdSharesShare_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shared/reports/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. 404 for unknown, expired or revoked tokens alike; rate limited per token and per IP; audited
+         * @description No credential required.
+         */
+        get: operations["getSharedReportsToken"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shared/reports/{token}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the PDF of a shared report (application/pdf attachment); same 404, limits and audit as the page
+         * @description No credential required.
+         */
+        get: operations["getSharedReportsTokenPdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/findings/{id}/fix-verifications": {
         parameters: {
             query?: never;
@@ -3336,9 +3444,9 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded";
                             /** @enum {string} */
-                            actor_type: "user" | "api_key" | "system";
+                            actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;
                             actor_label: string | null;
                             target_type: string | null;
@@ -5504,6 +5612,13 @@ export interface operations {
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             disabled_reason: string | null;
+                            rate_limit: number | null;
+                            breaker: {
+                                /** @enum {string} */
+                                state: "closed" | "open" | "half_open";
+                                /** Format: date-time */
+                                until: string | null;
+                            };
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -5544,6 +5659,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -5582,6 +5698,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5641,6 +5764,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5709,6 +5839,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -5747,6 +5878,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -5911,6 +6049,8 @@ export interface operations {
                             attempt_count: number;
                             /** Format: date-time */
                             next_attempt_at: string | null;
+                            /** @enum {string|null} */
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -6016,6 +6156,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6075,6 +6217,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6234,6 +6378,13 @@ export interface operations {
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             disabled_reason: string | null;
+                            rate_limit: number | null;
+                            breaker: {
+                                /** @enum {string} */
+                                state: "closed" | "open" | "half_open";
+                                /** Format: date-time */
+                                until: string | null;
+                            };
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -6276,6 +6427,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -6314,6 +6466,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -6374,6 +6533,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -6444,6 +6610,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -6482,6 +6649,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -6651,6 +6825,8 @@ export interface operations {
                             attempt_count: number;
                             /** Format: date-time */
                             next_attempt_at: string | null;
+                            /** @enum {string|null} */
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -6758,6 +6934,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6818,6 +6996,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6978,6 +7158,13 @@ export interface operations {
                             /** Format: date-time */
                             previous_secret_expires_at: string | null;
                             disabled_reason: string | null;
+                            rate_limit: number | null;
+                            breaker: {
+                                /** @enum {string} */
+                                state: "closed" | "open" | "half_open";
+                                /** Format: date-time */
+                                until: string | null;
+                            };
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -7020,6 +7207,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -7058,6 +7246,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -7118,6 +7313,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -7188,6 +7390,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
                     azure_client_id?: string | null;
@@ -7226,6 +7429,13 @@ export interface operations {
                         /** Format: date-time */
                         previous_secret_expires_at: string | null;
                         disabled_reason: string | null;
+                        rate_limit: number | null;
+                        breaker: {
+                            /** @enum {string} */
+                            state: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            until: string | null;
+                        };
                         /** Format: date-time */
                         created_at: string;
                         /** Format: date-time */
@@ -7395,6 +7605,8 @@ export interface operations {
                             attempt_count: number;
                             /** Format: date-time */
                             next_attempt_at: string | null;
+                            /** @enum {string|null} */
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -7502,6 +7714,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -7562,6 +7776,8 @@ export interface operations {
                         attempt_count: number;
                         /** Format: date-time */
                         next_attempt_at: string | null;
+                        /** @enum {string|null} */
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -9357,6 +9573,302 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postReportsIdPublication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: date-time */
+                    expires_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        report_id: string;
+                        /** @enum {string} */
+                        kind: "link" | "email";
+                        email: string | null;
+                        /** @enum {string} */
+                        status: "active" | "expired" | "revoked";
+                        /** Format: date-time */
+                        expires_at: string | null;
+                        created_by_user_id: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        revoked_at: string | null;
+                        revoked_by_user_id: string | null;
+                        /** Format: date-time */
+                        last_accessed_at: string | null;
+                        access_count: number;
+                        /** Format: uri */
+                        url: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteReportsIdPublication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getReportsIdShares: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                status?: "active" | "expired" | "revoked";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            report_id: string;
+                            /** @enum {string} */
+                            kind: "link" | "email";
+                            email: string | null;
+                            /** @enum {string} */
+                            status: "active" | "expired" | "revoked";
+                            /** Format: date-time */
+                            expires_at: string | null;
+                            created_by_user_id: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            revoked_at: string | null;
+                            revoked_by_user_id: string | null;
+                            /** Format: date-time */
+                            last_accessed_at: string | null;
+                            access_count: number;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postReportsIdShares: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    /** Format: date-time */
+                    expires_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        report_id: string;
+                        /** @enum {string} */
+                        kind: "link" | "email";
+                        email: string | null;
+                        /** @enum {string} */
+                        status: "active" | "expired" | "revoked";
+                        /** Format: date-time */
+                        expires_at: string | null;
+                        created_by_user_id: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        revoked_at: string | null;
+                        revoked_by_user_id: string | null;
+                        /** Format: date-time */
+                        last_accessed_at: string | null;
+                        access_count: number;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteReportsIdSharesShare_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                share_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getSharedReportsToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        title: string;
+                        organization_name: string;
+                        project_name: string;
+                        assessment_name: string;
+                        size_bytes: number;
+                        /** Format: date-time */
+                        ready_at: string;
+                        /** Format: date-time */
+                        expires_at: string | null;
+                        download_path: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getSharedReportsTokenPdf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            400: components["responses"]["E400"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             422: components["responses"]["E422"];

@@ -4,6 +4,7 @@ import { Link, useParams } from 'react-router-dom';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
+import { AssessmentReports } from './reports';
 import { FindingIssues } from './issue-exports';
 
 function CreateByName({ label, onCreate }: { label: string; onCreate(name: string): Promise<void> }) {
@@ -119,6 +120,7 @@ export function AssessmentPage() {
         </tbody>
       </table>
       {findings.data?.data?.length === 0 && <p>No findings.</p>}
+      {can('reports:read') && <AssessmentReports assessmentId={id} />}
     </main>
   );
 }

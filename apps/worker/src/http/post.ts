@@ -22,6 +22,8 @@ export interface OutboundRequest {
 
 export interface TransportOptions {
   timeoutMs: number;
+  /** Limit on the TCP connect and on the TLS handshake, each (most dead hosts fail there). */
+  connectTimeoutMs?: number;
   secureContext?: SecureContext;
   /** Concurrent connections per receiver address (the worker's concurrency is a sensible value). */
   maxSocketsPerAddress: number;
@@ -56,7 +58,11 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
   let client: Promise<Got> | undefined;
   const deliveryClient = () =>
     (client ??= loadGot().then((got) =>
-      got.extend({ timeout: { request: options.timeoutMs }, followRedirect: false, retry: { limit: 0 }, throwHttpErrors: false }),
+      got.extend({
+        timeout: {
+          request: options.timeoutMs,
+          ...(options.connectTimeoutMs && { connect: options.connectTimeoutMs, secureConnect: options.connectTimeoutMs }),
+        }, followRedirect: false, retry: { limit: 0 }, throwHttpErrors: false }),
     ));
   const post = async (request: OutboundRequest): Promise<HttpResult> => {
     const got = await deliveryClient();

@@ -19,6 +19,9 @@ export const FAST_RETRY_ENV = {
   WEBHOOK_BACKOFF_BASE_MS: '50',
   WEBHOOK_BACKOFF_MAX_MS: '150',
   WEBHOOK_TIMEOUT_MS: '3000',
+  // Retries here take milliseconds, a breaker's open period half a minute: tests of retries keep it closed; the
+  // isolation tests (isolation.test.ts) set their own.
+  WEBHOOK_BREAKER_FAILURES: '1000',
 };
 
 export type Level = { level: 'organization' } | { level: 'project'; projectId: string } | { level: 'assessment'; assessmentId: string };

@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { AUDIT_ACTIONS } from '@svc/audit';
+import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES } from '@svc/audit';
 import { id, nullableString, timestamp } from '../../http/responses';
 import { paginationQuery } from '../../http/validate';
 import { AUDIT_EXPORT_FORMATS } from './audit.service';
@@ -24,7 +24,7 @@ export const auditEventResponse = Joi.object({
   id: id('aud'),
   created_at: timestamp(),
   action: Joi.string().valid(...AUDIT_ACTIONS),
-  actor_type: Joi.string().valid('user', 'api_key', 'system'),
+  actor_type: Joi.string().valid(...AUDIT_ACTOR_TYPES),
   actor_id: nullableString(),
   actor_label: nullableString(),
   target_type: nullableString(),

@@ -157,7 +157,7 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
     const updated = await updateRecordedFinding(deps, principal, assessment.id, input, severity);
     return { created: false, finding: presentFinding(updated, assessment.slaPolicy) };
   }
-  await enqueueAfterCommit(outboxDeps(deps, deps.deliveryQueue), publishedOf(plan).deliveryIds);
+  await enqueueAfterCommit(outboxDeps(deps, deps.deliveryQueue), publishedOf(plan).deliveries);
   return { created: true, finding: presentFinding(finding, assessment.slaPolicy) };
 }
 

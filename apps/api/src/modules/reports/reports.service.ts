@@ -19,9 +19,9 @@ import { enqueueReportRendering } from './report-queue';
 /** Assessments in these states have nothing to report yet. */
 const NOT_STARTED = ['draft', 'queued'];
 
-type ReportRow = Omit<Report, 'pdf'> & { assessment: { projectId: string } };
+export type ReportRow = Omit<Report, 'pdf'> & { assessment: { projectId: string } };
 
-const withoutPdf = { omit: { pdf: true }, include: { assessment: { select: { projectId: true } } } } as const;
+export const withoutPdf = { omit: { pdf: true }, include: { assessment: { select: { projectId: true } } } } as const;
 
 export function presentReport(r: ReportRow) {
   return {
@@ -62,7 +62,7 @@ export async function requestReport(deps: AppDeps, principal: Principal, assessm
 }
 
 /** The report when the principal can read its assessment; 404 otherwise. */
-async function requireReport(deps: AppDeps, principal: Principal, id: string): Promise<ReportRow> {
+export async function requireReport(deps: AppDeps, principal: Principal, id: string): Promise<ReportRow> {
   const report = await scopedTo(deps.prisma, principal).report.findFirst({ where: { id }, ...withoutPdf });
   if (!report) throw notFound('Report');
   try {
@@ -111,14 +111,18 @@ export async function downloadReport(deps: AppDeps, principal: Principal, id: st
   }
   const { pdf } = await scopedTo(deps.prisma, principal).report.findUniqueOrThrow({ where: { id: report.id }, select: { pdf: true } });
   if (!pdf) throw conflict('The report has no document.');
-  const name = attachmentName(report.title);
+  sendReportPdf(res, report.title, pdf);
+}
+
+/** Writes the PDF of a report titled `title` as an attachment (the signed-in download and the shared one). */
+export function sendReportPdf(res: Response, title: string, pdf: Uint8Array, cacheControl = 'private, no-store'): void {
   res
     .status(200)
     .set({
       'Content-Type': 'application/pdf',
       'Content-Length': String(pdf.length),
-      'Content-Disposition': `attachment; filename="${name}"`,
-      'Cache-Control': 'private, no-store',
+      'Content-Disposition': `attachment; filename="${attachmentName(title)}"`,
+      'Cache-Control': cacheControl,
     })
     .end(Buffer.from(pdf));
 }

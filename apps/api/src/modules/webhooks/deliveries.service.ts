@@ -26,6 +26,8 @@ export function presentDelivery(d: WebhookDelivery) {
     status: d.status,
     attempt_count: d.attemptCount,
     next_attempt_at: d.status === 'pending' ? (d.nextAttemptAt ?? d.createdAt).toISOString() : null,
+    // Why it waits: backoff after a failed attempt, or a postponement of the isolation that is not an attempt.
+    wait_reason: d.status === 'pending' ? d.waitReason : null,
     completed_at: d.completedAt?.toISOString() ?? null,
     failure_reason: d.failureReason,
     redelivery_of: d.redeliveryOf,

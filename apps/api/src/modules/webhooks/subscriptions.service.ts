@@ -34,6 +34,7 @@ export interface SubscriptionInput {
   splunk_index?: string | null;
   authorization?: string | null;
   splunk_channel?: string | null;
+  rate_limit?: number | null;
   azure_tenant_id?: string | null;
   azure_client_id?: string | null;
   azure_client_secret?: string | null;
@@ -61,6 +62,9 @@ export function presentSubscription(s: WebhookSubscription, now: Date) {
     assessment_id: s.assessmentId,
     previous_secret_expires_at: graceRunning ? s.previousSecretExpiresAt!.toISOString() : null,
     disabled_reason: s.status === 'disabled' ? s.disabledReason : null,
+    rate_limit: s.rateLimit,
+    // The worker's circuit breaker for this endpoint (README "Delivery isolation"); `until`: the next probe.
+    breaker: { state: s.breakerState, until: s.breakerState === 'open' ? (s.breakerUntil?.toISOString() ?? null) : null },
     created_at: s.createdAt.toISOString(),
     updated_at: s.updatedAt.toISOString(),
   };
@@ -131,6 +135,7 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput, current: Webho
     }),
     ...(input.payload_format !== undefined && { payloadFormat: input.payload_format }),
     ...(input.splunk_index !== undefined && { splunkIndex: input.splunk_index }),
+    ...(input.rate_limit !== undefined && { rateLimit: input.rate_limit }),
     ...(input.authorization !== undefined && {
       authorizationEnc: input.authorization === null ? null : seal(input.authorization, key),
     }),
@@ -165,6 +170,7 @@ function auditedInput(input: SubscriptionInput) {
     // Only whether the receiver credential changed (a key named like a credential would be dropped by the redaction).
     ...(input.authorization !== undefined && { receiver_header: input.authorization === null ? 'removed' : 'set' }),
     ...(input.splunk_channel !== undefined && { splunk_channel: input.splunk_channel }),
+    ...(input.rate_limit !== undefined && { rate_limit: input.rate_limit }),
     ...(input.azure_client_secret !== undefined && { azure_app: input.azure_client_secret === null ? 'removed' : 'set' }),
   };
 }

@@ -20,6 +20,8 @@ const subscriptionFields = {
   authorization: Joi.string().max(4096).pattern(/^[\x21-\x7e][\x20-\x7e]*$/).allow(null),
   // Splunk HEC request channel (a GUID), sent as X-Splunk-Request-Channel (payload_format splunk_hec).
   splunk_channel: Joi.string().guid().allow(null),
+  // Receiver-set throttle: deliveries per second across every worker; null removes it.
+  rate_limit: Joi.number().integer().min(1).max(1000).allow(null),
   // Microsoft Entra ID app credentials for microsoft_sentinel: given together, or all null to remove. Write-only.
   azure_tenant_id: Joi.string().max(100).pattern(/^[A-Za-z0-9.-]+$/).allow(null),
   azure_client_id: Joi.string().guid().allow(null),
@@ -82,6 +84,11 @@ export const subscriptionResponse = Joi.object({
   assessment_id: nullableId('asm'),
   previous_secret_expires_at: nullableTimestamp(),
   disabled_reason: nullableString(),
+  rate_limit: Joi.number().integer().min(1).allow(null),
+  breaker: Joi.object({
+    state: Joi.string().valid('closed', 'open', 'half_open'),
+    until: nullableTimestamp(),
+  }),
   created_at: timestamp(),
   updated_at: timestamp(),
 });
@@ -104,6 +111,7 @@ export const deliveryResponse = Joi.object({
   status: deliveryStatus,
   attempt_count: Joi.number().integer().min(0),
   next_attempt_at: nullableTimestamp(),
+  wait_reason: Joi.string().valid('backoff', 'breaker_open', 'in_flight_cap', 'rate_limit').allow(null),
   completed_at: nullableTimestamp(),
   failure_reason: nullableString(),
   redelivery_of: nullableId('whdel'),

@@ -1,0 +1,81 @@
+import type { AppDeps } from '../../app-deps';
+import type { RouteSpec } from '../../http/route';
+import { page } from '../../http/responses';
+import { acting } from '../audit/audit.context';
+import { listSharesQuery, publishedResponse, publishReportBody, shareReportBody, shareResponse, sharedReportResponse } from './report-shares.schemas';
+import { listShares, publishReport, revokeShare, shareReport, unpublishReport } from './report-shares.service';
+import { createShareLimiters, downloadSharedReport, viewSharedReport } from './shared-report.service';
+
+/** Path prefix of the public share routes (their headers are set for the whole prefix in app.ts). */
+export const SHARED_REPORTS_PREFIX = '/shared/reports';
+
+export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
+  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
+  const token = (req: { params: Record<string, unknown> }) => req.params.token as string;
+  const limiters = createShareLimiters(deps);
+  return [
+    {
+      method: 'post',
+      path: '/reports/:id/publication',
+      scope: 'reports:publish',
+      summary:
+        'Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); ' +
+        'optional expires_at. The URL is in this response only; publishing again replaces the previous URL',
+      schemas: { body: publishReportBody },
+      status: 201,
+      response: publishedResponse,
+      handler: (req) => publishReport(deps, acting(req), id(req), req.body),
+    },
+    {
+      method: 'delete',
+      path: '/reports/:id/publication',
+      scope: 'reports:publish',
+      summary: 'Unpublish: the published URL answers 404 from the next request on',
+      handler: (req) => unpublishReport(deps, acting(req), id(req)),
+    },
+    {
+      method: 'post',
+      path: '/reports/:id/shares',
+      scope: 'reports:share',
+      summary: 'Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days',
+      schemas: { body: shareReportBody },
+      status: 201,
+      response: shareResponse,
+      handler: (req) => shareReport(deps, acting(req), id(req), req.body),
+    },
+    {
+      method: 'get',
+      path: '/reports/:id/shares',
+      scope: 'reports:read',
+      summary: "List the report's published URLs and e-mail grants, newest first (?status=active|expired|revoked)",
+      schemas: { query: listSharesQuery },
+      response: page(shareResponse),
+      handler: (req) => listShares(deps, acting(req), id(req), req.query as never),
+    },
+    {
+      method: 'delete',
+      path: '/reports/:id/shares/:share_id',
+      scope: 'reports:revoke_share',
+      summary: 'Revoke an e-mail grant or the published URL: it answers 404 from the next request on',
+      handler: (req) => revokeShare(deps, acting(req), id(req), req.params.share_id as string),
+    },
+    {
+      method: 'get',
+      path: `${SHARED_REPORTS_PREFIX}/:token`,
+      scope: 'public',
+      summary:
+        'A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. ' +
+        '404 for unknown, expired or revoked tokens alike; rate limited per token and per IP; audited',
+      response: sharedReportResponse,
+      handler: (req) => viewSharedReport(deps, limiters, req, token(req)),
+    },
+    {
+      method: 'get',
+      path: `${SHARED_REPORTS_PREFIX}/:token/pdf`,
+      scope: 'public',
+      summary: 'Download the PDF of a shared report (application/pdf attachment); same 404, limits and audit as the page',
+      responseMediaType: 'application/pdf',
+      handler: (req, res) => downloadSharedReport(deps, limiters, req, res, token(req)),
+    },
+  ];
+}

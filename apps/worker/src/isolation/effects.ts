@@ -1,0 +1,72 @@
+// What the isolation's decisions change outside Redis: the delivery's next_attempt_at and wait reason (a postponement
+// is not an attempt), the subscription's breaker mirrored for GET and the dashboard, the audit entry and log line of
+// a breaker that opens, and waking the deliveries that waited for a slot or for the breaker to close.
+import { Job, type Queue } from 'bullmq';
+import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
+import type { BreakerState, WaitReason } from '@svc/domain';
+import type { DeliveryJobData } from '@svc/queue';
+import type { WorkerDeps } from '../deps';
+import { breakerTransitions } from '../metrics';
+
+/**
+ * Shows why and until when a pending delivery waits. Written when the reason changes or the time shown has passed, so
+ * a delivery that waits again and again for a slot costs no write each time.
+ */
+export async function recordPostponement(
+  deps: WorkerDeps,
+  delivery: { id: string; attemptCount: number; waitReason: string | null; nextAttemptAt: Date | null },
+  reason: WaitReason,
+  until: Date,
+  now: Date,
+): Promise<void> {
+  if (delivery.waitReason === reason && delivery.nextAttemptAt && delivery.nextAttemptAt.getTime() > now.getTime()) return;
+  await deps.prisma.webhookDelivery.updateMany({
+    where: { id: delivery.id, status: 'pending', attemptCount: delivery.attemptCount },
+    data: { nextAttemptAt: until, waitReason: reason },
+  });
+}
+
+/** Mirrors a breaker transition on the subscription row; an opening is logged and audited by `system`. */
+export async function recordBreakerTransition(
+  deps: WorkerDeps,
+  subscription: { id: string; organizationId: string },
+  to: BreakerState,
+  until: Date | null,
+  now: Date,
+): Promise<void> {
+  breakerTransitions.inc({ to });
+  const breakerUntil = to === 'open' ? until : null;
+  if (to !== 'open') {
+    await deps.prisma.webhookSubscription.updateMany({ where: { id: subscription.id }, data: { breakerState: to, breakerUntil } });
+    return;
+  }
+  deps.logger.warn('Circuit breaker opened: deliveries to this subscription are postponed until the probe', {
+    subscription_id: subscription.id,
+    probe_at: until?.toISOString(),
+  });
+  await deps.prisma.$transaction(async (tx) => {
+    await tx.webhookSubscription.updateMany({ where: { id: subscription.id }, data: { breakerState: 'open', breakerUntil } });
+    await recordAudit(tx, {
+      organizationId: subscription.organizationId,
+      actor: SYSTEM_ACTOR,
+      action: 'webhook.breaker_opened',
+      target: { type: 'webhook_subscription', id: subscription.id },
+      metadata: { probe_at: until?.toISOString() ?? null },
+      at: now,
+    });
+  });
+}
+
+/** Moves waiting deliveries' jobs to now (a slot freed, or the breaker closed). A job no longer delayed is left alone. */
+export async function wakeDeliveries(queue: Queue<DeliveryJobData>, ids: string[]): Promise<void> {
+  for (const id of ids) {
+    const job = await Job.fromId(queue, id);
+    await job?.promote().catch(() => undefined);
+  }
+}
+
+/** The waiting delivery chosen to probe a breaker that just opened comes back at the probe time. */
+export async function scheduleProbe(queue: Queue<DeliveryJobData>, id: string, at: Date, now: Date): Promise<void> {
+  const job = await Job.fromId(queue, id);
+  await job?.changeDelay(Math.max(0, at.getTime() - now.getTime())).catch(() => undefined);
+}

@@ -1,0 +1,111 @@
+// Delivery isolation (DESIGN.md "Delivery isolation"): the rules that keep one receiver's trouble its own. The
+// worker keeps the shared state in Redis (apps/worker/src/isolation); the numbers and decisions it applies come from
+// here. A postponement (waiting for a cap, a throttle or an open breaker) is not an attempt.
+import { nominalRetryDelayMs, type RetryPolicy, DEFAULT_BACKOFF, MAX_ATTEMPTS } from './retry-policy';
+
+export interface IsolationRules {
+  /** Attempts in flight per subscription a new or struggling receiver gets. */
+  minInFlight: number;
+  /** The most attempts in flight per subscription, reached by receivers that answer fast. */
+  maxInFlight: number;
+  /** An attempt in flight longer than this marks the receiver slow: its cap falls back to minInFlight. */
+  slowAttemptMs: number;
+  /** Consecutive timeouts or connection failures that open the breaker. */
+  breakerFailures: number;
+  /** First open period; each further trip doubles it, up to breakerMaxOpenMs. */
+  breakerOpenMs: number;
+  breakerMaxOpenMs: number;
+}
+
+export const DEFAULT_ISOLATION_RULES: Readonly<IsolationRules> = Object.freeze({
+  minInFlight: 4,
+  maxInFlight: 32,
+  slowAttemptMs: 2_000,
+  breakerFailures: 3,
+  breakerOpenMs: 30_000,
+  breakerMaxOpenMs: 10 * 60_000,
+});
+
+export type BreakerState = 'closed' | 'open' | 'half_open';
+export type WaitReason = 'breaker_open' | 'in_flight_cap' | 'rate_limit';
+export const WAIT_REASONS: readonly WaitReason[] = ['breaker_open', 'in_flight_cap', 'rate_limit'];
+
+/** How an attempt's outcome moves the breaker and the in-flight cap. */
+export type BreakerSignal = 'success' | 'unreachable' | 'answered';
+
+/**
+ * Timeouts and connection failures (refused, reset) say the receiver is unreachable: they open the breaker. A TLS
+ * failure (an untrusted certificate) is fast and says the receiver is there but misconfigured: it is retried. A
+ * response of any status says it is there (a 503 is retried with backoff, not postponed); a success also lets its
+ * cap grow.
+ */
+export function breakerSignalOf(outcome: string): BreakerSignal {
+  if (outcome === 'success') return 'success';
+  if (outcome === 'timeout' || outcome === 'network_error') return 'unreachable';
+  return 'answered';
+}
+
+/** The open period after trip n (1-based): breakerOpenMs x 2^(n-1), capped. */
+export function breakerOpenPeriodMs(trip: number, rules: Pick<IsolationRules, 'breakerOpenMs' | 'breakerMaxOpenMs'>): number {
+  if (!Number.isInteger(trip) || trip < 1) throw new RangeError(`trip must be an integer >= 1, got ${trip}`);
+  return Math.min(rules.breakerOpenMs * 2 ** Math.min(trip - 1, 30), rules.breakerMaxOpenMs);
+}
+
+/** The open periods of trips 1..n, for the Redis script (the last one repeats beyond n). */
+export function breakerOpenPeriodsMs(rules: IsolationRules, n = 16): number[] {
+  return Array.from({ length: n }, (_, i) => breakerOpenPeriodMs(i + 1, rules));
+}
+
+/**
+ * The window a delivery's attempts would span at the longest: every backoff wait between its attempts at the top of
+ * its jitter. A delivery still held back past it fails terminally (its backlog stays bounded).
+ */
+export function retryWindowMs(policy: RetryPolicy = {}): number {
+  const maxAttempts = policy.maxAttempts ?? MAX_ATTEMPTS;
+  const jitter = policy.jitter ?? DEFAULT_BACKOFF.jitter;
+  let total = 0;
+  for (let n = 1; n < maxAttempts; n += 1) total += nominalRetryDelayMs(n, policy);
+  return Math.round(total * (1 + jitter));
+}
+
+/** When a delivery created at `createdAt` stops being postponed and fails instead. */
+export function holdBackDeadline(createdAt: Date, policy: RetryPolicy = {}): Date {
+  return new Date(createdAt.getTime() + retryWindowMs(policy));
+}
+
+export type PostponeDecision = { action: 'postpone'; until: Date } | { action: 'fail'; detail: string };
+
+/**
+ * A delivery the isolation holds back until `until`: postponed, no later than its deadline; once the deadline has
+ * passed it fails terminally, saying why.
+ */
+export function postponeOrFail(reason: WaitReason, until: Date, createdAt: Date, now: Date, policy: RetryPolicy = {}): PostponeDecision {
+  const deadline = holdBackDeadline(createdAt, policy);
+  if (now.getTime() >= deadline.getTime()) {
+    return {
+      action: 'fail',
+      detail: `held back (${reason.replace(/_/g, ' ')}) past its retry window of ${Math.round(retryWindowMs(policy) / 60_000)} min`,
+    };
+  }
+  return { action: 'postpone', until: until.getTime() > deadline.getTime() ? deadline : until };
+}
+
+/** A wake-up spread over [0, spread) so that postponed deliveries do not all come back at one instant. */
+export function wakeJitterMs(waitMs: number, random: () => number = Math.random): number {
+  const spread = Math.min(Math.max(waitMs * 0.1, 50), 5_000);
+  return Math.floor(random() * spread);
+}
+
+/** BullMQ's lowest priority number we hand out (1 is the highest after jobs with none). */
+export const MAX_FAIR_SHARE_PRIORITY = 20;
+
+/**
+ * A fair share of a backlog: the BullMQ priority of a delivery from a subscription that enqueued `countThisMinute`
+ * deliveries in the current minute (this one included). Up to `perMinute` none (FIFO with everyone else); beyond it
+ * 1, 2, 3, ... for each doubling, so a subscription importing thousands of findings goes behind every lighter one's
+ * fresh events, and heavier backlogs behind lighter ones.
+ */
+export function fairSharePriority(countThisMinute: number, perMinute: number): number {
+  if (!(perMinute > 0) || countThisMinute <= perMinute) return 0;
+  return Math.min(MAX_FAIR_SHARE_PRIORITY, 1 + Math.floor(Math.log2(countThisMinute / perMinute)));
+}

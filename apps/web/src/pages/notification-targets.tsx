@@ -4,6 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
+import { EventChecklist } from '../lib/event-checklist';
 import { emptyTargetForm, targetBody, type TargetFormState, type TargetKind } from '../lib/target-body';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 
@@ -16,15 +17,12 @@ const KINDS: Array<[TargetKind, string]> = [['slack', 'Slack'], ['teams', 'Micro
 const SEVERITIES = ['critical', 'high', 'medium', 'low', 'info'];
 
 function TargetForm({ initial, onSaved, onCancel }: { initial?: Target; onSaved(target: Target): void; onCancel?(): void }) {
-  const events = useLoad(() => request<{ data: Array<{ type: string; description: string }> }>('GET', `${API}/events`), []);
   const [form, setForm] = useState<TargetFormState>(() =>
     initial
       ? { kind: initial.kind as TargetKind, name: initial.name, url: '', recipients: initial.recipients.join(', '), events: initial.events, severity: initial.severity_filter?.join(', ') ?? '' }
       : emptyTargetForm(),
   );
   const set = <K extends keyof TargetFormState>(key: K) => (value: TargetFormState[K]) => setForm((f) => ({ ...f, [key]: value }));
-  const toggle = (type: string) =>
-    setForm((f) => ({ ...f, events: f.events.includes(type) ? f.events.filter((t) => t !== type) : [...f.events, type] }));
   const { busy, error, run } = useAction();
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -61,15 +59,7 @@ function TargetForm({ initial, onSaved, onCancel }: { initial?: Target; onSaved(
           autoComplete="off"
         />
       )}
-      <fieldset>
-        <legend>Events</legend>
-        <ErrorBox error={events.error} />
-        {events.data?.data.map((ev) => (
-          <label key={ev.type} className="check" title={ev.description}>
-            <input type="checkbox" checked={form.events.includes(ev.type)} onChange={() => toggle(ev.type)} /> {ev.type}
-          </label>
-        ))}
-      </fieldset>
+      <EventChecklist catalogue={`${API}/events`} selected={form.events} onChange={set('events')} />
       <Field label={`Severity filter (comma-separated: ${SEVERITIES.join(', ')})`} name="target-severity" value={form.severity} onChange={set('severity')} />
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>{initial ? 'Save' : 'Create target'}</button>

@@ -27,6 +27,8 @@ import { prReviewRoutes } from './modules/pr-reviews/pr-reviews.routes';
 import { monitoringRoutes } from './modules/monitoring/monitoring.routes';
 import { spendRoutes } from './modules/spend/spend.routes';
 import { sourceRoutes } from './modules/source/source.routes';
+import { notificationTargetRoutes } from './modules/notification-targets/notification-targets.routes';
+import { issueExportRoutes } from './modules/issue-exports/issue-exports.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
@@ -40,6 +42,8 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...assessmentRoutes(deps),
     ...grantRoutes(deps),
     ...webhookRoutes(deps),
+    ...notificationTargetRoutes(deps),
+    ...issueExportRoutes(deps),
     ...findingRoutes(deps),
     ...governanceRoutes(deps),
     ...erasureRoutes(deps),

@@ -566,7 +566,9 @@ describe('CSV fields', () => {
   it('the action catalogue is the one the issues list (report shares, source: issue 23; erasure, integrations: issue 24)', () => {
     expect([...AUDIT_ACTIONS].sort()).toEqual([
       'api_key.created', 'api_key.revoked', 'api_key_policy.updated', 'auth.2fa_disabled', 'auth.2fa_enabled', 'auth.login',
-      'auth.login_failed', 'auth.logout', 'member.removed', 'member.role_changed', 'organization.ownership_transferred',
+      'auth.login_failed', 'auth.logout', 'finding.issue_exported', 'issue_export_target.created', 'issue_export_target.revoked',
+      'issue_export_target.updated', 'member.removed', 'member.role_changed', 'notification_target.created',
+      'notification_target.revoked', 'notification_target.updated', 'organization.ownership_transferred',
       'report.published', 'report.share_downloaded', 'report.share_granted', 'report.share_revoked', 'report.share_viewed',
       'report.unpublished',
       'erasure.cancelled', 'erasure.completed', 'erasure.failed', 'erasure.requested', 'erasure.retried',

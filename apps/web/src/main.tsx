@@ -10,6 +10,8 @@ import { ErasurePage } from './pages/governance';
 import { IntegrationsPage } from './pages/integrations';
 import { DeliveriesPage, DeliveryPage, SubscriptionPage, WebhooksPage } from './pages/webhooks';
 import { ReportPage, SharedReportPage } from './pages/reports';
+import { NotificationTargetsPage } from './pages/notification-targets';
+import { IssueTrackersPage } from './pages/issue-exports';
 import './style.css';
 
 /** A 401 anywhere sends the person to log in, then back to where they were. */
@@ -50,6 +52,8 @@ function Shell({ children }: { children: ReactNode }) {
           <nav aria-label="Main">
             {can('projects:read') && <NavLink to="/projects">Projects</NavLink>}
             {can('webhooks:read') && <NavLink to="/webhooks">Webhooks</NavLink>}
+            {can('notification_targets:read') && <NavLink to="/notification-targets">Notifications</NavLink>}
+            {can('issue_exports:read') && <NavLink to="/issue-trackers">Issue trackers</NavLink>}
             {can('members:read') && <NavLink to="/members">Members</NavLink>}
             {can('teams:read') && <NavLink to="/teams">Teams</NavLink>}
             {can('api_keys:read') && <NavLink to="/settings/api-keys">API keys</NavLink>}
@@ -88,6 +92,8 @@ function App() {
         <Route path="/audit" element={signedIn(<AuditPage />)} />
         <Route path="/governance/erasure" element={signedIn(<ErasurePage />)} />
         <Route path="/integrations" element={signedIn(<IntegrationsPage />)} />
+        <Route path="/notification-targets" element={signedIn(<NotificationTargetsPage />)} />
+        <Route path="/issue-trackers" element={signedIn(<IssueTrackersPage />)} />
         <Route path="/projects" element={signedIn(<ProjectsPage />)} />
         <Route path="/projects/:id" element={signedIn(<ProjectPage />)} />
         <Route path="/assessments/:id" element={signedIn(<AssessmentPage />)} />

@@ -4,13 +4,14 @@
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
 import { memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
-import { isPayloadFormat, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
+import { isNotificationKind, isPayloadFormat, renderNotification, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
 import { outcomeOfHttp, recordedHeaders, type AttemptOutcome } from './http/outcome';
 import { trustedSecureContext } from './http/trust';
 import { createEntraTokens, type EntraTokens } from './http/entra-token';
 import { hecErrorOf } from './http/hec-error';
+import { sendNotificationMail } from './http/mail-send';
 import { sendAuthorized, type AuthorizedResult } from './http/receiver-auth';
 import {
   AttemptConflictError,
@@ -202,7 +203,7 @@ async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outco
 
 async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<DeliveryResult> {
   const { subscription } = run.delivery;
-  const rendered = render(run.delivery);
+  const rendered = render(ctx, run.delivery);
   if (rendered instanceof Error) {
     return finishWithoutRequest(ctx, run, 'render_error', rendered.message, { kind: 'none' });
   }
@@ -210,6 +211,11 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
   if (rendered.body.length > limit) {
     const message = `rendered body is ${rendered.body.length} bytes, over the ${limit}-byte limit`;
     return finishWithoutRequest(ctx, run, 'payload_too_large', message, { kind: 'none' });
+  }
+  if (run.delivery.payloadFormat === 'email') {
+    // An e-mail notification target: the mail transport instead of HTTP; recorded and retried the same way.
+    const mailed = await sendNotificationMail(ctx, subscription.id, rendered);
+    return conclude(ctx, run, mailed, mailed.error ? 'network_error' : 'success');
   }
   const check = await resolveWebhookTarget(subscription.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok && check.reason === 'unresolvable') {
@@ -247,10 +253,14 @@ async function skipDelivery(
   return { status: 'skipped', reason };
 }
 
-function render(delivery: LoadedDelivery): RenderedPayload | Error {
+function render(ctx: DeliveryContext, delivery: LoadedDelivery): RenderedPayload | Error {
   const { payloadFormat } = delivery; // fixed when the delivery was created (README, Webhooks)
   const { splunkIndex } = delivery.subscription;
   try {
+    if (isNotificationKind(payloadFormat)) {
+      // A notification target (Slack, Teams, e-mail): a message for people, linking back to the dashboard.
+      return renderNotification(payloadFormat, delivery.payload as unknown as Envelope, { dashboardUrl: ctx.config.publicBaseUrl });
+    }
     if (!isPayloadFormat(payloadFormat)) throw new TypeError(`unknown payload format ${payloadFormat}`);
     return renderPayload(payloadFormat, delivery.payload as unknown as Envelope, { splunkIndex });
   } catch (err) {

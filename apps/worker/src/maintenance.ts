@@ -4,7 +4,7 @@
 // however many workers are up.
 import type { Queue } from 'bullmq';
 import type { Db } from '@svc/db';
-import { outboxDeps, relayOverdueDeliveries } from '@svc/outbox';
+import { outboxDeps, relayOverdueDeliveries, relayOverdueIssueExports } from '@svc/outbox';
 import { scanSlaBreaches } from './sla-scan';
 import type { DeliveryJobData, MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
@@ -19,9 +19,12 @@ const DAY_MS = 24 * 3600 * 1000;
 
 export async function runOutboxRelay(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Promise<number> {
   const { relayAgeMs, maxAttempts, fairSharePerSecond } = deps.config.webhooks;
-  const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, { ageMs: relayAgeMs, maxAttempts, now: deps.clock.now(), fairSharePerSecond });
+  const options = { ageMs: relayAgeMs, maxAttempts, now: deps.clock.now() };
+  const relayed = await relayOverdueDeliveries(deps.prisma, deliveryQueue, { ...options, fairSharePerSecond });
   relayRequeued.inc(relayed);
   if (relayed > 0) deps.logger.info('Outbox relay enqueued overdue deliveries', { deliveries: relayed });
+  const exports = await relayOverdueIssueExports(deps.prisma, deliveryQueue, options);
+  if (exports > 0) deps.logger.info('Outbox relay enqueued overdue issue exports', { issue_exports: exports });
   return relayed;
 }
 

@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import { runWithLogContext } from '@svc/config';
 import {
   DELIVERY_QUEUE,
+  ISSUE_EXPORT_JOB,
   MAINTENANCE_QUEUE,
   bullPrefix,
   createDeliveryQueue,
@@ -16,6 +17,7 @@ import {
 import type { Queue } from 'bullmq';
 import type { WorkerDeps } from './deps';
 import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
+import { processIssueExport } from './issue-export';
 import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
@@ -50,7 +52,9 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   const ctx = createDeliveryContext(deps, wakeQueue);
   const connection = deps.redis();
   const processor = async (job: Job<DeliveryJobData>, token?: string) => {
-    const result = await runWithLogContext({ jobId: job.id }, () => processDelivery(ctx, job.data.deliveryId));
+    // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
+    const process = job.name === ISSUE_EXPORT_JOB ? processIssueExport : processDelivery;
+    const result = await runWithLogContext({ jobId: job.id }, () => process(ctx, job.data.deliveryId));
     if (result.status !== 'postponed') return result;
     // A postponement is not an attempt: the job goes back to wait, BullMQ's attempt count unchanged.
     deliveriesPostponed.inc({ reason: result.reason });

@@ -6,7 +6,7 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 export type IdPrefix =
   | 'org' | 'usr' | 'mem' | 'inv' | 'etk' | 'ses' | 'team' | 'prj' | 'asm' | 'grant' | 'key'
-  | 'whsub' | 'event' | 'whdel' | 'whatt'
+  | 'whsub' | 'event' | 'whdel' | 'whatt' | 'ntgt' | 'iexp' | 'iexj'
   | 'fnd' | 'rpt' | 'fxv' | 'prr' | 'use' | 'lim' | 'oid' | 'aud'
   | 'rsh' | 'src' | 'era' | 'int' | 'tint' | 'psc';
 

@@ -16,6 +16,7 @@ export const ORGANIZATION_SCOPED_MODELS: ReadonlySet<string> = new Set([
   'SourceArchive', 'SourceFile', 'ProjectSource',
   'ReportShare',
   'ErasureRequest', 'Integration', 'TeamIntegration',
+  'IssueExportTarget', 'FindingIssueExport',
 ]);
 
 /** Models without an organization column, scoped through the relation to their organization-owned parent. */

@@ -81,6 +81,13 @@ export function deliveryJobOptions(deliveryId: string, remainingAttempts: number
   };
 }
 
+// Issue exports (issue 24) ride the delivery queue, so they share its workers, concurrency and backoff strategy:
+// a job named `issue-export` whose deliveryId is the export's id (job id = export id, so enqueueing twice adds one).
+export const ISSUE_EXPORT_JOB = 'issue-export';
+
+export async function enqueueIssueExport(queue: Queue<DeliveryJobData>, exportId: string, remainingAttempts: number): Promise<void> {
+  await queue.add(ISSUE_EXPORT_JOB, { deliveryId: exportId }, deliveryJobOptions(exportId, remainingAttempts));
+}
 
 // ---------------------------------------------------------------------------
 // Report rendering: the API enqueues one `render` job per requested report (job id = report id) after commit;

@@ -43,7 +43,7 @@ describe('roleBundle', () => {
 
   it('manager: reads, full project/assessment/finding/report work, API keys; no webhooks, no billing', () => {
     expect(sorted(roleBundle('manager'))).toEqual(sorted(MANAGER_BUNDLE));
-    expect(roleBundle('manager').size).toBe(37);
+    expect(roleBundle('manager').size).toBe(40);
   });
 
   it('member: reads plus profile:update, findings:triage and api_keys:revoke', () => {

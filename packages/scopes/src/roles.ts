@@ -32,8 +32,12 @@ const MANAGER: readonly Scope[] = [
   'members:read',
   'teams:read',
   'integrations:read',
+  // Issue 24 (newer than SPEC's role table): a manager configures issue exports and notification targets.
   'issue_exports:read',
+  'issue_exports:configure',
   'notification_targets:read',
+  'notification_targets:configure',
+  'notification_targets:test',
   'source:read_artifacts',
   // "Full assessment scopes": handing an assessment its source is part of running one (issue 23).
   'source:upload_zip',

@@ -9,3 +9,5 @@ export * from './text';
 export * from './render';
 export * from './sentinel-schema';
 export * from './sentinel-url';
+export * from './notifications';
+export * from './issues';

@@ -1684,6 +1684,174 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/notification-targets/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the event types a target can receive
+         * @description Requires the `notification_targets:read` scope.
+         */
+        get: operations["getNotificationTargetsEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notification-targets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List notification targets with their delivery status
+         * @description Requires the `notification_targets:read` scope.
+         */
+        get: operations["getNotificationTargets"];
+        put?: never;
+        /**
+         * Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule
+         * @description Requires the `notification_targets:configure` scope.
+         */
+        post: operations["postNotificationTargets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notification-targets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one notification target with its delivery status
+         * @description Requires the `notification_targets:read` scope.
+         */
+        get: operations["getNotificationTargetsId"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a notification target
+         * @description Requires the `notification_targets:configure` scope.
+         */
+        delete: operations["deleteNotificationTargetsId"];
+        options?: never;
+        head?: never;
+        /**
+         * Update name, URL or recipients, events, severity filter or active status
+         * @description Requires the `notification_targets:configure` scope.
+         */
+        patch: operations["patchNotificationTargetsId"];
+        trace?: never;
+    };
+    "/api/v1/notification-targets/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test message to this target through the delivery pipeline (409 when the target is disabled)
+         * @description Requires the `notification_targets:test` scope.
+         */
+        post: operations["postNotificationTargetsIdTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issue-export-targets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List issue export targets with their status
+         * @description Requires the `issue_exports:read` scope.
+         */
+        get: operations["getIssueExportTargets"];
+        put?: never;
+        /**
+         * Create a GitHub Issues or Jira target; credentials are write-only and sealed
+         * @description Requires the `issue_exports:configure` scope.
+         */
+        post: operations["postIssueExportTargets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/issue-export-targets/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one issue export target
+         * @description Requires the `issue_exports:read` scope.
+         */
+        get: operations["getIssueExportTargetsId"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an issue export target (its credentials are erased)
+         * @description Requires the `issue_exports:configure` scope.
+         */
+        delete: operations["deleteIssueExportTargetsId"];
+        options?: never;
+        head?: never;
+        /**
+         * Update name, URL, repository or project, issue type, or replace the credentials
+         * @description Requires the `issue_exports:configure` scope.
+         */
+        patch: operations["patchIssueExportTargetsId"];
+        trace?: never;
+    };
+    "/api/v1/findings/{id}/issue-exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A finding's issue exports: status, external key and URL
+         * @description Requires the `findings:read` scope.
+         */
+        get: operations["getFindingsIdIssueExports"];
+        put?: never;
+        /**
+         * Export a finding to an issue tracker (202 queued; 200 with the existing export when already exported or queued)
+         * @description Requires the `findings:export_issue` scope.
+         */
+        post: operations["postFindingsIdIssueExports"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assessments/{id}/findings": {
         parameters: {
             query?: never;
@@ -3648,7 +3816,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;
@@ -8105,6 +8273,700 @@ export interface operations {
                         until: string;
                         requeued: number;
                         more: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getNotificationTargetsEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            type: string;
+                            description: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getNotificationTargets: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            kind: "slack" | "teams" | "email";
+                            url_host: string | null;
+                            recipients: string[];
+                            events: string[];
+                            severity_filter: string[] | null;
+                            active: boolean;
+                            /** @enum {string} */
+                            status: "active" | "failing" | "disabled";
+                            disabled_reason: string | null;
+                            /** Format: date-time */
+                            last_sent_at: string | null;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            last_error_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postNotificationTargets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    events: string[];
+                    severity_filter?: string[] | null;
+                    active?: boolean;
+                    /** @enum {string} */
+                    kind: "slack" | "teams" | "email";
+                    url?: string & (unknown | (unknown[] | boolean | number | Record<string, never> | string | null));
+                    recipients?: string[] & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "slack" | "teams" | "email";
+                        url_host: string | null;
+                        recipients: string[];
+                        events: string[];
+                        severity_filter: string[] | null;
+                        active: boolean;
+                        /** @enum {string} */
+                        status: "active" | "failing" | "disabled";
+                        disabled_reason: string | null;
+                        /** Format: date-time */
+                        last_sent_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getNotificationTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "slack" | "teams" | "email";
+                        url_host: string | null;
+                        recipients: string[];
+                        events: string[];
+                        severity_filter: string[] | null;
+                        active: boolean;
+                        /** @enum {string} */
+                        status: "active" | "failing" | "disabled";
+                        disabled_reason: string | null;
+                        /** Format: date-time */
+                        last_sent_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteNotificationTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    patchNotificationTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    url?: string;
+                    recipients?: string[];
+                    events?: string[];
+                    severity_filter?: string[] | null;
+                    active?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "slack" | "teams" | "email";
+                        url_host: string | null;
+                        recipients: string[];
+                        events: string[];
+                        severity_filter: string[] | null;
+                        active: boolean;
+                        /** @enum {string} */
+                        status: "active" | "failing" | "disabled";
+                        disabled_reason: string | null;
+                        /** Format: date-time */
+                        last_sent_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postNotificationTargetsIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        event_id: string;
+                        delivery_id: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIssueExportTargets: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            kind: "github" | "jira";
+                            base_url: string;
+                            repository: string | null;
+                            project_key: string | null;
+                            issue_type: string | null;
+                            has_credentials: boolean;
+                            /** Format: date-time */
+                            last_success_at: string | null;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            last_error_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postIssueExportTargets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @enum {string} */
+                    kind: "github" | "jira";
+                    base_url?: unknown[] | boolean | number | Record<string, never> | string | null;
+                    repository?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    token?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    project_key?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    issue_type?: string;
+                    /** Format: email */
+                    email?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    api_token?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "github" | "jira";
+                        base_url: string;
+                        repository: string | null;
+                        project_key: string | null;
+                        issue_type: string | null;
+                        has_credentials: boolean;
+                        /** Format: date-time */
+                        last_success_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getIssueExportTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "github" | "jira";
+                        base_url: string;
+                        repository: string | null;
+                        project_key: string | null;
+                        issue_type: string | null;
+                        has_credentials: boolean;
+                        /** Format: date-time */
+                        last_success_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    deleteIssueExportTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    patchIssueExportTargetsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    base_url?: string;
+                    repository?: string;
+                    token?: string;
+                    project_key?: string;
+                    issue_type?: string;
+                    /** Format: email */
+                    email?: string;
+                    api_token?: string;
+                } & (unknown | (unknown & unknown));
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        /** @enum {string} */
+                        kind: "github" | "jira";
+                        base_url: string;
+                        repository: string | null;
+                        project_key: string | null;
+                        issue_type: string | null;
+                        has_credentials: boolean;
+                        /** Format: date-time */
+                        last_success_at: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        last_error_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getFindingsIdIssueExports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            finding_id: string;
+                            target_id: string;
+                            target_name: string | null;
+                            /** @enum {string|null} */
+                            kind: "github" | "jira" | null;
+                            /** @enum {string} */
+                            status: "pending" | "succeeded" | "failed";
+                            attempt_count: number;
+                            external_key: string | null;
+                            external_url: string | null;
+                            last_error: string | null;
+                            /** Format: date-time */
+                            next_attempt_at: string | null;
+                            /** Format: date-time */
+                            completed_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postFindingsIdIssueExports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    target_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        finding_id: string;
+                        target_id: string;
+                        target_name: string | null;
+                        /** @enum {string|null} */
+                        kind: "github" | "jira" | null;
+                        /** @enum {string} */
+                        status: "pending" | "succeeded" | "failed";
+                        attempt_count: number;
+                        external_key: string | null;
+                        external_url: string | null;
+                        last_error: string | null;
+                        /** Format: date-time */
+                        next_attempt_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
                     };
                 };
             };

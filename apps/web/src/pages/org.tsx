@@ -7,6 +7,7 @@ import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 import { AssessmentSourceSection, ProjectSourceSection, type ProjectSource } from './source';
 import { AssessmentReports } from './reports';
 import { ProjectIntegrations } from './integrations';
+import { FindingIssues } from './issue-exports';
 
 function CreateByName({ label, onCreate }: { label: string; onCreate(name: string): Promise<void> }) {
   const [name, setName] = useState('');
@@ -111,15 +112,16 @@ export function AssessmentPage() {
       <h2>Findings</h2>
       <table>
         <thead>
-          <tr><th>Title</th><th>Severity</th><th>Status</th><th>Found</th></tr>
+          <tr><th>Title</th><th>Severity</th><th>Status</th><th>Found</th><th>Issues</th></tr>
         </thead>
         <tbody>
           {findings.data?.data?.map((f) => (
-            <tr key={f.id}>
+            <tr key={f.id} id={`finding-${f.id}`} data-testid={`finding-${f.title}`}>
               <td>{f.title}</td>
               <td><span className={`badge sev-${f.severity}`}>{f.severity}</span></td>
               <td>{f.status}</td>
               <td><When at={f.created_at} /></td>
+              <td><FindingIssues findingId={f.id} /></td>
             </tr>
           ))}
         </tbody>

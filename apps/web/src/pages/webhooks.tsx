@@ -5,6 +5,7 @@ import { Link, useParams } from 'react-router-dom';
 import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
+import { EventChecklist } from '../lib/event-checklist';
 import { subscriptionBody, subscriptionForm, type SubscriptionFormState } from '../lib/subscription-body';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
 
@@ -45,12 +46,9 @@ function Check({ label, checked, onChange }: { label: string; checked: boolean; 
  * sent only when typed; they live in this form's state until it is submitted or left, never in storage.
  */
 function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?: Subscription; onSaved(sub: Subscription): void }) {
-  const events = useLoad(() => request<Page<{ type: string; description: string }>>('GET', `${level.api}/events`), [level.api]);
   const [form, setForm] = useState<SubscriptionFormState>(() => subscriptionForm(initial));
   const set = <K extends keyof SubscriptionFormState>(key: K) => (value: SubscriptionFormState[K]) => setForm((f) => ({ ...f, [key]: value }));
   const { busy, error, run } = useAction();
-  const toggle = (type: string) =>
-    setForm((f) => ({ ...f, events: f.events.includes(type) ? f.events.filter((t) => t !== type) : [...f.events, type] }));
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
@@ -69,15 +67,7 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
     <form onSubmit={submit} aria-label={initial ? 'Edit subscription' : 'Create subscription'}>
       <Field label="Subscription name" name="sub-name" value={form.name} onChange={set('name')} required />
       <Field label="Endpoint URL (https)" name="url" type="url" value={form.url} onChange={set('url')} required />
-      <fieldset>
-        <legend>Events</legend>
-        <ErrorBox error={events.error} />
-        {events.data?.data.map((ev) => (
-          <label key={ev.type} className="check" title={ev.description}>
-            <input type="checkbox" checked={form.events.includes(ev.type)} onChange={() => toggle(ev.type)} /> {ev.type}
-          </label>
-        ))}
-      </fieldset>
+      <EventChecklist catalogue={`${level.api}/events`} selected={form.events} onChange={set('events')} />
       <div className="field">
         <label htmlFor="payload-format">Payload format</label>
         <select id="payload-format" value={form.payloadFormat} onChange={(e) => set('payloadFormat')(e.target.value)}>

@@ -16,6 +16,8 @@ export interface OutboundRequest {
   family: 4 | 6;
   headers: Record<string, string>;
   body: Buffer;
+  /** Response bytes kept (default RESPONSE_BODY_LIMIT_BYTES); an API whose answer must be read asks for more. */
+  responseLimitBytes?: number;
 }
 
 export interface TransportOptions {
@@ -29,7 +31,7 @@ export interface TransportOptions {
 
 export interface HttpResult {
   response: { status: number; headers: Record<string, string | string[] | undefined> } | null;
-  /** At most RESPONSE_BODY_LIMIT_BYTES of the response body. */
+  /** At most the request's responseLimitBytes (default RESPONSE_BODY_LIMIT_BYTES) of the response body. */
   body: Buffer;
   /** Set when no response arrived, or when reading the body failed after the response. */
   error: (Error & { code?: string }) | null;
@@ -77,7 +79,7 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
       dnsLookup: pinnedLookup(request.address, request.family),
       agent: { https: agent },
     });
-    const result = await readResponse(stream);
+    const result = await readResponse(stream, request.responseLimitBytes ?? RESPONSE_BODY_LIMIT_BYTES);
     // A response read to its end leaves its socket to the pool; anything else (error, over-long body) drops it.
     if (!result.complete) stream.destroy();
     return { response: result.response, body: result.body, error: result.error, durationMs: Math.round(performance.now() - started) };
@@ -87,7 +89,7 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
 
 type GotStream = ReturnType<Awaited<ReturnType<typeof loadGot>>['stream']['post']>;
 
-function readResponse(stream: GotStream): Promise<Omit<HttpResult, 'durationMs'> & { complete: boolean }> {
+function readResponse(stream: GotStream, limit: number): Promise<Omit<HttpResult, 'durationMs'> & { complete: boolean }> {
   return new Promise((resolve) => {
     let response: HttpResult['response'] = null;
     const chunks: Buffer[] = [];
@@ -96,7 +98,7 @@ function readResponse(stream: GotStream): Promise<Omit<HttpResult, 'durationMs'>
     const finish = (error: Error | null, complete = false) => {
       if (settled) return;
       settled = true;
-      resolve({ response, body: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT_BYTES), error, complete });
+      resolve({ response, body: Buffer.concat(chunks).subarray(0, limit), error, complete });
     };
     stream.on('response', (res: { statusCode: number; headers: Record<string, string | string[] | undefined> }) => {
       response = { status: res.statusCode, headers: res.headers };
@@ -104,7 +106,7 @@ function readResponse(stream: GotStream): Promise<Omit<HttpResult, 'durationMs'>
     stream.on('data', (chunk: Buffer) => {
       chunks.push(chunk);
       size += chunk.length;
-      if (size > RESPONSE_BODY_LIMIT_BYTES) finish(null);
+      if (size > limit) finish(null);
     });
     stream.on('end', () => finish(null, true));
     stream.on('error', (err: Error) => finish(err));

@@ -6,6 +6,9 @@ import type { Principal } from '../../auth/principal';
 import { forbidden } from '../../http/errors';
 import { hasOrgWideWrite, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
 
+/** webhook_subscriptions.kind of a webhook subscription; notification targets have their own kinds. */
+export const WEBHOOK_KIND = 'webhook';
+
 export interface LevelContext {
   level: WebhookLevel;
   organizationId: string;
@@ -52,9 +55,12 @@ export const LEVELS: readonly LevelDefinition[] = [
   },
 ];
 
-/** The live subscriptions of exactly this level (never another level's); query through scopedTo(prisma, ctx) for the organization. */
+/**
+ * The live webhook subscriptions of exactly this level (never another level's, never a notification target, which
+ * shares the table and the delivery pipeline); query through scopedTo(prisma, ctx) for the organization.
+ */
 export function subscriptionsOf(ctx: LevelContext) {
   const anchor =
     ctx.level === 'project' ? { projectId: ctx.projectId } : ctx.level === 'assessment' ? { assessmentId: ctx.assessmentId } : {};
-  return { level: ctx.level, deletedAt: null, ...anchor };
+  return { level: ctx.level, kind: WEBHOOK_KIND, deletedAt: null, ...anchor };
 }

@@ -19,7 +19,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
-import { subscriptionsOf, type LevelContext } from './levels';
+import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
 
@@ -70,7 +70,8 @@ export function presentSubscription(s: WebhookSubscription, now: Date) {
   };
 }
 
-function refuseOutside(values: string[] | null | undefined, allowed: readonly string[], ok: (v: string) => boolean, field: string) {
+/** 422 naming the values of a list field that are outside its allowed list (events, filters). */
+export function refuseOutside(values: string[] | null | undefined, allowed: readonly string[], ok: (v: string) => boolean, field: string) {
   const bad = (values ?? []).filter((v) => !ok(v));
   if (bad.length > 0) throw unprocessable(`${field} has values outside ${allowed.join(', ')}: ${bad.join(', ')}.`);
 }
@@ -185,7 +186,7 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
   const subscription = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race.
     await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${ctx.organizationId} FOR UPDATE`;
-    const live = await tx.webhookSubscription.count({ where: { deletedAt: null } });
+    const live = await tx.webhookSubscription.count({ where: { deletedAt: null, kind: WEBHOOK_KIND } });
     if (live >= MAX_LIVE_SUBSCRIPTIONS) {
       throw badRequest(`An organization may have at most ${MAX_LIVE_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
     }
@@ -292,12 +293,17 @@ export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string
   if (subscription.status === 'disabled') {
     throw conflict('The subscription is disabled: re-activate it (PATCH with active: true) before sending a test event.');
   }
+  return publishTestDelivery(deps, subscription);
+}
+
+/** One synthetic webhook.test event delivered to this one subscription (or notification target) only. */
+export async function publishTestDelivery(deps: AppDeps, subscription: WebhookSubscription) {
   const published = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     (_tx, publish) =>
       publish({
         type: 'webhook.test',
-        organizationId: ctx.organizationId,
+        organizationId: subscription.organizationId,
         projectId: subscription.projectId,
         assessmentId: subscription.assessmentId,
         onlySubscriptionId: subscription.id,

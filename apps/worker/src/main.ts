@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
   const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
   void warmUpQueryCompiler(prisma);
-  const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
+  const deps = { config, logger, prisma, redis: () => createRedis(config.redis), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
   const metrics = config.metrics.port > 0 ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port) : null;
   logger.info('Worker started', {

@@ -33,6 +33,12 @@ async function kill(server: Server): Promise<void> {
   await exited;
 }
 
+/** Kills every server started and removes their dir. */
+async function stopAll(servers: Server[], dir: string): Promise<void> {
+  await Promise.all(servers.map(kill));
+  rmSync(dir, { recursive: true, force: true });
+}
+
 const DATA_OPTIONS = ['--save', '', '--appendonly', 'no'];
 
 export interface SentinelSet {
@@ -98,14 +104,10 @@ export async function startSentinelSet(masterName = 'svc-main'): Promise<Sentine
         await kill(servers.find((s) => s.port === oldMaster)!);
         return { oldMaster, newMaster: await masterPort() };
       },
-      async close() {
-        await Promise.all(servers.map(kill));
-        rmSync(dir, { recursive: true, force: true });
-      },
+      close: () => stopAll(servers, dir),
     };
   } catch (err) {
-    await Promise.all(servers.map(kill));
-    rmSync(dir, { recursive: true, force: true });
+    await stopAll(servers, dir);
     throw err;
   }
 }
@@ -145,14 +147,10 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     );
     return {
       nodes: nodes.join(','),
-      async close() {
-        await Promise.all(servers.map(kill));
-        rmSync(dir, { recursive: true, force: true });
-      },
+      close: () => stopAll(servers, dir),
     };
   } catch (err) {
-    await Promise.all(servers.map(kill));
-    rmSync(dir, { recursive: true, force: true });
+    await stopAll(servers, dir);
     throw err;
   }
 }

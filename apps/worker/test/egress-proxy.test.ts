@@ -4,6 +4,9 @@
 // of the receiver's host name, verified by the worker inside the tunnel), a target resolving to a private address
 // is refused before the proxy is asked anything, and a failing proxy is a failed attempt that says why.
 import type { Lookup } from '@svc/net';
+import { seal } from '@svc/db';
+import { createRedis } from '@svc/queue';
+import { createEntraTokens } from '../src/http/entra-token';
 import { createPostWebhook } from '../src/http/post';
 import { outcomeOfHttp } from '../src/http/outcome';
 import { trustedSecureContext } from '../src/http/trust';
@@ -12,6 +15,7 @@ import { startReceiver, type Receiver } from './support/receiver';
 import { RECEIVER_HOSTNAME, makeServerCertificate } from './support/tls';
 import { PROXY_PASSWORD, PROXY_SOURCE_ADDRESS, PROXY_USER, startTinyproxy, type Tinyproxy } from './support/tinyproxy';
 import { createWorld, type World } from './support/world';
+import { CLIENT_ID, CLIENT_SECRET, TENANT_ID, startEntra } from './support/entra';
 
 const INTERNAL_HOSTNAME = 'internal.receiver.test';
 const UNTRUSTED_HOSTNAME = 'untrusted.receiver.test';
@@ -107,6 +111,31 @@ it('records a proxy that is down as a failed attempt naming the proxy, without i
     expect(w.receiver.requests('/proxy-down')).toHaveLength(0);
   } finally {
     proxy = await startTinyproxy();
+  }
+});
+
+it('asks Entra ID for tokens through the proxy too, CONNECTing to the checked address of the authority', async () => {
+  const entra = await startEntra({ tokenTtlSeconds: 300 });
+  entra.useCertificate(w.tls);
+  const config = w.h.config;
+  const tokens = createEntraTokens({
+    authorityHost: entra.authorityHost,
+    timeoutMs: 5000,
+    secureContext: trustedSecureContext(w.tls.caFile),
+    proxy: { url: new URL(proxy.url), connectTimeoutMs: 5000 },
+    allowedHosts: config.webhooks.allowedHosts,
+    redis: () => createRedis(config.redis),
+    redisPrefix: config.redisPrefix,
+    key: config.encryptionKey,
+  });
+  try {
+    const credentials = seal(JSON.stringify({ tenant_id: TENANT_ID, client_id: CLIENT_ID, client_secret: CLIENT_SECRET }), config.encryptionKey);
+    const token = await tokens.token('sub_entra_proxy', credentials);
+    expect(await entra.isValid(token.accessToken)).toBe(true);
+    expect(proxy.connectTargets()).toContain(new URL(entra.authorityHost).host);
+  } finally {
+    await tokens.close();
+    await entra.close();
   }
 });
 

@@ -3,6 +3,7 @@
 // slot. The flows that use Redis run here against the cluster: deliveries (with a retry), the login and request
 // rate limits, and the auth epochs that make every API instance drop a cached API key at once.
 import request from 'supertest';
+import type { Cluster } from 'ioredis';
 import { createApp, type App } from '../../api/src/app';
 import { bullPrefix } from '@svc/queue';
 import { bearer } from '../../api/test/support/fixtures';
@@ -47,6 +48,11 @@ it('delivers, and retries a failed attempt, through BullMQ on the cluster', asyn
   );
   expect(more.map((d) => d.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
   expect(w.receiver.requests('/cluster')).toHaveLength(6);
+
+  // BullMQ's keys all sit on the one master that owns the tag's slot.
+  const masters = (w.h.deps.redis as unknown as Cluster).nodes('master');
+  const perMaster = await Promise.all(masters.map((node) => node.keys(`${bullPrefix(w.h.config)}:*`)));
+  expect(perMaster.filter((keys) => keys.length > 0)).toHaveLength(1);
 });
 
 it('limits login attempts per e-mail across API instances', async () => {

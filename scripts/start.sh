@@ -5,7 +5,8 @@
 #
 # Settings come from the environment, then from a .env file at the root (see .env.example), then defaults:
 #   PORT (3000), DATABASE_URL (postgresql://postgres@127.0.0.1:5432/security_service),
-#   REDIS_URL (redis://127.0.0.1:6379), and everything else the apps read (NODE_ENV, JWT_SECRET, ...).
+#   REDIS_URL (redis://127.0.0.1:6379; or REDIS_SENTINELS / REDIS_CLUSTER_NODES), and everything else the apps read
+#   (NODE_ENV, JWT_SECRET, ...).
 set -euo pipefail
 LOG_TAG="start"
 # shellcheck source=scripts/lib.sh
@@ -20,7 +21,10 @@ export REDIS_URL="${REDIS_URL:-$DEFAULT_REDIS_URL}"
 prepare_workspace
 ensure_postgres "$DATABASE_URL"
 ensure_database "$DATABASE_URL"
-ensure_redis "$REDIS_URL"
+# A Sentinel set or a Cluster is the operator's to run: only a single REDIS_URL server is checked (and started locally).
+if [[ -z "${REDIS_SENTINELS:-}" && -z "${REDIS_CLUSTER_NODES:-}" ]]; then
+  ensure_redis "$REDIS_URL"
+fi
 log "prisma migrate deploy"
 ./node_modules/.bin/prisma migrate deploy || die "prisma migrate deploy failed for $(redact_url "$DATABASE_URL")"
 

@@ -17,7 +17,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+export async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await ready())) {
     if (Date.now() > deadline) throw new Error(`${what} did not start within ${timeoutMs} ms`);
@@ -25,7 +25,7 @@ async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs = 
   }
 }
 
-function portAnswers(port: number): Promise<boolean> {
+export function portAnswers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     socket.once('connect', () => {

@@ -20,10 +20,10 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
     max: options.poolSize ?? config.databasePoolSize,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
   });
-  const redis = createFailFastRedis(config.redisUrl, config.availability.redisCommandTimeoutMs);
+  const redis = createFailFastRedis(config.redis, config.availability.redisCommandTimeoutMs);
   logRedisAvailability(redis, logger);
-  const deliveryQueue = createDeliveryQueue(redis, config.redisPrefix);
-  const reportQueue = createReportQueue(redis, config.redisPrefix);
+  const deliveryQueue = createDeliveryQueue(redis, config);
+  const reportQueue = createReportQueue(redis, config);
   deliveryQueue.on('error', (err) => logger.warn('Delivery queue error', { error: err.message }));
   reportQueue.on('error', (err) => logger.warn('Report queue error', { error: err.message }));
   return {

@@ -47,17 +47,23 @@ export interface DeliveryContext extends WorkerDeps {
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
 export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<DeliveryJobData>): DeliveryContext {
-  const secureContext = trustedSecureContext(deps.config.webhooks.extraCaFile);
+  const { webhooks } = deps.config;
+  const secureContext = trustedSecureContext(webhooks.extraCaFile);
+  const proxy = webhooks.egressProxy && { url: webhooks.egressProxy, connectTimeoutMs: webhooks.connectTimeoutMs };
   const post = createPostWebhook({
-    timeoutMs: deps.config.webhooks.timeoutMs,
-    connectTimeoutMs: deps.config.webhooks.connectTimeoutMs,
+    timeoutMs: webhooks.timeoutMs,
+    connectTimeoutMs: webhooks.connectTimeoutMs,
     secureContext,
-    maxSocketsPerAddress: deps.config.webhooks.workerConcurrency,
+    maxSocketsPerAddress: webhooks.workerConcurrency,
+    proxy,
   });
   const entraTokens = createEntraTokens({
     authorityHost: deps.config.azure.authorityHost,
-    timeoutMs: deps.config.webhooks.timeoutMs,
+    timeoutMs: webhooks.timeoutMs,
     secureContext,
+    proxy,
+    allowedHosts: webhooks.allowedHosts,
+    lookup: deps.lookup,
     redis: deps.redis,
     redisPrefix: deps.config.redisPrefix,
     key: deps.config.encryptionKey,

@@ -5,7 +5,7 @@ import { createPrismaClient, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { systemClock } from '@svc/domain';
-import { startMetricsServer } from './metrics';
+import { MetricsPortInUseError, startMetricsServer } from './metrics';
 import { startWorker } from './worker';
 
 // pg counts the wait for a free pool slot in its connect timeout. A delivery may queue behind WORKER_CONCURRENCY
@@ -18,9 +18,17 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
   const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
   void warmUpQueryCompiler(prisma);
-  const deps = { config, logger, prisma, redis: () => createRedis(config.redisUrl), clock: systemClock, mailer: createMailer(config.mail) };
+  const deps = { config, logger, prisma, redis: () => createRedis(config.redis), clock: systemClock, mailer: createMailer(config.mail) };
   const running = await startWorker(deps);
-  const metrics = config.metrics.port > 0 ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port) : null;
+  const metrics =
+    config.metrics.port > 0
+      ? await startMetricsServer(deps, running.deliveryQueue, config.metrics.port).catch(async (err: unknown) => {
+          if (!(err instanceof MetricsPortInUseError)) throw err;
+          logger.error(err.message);
+          await running.close();
+          process.exit(1);
+        })
+      : null;
   logger.info('Worker started', {
     concurrency: config.webhooks.workerConcurrency,
     relay_interval_ms: config.webhooks.relayIntervalMs,

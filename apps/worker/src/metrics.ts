@@ -119,6 +119,17 @@ export interface MetricsServer {
 }
 
 /** Serves GET /metrics on its own port (METRICS_PORT): for the cluster's scraper, not for the public. */
+/** Another process (a second worker on the host, say) already listens on METRICS_PORT. */
+export class MetricsPortInUseError extends Error {
+  override name = 'MetricsPortInUseError';
+  constructor(host: string, port: number) {
+    super(
+      `METRICS_PORT=${port} is already in use on ${host} (another worker on this host?): give each worker its own METRICS_PORT, ` +
+        'or set METRICS_PORT=0 for a worker that serves no metrics',
+    );
+  }
+}
+
 export async function startMetricsServer(deps: { prisma: Db; logger: Logger }, queue: Queue, port: number, host = '0.0.0.0'): Promise<MetricsServer> {
   registerScrapeGauges(deps.prisma, queue);
   const server = http.createServer((req, res) => {
@@ -134,7 +145,9 @@ export async function startMetricsServer(deps: { prisma: Db; logger: Logger }, q
         res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'Metrics unavailable.' }));
       });
   });
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve)).catch((err: NodeJS.ErrnoException) => {
+    throw err.code === 'EADDRINUSE' ? new MetricsPortInUseError(host, port) : err;
+  });
   return {
     port: (server.address() as AddressInfo).port,
     close: () => new Promise((resolve) => server.close(() => resolve())),

@@ -48,7 +48,7 @@ function countEndedDelivery(result: DeliveryResult): void {
 
 export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}): Worker<DeliveryJobData, DeliveryResult> {
   const wakeConnection = deps.redis();
-  const wakeQueue = createDeliveryQueue(wakeConnection, deps.config.redisPrefix);
+  const wakeQueue = createDeliveryQueue(wakeConnection, deps.config);
   const ctx = createDeliveryContext(deps, wakeQueue);
   const connection = deps.redis();
   const processor = async (job: Job<DeliveryJobData>, token?: string) => {
@@ -66,7 +66,7 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   };
   const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, processor, {
     connection,
-    prefix: bullPrefix(deps.config.redisPrefix),
+    prefix: bullPrefix(deps.config),
     concurrency: deps.config.webhooks.workerConcurrency,
     settings: { backoffStrategy: deliveryBackoffStrategy(deps.config) },
     ...tuning,
@@ -88,7 +88,7 @@ export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<D
   const worker = new Worker(
     MAINTENANCE_QUEUE,
     (job: Job) => runWithLogContext({ jobId: job.id }, () => runMaintenanceJob(deps, deliveryQueue, job.name)),
-    { connection, prefix: bullPrefix(deps.config.redisPrefix), concurrency: 1, ...tuning },
+    { connection, prefix: bullPrefix(deps.config), concurrency: 1, ...tuning },
   );
   ownConnection(worker, connection);
   logFailures(worker, deps);
@@ -135,11 +135,11 @@ export interface RunningWorker {
 
 export async function startWorker(deps: WorkerDeps, options: StartWorkerOptions = {}): Promise<RunningWorker> {
   const queueConnection = deps.redis();
-  const deliveryQueue = createDeliveryQueue(queueConnection, deps.config.redisPrefix);
-  const maintenanceQueue = createMaintenanceQueue(queueConnection, deps.config.redisPrefix);
+  const deliveryQueue = createDeliveryQueue(queueConnection, deps.config);
+  const maintenanceQueue = createMaintenanceQueue(queueConnection, deps.config);
   const deliveryWorker = createDeliveryWorker(deps, options.delivery);
   const maintenanceWorker = createMaintenanceWorker(deps, deliveryQueue);
-  const reportQueue = createReportQueue(queueConnection, deps.config.redisPrefix);
+  const reportQueue = createReportQueue(queueConnection, deps.config);
   const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue);
   if (options.schedule !== false) {
     const schedule = async () => {

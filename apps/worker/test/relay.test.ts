@@ -49,7 +49,7 @@ it('delivers an event whose enqueue failed because Redis was unreachable', async
   // Nothing listens on port 1: every Redis command of this queue fails.
   const deadConnection = createRedis('redis://127.0.0.1:1', { enableOfflineQueue: false, retryStrategy: () => null });
   deadConnection.on('error', () => undefined);
-  const deadQueue = createDeliveryQueue(deadConnection, w.h.config.redisPrefix);
+  const deadQueue = createDeliveryQueue(deadConnection, w.h.config);
   deadQueue.on('error', () => undefined);
   const warnings: unknown[] = [];
   const logger = { ...w.h.deps.logger, warn: (...args: unknown[]) => warnings.push(args) } as unknown as typeof w.h.deps.logger;

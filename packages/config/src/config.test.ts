@@ -123,3 +123,76 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SOURCE_UPLOAD_MAX_BYTES: '0' })).toThrow(/SOURCE_UPLOAD_MAX_BYTES/);
   });
 });
+
+describe('loadConfig: where Redis is', () => {
+  it('uses REDIS_URL alone by default', () => {
+    expect(loadConfig({ REDIS_URL: 'rediss://:pw@cache.internal:6380' }).redis).toEqual({ mode: 'single', url: 'rediss://:pw@cache.internal:6380' });
+  });
+
+  it('reads a Sentinel set: sentinels, master name, passwords and TLS', () => {
+    const config = loadConfig({
+      REDIS_SENTINELS: 'sentinel-1:26379, sentinel-2:26379,[fd00::3]:26380',
+      REDIS_SENTINEL_MASTER_NAME: 'svc-main',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+      REDIS_PASSWORD: 'data-secret',
+      REDIS_TLS: 'true',
+      REDIS_SENTINEL_TLS: 'true',
+    });
+    expect(config.redis).toEqual({
+      mode: 'sentinel',
+      sentinels: [
+        { host: 'sentinel-1', port: 26379 },
+        { host: 'sentinel-2', port: 26379 },
+        { host: 'fd00::3', port: 26380 },
+      ],
+      masterName: 'svc-main',
+      sentinelUsername: undefined,
+      sentinelPassword: 'sentinel-secret',
+      sentinelTls: true,
+      username: undefined,
+      password: 'data-secret',
+      tls: true,
+      tlsCaFile: undefined,
+    });
+  });
+
+  it('reads Redis Cluster seed nodes', () => {
+    expect(loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7000', REDIS_PASSWORD: 'pw' }).redis).toMatchObject({
+      mode: 'cluster',
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: '10.0.0.2', port: 7000 },
+      ],
+      password: 'pw',
+      tls: false,
+    });
+  });
+
+  it.each([
+    [{ REDIS_SENTINELS: 'sentinel-1:26379' }, /REDIS_SENTINEL_MASTER_NAME/],
+    [{ REDIS_SENTINELS: 'sentinel-1', REDIS_SENTINEL_MASTER_NAME: 'm' }, /REDIS_SENTINELS: must be a comma-separated list of host:port/],
+    [{ REDIS_CLUSTER_NODES: '10.0.0.1:99999' }, /REDIS_CLUSTER_NODES/],
+    [{ REDIS_SENTINELS: 'a:1', REDIS_SENTINEL_MASTER_NAME: 'm', REDIS_CLUSTER_NODES: 'b:2' }, /REDIS_SENTINELS and REDIS_CLUSTER_NODES/],
+    [{ REDIS_TLS: 'maybe' }, /REDIS_TLS/],
+  ])('refuses a bad Redis topology setting and names it (%o)', (env, pattern) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(pattern);
+  });
+});
+
+describe('loadConfig: egress proxy', () => {
+  it('is off by default and takes an http:// URL with credentials', () => {
+    expect(loadConfig({}).webhooks.egressProxy).toBeUndefined();
+    const proxy = loadConfig({ WEBHOOK_EGRESS_PROXY: 'http://svc:s%40cret@egress.internal:3128' }).webhooks.egressProxy!;
+    expect(proxy.hostname).toBe('egress.internal');
+    expect(proxy.port).toBe('3128');
+    expect(decodeURIComponent(proxy.password)).toBe('s@cret');
+  });
+
+  it.each(['https://egress.internal:3128', 'socks5://egress.internal:1080', 'egress.internal:3128', 'http://egress.internal:3128/path'])(
+    'refuses WEBHOOK_EGRESS_PROXY=%s and names it',
+    (value) => {
+      expect(() => loadConfig({ WEBHOOK_EGRESS_PROXY: value })).toThrow(/WEBHOOK_EGRESS_PROXY/);
+    },
+  );
+});

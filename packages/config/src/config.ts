@@ -26,6 +26,47 @@ const providerUrl = () =>
     otherwise: Joi.string().uri({ scheme: ['http', 'https'] }),
   });
 
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;
+
+/** Comma-separated `host:port` entries (IPv6 in brackets); at least one when set. */
+const hostPortList = () =>
+  Joi.string()
+    .allow('')
+    .custom((value: string, helpers) => {
+      const entries = splitList(value);
+      if (entries.some((entry) => !HOST_PORT.test(entry) || Number(entry.replace(HOST_PORT, '$2')) > 65535)) {
+        return helpers.message({ custom: 'must be a comma-separated list of host:port' });
+      }
+      return value;
+    }, 'host:port list');
+
+const splitList = (value: string) => value.split(',').map((s) => s.trim()).filter(Boolean);
+
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
+function parseHostPorts(value: string | undefined): HostPort[] {
+  return splitList(value ?? '').map((entry) => {
+    const [, host, port] = HOST_PORT.exec(entry)!;
+    return { host: host.replace(/^\[|\]$/g, ''), port: Number(port) };
+  });
+}
+
+// An http:// proxy URL (CONNECT tunnels; TLS stays end to end to the receiver), credentials allowed.
+const egressProxyUrl = Joi.string()
+  .allow('')
+  .uri({ scheme: ['http'] })
+  .custom((value: string, helpers) => {
+    if (value === '') return value;
+    const url = new URL(value);
+    if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
+      return helpers.message({ custom: 'must be http://[user:password@]host:port with no path' });
+    }
+    return value;
+  }, 'proxy URL');
+
 const schema = Joi.object({
   NODE_ENV: Joi.string().valid('development', 'test', 'production').default('development'),
   HOST: Joi.string().default('0.0.0.0'),
@@ -39,6 +80,23 @@ const schema = Joi.object({
     .uri({ scheme: ['postgres', 'postgresql'] })
     .default('postgresql://postgres@127.0.0.1:5432/security_service'),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
+  // Redis Sentinel (README "Production topology"): the sentinels' host:port list and the master's name. When set,
+  // REDIS_URL is not used; REDIS_USERNAME, REDIS_PASSWORD and REDIS_TLS apply to the master and replicas.
+  REDIS_SENTINELS: hostPortList(),
+  REDIS_SENTINEL_MASTER_NAME: Joi.string().pattern(/^[A-Za-z0-9_.-]+$/).when('REDIS_SENTINELS', {
+    is: Joi.string().min(1).required(),
+    then: Joi.required(),
+  }),
+  REDIS_SENTINEL_USERNAME: Joi.string().allow(''),
+  REDIS_SENTINEL_PASSWORD: Joi.string().allow(''),
+  REDIS_SENTINEL_TLS: Joi.boolean().default(false),
+  // Redis Cluster: host:port of some nodes (the others are discovered). When set, REDIS_URL is not used.
+  REDIS_CLUSTER_NODES: hostPortList(),
+  REDIS_USERNAME: Joi.string().allow(''),
+  REDIS_PASSWORD: Joi.string().allow(''),
+  REDIS_TLS: Joi.boolean().default(false),
+  // PEM file of the CA that signed the Redis servers' (and sentinels') certificates, when not a public one.
+  REDIS_TLS_CA_FILE: Joi.string().allow(''),
   // Prefix of every Redis key the service writes (queues, rate limits, one-time tokens).
   REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.:-]+$/).default('svc'),
   // Outages: how long a request may wait on Redis or for a PostgreSQL connection before it fails with 503, and how
@@ -85,6 +143,8 @@ const schema = Joi.object({
   WEBHOOK_ALLOWED_HOSTS: Joi.string().allow('').default(''),
   // PEM file with an extra CA trusted for webhook receivers (tests use a self-made CA).
   WEBHOOK_EXTRA_CA_FILE: Joi.string().allow(''),
+  // HTTP CONNECT proxy every outbound call to a customer-configured address goes through (README "Egress proxy").
+  WEBHOOK_EGRESS_PROXY: egressProxyUrl,
   WEBHOOK_SECRET_GRACE_HOURS: Joi.number().min(0).default(72),
   // Microsoft Entra ID authority for Sentinel subscriptions' client-credentials tokens (sovereign clouds, tests).
   AZURE_AUTHORITY_HOST: Joi.string().uri({ scheme: ['https'] }).default('https://login.microsoftonline.com'),
@@ -168,7 +228,10 @@ export interface Config {
   logLevel: string;
   databaseUrl: string;
   databasePoolSize: number;
+  /** The single server's URL (REDIS_URL); only used when `redis.mode` is 'single'. */
   redisUrl: string;
+  /** Where Redis is: one server, a Sentinel set, or a Cluster. packages/queue `createRedis` connects to it. */
+  redis: RedisTarget;
   redisPrefix: string;
   availability: {
     /** Bound on one Redis command of the API (rate limits, one-time tokens, enqueue) before it fails with 503. */
@@ -201,6 +264,8 @@ export interface Config {
     maxPayloadBytes: number;
     allowedHosts: string[];
     extraCaFile?: string;
+    /** HTTP CONNECT proxy for every outbound call to a customer-configured address (WEBHOOK_EGRESS_PROXY). */
+    egressProxy?: URL;
     secretGraceHours: number;
     health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
@@ -268,6 +333,50 @@ function storageConfig(value: Record<string, any>): StorageConfig {
   };
 }
 
+/** Credentials and TLS of the Redis data nodes (Sentinel and Cluster modes; the single mode takes them from REDIS_URL). */
+export interface RedisNodeAuth {
+  username?: string;
+  password?: string;
+  tls: boolean;
+  tlsCaFile?: string;
+}
+
+export type RedisTarget =
+  | { mode: 'single'; url: string; tlsCaFile?: string }
+  | ({
+      mode: 'sentinel';
+      sentinels: HostPort[];
+      masterName: string;
+      sentinelUsername?: string;
+      sentinelPassword?: string;
+      sentinelTls: boolean;
+    } & RedisNodeAuth)
+  | ({ mode: 'cluster'; nodes: HostPort[] } & RedisNodeAuth);
+
+function redisTarget(value: Record<string, string | boolean | undefined>): RedisTarget {
+  const nodeAuth: RedisNodeAuth = {
+    username: (value.REDIS_USERNAME as string) || undefined,
+    password: (value.REDIS_PASSWORD as string) || undefined,
+    tls: value.REDIS_TLS as boolean,
+    tlsCaFile: (value.REDIS_TLS_CA_FILE as string) || undefined,
+  };
+  const sentinels = parseHostPorts(value.REDIS_SENTINELS as string | undefined);
+  if (sentinels.length > 0) {
+    return {
+      mode: 'sentinel',
+      sentinels,
+      masterName: value.REDIS_SENTINEL_MASTER_NAME as string,
+      sentinelUsername: (value.REDIS_SENTINEL_USERNAME as string) || undefined,
+      sentinelPassword: (value.REDIS_SENTINEL_PASSWORD as string) || undefined,
+      sentinelTls: value.REDIS_SENTINEL_TLS as boolean,
+      ...nodeAuth,
+    };
+  }
+  const nodes = parseHostPorts(value.REDIS_CLUSTER_NODES as string | undefined);
+  if (nodes.length > 0) return { mode: 'cluster', nodes, ...nodeAuth };
+  return { mode: 'single', url: value.REDIS_URL as string, tlsCaFile: nodeAuth.tlsCaFile };
+}
+
 export interface OAuthGithubConfig {
   clientId: string;
   clientSecret: string;
@@ -300,6 +409,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problems = error.details.map((d) => `${d.path.join('.')}: ${d.message.replace(/^"[^"]*" /, '')}`);
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
+  if (value.REDIS_SENTINELS && value.REDIS_CLUSTER_NODES) {
+    throw new ConfigError('Invalid configuration: REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set: a Redis is either a Sentinel set or a Cluster');
+  }
   if (value.NODE_ENV === 'production') {
     const missing = missingProductionSecrets(env);
     if (missing.length > 0) {
@@ -317,6 +429,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: value.DATABASE_URL,
     databasePoolSize: value.DATABASE_POOL_SIZE,
     redisUrl: value.REDIS_URL,
+    redis: redisTarget(value),
     redisPrefix: value.REDIS_PREFIX,
     availability: {
       redisCommandTimeoutMs: value.REDIS_COMMAND_TIMEOUT_MS,
@@ -347,8 +460,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       backoffMaxMs: value.WEBHOOK_BACKOFF_MAX_MS,
       timeoutMs: value.WEBHOOK_TIMEOUT_MS,
       maxPayloadBytes: value.WEBHOOK_MAX_PAYLOAD_BYTES,
-      allowedHosts: value.WEBHOOK_ALLOWED_HOSTS.split(',').map((s: string) => s.trim()).filter(Boolean),
+      allowedHosts: splitList(value.WEBHOOK_ALLOWED_HOSTS),
       extraCaFile: value.WEBHOOK_EXTRA_CA_FILE || undefined,
+      egressProxy: value.WEBHOOK_EGRESS_PROXY ? new URL(value.WEBHOOK_EGRESS_PROXY) : undefined,
       secretGraceHours: value.WEBHOOK_SECRET_GRACE_HOURS,
       health: {
         failingAfterFailures: value.WEBHOOK_FAILING_AFTER_FAILURES,

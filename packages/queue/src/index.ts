@@ -1,6 +1,8 @@
 // Queue names, job shapes and Redis connections shared by the API (producer) and the worker (consumer).
+import { readFileSync } from 'node:fs';
 import { Queue, type JobsOptions } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { Config, RedisNodeAuth, RedisTarget } from '@svc/config';
 
 export const DELIVERY_QUEUE = 'webhook-deliveries';
 export const MAINTENANCE_QUEUE = 'maintenance';
@@ -11,9 +13,72 @@ export interface DeliveryJobData {
 
 export type MaintenanceJobName = 'outbox-relay' | 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure';
 
+/** Where to connect: a `redis://` URL (tests, single server) or the configuration's target. */
+export type RedisWhere = string | RedisTarget;
+
+/**
+ * After a Sentinel failover the old master may come back as a replica, and a connection still open to it gets
+ * READONLY on writes: reconnect (Sentinel then names the new master) and resend the command.
+ */
+const reconnectOnReadonly = (err: Error) => (err.message.startsWith('READONLY') ? 2 : false);
+
+function tlsOptions(enabled: boolean, caFile: string | undefined): RedisOptions['tls'] {
+  if (!enabled) return undefined;
+  return caFile ? { ca: readFileSync(caFile, 'utf8') } : {};
+}
+
+function nodeOptions(auth: RedisNodeAuth): RedisOptions {
+  return { username: auth.username, password: auth.password, tls: tlsOptions(auth.tls, auth.tlsCaFile) };
+}
+
+/**
+ * Opens a connection with ioredis's own Sentinel and Cluster support. A Cluster client is returned typed as `Redis`:
+ * both answer the commands the service uses (every multi-key command and script keeps its keys in one slot), and
+ * BullMQ and rate-limiter-flexible accept either. Sentinel: the master is asked of the sentinels
+ * on every (re)connection, and `failoverDetector` moves to a promoted replica as soon as the sentinels announce it.
+ * Cluster: `options` apply to every node connection; commands wait (offline queue) while slots are refreshed.
+ */
+function connect(where: RedisWhere, options: RedisOptions): Redis {
+  const target: RedisTarget = typeof where === 'string' ? { mode: 'single', url: where } : where;
+  switch (target.mode) {
+    case 'single':
+      return new Redis(target.url, { reconnectOnError: reconnectOnReadonly, ...singleTls(target), ...options });
+    case 'sentinel':
+      return new Redis({
+        sentinels: target.sentinels,
+        name: target.masterName,
+        sentinelUsername: target.sentinelUsername,
+        sentinelPassword: target.sentinelPassword,
+        enableTLSForSentinelMode: target.sentinelTls,
+        sentinelTLS: tlsOptions(target.sentinelTls, target.tlsCaFile),
+        failoverDetector: true,
+        reconnectOnError: reconnectOnReadonly,
+        ...nodeOptions(target),
+        ...options,
+      });
+    case 'cluster':
+      return clusterClient(target, options) as unknown as Redis;
+  }
+}
+
+function singleTls(target: Extract<RedisTarget, { mode: 'single' }>): RedisOptions {
+  return target.tlsCaFile && target.url.startsWith('rediss:') ? { tls: { ca: readFileSync(target.tlsCaFile, 'utf8') } } : {};
+}
+
+function clusterClient(target: Extract<RedisTarget, { mode: 'cluster' }>, options: RedisOptions): Cluster {
+  const { enableOfflineQueue, retryStrategy: _retry, ...perNode } = options;
+  const clusterOptions: ClusterOptions = {
+    // Managed clusters announce node names their TLS certificates carry; keep them as given.
+    dnsLookup: (address, callback) => callback(null, address),
+    redisOptions: { reconnectOnError: reconnectOnReadonly, ...nodeOptions(target), ...perNode },
+    ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
+  };
+  return new Cluster(target.nodes, clusterOptions);
+}
+
 /** BullMQ workers need `maxRetriesPerRequest: null` so blocking commands survive reconnects. */
-export function createRedis(url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, ...options });
+export function createRedis(where: RedisWhere, options: RedisOptions = {}): Redis {
+  return connect(where, { maxRetriesPerRequest: null, ...options });
 }
 
 /**
@@ -21,8 +86,8 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
  * pattern). Commands are not queued while disconnected, an in-flight command is retried once after a reconnect,
  * and none waits longer than `commandTimeoutMs`. Reconnection goes on in the background.
  */
-export function createFailFastRedis(url: string, commandTimeoutMs: number, options: RedisOptions = {}): Redis {
-  return new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs, ...options });
+export function createFailFastRedis(where: RedisWhere, commandTimeoutMs: number, options: RedisOptions = {}): Redis {
+  return connect(where, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs, ...options });
 }
 
 /** Resolves when the connection is ready, or rejects after `timeoutMs`. */
@@ -42,7 +107,7 @@ export function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
 }
 
 const REDIS_UNAVAILABLE_MESSAGE =
-  /Stream isn't writeable|Redis connection is not ready|Command timed out|Connection is closed|Reached the max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|LOADING /i;
+  /Stream isn't writeable|Redis connection is not ready|Command timed out|Connection is closed|Reached the max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|LOADING |READONLY |CLUSTERDOWN|TRYAGAIN|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache|All sentinels are unreachable/i;
 
 /** True when a Redis command failed because Redis is unreachable or not answering (not a script or data error). */
 export function isRedisUnavailable(err: unknown): boolean {
@@ -51,17 +116,24 @@ export function isRedisUnavailable(err: unknown): boolean {
   return name === 'MaxRetriesPerRequestError' || (typeof message === 'string' && REDIS_UNAVAILABLE_MESSAGE.test(message));
 }
 
-/** Every BullMQ key lives under `<REDIS_PREFIX>:bull`, so several deployments (or test runs) share a Redis safely. */
-export function bullPrefix(redisPrefix: string): string {
-  return `${redisPrefix}:bull`;
+/** What names the queue keys: the prefix, and whether Redis is a Cluster. */
+export type QueueNaming = Pick<Config, 'redisPrefix'> & { redis: Pick<RedisTarget, 'mode'> };
+
+/**
+ * Every BullMQ key lives under `<REDIS_PREFIX>:bull`, so several deployments (or test runs) share a Redis safely.
+ * On a Cluster the prefix is a hash tag, `{<REDIS_PREFIX>:bull}` (BullMQ's documented way): BullMQ's Lua scripts
+ * touch several keys of a queue at once, and a tag puts them all in one slot.
+ */
+export function bullPrefix(naming: QueueNaming): string {
+  return naming.redis.mode === 'cluster' ? `{${naming.redisPrefix}:bull}` : `${naming.redisPrefix}:bull`;
 }
 
-export function createDeliveryQueue(connection: Redis, redisPrefix: string): Queue<DeliveryJobData> {
-  return new Queue<DeliveryJobData>(DELIVERY_QUEUE, { connection, prefix: bullPrefix(redisPrefix) });
+export function createDeliveryQueue(connection: Redis, naming: QueueNaming): Queue<DeliveryJobData> {
+  return new Queue<DeliveryJobData>(DELIVERY_QUEUE, { connection, prefix: bullPrefix(naming) });
 }
 
-export function createMaintenanceQueue(connection: Redis, redisPrefix: string): Queue {
-  return new Queue(MAINTENANCE_QUEUE, { connection, prefix: bullPrefix(redisPrefix) });
+export function createMaintenanceQueue(connection: Redis, naming: QueueNaming): Queue {
+  return new Queue(MAINTENANCE_QUEUE, { connection, prefix: bullPrefix(naming) });
 }
 
 /**
@@ -105,8 +177,8 @@ export type ReportJobName = 'render' | 'report-relay';
 /** Attempts at rendering one report before it is marked failed. */
 export const REPORT_RENDER_ATTEMPTS = 3;
 
-export function createReportQueue(connection: Redis, redisPrefix: string): Queue<ReportJobData> {
-  return new Queue<ReportJobData>(REPORT_QUEUE, { connection, prefix: bullPrefix(redisPrefix) });
+export function createReportQueue(connection: Redis, naming: QueueNaming): Queue<ReportJobData> {
+  return new Queue<ReportJobData>(REPORT_QUEUE, { connection, prefix: bullPrefix(naming) });
 }
 
 /** Job id = report id: enqueueing a report that already has a job (API after commit, and the relay) adds nothing. */

@@ -63,7 +63,8 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
         .map((f) => JSON.parse(readFileSync(path.join(outboxDir, f), 'utf8'))),
     async close() {
       const keys = await redis.keys(`${config.redisPrefix}:*`).catch(() => []);
-      if (keys.length > 0) await redis.del(...keys);
+      // One DEL per key: on a Redis Cluster the keys sit in different slots.
+      await Promise.all(keys.map((key) => redis.del(key)));
       await connections.close();
       deps.storage.close();
       rmSync(storageDir, { recursive: true, force: true });

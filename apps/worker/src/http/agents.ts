@@ -3,9 +3,18 @@
 // pool's agent can only connect to that address (its lookup is pinned). A socket is therefore only ever reused for
 // the address that has just passed the check again: when a name starts resolving elsewhere, the next attempt gets
 // another pool, and a private address never gets a pool at all because it never passes.
-import { Agent } from 'node:https';
+// With an egress proxy the pools are the same, keyed the same way; each one's connections are tunnels through the
+// proxy to its checked address (proxy-tunnel.ts).
+import { Agent, type AgentOptions } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { pinnedLookup } from './pinned-lookup';
+import { TunnelAgent } from './proxy-tunnel';
+
+export interface EgressProxyOptions {
+  url: URL;
+  /** Bound on connecting to the proxy and its answer to CONNECT. */
+  connectTimeoutMs: number;
+}
 
 export interface ConnectionPoolOptions {
   /** One TLS context for every connection (CA material parsed once per process). */
@@ -16,6 +25,8 @@ export interface ConnectionPoolOptions {
   idleTimeoutMs: number;
   /** Pools kept at once; the least recently used is closed beyond this. */
   maxPools: number;
+  /** Send every connection through this HTTP CONNECT proxy (WEBHOOK_EGRESS_PROXY). */
+  proxy?: EgressProxyOptions;
 }
 
 export interface PoolTarget {
@@ -39,7 +50,14 @@ export class ConnectionPool {
       this.agents.set(key, existing);
       return existing;
     }
-    const agent = new Agent({
+    const agent = this.createAgent(target);
+    this.agents.set(key, agent);
+    this.evictBeyondLimit();
+    return agent;
+  }
+
+  private createAgent(target: PoolTarget): Agent {
+    const options: AgentOptions = {
       keepAlive: true,
       maxSockets: this.options.maxSocketsPerAddress,
       maxFreeSockets: this.options.maxSocketsPerAddress,
@@ -48,10 +66,10 @@ export class ConnectionPool {
       // Agent options win over request options when the socket is created: the pinned lookup cannot be bypassed.
       lookup: pinnedLookup(target.address, target.family),
       ...(this.options.secureContext && { secureContext: this.options.secureContext }),
-    });
-    this.agents.set(key, agent);
-    this.evictBeyondLimit();
-    return agent;
+    };
+    const { proxy } = this.options;
+    if (!proxy) return new Agent(options);
+    return new TunnelAgent(options, proxy.url, { address: target.address, port: target.port }, proxy.connectTimeoutMs);
   }
 
   get size(): number {

@@ -2,12 +2,16 @@
 // `<AZURE_AUTHORITY_HOST>/<tenant>/oauth2/v2.0/token`, scope https://monitor.azure.com/.default.
 // A token is cached per subscription in Redis, sealed, shared by every worker, and expires there shortly before it
 // does at Entra ID. One worker at a time fetches (a Redis lock); the others wait for its token instead of asking too.
+// The token endpoint is reached like a receiver: its address resolved and checked (URL-safety rule), the connection
+// pinned to it and pooled, through the egress proxy when there is one.
 import { createHash, randomUUID } from 'node:crypto';
-import { Agent } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import type { Redis } from 'ioredis';
 import { seal, unseal } from '@svc/db';
+import { describeTargetRejection, resolveWebhookTarget, type Lookup } from '@svc/net';
+import { ConnectionPool, type EgressProxyOptions } from './agents';
 import { loadGot } from './got';
+import { pinnedLookup } from './pinned-lookup';
 
 export const MONITOR_SCOPE = 'https://monitor.azure.com/.default';
 /** A cached token is dropped this long before it expires, at most (and at most a fifth of its lifetime). */
@@ -45,6 +49,10 @@ export interface EntraTokenOptions {
   timeoutMs: number;
   /** The receivers' trust (WEBHOOK_EXTRA_CA_FILE applies to the token endpoint too). */
   secureContext?: SecureContext;
+  proxy?: EgressProxyOptions;
+  /** WEBHOOK_ALLOWED_HOSTS and the DNS override (tests), as for receivers. */
+  allowedHosts: readonly string[];
+  lookup?: Lookup;
   redis: () => Redis;
   redisPrefix: string;
   key: Buffer;
@@ -80,7 +88,13 @@ const RELEASE_IF_OURS = `if redis.call('get', KEYS[1]) == ARGV[1] then return re
 
 export function createEntraTokens(options: EntraTokenOptions): EntraTokens {
   let connection: Redis | null = null;
-  const agent = new Agent({ keepAlive: true, ...(options.secureContext && { secureContext: options.secureContext }) });
+  const pool = new ConnectionPool({
+    secureContext: options.secureContext,
+    maxSocketsPerAddress: 4,
+    idleTimeoutMs: 30_000,
+    maxPools: 16,
+    proxy: options.proxy,
+  });
   const redis = () => (connection ??= options.redis());
   const cacheKey = (subscriptionId: string, credentialsEnc: string) => {
     const version = createHash('sha256').update(credentialsEnc).digest('hex').slice(0, 16);
@@ -95,6 +109,10 @@ export function createEntraTokens(options: EntraTokenOptions): EntraTokens {
   async function fetchToken(credentials: AzureCredentials): Promise<{ accessToken: string; expiresIn: number }> {
     const got = await loadGot();
     const url = tokenEndpoint(options.authorityHost, credentials.tenant_id);
+    const check = await resolveWebhookTarget(url, { allowedHosts: options.allowedHosts, lookup: options.lookup });
+    if (!check.ok) throw new TokenError(`token endpoint refused: ${describeTargetRejection(check.reason)}`);
+    const { address, family } = check.target;
+    const agent = pool.agentFor({ hostname: check.target.url.hostname, port: Number(check.target.url.port || 443), address, family });
     let response: { statusCode: number; body: string };
     try {
       response = await got.post(url, {
@@ -109,6 +127,7 @@ export function createEntraTokens(options: EntraTokenOptions): EntraTokens {
         followRedirect: false,
         throwHttpErrors: false,
         responseType: 'text',
+        dnsLookup: pinnedLookup(address, family),
         agent: { https: agent },
       });
     } catch (err) {
@@ -161,7 +180,7 @@ export function createEntraTokens(options: EntraTokenOptions): EntraTokens {
       await redis().eval(RELEASE_IF_OURS, 1, cacheKey(subscriptionId, credentialsEnc), token.entry);
     },
     async close() {
-      agent.destroy();
+      pool.close();
       if (connection) await connection.quit().catch(() => connection?.disconnect());
       connection = null;
     },

@@ -3,7 +3,7 @@
 // pool (agents.ts). Never throws: a response or an error is the result. Only the first bytes of the response body
 // are read; a response longer than that has its connection dropped rather than drained.
 import type { SecureContext } from 'node:tls';
-import { ConnectionPool } from './agents';
+import { ConnectionPool, type EgressProxyOptions } from './agents';
 import { loadGot, type Got } from './got';
 import { pinnedLookup } from './pinned-lookup';
 
@@ -27,6 +27,8 @@ export interface TransportOptions {
   secureContext?: SecureContext;
   /** Concurrent connections per receiver address (the worker's concurrency is a sensible value). */
   maxSocketsPerAddress: number;
+  /** Every connection goes through this HTTP CONNECT proxy, to the checked address (WEBHOOK_EGRESS_PROXY). */
+  proxy?: EgressProxyOptions;
 }
 
 export interface HttpResult {
@@ -53,6 +55,7 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
     maxSocketsPerAddress: options.maxSocketsPerAddress,
     idleTimeoutMs: IDLE_CONNECTION_TIMEOUT_MS,
     maxPools: MAX_POOLS,
+    proxy: options.proxy,
   });
   // The options every delivery shares, merged into a got instance once rather than on every request.
   let client: Promise<Got> | undefined;

@@ -134,7 +134,7 @@ export function createReportWorker(deps: WorkerDeps, deliveryQueue: Queue<Delive
   const worker = new Worker<ReportJobData, ReportJobResult>(
     REPORT_QUEUE,
     (job) => runWithLogContext({ jobId: job.id }, () => runReportJob(deps, deliveryQueue, reportQueue, job)),
-    { connection, prefix: bullPrefix(deps.config.redisPrefix), concurrency: 2 },
+    { connection, prefix: bullPrefix(deps.config), concurrency: 2 },
   );
   worker.on('closed', () => {
     connection.quit().catch(() => connection.disconnect());

@@ -13,6 +13,8 @@ export interface ReceivedRequest {
   at: number;
   /** The TLS server name the client asked for (SNI), if any. */
   servername: string | null;
+  /** The source address of the connection (the worker's, or the egress proxy's). */
+  remoteAddress: string;
 }
 
 export type Reply =
@@ -64,7 +66,8 @@ export async function startReceiver(tls: { key: string; cert: string }, host = '
     const body = await readBody(req);
     const path = (req.url ?? '/').split('?')[0];
     const servername = (req.socket as { servername?: string | false }).servername || null;
-    const request: ReceivedRequest = { method: req.method ?? '', path, headers: req.headers, body, at: Date.now(), servername };
+    const remoteAddress = req.socket.remoteAddress ?? '';
+    const request: ReceivedRequest = { method: req.method ?? '', path, headers: req.headers, body, at: Date.now(), servername, remoteAddress };
     received.push(request);
     const n = received.filter((r) => r.path === path).length;
     answer(res, (scripts.get(path) ?? ok)(request, n));

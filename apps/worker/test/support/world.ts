@@ -103,7 +103,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
     config: h.config,
     logger: h.deps.logger,
     prisma: h.deps.prisma,
-    redis: () => createRedis(h.config.redisUrl),
+    redis: () => createRedis(h.config.redis),
     clock: h.clock,
     lookup: options.lookup,
   };

@@ -1,0 +1,78 @@
+// The service on a three-master Redis Cluster (REDIS_CLUSTER_NODES) of the test's own: BullMQ's keys carry the
+// hash tag `{<prefix>:bull}`, and every other key the service writes keeps each Lua script or transaction in one
+// slot. The flows that use Redis run here against the cluster: deliveries (with a retry), the login and request
+// rate limits, and the auth epochs that make every API instance drop a cached API key at once.
+import request from 'supertest';
+import type { Cluster } from 'ioredis';
+import { createApp, type App } from '../../api/src/app';
+import { bullPrefix } from '@svc/queue';
+import { bearer } from '../../api/test/support/fixtures';
+import { startRedisCluster, type RedisCluster } from '../../../test-support/redis-topologies';
+import { createWorld, type World } from './support/world';
+
+let cluster: RedisCluster;
+let w: World;
+/** A second API instance over the same cluster, with its own API-key cache. */
+let other: App;
+
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+  w = await createWorld({
+    env: {
+      REDIS_CLUSTER_NODES: cluster.nodes,
+      LOGIN_RATE_LIMIT_PER_MINUTE: '3',
+      RATE_LIMIT_PER_MINUTE: '1000',
+      API_KEY_CACHE_TTL_SECONDS: '60',
+    },
+  });
+  other = createApp(w.h.deps);
+}, 60_000);
+
+afterAll(async () => {
+  await w?.close();
+  await cluster?.close();
+});
+
+it('puts every BullMQ key of the service under one hash tag', async () => {
+  expect(w.h.config.redis.mode).toBe('cluster');
+  expect(bullPrefix(w.h.config)).toBe(`{${w.h.config.redisPrefix}:bull}`);
+});
+
+it('delivers, and retries a failed attempt, through BullMQ on the cluster', async () => {
+  const sub = await w.subscribe({ name: 'cluster', url: w.receiver.url('/cluster'), events: ['report.ready'] });
+  w.receiver.script('/cluster', (_req, n) => (n === 1 ? { status: 503 } : { status: 200, body: 'ok' }));
+  const first = await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: 'rep_1' } });
+  expect(first).toMatchObject({ status: 'succeeded', attemptCount: 2 });
+  const more = await Promise.all(
+    [2, 3, 4, 5].map((i) => w.publishTo(sub.id, { type: 'report.ready', data: { report_id: `rep_${i}` } })),
+  );
+  expect(more.map((d) => d.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+  expect(w.receiver.requests('/cluster')).toHaveLength(6);
+
+  // BullMQ's keys all sit on the one master that owns the tag's slot.
+  const masters = (w.h.deps.redis as unknown as Cluster).nodes('master');
+  const perMaster = await Promise.all(masters.map((node) => node.keys(`${bullPrefix(w.h.config)}:*`)));
+  expect(perMaster.filter((keys) => keys.length > 0)).toHaveLength(1);
+});
+
+it('limits login attempts per e-mail across API instances', async () => {
+  const email = `nobody-${Date.now()}@example.test`;
+  const attempt = (app: App) => request(app).post('/api/v1/auth/login').send({ email, password: 'wrong password!' });
+  expect((await attempt(w.h.app)).status).toBe(401);
+  expect((await attempt(other)).status).toBe(401);
+  expect((await attempt(w.h.app)).status).toBe(401);
+  const limited = await attempt(other);
+  expect(limited.status).toBe(429);
+  expect(limited.headers['retry-after']).toMatch(/^\d+$/);
+});
+
+it('refuses a revoked API key on the very next request on every instance (auth epochs)', async () => {
+  const created = await request(w.h.app).post('/api/v1/api-keys').set(bearer(w.org.manager.token)).send({ name: 'cached', scopes: ['profile:read'] });
+  expect(created.status).toBe(201);
+  const me = (app: App) => request(app).get('/api/v1/auth/me').set(bearer(created.body.key));
+  for (const app of [w.h.app, other, w.h.app, other]) expect((await me(app)).status).toBe(200);
+  const revoke = await request(w.h.app).delete(`/api/v1/api-keys/${created.body.id}`).set(bearer(w.org.manager.token));
+  expect(revoke.status).toBe(204);
+  expect((await me(other)).status).toBe(401);
+  expect((await me(w.h.app)).status).toBe(401);
+});

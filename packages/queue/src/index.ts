@@ -4,12 +4,18 @@ import { Redis, type RedisOptions } from 'ioredis';
 
 export const DELIVERY_QUEUE = 'webhook-deliveries';
 export const MAINTENANCE_QUEUE = 'maintenance';
+/**
+ * The outbox relay has a queue and a worker of its own: no maintenance job (a retention purge, an SLA scan) can
+ * hold it up, so "nothing accepted is lost" keeps its timing when the volume is high.
+ */
+export const RELAY_QUEUE = 'outbox-relay';
+export const RELAY_JOB = 'outbox-relay';
 
 export interface DeliveryJobData {
   deliveryId: string;
 }
 
-export type MaintenanceJobName = 'outbox-relay' | 'retention-purge' | 'key-lifecycle' | 'sla-scan';
+export type MaintenanceJobName = 'retention-purge' | 'key-lifecycle' | 'sla-scan';
 
 /** BullMQ workers need `maxRetriesPerRequest: null` so blocking commands survive reconnects. */
 export function createRedis(url: string, options: RedisOptions = {}): Redis {
@@ -62,6 +68,10 @@ export function createDeliveryQueue(connection: Redis, redisPrefix: string): Que
 
 export function createMaintenanceQueue(connection: Redis, redisPrefix: string): Queue {
   return new Queue(MAINTENANCE_QUEUE, { connection, prefix: bullPrefix(redisPrefix) });
+}
+
+export function createRelayQueue(connection: Redis, redisPrefix: string): Queue {
+  return new Queue(RELAY_QUEUE, { connection, prefix: bullPrefix(redisPrefix) });
 }
 
 /**

@@ -6,6 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
+import { eraseProjectHistory } from '../erasure/erasure.service';
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
 
 export function presentProject(p: Project) {
@@ -76,8 +77,12 @@ export async function updateProject(
   return presentProject(project);
 }
 
-/** Deletes the project with its assessments and grants (cascade). */
+/**
+ * Deletes the project with its assessments and grants (cascade); its subscriptions' deliveries and its stored
+ * objects go first, in bounded batches (erasure.service.ts).
+ */
 export async function deleteProject(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   await requireProjectAccess(deps, principal, id, 'write');
+  await eraseProjectHistory(deps.prisma, principal.organizationId, id);
   await scopedTo(deps.prisma, principal).project.deleteMany({ where: { id } });
 }

@@ -677,6 +677,10 @@ function otherRows(latency, lightLatency, limitP99, single, fanned) {
   return rows;
 }
 
+// bench/retention.js reuses the set-up, the processes and the drain measurement.
+module.exports = { RUN_ID, log, report, round, sleep, createDatabase, dropDatabase, deleteRedisPrefix, makeTls, startReceiver, serviceEnv, startProcess, stopProcess, API_COMMAND, WORKER_COMMAND, call, expectStatus, waitForHealthy, setUpTenant, publishCount, drain, waitUntil };
+if (require.main !== module) return;
+
 if (!existsSync(path.join(ROOT, 'node_modules'))) {
   log('run the README set-up first (npm start or npm test installs the dependencies)');
   process.exit(1);

@@ -35,7 +35,7 @@ const { purgeExpired } = require(path.join(ROOT, 'apps/worker/dist/retention.js'
 const { RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH } = require(path.join(ROOT, 'apps/worker/dist/maintenance.js'));
 const { createPrismaClient, poolOf } = require(path.join(ROOT, 'packages/db/dist/index.js'));
 
-// A payload of the size a finding.created envelope has (about 400 bytes).
+// A payload of the shape of a finding.created envelope (343 bytes).
 const PAYLOAD = `'{"id":"x","type":"finding.created","created_at":"2026-01-01T00:00:00Z","organization_id":"org","data":{"kind":"finding.created","finding_id":"fnd_01","title":"${'x'.repeat(120)}","severity":"high","status":"open","location":"src/app.ts:10"}}'::jsonb`;
 
 /**

@@ -807,6 +807,10 @@ function printIsolationTable(rows) {
   process.stdout.write(`\n${fmt(table[0])}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${table.slice(1).map(fmt).join('\n')}\n`);
 }
 
+// bench/retention.js reuses the set-up, the processes and the drain measurement.
+module.exports = { RUN_ID, log, report, round, sleep, createDatabase, dropDatabase, deleteRedisPrefix, makeTls, startReceiver, serviceEnv, startProcess, stopProcess, API_COMMAND, WORKER_COMMAND, call, expectStatus, waitForHealthy, setUpTenant, publishCount, drain, waitUntil };
+if (require.main !== module) return;
+
 if (!existsSync(path.join(ROOT, 'node_modules'))) {
   log('run the README set-up first (npm start or npm test installs the dependencies)');
   process.exit(1);

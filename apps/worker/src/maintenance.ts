@@ -1,19 +1,29 @@
-// Scheduled jobs of the worker: the outbox relay (enqueue deliveries whose enqueue was lost), the retention
-// purge (deliveries and their attempts 30 days after they reached a terminal state) and the API-key lifecycle
-// policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts) and GDPR erasure (erasure.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick
-// however many workers are up.
+// Scheduled jobs of the worker: the outbox relay (enqueue deliveries and issue exports whose enqueue was lost; its own
+// queue and worker, so no other job delays it), and on the maintenance queue the retention purge (retention.ts,
+// bounded in time per run), the API-key lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached,
+// sla-scan.ts) and GDPR erasure (erasure.ts). BullMQ job schedulers create one job per tick in Redis, so each runs
+// once per tick however many workers are up.
 import type { Queue } from 'bullmq';
-import type { Db } from '@svc/db';
 import { outboxDeps, relayOverdueDeliveries, relayOverdueIssueExports } from '@svc/outbox';
 import { scanSlaBreaches } from './sla-scan';
-import type { DeliveryJobData, MaintenanceJobName } from '@svc/queue';
+import { RELAY_JOB, type DeliveryJobData, type MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
 import { runErasures, type ErasureRunResult } from './erasure';
 
-export const RETENTION_PURGE_INTERVAL_MS = 3600 * 1000;
-const PURGE_BATCH_SIZE = 1000;
+import { purgeExpired, type PurgeResult } from './retention';
 import { relayRequeued } from './metrics';
+
+export type { PurgeResult } from './retention';
+
+/**
+ * The purge runs every minute for at most RETENTION_PURGE_BUDGET_MS, a batch of RETENTION_PURGE_BATCH rows per
+ * statement: the maintenance worker is never held for longer than that (the SLA scan and the key lifecycle wait at
+ * most one budget), and a backlog is worked off a budget per minute (README "Retention at volume").
+ */
+export const RETENTION_PURGE_INTERVAL_MS = 60 * 1000;
+export const RETENTION_PURGE_BUDGET_MS = 20 * 1000;
+export const RETENTION_PURGE_BATCH = 2000;
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -37,64 +47,49 @@ export async function runSlaScan(deps: WorkerDeps, deliveryQueue: Queue<Delivery
   return breaches;
 }
 
-export interface PurgeResult {
-  deliveries: number;
-  events: number;
-}
-
-/** Deletes in batches until nothing matches, so one run never holds a huge delete. */
-async function deleteInBatches(findIds: () => Promise<Array<{ id: string }>>, deleteIds: (ids: string[]) => Promise<{ count: number }>) {
-  let total = 0;
-  for (;;) {
-    const ids = (await findIds()).map((row) => row.id);
-    if (ids.length === 0) return total;
-    total += (await deleteIds(ids)).count;
-    if (ids.length < PURGE_BATCH_SIZE) return total;
-  }
-}
-
-function purgeDeliveries(prisma: Db, cutoff: Date): Promise<number> {
-  const where = { status: { in: ['succeeded' as const, 'failed' as const] }, completedAt: { lt: cutoff } };
-  return deleteInBatches(
-    () => prisma.webhookDelivery.findMany({ where, select: { id: true }, take: PURGE_BATCH_SIZE }),
-    // Attempts go with their delivery (ON DELETE CASCADE).
-    (ids) => prisma.webhookDelivery.deleteMany({ where: { id: { in: ids }, ...where } }),
-  );
-}
-
-function purgeOrphanEvents(prisma: Db, cutoff: Date): Promise<number> {
-  const where = { createdAt: { lt: cutoff }, deliveries: { none: {} } };
-  return deleteInBatches(
-    () => prisma.event.findMany({ where, select: { id: true }, take: PURGE_BATCH_SIZE }),
-    (ids) => prisma.event.deleteMany({ where: { id: { in: ids }, ...where } }),
-  );
-}
-
-export async function purgeExpiredDeliveries(deps: WorkerDeps): Promise<PurgeResult> {
+export async function purgeExpiredDeliveries(
+  deps: WorkerDeps,
+  options: { budgetMs?: number; batchSize?: number } = {},
+): Promise<PurgeResult> {
   const cutoff = new Date(deps.clock.now().getTime() - deps.config.webhooks.retentionDays * DAY_MS);
-  const deliveries = await purgeDeliveries(deps.prisma, cutoff);
-  const events = await purgeOrphanEvents(deps.prisma, cutoff);
-  if (deliveries + events > 0) deps.logger.info('Retention purge', { deliveries, events, cutoff: cutoff.toISOString() });
-  return { deliveries, events };
+  const result = await purgeExpired(deps.prisma, {
+    cutoff,
+    budgetMs: options.budgetMs ?? RETENTION_PURGE_BUDGET_MS,
+    batchSize: options.batchSize ?? RETENTION_PURGE_BATCH,
+  });
+  if (result.deliveries + result.events > 0 || !result.complete) {
+    deps.logger.info('Retention purge', { ...result, cutoff: cutoff.toISOString() });
+  }
+  return result;
 }
 
 export const MAINTENANCE_SCHEDULES: ReadonlyArray<{ name: MaintenanceJobName; everyMs: (deps: WorkerDeps) => number }> = [
-  { name: 'outbox-relay', everyMs: (deps) => deps.config.webhooks.relayIntervalMs },
   { name: 'retention-purge', everyMs: () => RETENTION_PURGE_INTERVAL_MS },
   { name: 'key-lifecycle', everyMs: (deps) => deps.config.keyLifecycle.intervalMs },
   { name: 'sla-scan', everyMs: (deps) => deps.config.slaScan.intervalMs },
   { name: 'erasure', everyMs: (deps) => deps.config.erasure.intervalMs },
 ];
 
-/** Creates or updates the job schedulers; every worker process does this at start, idempotently. */
-export async function scheduleMaintenance(deps: WorkerDeps, maintenanceQueue: Queue): Promise<void> {
+const SCHEDULED_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: 100 };
+
+/**
+ * Creates or updates the job schedulers; every worker process does this at start, idempotently. The relay's
+ * scheduler lives on its own queue; the one an older version registered on the maintenance queue is removed.
+ */
+export async function scheduleMaintenance(deps: WorkerDeps, maintenanceQueue: Queue, relayQueue: Queue): Promise<void> {
   for (const schedule of MAINTENANCE_SCHEDULES) {
     await maintenanceQueue.upsertJobScheduler(
       schedule.name,
       { every: schedule.everyMs(deps) },
-      { name: schedule.name, opts: { removeOnComplete: true, removeOnFail: 100 } },
+      { name: schedule.name, opts: SCHEDULED_JOB_OPTIONS },
     );
   }
+  await maintenanceQueue.removeJobScheduler(RELAY_JOB);
+  await relayQueue.upsertJobScheduler(
+    RELAY_JOB,
+    { every: deps.config.webhooks.relayIntervalMs },
+    { name: RELAY_JOB, opts: SCHEDULED_JOB_OPTIONS },
+  );
 }
 
 export async function runMaintenanceJob(
@@ -102,9 +97,9 @@ export async function runMaintenanceJob(
   deliveryQueue: Queue<DeliveryJobData>,
   name: string,
 ): Promise<number | PurgeResult | KeyLifecycleResult | ErasureRunResult> {
+  // A relay job an older version queued here before the relay had its own queue.
+  if (name === RELAY_JOB) return runOutboxRelay(deps, deliveryQueue);
   switch (name as MaintenanceJobName) {
-    case 'outbox-relay':
-      return runOutboxRelay(deps, deliveryQueue);
     case 'retention-purge':
       return purgeExpiredDeliveries(deps);
     case 'key-lifecycle':

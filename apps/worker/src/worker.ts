@@ -1,5 +1,5 @@
 // The BullMQ side of the worker: the delivery Worker (one job = one attempt at one delivery), the maintenance
-// Worker (relay, purge) and its job schedulers. Tests start these in-process with injected deps.
+// Worker (purge, SLA scan, key lifecycle), the outbox relay's own Worker, and their job schedulers. Tests start these in-process with injected deps.
 import { DelayedError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { runWithLogContext } from '@svc/config';
@@ -7,9 +7,11 @@ import {
   DELIVERY_QUEUE,
   ISSUE_EXPORT_JOB,
   MAINTENANCE_QUEUE,
+  RELAY_QUEUE,
   bullPrefix,
   createDeliveryQueue,
   createMaintenanceQueue,
+  createRelayQueue,
   createReportQueue,
   type DeliveryJobData,
   type ReportJobData,
@@ -19,7 +21,7 @@ import type { WorkerDeps } from './deps';
 import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
 import { processIssueExport } from './issue-export';
 import { deliveriesEnded, deliveriesPostponed } from './metrics';
-import { runMaintenanceJob, scheduleMaintenance } from './maintenance';
+import { runMaintenanceJob, runOutboxRelay, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
 import { createReportWorker, scheduleReportRelay } from './reports/report-job';
 
@@ -95,6 +97,19 @@ export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<D
   return worker;
 }
 
+/** The outbox relay's own worker: one job at a time, never queued behind a maintenance job. */
+export function createRelayWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Worker {
+  const connection = deps.redis();
+  const worker = new Worker(
+    RELAY_QUEUE,
+    (job: Job) => runWithLogContext({ jobId: job.id }, () => runOutboxRelay(deps, deliveryQueue)),
+    { connection, prefix: bullPrefix(deps.config), concurrency: 1 },
+  );
+  ownConnection(worker, connection);
+  logFailures(worker, deps);
+  return worker;
+}
+
 /**
  * A Redis that restarts without persistence comes back empty: no job schedulers, so no relay to re-enqueue the
  * deliveries whose jobs were lost with it. Registering the (idempotent) schedulers again after every reconnection
@@ -124,8 +139,11 @@ export interface StartWorkerOptions {
 export interface RunningWorker {
   deliveryWorker: Worker<DeliveryJobData, DeliveryResult>;
   maintenanceWorker: Worker;
+  /** The outbox relay, on a queue of its own. */
+  relayWorker: Worker;
   deliveryQueue: Queue<DeliveryJobData>;
   maintenanceQueue: Queue;
+  relayQueue: Queue;
   /** Renders PDF reports (apps/worker/src/reports). */
   reportWorker: Worker;
   reportQueue: Queue<ReportJobData>;
@@ -139,27 +157,31 @@ export async function startWorker(deps: WorkerDeps, options: StartWorkerOptions 
   const maintenanceQueue = createMaintenanceQueue(queueConnection, deps.config);
   const deliveryWorker = createDeliveryWorker(deps, options.delivery);
   const maintenanceWorker = createMaintenanceWorker(deps, deliveryQueue);
+  const relayQueue = createRelayQueue(queueConnection, deps.config);
+  const relayWorker = createRelayWorker(deps, deliveryQueue);
   const reportQueue = createReportQueue(queueConnection, deps.config);
   const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue);
   if (options.schedule !== false) {
     const schedule = async () => {
-      await scheduleMaintenance(deps, maintenanceQueue);
+      await scheduleMaintenance(deps, maintenanceQueue, relayQueue);
       await scheduleReportRelay(deps, reportQueue);
     };
     await schedule();
     rescheduleAfterReconnect(queueConnection, schedule, deps);
   }
-  await Promise.all([deliveryWorker.waitUntilReady(), maintenanceWorker.waitUntilReady(), reportWorker.waitUntilReady()]);
+  await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.waitUntilReady()));
   return {
     deliveryWorker,
     maintenanceWorker,
+    relayWorker,
     deliveryQueue,
     maintenanceQueue,
+    relayQueue,
     reportWorker,
     reportQueue,
     async close() {
-      await Promise.all([deliveryWorker.close(), maintenanceWorker.close(), reportWorker.close()]);
-      await Promise.all([deliveryQueue.close(), maintenanceQueue.close(), reportQueue.close()]);
+      await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.close()));
+      await Promise.all([deliveryQueue, maintenanceQueue, relayQueue, reportQueue].map((q) => q.close()));
       await queueConnection.quit().catch(() => queueConnection.disconnect());
     },
   };

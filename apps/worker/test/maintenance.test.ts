@@ -71,6 +71,123 @@ it('removes terminal deliveries, their attempts and their events 30 days after c
   expect(await exists(sharedEvent)).toEqual({ delivery: false, attempts: 0, event: true });
 });
 
+describe('an old event with deliveries at the three subscription levels', () => {
+  type State = { status: 'pending' | 'succeeded' | 'failed'; completedDaysAgo?: number };
+
+  async function levelSubscriptions() {
+    const { prisma } = w.h.deps;
+    const project = await prisma.project.create({ data: { id: newId('prj'), organizationId: w.org.id, name: `Retention ${newId('prj')}` } });
+    const assessment = await prisma.assessment.create({
+      data: { id: newId('asm'), organizationId: w.org.id, projectId: project.id, name: 'Retention', status: 'running' },
+    });
+    // monitoring.regression: no other test here publishes it, so these subscriptions add no delivery to theirs.
+    const body = (name: string) => ({ name, url: w.receiver.url('/levels'), events: ['monitoring.regression'] });
+    return {
+      org: (await w.subscribe(body('org level'))).id,
+      project: (await w.subscribe(body('project level'), { level: 'project', projectId: project.id })).id,
+      assessment: (await w.subscribe(body('assessment level'), { level: 'assessment', assessmentId: assessment.id })).id,
+    };
+  }
+
+  /** One event `daysAgo` old with one delivery per listed subscription, each in its state with two attempts. */
+  async function eventWith(daysAgo: number, deliveries: Array<[subscriptionId: string, state: State]>) {
+    const { prisma } = w.h.deps;
+    const createdAt = new Date(Date.now() - daysAgo * DAY);
+    const event = await prisma.event.create({
+      data: { id: newId('event'), organizationId: w.org.id, type: 'monitoring.regression', data: {}, createdAt },
+    });
+    const ids: string[] = [];
+    for (const [subscriptionId, state] of deliveries) {
+      const completedAt = state.completedDaysAgo === undefined ? null : new Date(Date.now() - state.completedDaysAgo * DAY);
+      const delivery = await prisma.webhookDelivery.create({
+        data: {
+          id: newId('whdel'), organizationId: w.org.id, subscriptionId, eventId: event.id, eventType: 'monitoring.regression',
+          payload: {}, payloadFormat: 'service', status: state.status, completedAt, attemptCount: 2, createdAt,
+        },
+      });
+      for (const number of [1, 2]) {
+        await prisma.webhookAttempt.create({
+          data: { id: newId('whatt'), deliveryId: delivery.id, number, startedAt: createdAt, durationMs: 5, outcome: 'http_error', responseStatus: 500 },
+        });
+      }
+      ids.push(delivery.id);
+    }
+    return { eventId: event.id, deliveryIds: ids };
+  }
+
+  async function remaining(seeded: { eventId: string; deliveryIds: string[] }) {
+    const { prisma } = w.h.deps;
+    return {
+      event: await prisma.event.count({ where: { id: seeded.eventId } }),
+      deliveries: (await prisma.webhookDelivery.findMany({ where: { id: { in: seeded.deliveryIds } }, select: { id: true } })).map((d) => seeded.deliveryIds.indexOf(d.id)).sort(),
+      attempts: await prisma.webhookAttempt.count({ where: { deliveryId: { in: seeded.deliveryIds } } }),
+    };
+  }
+
+  it('removes exactly the expired deliveries and their attempts, and the event only once nothing references it', async () => {
+    const subs = await levelSubscriptions();
+    // Expired at the organization and project levels, still pending at the assessment level: the event stays.
+    const withPending = await eventWith(60, [
+      [subs.org, { status: 'succeeded', completedDaysAgo: 59 }],
+      [subs.project, { status: 'failed', completedDaysAgo: 31 }],
+      [subs.assessment, { status: 'pending' }],
+    ]);
+    // Expired at two levels, completed 29 days ago at the third (a late retry): the event stays with that one.
+    const withRecent = await eventWith(60, [
+      [subs.org, { status: 'failed', completedDaysAgo: 45 }],
+      [subs.project, { status: 'succeeded', completedDaysAgo: 29 }],
+      [subs.assessment, { status: 'succeeded', completedDaysAgo: 30.1 }],
+    ]);
+    // Every level expired: everything goes.
+    const allExpired = await eventWith(60, [
+      [subs.org, { status: 'succeeded', completedDaysAgo: 40 }],
+      [subs.project, { status: 'failed', completedDaysAgo: 40 }],
+      [subs.assessment, { status: 'succeeded', completedDaysAgo: 31 }],
+    ]);
+    // Events no subscription matched: the old one goes, the recent one stays.
+    const oldLonely = await eventWith(31, []);
+    const recentLonely = await eventWith(29, []);
+    // All recent: nothing goes.
+    const recent = await eventWith(2, [
+      [subs.org, { status: 'succeeded', completedDaysAgo: 1 }],
+      [subs.project, { status: 'failed', completedDaysAgo: 1 }],
+      [subs.assessment, { status: 'pending' }],
+    ]);
+
+    // A batch of 2 rows and several runs' worth of statements: the keyset walk must neither skip nor repeat rows.
+    const result = await purgeExpiredDeliveries(w.workerDeps, { batchSize: 2 });
+    expect(result.complete).toBe(true);
+
+    expect(await remaining(withPending)).toEqual({ event: 1, deliveries: [2], attempts: 2 });
+    expect(await remaining(withRecent)).toEqual({ event: 1, deliveries: [1], attempts: 2 });
+    expect(await remaining(allExpired)).toEqual({ event: 0, deliveries: [], attempts: 0 });
+    expect(await remaining(oldLonely)).toEqual({ event: 0, deliveries: [], attempts: 0 });
+    expect(await remaining(recentLonely)).toEqual({ event: 1, deliveries: [], attempts: 0 });
+    expect(await remaining(recent)).toEqual({ event: 1, deliveries: [0, 1, 2], attempts: 6 });
+
+    // Once the pending delivery ends and its 30 days pass, the event goes too.
+    await w.h.deps.prisma.webhookDelivery.update({
+      where: { id: withPending.deliveryIds[2] },
+      data: { status: 'succeeded', completedAt: new Date(Date.now() - 31 * DAY) },
+    });
+    await purgeExpiredDeliveries(w.workerDeps);
+    expect(await remaining(withPending)).toEqual({ event: 0, deliveries: [], attempts: 0 });
+  });
+
+  it('stops on its time budget and says so; the next run carries on', async () => {
+    const subs = await levelSubscriptions();
+    const seeded = await eventWith(50, [
+      [subs.org, { status: 'succeeded', completedDaysAgo: 40 }],
+      [subs.project, { status: 'succeeded', completedDaysAgo: 40 }],
+    ]);
+    const spent = await purgeExpiredDeliveries(w.workerDeps, { budgetMs: 0 });
+    expect(spent).toEqual({ deliveries: 0, events: 0, complete: false });
+    expect(await remaining(seeded)).toEqual({ event: 1, deliveries: [0, 1], attempts: 4 });
+    expect(await purgeExpiredDeliveries(w.workerDeps)).toMatchObject({ complete: true });
+    expect(await remaining(seeded)).toEqual({ event: 0, deliveries: [], attempts: 0 });
+  });
+});
+
 it('follows the clock: a delivery completed now is purged once the clock is 30 days ahead', async () => {
   const fresh = await deliveryInState(0, { status: 'failed', completedDaysAgo: 0 });
   await purgeExpiredDeliveries(w.workerDeps);

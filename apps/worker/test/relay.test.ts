@@ -14,16 +14,17 @@ beforeAll(async () => {
 });
 afterAll(() => w?.close());
 
-it('registers the relay and the retention purge as job schedulers, once however many workers start', async () => {
+it('registers the relay (on its own queue) and the maintenance jobs as job schedulers, once however many workers start', async () => {
   const second = await startWorker(w.workerDeps);
   try {
     const schedulers = await w.worker!.maintenanceQueue.getJobSchedulers();
     expect(schedulers.map((s) => [s.key, s.every]).sort()).toEqual([
       ['key-lifecycle', 3_600_000],
-      ['outbox-relay', 200],
-      ['retention-purge', 3_600_000],
+      ['retention-purge', 60_000],
       ['sla-scan', 900_000],
     ]);
+    const relay = await w.worker!.relayQueue.getJobSchedulers();
+    expect(relay.map((s) => [s.key, s.every])).toEqual([['outbox-relay', 200]]);
   } finally {
     await second.close();
   }

@@ -6,12 +6,18 @@ import type { Config, RedisNodeAuth, RedisTarget } from '@svc/config';
 
 export const DELIVERY_QUEUE = 'webhook-deliveries';
 export const MAINTENANCE_QUEUE = 'maintenance';
+/**
+ * The outbox relay has a queue and a worker of its own: no maintenance job (a retention purge, an SLA scan) can
+ * hold it up, so "nothing accepted is lost" keeps its timing when the volume is high.
+ */
+export const RELAY_QUEUE = 'outbox-relay';
+export const RELAY_JOB = 'outbox-relay';
 
 export interface DeliveryJobData {
   deliveryId: string;
 }
 
-export type MaintenanceJobName = 'outbox-relay' | 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure';
+export type MaintenanceJobName = 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure';
 
 /** Where to connect: a `redis://` URL (tests, single server) or the configuration's target. */
 export type RedisWhere = string | RedisTarget;
@@ -134,6 +140,10 @@ export function createDeliveryQueue(connection: Redis, naming: QueueNaming): Que
 
 export function createMaintenanceQueue(connection: Redis, naming: QueueNaming): Queue {
   return new Queue(MAINTENANCE_QUEUE, { connection, prefix: bullPrefix(naming) });
+}
+
+export function createRelayQueue(connection: Redis, naming: QueueNaming): Queue {
+  return new Queue(RELAY_QUEUE, { connection, prefix: bullPrefix(naming) });
 }
 
 /**

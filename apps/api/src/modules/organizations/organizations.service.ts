@@ -1,4 +1,4 @@
-// The caller's organization: profile, rename, deletion (by cascade) and ownership transfer. The organization row
+// The caller's organization: profile, rename, deletion (history in batches, then by cascade) and ownership transfer. The organization row
 // itself is found by its id, the principal's organization; its memberships go through the scoped client.
 import { scopedTo, type Organization } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
@@ -7,6 +7,7 @@ import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { badRequest, conflict, notFound } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
+import { eraseOrganizationHistory } from '../history-deletion/history-deletion.service';
 
 export function presentOrganization(org: Organization) {
   return {
@@ -33,12 +34,16 @@ export async function updateOrganization(deps: AppDeps, principal: Principal, in
   return presentOrganization(org);
 }
 
-/** Deletes the organization and, by cascade, everything it owns. Users themselves remain. */
+/**
+ * Deletes the organization and everything it owns; users themselves remain. Its history (deliveries, attempts,
+ * events, stored objects) goes first in bounded batches (erasure.service.ts), then the row, whose cascade is small.
+ */
 export async function deleteOrganization(deps: AppDeps, principal: Principal, input: { confirm: string }): Promise<void> {
   const org = await loadOrganization(deps, principal);
   if (input.confirm !== org.name) {
     throw badRequest('To delete the organization, send its exact name in the `confirm` field.');
   }
+  await eraseOrganizationHistory(deps.prisma, org.id);
   // deleteMany with the name in the filter: a concurrent rename between the check and the delete deletes nothing.
   const { count } = await deps.prisma.organization.deleteMany({ where: { id: org.id, name: input.confirm } });
   if (count === 0) throw conflict('The organization changed while it was being deleted; re-fetch and retry.');

@@ -6,6 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
+import { eraseProjectHistory } from '../history-deletion/history-deletion.service';
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
@@ -88,9 +89,13 @@ export async function updateProject(
   return presentProject(project);
 }
 
-/** Deletes the project with its assessments and grants (cascade), then its stored source objects. */
+/**
+ * Deletes the project with its assessments and grants (cascade); its subscriptions' deliveries go first, in bounded
+ * batches (history-deletion.service.ts), and its stored source objects after the rows.
+ */
 export async function deleteProject(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   await requireProjectAccess(deps, principal, id, 'write');
+  await eraseProjectHistory(deps.prisma, principal.organizationId, id);
   const { count } = await scopedTo(deps.prisma, principal).project.deleteMany({ where: { id } });
   if (count === 1) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
 }

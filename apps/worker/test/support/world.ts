@@ -19,9 +19,12 @@ export const FAST_RETRY_ENV = {
   WEBHOOK_BACKOFF_BASE_MS: '50',
   WEBHOOK_BACKOFF_MAX_MS: '150',
   WEBHOOK_TIMEOUT_MS: '3000',
-  // Retries here take milliseconds, a breaker's open period half a minute: tests of retries keep it closed; the
-  // isolation tests (isolation.test.ts) set their own.
+  // Retries here take milliseconds, so the retry window a held-back delivery may wait in is about a second, and a
+  // breaker's open period is half a minute: tests of retries keep the isolation out of the way (a cap that never
+  // binds, a breaker that never opens); the isolation tests (isolation.test.ts) set their own.
   WEBHOOK_BREAKER_FAILURES: '1000',
+  WEBHOOK_MIN_IN_FLIGHT: '100',
+  WEBHOOK_MAX_IN_FLIGHT: '100',
 };
 
 export type Level = { level: 'organization' } | { level: 'project'; projectId: string } | { level: 'assessment'; assessmentId: string };

@@ -26,6 +26,13 @@ function runBench(): Promise<Run> {
         BENCH_LATENCY_SECONDS: '1',
         BENCH_LIMIT_DELIVERIES: '50',
         BENCH_FANOUT: '3',
+        // The isolation rows: a second of each scenario, a small backlog, and a tarpit that times out and is
+        // probed again within a second or two.
+        BENCH_ISOLATION_SECONDS: '1',
+        BENCH_ISOLATION_BACKLOG: '30',
+        WEBHOOK_TIMEOUT_MS: '1000',
+        WEBHOOK_BREAKER_OPEN_MS: '500',
+        WEBHOOK_BREAKER_MAX_OPEN_MS: '1000',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -33,7 +40,7 @@ function runBench(): Promise<Run> {
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 110_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 140_000);
     child.on('error', reject);
     child.on('exit', (code) => {
       clearTimeout(timer);
@@ -46,7 +53,7 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
   const started = Date.now();
   const run = await runBench();
   if (run.code !== 0) throw new Error(`bench exited with ${run.code}:\n${run.stderr.slice(-3000)}`);
-  expect(Date.now() - started).toBeLessThan(110_000);
+  expect(Date.now() - started).toBeLessThan(140_000);
 
   const lines = run.stdout.split('\n');
   const figures = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -62,6 +69,13 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
     'fan-out 1 subscription': ['events_per_s', 'p50_ms', 'p99_ms'],
     'fan-out 3 subscriptions': ['events_per_s', 'p50_ms', 'p99_ms'],
     'fan-out cost (3 vs 1, p50 publish time)': ['ratio'],
+    'isolation Quiet alone (20/s)': ['quiet_p50_ms', 'quiet_p99_ms'],
+    "isolation Noisy's receiver answers 503 at once (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms'],
+    "isolation Noisy's receiver never answers (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms'],
+    'isolation never answers, 5 subscriptions, Noisy at 100/s': ['quiet_p50_ms', 'quiet_p99_ms'],
+    'isolation: tarpit recovered': ['deliveries', 'lost_or_failed', 'max_attempts', 'drained_in_s'],
+    "isolation B at 10/s beside A's backlog of 30": ['quiet_p50_ms', 'quiet_p99_ms'],
+    'isolation: backlog delivered during the fairness run': ['deliveries'],
   };
   expect([...byName.keys()].sort()).toEqual(Object.keys(expected).sort());
   for (const [name, fields] of Object.entries(expected)) {
@@ -73,7 +87,8 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
   }
 
   // The table: a header, then one row per figure, no empty or NaN cell; then the machine it ran on.
-  const table = lines.filter((l) => l.startsWith('| '));
+  const isolationAt = lines.findIndex((l) => l.startsWith('| isolation'));
+  const table = lines.slice(0, isolationAt).filter((l) => l.startsWith('| '));
   expect(table[0]).toMatch(/^\| figure +\| value +\| limit loop +\| ratio +\| target +\|$/);
   const rows = table.slice(1).map((l) => l.split('|').map((c) => c.trim()).slice(1, -1));
   expect(rows.map((r) => r[0])).toEqual([
@@ -92,4 +107,10 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
     if (!row[0].startsWith('limit loop')) expect(row[3]).toMatch(/^\d+(\.\d+)?$/);
   }
   expect(run.stdout).toMatch(/\nmachine: \d+ x .+, \d+ GiB, node v\d+/);
-}, 120_000);
+
+  // The isolation table: Quiet's figures per scenario, the tarpit's recovery (nothing lost), the backlog's fairness.
+  const isolation = lines.slice(isolationAt).filter((l) => l.startsWith('| ') && !l.startsWith('| isolation'));
+  expect(isolation).toHaveLength(6);
+  for (const row of isolation) expect(row).not.toMatch(/NaN|null|undefined/);
+  expect(byName.get('isolation: tarpit recovered')).toMatchObject({ lost_or_failed: 0 });
+}, 150_000);

@@ -19,6 +19,7 @@ it('registers the relay (on its own queue) and the maintenance jobs as job sched
   try {
     const schedulers = await w.worker!.maintenanceQueue.getJobSchedulers();
     expect(schedulers.map((s) => [s.key, s.every]).sort()).toEqual([
+      ['erasure', 30_000],
       ['key-lifecycle', 3_600_000],
       ['retention-purge', 60_000],
       ['sla-scan', 900_000],

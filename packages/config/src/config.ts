@@ -159,7 +159,7 @@ const schema = Joi.object({
   WEBHOOK_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).default(3_000),
   // Delivery isolation (README "Delivery isolation"): per-subscription in-flight cap and circuit breaker.
   WEBHOOK_ISOLATION: Joi.boolean().default(true),
-  // Fair share of backlogs: deliveries per second (counted over 10 s) a subscription enqueues before its next ones go
+  // Fair share of backlogs: deliveries per second (counted per second) a subscription enqueues before its next ones go
   // behind lighter subscriptions' (0: plain FIFO).
   WEBHOOK_FAIR_SHARE_PER_SECOND: Joi.number().integer().min(0).default(50),
   WEBHOOK_MIN_IN_FLIGHT: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.minInFlight),

@@ -13,7 +13,7 @@ export interface OutboxDeps {
   maxAttempts: number;
   /** Bound on the enqueue after commit; past it the relay enqueues instead (default: no bound). */
   enqueueTimeoutMs?: number;
-  /** Deliveries a subscription may enqueue per second (over 10 s) before the rest go behind lighter ones (0: off). */
+  /** Deliveries a subscription may enqueue per second before the rest go behind lighter ones (0: off). */
   fairSharePerSecond?: number;
 }
 
@@ -44,7 +44,7 @@ export interface DeliveryToEnqueue {
 
 /**
  * One job per delivery, job id = delivery id: adding a delivery that already has a job is a no-op. With a fair share,
- * a subscription's deliveries beyond its share of the last few seconds get a BullMQ priority and so go behind lighter ones.
+ * a subscription's deliveries beyond its share of the current second get a BullMQ priority and so go behind lighter ones.
  */
 export async function enqueueDeliveries(
   queue: Queue<DeliveryJobData>,

@@ -1,10 +1,10 @@
 // The counter behind a fair share of backlogs (@svc/domain fairSharePriority): deliveries enqueued per subscription
-// in the current 10-second window, in Redis so that every API instance and worker counts together. One key per subscription
+// in the current second, in Redis so that every API instance and worker counts together. One key per subscription
 // and window (the id is a hash tag: one slot per key on a Redis Cluster).
 import type { Queue } from 'bullmq';
 import { fairSharePriority } from '@svc/domain';
 
-export const FAIR_SHARE_WINDOW_MS = 10_000;
+export const FAIR_SHARE_WINDOW_MS = 1_000;
 
 type CountingRedis = { incrby(key: string, n: number): Promise<number>; pexpire(key: string, ms: number): Promise<number> };
 

@@ -203,7 +203,14 @@ describe('across a worker SIGKILL', () => {
   let local: World;
   let child: ChildWorker | null = null;
   let rescuer: RunningWorker | null = null;
-  const env = { ...ISOLATION_ENV, WEBHOOK_BREAKER_OPEN_MS: '1500', WEBHOOK_BREAKER_MAX_OPEN_MS: '1500' };
+  // A retry window (all 8 attempts' backoff) of about a minute: the kill and the takeover fit well inside it.
+  const env = {
+    ...ISOLATION_ENV,
+    WEBHOOK_BREAKER_OPEN_MS: '1500',
+    WEBHOOK_BREAKER_MAX_OPEN_MS: '1500',
+    WEBHOOK_BACKOFF_BASE_MS: '1000',
+    WEBHOOK_BACKOFF_MAX_MS: '8000',
+  };
   beforeAll(async () => {
     buildWorker();
     local = await createWorld({ env, worker: false });

@@ -1,4 +1,4 @@
-import { fairSharePriority, DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs } from './isolation-policy';
+import { describeDuration, fairSharePriority, DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs } from './isolation-policy';
 
 describe('breakerSignalOf', () => {
   it.each([
@@ -82,4 +82,12 @@ describe('fairSharePriority', () => {
     expect(fairSharePriority(1e12, 600)).toBe(20);
   });
   it('is off without a share', () => expect(fairSharePriority(10_000, 0)).toBe(0));
+});
+
+describe('describeDuration', () => {
+  it('reads in hours, minutes or seconds', () => {
+    expect(describeDuration(retryWindowMs())).toBe('17.8 h');
+    expect(describeDuration(12 * 60_000 + 10_000)).toBe('12 min');
+    expect(describeDuration(3_100)).toBe('3 s');
+  });
 });

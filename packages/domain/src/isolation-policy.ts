@@ -84,10 +84,17 @@ export function postponeOrFail(reason: WaitReason, until: Date, createdAt: Date,
   if (now.getTime() >= deadline.getTime()) {
     return {
       action: 'fail',
-      detail: `held back (${reason.replace(/_/g, ' ')}) past its retry window of ${Math.round(retryWindowMs(policy) / 60_000)} min`,
+      detail: `held back (${reason.replace(/_/g, ' ')}) past its retry window of ${describeDuration(retryWindowMs(policy))}`,
     };
   }
   return { action: 'postpone', until: until.getTime() > deadline.getTime() ? deadline : until };
+}
+
+/** 17.8 h, 12 min, 3 s: a duration as a person reads it in a failure reason. */
+export function describeDuration(ms: number): string {
+  if (ms >= 3_600_000) return `${Math.round(ms / 360_000) / 10} h`;
+  if (ms >= 60_000) return `${Math.round(ms / 60_000)} min`;
+  return `${Math.round(ms / 1000)} s`;
 }
 
 /** A wake-up spread over [0, spread) so that postponed deliveries do not all come back at one instant. */

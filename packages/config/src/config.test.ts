@@ -33,6 +33,22 @@ describe('loadConfig', () => {
     expect(config.encryptionKey).toHaveLength(32);
   });
 
+  it('sizes the per-subscription in-flight cap to one worker by default, so a lone busy subscription uses every slot', () => {
+    expect(loadConfig({}).webhooks.isolation).toEqual({
+      minInFlight: 4,
+      maxInFlight: 64,
+      slowAttemptMs: 2_000,
+      breakerFailures: 3,
+      breakerOpenMs: 30_000,
+      breakerMaxOpenMs: 600_000,
+    });
+    expect(loadConfig({ WORKER_CONCURRENCY: '100' }).webhooks.isolation?.maxInFlight).toBe(100);
+    expect(loadConfig({ WORKER_CONCURRENCY: '2' }).webhooks.isolation?.maxInFlight).toBe(4);
+    expect(loadConfig({ WORKER_CONCURRENCY: '100', WEBHOOK_MAX_IN_FLIGHT: '20' }).webhooks.isolation?.maxInFlight).toBe(20);
+    expect(() => loadConfig({ WEBHOOK_MIN_IN_FLIGHT: '8', WEBHOOK_MAX_IN_FLIGHT: '4' })).toThrow(/WEBHOOK_MAX_IN_FLIGHT/);
+    expect(loadConfig({ WEBHOOK_ISOLATION: 'false' }).webhooks.isolation).toBeNull();
+  });
+
   it('links e-mails to the local instance on its own port unless PUBLIC_BASE_URL says otherwise', () => {
     expect(loadConfig({}).publicBaseUrl).toBe('http://localhost:3000');
     expect(loadConfig({ PORT: '3300' }).publicBaseUrl).toBe('http://localhost:3300');

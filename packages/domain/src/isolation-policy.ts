@@ -107,12 +107,12 @@ export function wakeJitterMs(waitMs: number, random: () => number = Math.random)
 export const MAX_FAIR_SHARE_PRIORITY = 20;
 
 /**
- * A fair share of a backlog: the BullMQ priority of a delivery from a subscription that enqueued `countInWindow`
- * deliveries in the current window (this one included). Up to `share` none (FIFO with everyone else); beyond it
+ * A fair share of a backlog: the BullMQ priority of a delivery from a subscription whose recent enqueue rate
+ * (deliveries per second, this batch included) is `rate`. Up to `share` none (FIFO with everyone else); beyond it
  * 1, 2, 3, ... for each doubling, so a subscription importing thousands of findings goes behind every lighter one's
  * fresh events, and heavier backlogs behind lighter ones.
  */
-export function fairSharePriority(countInWindow: number, share: number): number {
-  if (!(share > 0) || countInWindow <= share) return 0;
-  return Math.min(MAX_FAIR_SHARE_PRIORITY, 1 + Math.floor(Math.log2(countInWindow / share)));
+export function fairSharePriority(rate: number, share: number): number {
+  if (!(share > 0) || !(rate > share)) return 0;
+  return Math.min(MAX_FAIR_SHARE_PRIORITY, 1 + Math.floor(Math.log2(rate / share)));
 }

@@ -811,10 +811,6 @@ function printIsolationTable(rows) {
 module.exports = { RUN_ID, log, report, round, sleep, createDatabase, dropDatabase, deleteRedisPrefix, makeTls, startReceiver, serviceEnv, startProcess, stopProcess, API_COMMAND, WORKER_COMMAND, call, expectStatus, waitForHealthy, setUpTenant, publishCount, drain, waitUntil };
 if (require.main !== module) return;
 
-if (!existsSync(path.join(ROOT, 'node_modules'))) {
-  log('run the README set-up first (npm start or npm test installs the dependencies)');
-  process.exit(1);
-}
 main().catch((err) => {
   process.stderr.write(`[bench] failed: ${err.stack ?? err.message}\n`);
   process.exit(1);

@@ -21,7 +21,7 @@
 'use strict';
 const { execFileSync, fork, spawn } = require('node:child_process');
 const { createRequire } = require('node:module');
-const { mkdtempSync, writeFileSync, readFileSync, existsSync } = require('node:fs');
+const { mkdtempSync, writeFileSync, readFileSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const crypto = require('node:crypto');

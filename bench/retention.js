@@ -30,10 +30,14 @@ const RELAY_AGE_MS = 5000;
 const DAY_MS = 24 * 3600 * 1000;
 const { log, report, round, sleep } = bench;
 
-// The built worker's purge and Prisma client: what the scheduled job runs, with its budget and batch size.
-const { purgeExpired } = require(path.join(ROOT, 'apps/worker/dist/retention.js'));
-const { RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH } = require(path.join(ROOT, 'apps/worker/dist/maintenance.js'));
-const { createPrismaClient, poolOf } = require(path.join(ROOT, 'packages/db/dist/index.js'));
+// The built worker's purge and Prisma client: what the scheduled job runs, with its budget and batch size. Loaded
+// once main() has built them (a fresh clone has no dist yet).
+let purgeExpired, RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH, createPrismaClient, poolOf;
+function loadBuiltModules() {
+  ({ purgeExpired } = require(path.join(ROOT, 'apps/worker/dist/retention.js')));
+  ({ RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH } = require(path.join(ROOT, 'apps/worker/dist/maintenance.js')));
+  ({ createPrismaClient, poolOf } = require(path.join(ROOT, 'packages/db/dist/index.js')));
+}
 
 // A payload of the shape of a finding.created envelope (343 bytes).
 const PAYLOAD = `'{"id":"x","type":"finding.created","created_at":"2026-01-01T00:00:00Z","organization_id":"org","data":{"kind":"finding.created","finding_id":"fnd_01","title":"${'x'.repeat(120)}","severity":"high","status":"open","location":"src/app.ts:10"}}'::jsonb`;
@@ -159,6 +163,7 @@ async function main() {
     log('building (as npm start does)');
     execFileSync('bash', ['-c', 'source scripts/lib.sh && prepare_workspace'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   }
+  loadBuiltModules();
   const tls = await bench.makeTls();
   const dbUrl = await bench.createDatabase();
   const receiver = await bench.startReceiver(tls);

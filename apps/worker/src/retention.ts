@@ -17,8 +17,17 @@ export interface RetentionOptions {
   budgetMs: number;
   /** Rows per statement. */
   batchSize: number;
+  /**
+   * After each batch, rest this many times as long as the batch took (0: none). The purge then takes at most
+   * 1 / (1 + ratio) of a PostgreSQL backend while it runs, leaving the rest to the deliveries it shares the
+   * database with; the rest counts against the budget.
+   */
+  pauseRatio?: number;
   now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
 }
+
+const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface PurgeResult {
   deliveries: number;
@@ -112,23 +121,32 @@ export async function purgeExpired(db: Db, options: RetentionOptions): Promise<P
   const deadline = now() + options.budgetMs;
   const result: PurgeResult = { deliveries: 0, events: 0, complete: false };
 
+  const rest = async (batchStarted: number) => {
+    const pause = Math.min((now() - batchStarted) * (options.pauseRatio ?? 0), deadline - now());
+    if (pause > 0) await (options.sleep ?? sleepMs)(pause);
+  };
+
   let from = EPOCH;
   for (;;) {
     if (now() >= deadline) return result;
+    const started = now();
     const batch = await deleteExpiredDeliveries(db, options.cutoff, from, options.batchSize);
     result.deliveries += batch.deleted;
     result.events += await deleteUnreferencedEvents(db, options.cutoff, batch.eventIds);
     if (!batch.last || batch.deleted < options.batchSize) break;
     from = batch.last;
+    await rest(started);
   }
 
   from = EPOCH;
   for (;;) {
     if (now() >= deadline) return result;
+    const started = now();
     const batch = await sweepOldEvents(db, options.cutoff, from, options.batchSize);
     result.events += batch.deleted;
     if (!batch.last || batch.scanned < options.batchSize) break;
     from = batch.last;
+    await rest(started);
   }
   result.complete = true;
   return result;

@@ -3,6 +3,7 @@
 import { newId } from '@svc/db';
 import { publishEvent } from '@svc/outbox';
 import { purgeExpiredDeliveries } from '../src/maintenance';
+import { purgeExpired } from '../src/retention';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 const DAY = 24 * 3600 * 1000;
@@ -185,6 +186,31 @@ describe('an old event with deliveries at the three subscription levels', () => 
     expect(await remaining(seeded)).toEqual({ event: 1, deliveries: [0, 1], attempts: 4 });
     expect(await purgeExpiredDeliveries(w.workerDeps)).toMatchObject({ complete: true });
     expect(await remaining(seeded)).toEqual({ event: 0, deliveries: [], attempts: 0 });
+  });
+
+  it('rests after each batch as long as the batch took, times pauseRatio, and still completes', async () => {
+    const subs = await levelSubscriptions();
+    const seeded = await eventWith(60, [
+      [subs.org, { status: 'succeeded', completedDaysAgo: 40 }],
+      [subs.project, { status: 'failed', completedDaysAgo: 40 }],
+      [subs.assessment, { status: 'succeeded', completedDaysAgo: 40 }],
+    ]);
+    let clock = 0;
+    const rests: number[] = [];
+    const result = await purgeExpired(w.h.deps.prisma, {
+      cutoff: new Date(Date.now() - 30 * DAY),
+      budgetMs: 60_000,
+      batchSize: 1,
+      pauseRatio: 2,
+      now: () => (clock += 10), // every reading of the clock is 10 ms later: each batch "takes" 10 ms
+      sleep: async (ms) => {
+        rests.push(ms);
+      },
+    });
+    expect(result.complete).toBe(true);
+    expect(await remaining(seeded)).toEqual({ event: 0, deliveries: [], attempts: 0 });
+    expect(rests.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(rests)).toEqual(new Set([20]));
   });
 });
 

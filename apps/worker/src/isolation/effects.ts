@@ -3,6 +3,7 @@
 // a breaker that opens, and waking the deliveries that waited for a slot or for the breaker to close.
 import { Job, type Queue } from 'bullmq';
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
+import { Prisma, queryRows, utcTimestamp } from '@svc/db';
 import type { BreakerState, WaitReason } from '@svc/domain';
 import type { DeliveryJobData } from '@svc/queue';
 import type { WorkerDeps } from '../deps';
@@ -20,10 +21,16 @@ export async function recordPostponement(
   now: Date,
 ): Promise<void> {
   if (delivery.waitReason === reason && delivery.nextAttemptAt && delivery.nextAttemptAt.getTime() > now.getTime()) return;
-  await deps.prisma.webhookDelivery.updateMany({
-    where: { id: delivery.id, status: 'pending', attemptCount: delivery.attemptCount },
-    data: { nextAttemptAt: until, waitReason: reason },
-  });
+  // On the hot path of a held-back subscription: a prepared statement on the pg pool, like the attempt's record.
+  await queryRows(
+    deps.prisma,
+    Prisma.sql`
+      UPDATE webhook_deliveries
+         SET next_attempt_at = ${utcTimestamp(until)}, wait_reason = ${reason}, updated_at = ${utcTimestamp(now)}
+       WHERE id = ${delivery.id} AND status = 'pending' AND attempt_count = ${delivery.attemptCount}
+      RETURNING id`,
+    'worker_record_postponement',
+  );
 }
 
 /** Mirrors a breaker transition on the subscription row; an opening is logged and audited by `system`. */
@@ -57,11 +64,18 @@ export async function recordBreakerTransition(
   });
 }
 
+const WAKE_CHUNK = 100;
+
 /** Moves waiting deliveries' jobs to now (a slot freed, or the breaker closed). A job no longer delayed is left alone. */
 export async function wakeDeliveries(queue: Queue<DeliveryJobData>, ids: string[]): Promise<void> {
-  for (const id of ids) {
-    const job = await Job.fromId(queue, id);
-    await job?.promote().catch(() => undefined);
+  // A breaker that closes wakes its whole backlog: a chunk at a time concurrently, not one round trip after another.
+  for (let i = 0; i < ids.length; i += WAKE_CHUNK) {
+    await Promise.all(
+      ids.slice(i, i + WAKE_CHUNK).map(async (id) => {
+        const job = await Job.fromId(queue, id);
+        await job?.promote().catch(() => undefined);
+      }),
+    );
   }
 }
 

@@ -29,10 +29,9 @@ import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
-import { IsolationState, type Release } from './isolation/state';
 import { recordBreakerTransition, recordPostponement, scheduleProbe, wakeDeliveries } from './isolation/effects';
 import type { Queue } from 'bullmq';
-import type { DeliveryJobData } from '@svc/queue';
+import { IsolationState, type DeliveryJobData, type Release } from '@svc/queue';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;

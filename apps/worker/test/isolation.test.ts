@@ -5,6 +5,7 @@ import { bearer } from '../../api/test/support/fixtures';
 import { startWorker, type RunningWorker } from '../src/worker';
 import { buildWorker, spawnWorker, type ChildWorker } from './support/child-worker';
 import { outboxDeps, withOutbox } from '@svc/outbox';
+import { deliveriesPostponed } from '../src/metrics';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 const ISOLATION_ENV = {
@@ -244,6 +245,91 @@ describe('across a worker SIGKILL', () => {
     for (const d of done) expect(d.attemptCount).toBeLessThanOrEqual(8);
   }, 90_000);
 });
+
+describe('deliveries published while the breaker is open', () => {
+  let local: World;
+  // A long open period, so that the deliveries published while it is open are certainly held back at enqueue, inside
+  // a retry window (all 8 attempts' backoff) of about a minute.
+  const env = {
+    ...ISOLATION_ENV,
+    WEBHOOK_BREAKER_OPEN_MS: '3000',
+    WEBHOOK_BREAKER_MAX_OPEN_MS: '3000',
+    WEBHOOK_BACKOFF_BASE_MS: '1000',
+    WEBHOOK_BACKOFF_MAX_MS: '8000',
+  };
+  beforeAll(async () => {
+    local = await createWorld({ env, worker: false });
+  });
+  afterAll(() => local?.close());
+
+  const publishVia = (deps: ReturnType<typeof outboxDeps>, tag: string, n: number) =>
+    withOutbox(deps, async (_tx, p) => {
+      for (let i = 0; i < n; i++) await p({ type: 'report.ready', organizationId: local.org.id, data: { report_id: `rep_${tag}_${i}` } });
+    });
+
+  // 4 before: two in flight open the breaker, one of the two waiting probes. 2 before: nothing waits when it opens,
+  // so the first delivery held back at enqueue is the one that probes.
+  it.each([4, 2])('are enqueued held back, no worker touching them, and go as soon as the probe succeeds (%i before)', async (before) => {
+    let hung = true;
+    const path = `/down${before}`;
+    local.receiver.script(path, () => (hung ? { hang: true } : ok()));
+    const sub = await local.subscribe({ name: 'down', url: local.receiver.url(path), events: ['report.ready'] });
+    const deps = outboxDeps({ ...local.h.deps, config: local.h.config }, local.h.deps.deliveryQueue);
+    const worker = await startWorker(local.workerDeps, { schedule: false });
+    try {
+      await publishVia(deps, 'before', before);
+      await poll(() => local.subscription(sub.id), (s) => s.breakerState === 'open', 10_000, 'the breaker to open');
+      const postponedBefore = await postponedCount('breaker_open');
+
+      await publishVia(deps, 'during', 6);
+      const during = (await local.deliveriesOf(sub.id)).filter((d) => /rep_during/.test(JSON.stringify(d.payload)));
+      expect(during).toHaveLength(6);
+      for (const d of during) {
+        // Shown as waiting behind the breaker from the start, and their jobs delayed: not run by a worker.
+        expect(d).toMatchObject({ status: 'pending', attemptCount: 0, waitReason: 'breaker_open' });
+        expect(d.nextAttemptAt!.getTime()).toBeGreaterThan(Date.now());
+        expect(await local.h.deps.deliveryQueue.getJobState(d.id)).toBe('delayed');
+      }
+      expect(await postponedCount('breaker_open')).toBe(postponedBefore);
+
+      // The endpoint recovers: the probe at the end of the open period closes the breaker, which wakes the held
+      // deliveries at once (not at their far wake-up, minutes away).
+      hung = false;
+      const done = await poll(
+        () => local.deliveriesOf(sub.id),
+        (ds) => ds.length === before + 6 && ds.every((d) => d.status === 'succeeded'),
+        20_000,
+        'every delivery to succeed once the probe has closed the breaker',
+      );
+      for (const d of done.filter((x) => during.some((h) => h.id === x.id))) expect(d.attemptCount).toBe(1);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('go at once when the breaker has closed meanwhile (the row still showing it open)', async () => {
+    local.receiver.script('/fine', ok);
+    const sub = await local.subscribe({ name: 'fine', url: local.receiver.url('/fine'), events: ['report.ready'] });
+    // The row's mirror says open; Redis, where the breaker lives, has no such state: the deliveries are not held.
+    await local.h.deps.prisma.webhookSubscription.update({
+      where: { id: sub.id },
+      data: { breakerState: 'open', breakerUntil: new Date(Date.now() + 60_000) },
+    });
+    const deps = outboxDeps({ ...local.h.deps, config: local.h.config }, local.h.deps.deliveryQueue);
+    const worker = await startWorker(local.workerDeps, { schedule: false });
+    try {
+      await publishVia(deps, 'stale', 3);
+      await local.receiver.waitForRequests('/fine', 3, 10_000);
+    } finally {
+      await worker.close();
+    }
+  });
+});
+
+async function postponedCount(reason: string): Promise<number> {
+  const metric = await deliveriesPostponed.get();
+  return metric.values.find((v) => v.labels.reason === reason)?.value ?? 0;
+}
 
 describe('a fair share of a backlog', () => {
   let local: World;

@@ -1,4 +1,4 @@
-import { describeDuration, fairSharePriority, DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs } from './isolation-policy';
+import { describeDuration, fairSharePriority, DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, farWakeMs, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs } from './isolation-policy';
 
 describe('breakerSignalOf', () => {
   it.each([
@@ -89,5 +89,12 @@ describe('describeDuration', () => {
     expect(describeDuration(retryWindowMs())).toBe('17.8 h');
     expect(describeDuration(12 * 60_000 + 10_000)).toBe('12 min');
     expect(describeDuration(3_100)).toBe('3 s');
+  });
+});
+
+describe('farWakeMs', () => {
+  it('is 10 minutes, or the longest open period when that is longer', () => {
+    expect(farWakeMs({ breakerMaxOpenMs: 60_000 })).toBe(600_000);
+    expect(farWakeMs({ breakerMaxOpenMs: 3_600_000 })).toBe(3_600_000);
   });
 });

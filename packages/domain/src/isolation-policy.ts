@@ -45,6 +45,14 @@ export function breakerSignalOf(outcome: string): BreakerSignal {
   return 'answered';
 }
 
+/**
+ * How long a delivery held back behind an open breaker sleeps before it looks again, unless the breaker's closing
+ * wakes it first (at least one longest open period: a delivery does not wake to find the breaker still open).
+ */
+export function farWakeMs(rules: Pick<IsolationRules, 'breakerMaxOpenMs'>): number {
+  return Math.max(10 * 60_000, rules.breakerMaxOpenMs);
+}
+
 /** The open period after trip n (1-based): breakerOpenMs x 2^(n-1), capped. */
 export function breakerOpenPeriodMs(trip: number, rules: Pick<IsolationRules, 'breakerOpenMs' | 'breakerMaxOpenMs'>): number {
   if (!Number.isInteger(trip) || trip < 1) throw new RangeError(`trip must be an integer >= 1, got ${trip}`);

@@ -5,6 +5,7 @@ import { withTimeout } from '@svc/domain';
 import { deliveryJobOptions, type DeliveryJobData } from '@svc/queue';
 import { publishEvent, type DeliveryRef, type PublishEventInput, type PublishedEvent } from './publish';
 import { fairSharePriorities } from './fair-share';
+import { heldBackDelays, holdBackDeliveries, type HoldBack } from './held-back';
 
 export interface OutboxDeps {
   prisma: Db;
@@ -15,20 +16,24 @@ export interface OutboxDeps {
   enqueueTimeoutMs?: number;
   /** Deliveries a subscription may enqueue per second before the rest go behind lighter ones (0: off). */
   fairSharePerSecond?: number;
+  /** Holds back deliveries whose subscription's breaker is open (null: isolation off). */
+  holdBack?: HoldBack | null;
 }
 
 /** The one way to build OutboxDeps from a process's connections (API or worker) and the queue deliveries go to. */
 export function outboxDeps(
-  from: { prisma: Db; logger: Logger; config: Pick<Config, 'webhooks' | 'availability'> },
+  from: { prisma: Db; logger: Logger; config: Pick<Config, 'webhooks' | 'availability' | 'redisPrefix'> },
   deliveryQueue: Queue<DeliveryJobData>,
 ): OutboxDeps {
+  const { webhooks } = from.config;
   return {
     prisma: from.prisma,
     deliveryQueue,
     logger: from.logger,
-    maxAttempts: from.config.webhooks.maxAttempts,
+    maxAttempts: webhooks.maxAttempts,
     enqueueTimeoutMs: from.config.availability.redisCommandTimeoutMs,
-    fairSharePerSecond: from.config.webhooks.fairSharePerSecond,
+    fairSharePerSecond: webhooks.fairSharePerSecond,
+    holdBack: webhooks.isolation && { prisma: from.prisma, redisPrefix: from.config.redisPrefix, rules: webhooks.isolation },
   };
 }
 
@@ -38,28 +43,39 @@ export type Publish = (input: PublishEventInput) => Promise<PublishedEvent>;
 export interface DeliveryToEnqueue {
   id: string;
   remainingAttempts: number;
-  /** With a fair share: counted for the subscription's priority. */
+  /** With a fair share: counted for the subscription's priority; with a hold-back, whose breaker to ask. */
   subscriptionId?: string;
+  /** The subscription row showed its breaker open until then (epoch ms): the delivery is enqueued held back. */
+  breakerOpenUntilMs?: number | null;
+}
+
+export interface EnqueueOptions {
+  fairSharePerSecond?: number;
+  holdBack?: HoldBack | null;
 }
 
 /**
  * One job per delivery, job id = delivery id: adding a delivery that already has a job is a no-op. With a fair share,
- * a subscription's deliveries beyond its share of the current second get a BullMQ priority and so go behind lighter ones.
+ * a subscription's deliveries beyond its share of the current second get a BullMQ priority and so go behind lighter
+ * ones. With a hold-back, deliveries to a subscription whose breaker is open are added postponed (held-back.ts).
  */
 export async function enqueueDeliveries(
   queue: Queue<DeliveryJobData>,
   deliveries: DeliveryToEnqueue[],
-  fairSharePerSecond = 0,
+  { fairSharePerSecond = 0, holdBack }: EnqueueOptions = {},
 ): Promise<void> {
   if (deliveries.length === 0) return;
+  const now = Date.now();
+  const delays = holdBack ? heldBackDelays(deliveries, holdBack.rules, now) : new Map<string, number>();
   const priorities = fairSharePerSecond > 0 ? await fairSharePriorities(queue, countBySubscription(deliveries), fairSharePerSecond) : null;
   await queue.addBulk(
     deliveries.map((d) => ({
       name: 'deliver',
       data: { deliveryId: d.id },
-      opts: deliveryJobOptions(d.id, d.remainingAttempts, 0, (d.subscriptionId && priorities?.get(d.subscriptionId)) || 0),
+      opts: deliveryJobOptions(d.id, d.remainingAttempts, delays.get(d.id) ?? 0, (d.subscriptionId && priorities?.get(d.subscriptionId)) || 0),
     })),
   );
+  if (holdBack && delays.size > 0) await holdBackDeliveries(queue, holdBack, deliveries, delays, now);
 }
 
 function countBySubscription(deliveries: DeliveryToEnqueue[]): Map<string, number> {
@@ -100,7 +116,7 @@ export async function enqueueAfterCommit(deps: OutboxDeps, deliveries: DeliveryR
       enqueueDeliveries(
         deps.deliveryQueue,
         deliveries.map((d) => ({ ...d, remainingAttempts: deps.maxAttempts })),
-        deps.fairSharePerSecond,
+        { fairSharePerSecond: deps.fairSharePerSecond, holdBack: deps.holdBack },
       );
     await (deps.enqueueTimeoutMs === undefined ? enqueue() : withTimeout(enqueue, deps.enqueueTimeoutMs));
   } catch (err) {

@@ -1,3 +1,4 @@
 export * from './publish';
 export * from './enqueue';
 export * from './relay';
+export * from './held-back';

@@ -15,10 +15,12 @@ export interface PublishEventInput {
   onlySubscriptionId?: string;
 }
 
-/** A delivery to enqueue: its id, and its subscription for the fair share of backlogs. */
+/** A delivery to enqueue: its id, and its subscription for the fair share of backlogs and the breaker. */
 export interface DeliveryRef {
   id: string;
   subscriptionId: string;
+  /** The subscription row showed its breaker open until then (epoch ms): enqueued held back (held-back.ts). */
+  breakerOpenUntilMs?: number | null;
 }
 
 export interface PublishedEvent {
@@ -36,9 +38,19 @@ export interface CandidateSubscription {
   has_severity_filter: boolean;
   has_status_filter: boolean;
   payload_format: string;
+  /** While the row shows the circuit breaker open: the probe time (epoch ms); null otherwise. */
+  breaker_open_until_ms: number | null;
 }
 
-const CANDIDATE_COLUMNS = ['id', 'events', 'severity_filter', 'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format'];
+/** The candidates' columns: [name, SQL expression]. */
+const CANDIDATE_COLUMNS: Array<[string, string]> = [
+  ...['id', 'events', 'severity_filter', 'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format'].map(
+    (c): [string, string] => [c, c],
+  ),
+  // Epoch ms of a timestamp without time zone (stored as UTC): a number, whatever the session's time zone.
+  ['breaker_open_until_ms', "CASE WHEN breaker_state = 'open' THEN floor(extract(epoch FROM breaker_until) * 1000)::float8 END"],
+];
+const CANDIDATE_SELECT = CANDIDATE_COLUMNS.map(([name, expr]) => (name === expr ? name : `${expr} AS ${name}`)).join(', ');
 
 /** Where an event happened: ids, or SQL expressions naming them in a caller's statement. */
 export interface EventLevel {
@@ -63,7 +75,7 @@ function liveSubscriptionsFor(type: EventType, at: EventLevel): Prisma.Sql {
  * hot path reads them in a statement it runs anyway (the engine's finding route, with its access check).
  */
 export function candidateSubscriptionsJson(type: EventType, at: EventLevel): Prisma.Sql {
-  const fields = Prisma.raw(CANDIDATE_COLUMNS.map((c) => `'${c}', ${c}`).join(', '));
+  const fields = Prisma.raw(CANDIDATE_COLUMNS.map(([name, expr]) => `'${name}', ${expr}`).join(', '));
   return Prisma.sql`(SELECT coalesce(json_agg(json_build_object(${fields}) ORDER BY id), '[]'::json)
     FROM webhook_subscriptions WHERE ${liveSubscriptionsFor(type, at)})`;
 }
@@ -74,7 +86,7 @@ export function candidateSubscriptionsJson(type: EventType, at: EventLevel): Pri
  * build than to run.
  */
 async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise<CandidateSubscription[]> {
-  const columns = Prisma.raw(CANDIDATE_COLUMNS.join(', '));
+  const columns = Prisma.raw(CANDIDATE_SELECT);
   if (input.onlySubscriptionId) {
     return queryRows<CandidateSubscription>(tx, Prisma.sql`
       SELECT ${columns} FROM webhook_subscriptions
@@ -105,7 +117,7 @@ export interface PlannedEvent {
   input: PublishEventInput;
   eventId: string;
   now: Date;
-  deliveries: Array<{ id: string; subscriptionId: string; payload: string; payloadFormat: string }>;
+  deliveries: Array<{ id: string; subscriptionId: string; payload: string; payloadFormat: string; breakerOpenUntilMs: number | null }>;
 }
 
 /**
@@ -130,7 +142,13 @@ export function planEventFor(input: PublishEventInput, candidates: CandidateSubs
       data: input.data,
     });
     // payload_format fixed now: a later change of the subscription's format does not change what retries send.
-    return { id, subscriptionId: subscription.id, payload: JSON.stringify(envelope), payloadFormat: subscription.payload_format };
+    return {
+      id,
+      subscriptionId: subscription.id,
+      payload: JSON.stringify(envelope),
+      payloadFormat: subscription.payload_format,
+      breakerOpenUntilMs: subscription.breaker_open_until_ms ?? null,
+    };
   });
   return { input, eventId, now, deliveries };
 }
@@ -163,7 +181,7 @@ export function eventWriteCtes(plan: PlannedEvent, onlyIfRowsIn?: string): Prism
 export const publishedOf = (plan: PlannedEvent): PublishedEvent => ({
   eventId: plan.eventId,
   deliveryIds: plan.deliveries.map((d) => d.id),
-  deliveries: plan.deliveries.map((d) => ({ id: d.id, subscriptionId: d.subscriptionId })),
+  deliveries: plan.deliveries.map((d) => ({ id: d.id, subscriptionId: d.subscriptionId, breakerOpenUntilMs: d.breakerOpenUntilMs })),
 });
 
 /**

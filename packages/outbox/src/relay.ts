@@ -24,7 +24,7 @@ export async function relayOverdueDeliveries(
   await enqueueDeliveries(
     queue,
     overdue.map((d) => ({ id: d.id, subscriptionId: d.subscriptionId, remainingAttempts: options.maxAttempts - d.attemptCount })),
-    options.fairSharePerSecond,
+    { fairSharePerSecond: options.fairSharePerSecond },
   );
   return overdue.length;
 }

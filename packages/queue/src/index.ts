@@ -206,3 +206,4 @@ export async function enqueueReport(queue: Queue<ReportJobData>, reportId: strin
   await queue.add('render', { reportId }, reportJobOptions(reportId));
 }
 export * from './auth-epoch';
+export * from './isolation-state';

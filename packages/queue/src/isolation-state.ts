@@ -2,9 +2,10 @@
 // an adaptive cap on attempts in flight, an optional throttle (the receiver's rate_limit) and the deliveries that
 // wait on them. Each decision is one Lua script over the keys of ONE subscription; the keys carry the subscription
 // id as a hash tag, so on a Redis Cluster each script touches one slot. The numbers come from @svc/domain's
-// isolation policy; this module only keeps and moves the state.
+// isolation policy; this module only keeps and moves the state. The worker admits and releases attempts; whoever
+// enqueues deliveries (API, relay) holds back those of a subscription whose breaker is open (holdBehindOpenBreaker).
 import type { Redis } from 'ioredis';
-import { breakerOpenPeriodsMs, breakerSignalOf, type BreakerState, type IsolationRules, type WaitReason } from '@svc/domain';
+import { breakerOpenPeriodsMs, breakerSignalOf, farWakeMs, type BreakerState, type IsolationRules, type WaitReason } from '@svc/domain';
 
 // KEYS: 1 state (hash), 2 in flight (zset: token -> expiry ms), 3 waiting (zset: delivery id -> wake ms)
 // ARGV: now, token, expiry ms of this attempt, min cap, max cap, slow ms, throttle interval ms (0: none), far wake ms
@@ -149,6 +150,38 @@ end
 return {'', '0'}
 `;
 
+// Deliveries enqueued while the subscription row shows the breaker open: their jobs were added already delayed to a
+// far wake-up, and join the waiting set here, so that the breaker's closing wakes them and no worker touches them
+// meanwhile. If no delivery has been chosen to probe since the breaker opened, the first of them is.
+// KEYS as ADMIT. ARGV: now, far wake ms, ids... Returns {'go', '0', ''} when the breaker is not open after all
+// (closed, or due for its probe: the workers' admission decides), else {'wait', probe time ms, prober id or ''}.
+const HOLD = `
+local now, far = tonumber(ARGV[1]), tonumber(ARGV[2])
+local st = redis.call('HMGET', KEYS[1], 'state', 'until', 'prober_until')
+local state = st[1] or 'closed'
+local untilMs = tonumber(st[2] or '0')
+if state == 'closed' or (state == 'open' and now >= untilMs) then return {'go', '0', ''} end
+local prober = ''
+if state == 'open' and tonumber(st[3] or '0') ~= untilMs then
+  redis.call('HSET', KEYS[1], 'prober_until', untilMs)
+  prober = ARGV[3]
+end
+local wake = untilMs
+if state ~= 'open' then wake = now end
+for i = 3, #ARGV do
+  if ARGV[i] == prober then redis.call('ZADD', KEYS[3], untilMs, ARGV[i])
+  else redis.call('ZADD', KEYS[3], wake + far, ARGV[i]) end
+end
+redis.call('PEXPIRE', KEYS[3], 3600000)
+return {'wait', tostring(wake), prober}
+`;
+
+/** Where one subscription's isolation state lives (the id a hash tag: one Cluster slot per subscription). */
+function isolationKeys(prefix: string, subscriptionId: string): [string, string, string] {
+  const base = `${prefix}:iso:{${subscriptionId}}`;
+  return [`${base}:state`, `${base}:inflight`, `${base}:waiting`];
+}
+
 export type Admission =
   | { admitted: true; transition: BreakerState | null }
   | { admitted: false; reason: WaitReason; until: Date; transition: BreakerState | null };
@@ -175,9 +208,6 @@ type IsolationRedis = Redis & {
   isolationPark(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<number>;
 };
 
-/** Far wake-up of deliveries that wait to be woken (a breaker that closes); also bounds how long keys live. */
-const FAR_WAKE_MS = 10 * 60_000;
-
 export class IsolationState {
   private readonly redis: IsolationRedis;
   private readonly periods: number[];
@@ -197,12 +227,11 @@ export class IsolationState {
   }
 
   private keys(subscriptionId: string): [string, string, string] {
-    const base = `${this.prefix}:iso:{${subscriptionId}}`;
-    return [`${base}:state`, `${base}:inflight`, `${base}:waiting`];
+    return isolationKeys(this.prefix, subscriptionId);
   }
 
   private get farWakeMs(): number {
-    return Math.max(FAR_WAKE_MS, this.rules.breakerMaxOpenMs);
+    return farWakeMs(this.rules);
   }
 
   /** Takes an in-flight slot for delivery `token`, or says why and until when it must wait. */
@@ -266,4 +295,40 @@ export class IsolationState {
   async abandon(subscriptionId: string, token: string): Promise<void> {
     await this.redis.zrem(this.keys(subscriptionId)[1], token);
   }
+}
+
+/** A batch of deliveries enqueued behind an open breaker: held (waiting to be woken), or to go after all. */
+export type EnqueueHold = { held: false } | { held: true; probeAt: Date; prober: string | null };
+
+type HoldRedis = {
+  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+  isolationHold?(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<string[]>;
+};
+const holdDefined = new WeakSet<object>();
+
+/**
+ * Registers deliveries of one subscription, whose jobs were just added delayed to `farWakeMs` after the probe time,
+ * as waiting for its breaker to close. `prober`: the one to bring forward to the probe time.
+ */
+export async function holdBehindOpenBreaker(
+  redis: Redis,
+  prefix: string,
+  subscriptionId: string,
+  deliveryIds: string[],
+  rules: Pick<IsolationRules, 'breakerMaxOpenMs'>,
+  now: Date,
+): Promise<EnqueueHold> {
+  const client = redis as unknown as HoldRedis;
+  if (!holdDefined.has(client)) {
+    client.defineCommand('isolationHold', { numberOfKeys: 3, lua: HOLD });
+    holdDefined.add(client);
+  }
+  const [verdict, probeAt, prober] = await client.isolationHold!(
+    ...isolationKeys(prefix, subscriptionId),
+    now.getTime(),
+    farWakeMs(rules),
+    ...deliveryIds,
+  );
+  if (verdict !== 'wait') return { held: false };
+  return { held: true, probeAt: new Date(Number(probeAt)), prober: prober || null };
 }

@@ -29,9 +29,9 @@ import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
-import { recordBreakerTransition, recordPostponement, scheduleProbe, wakeDeliveries } from './isolation/effects';
+import { recordBreakerTransition, recordPostponement, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
-import { IsolationState, type DeliveryJobData, type Release } from '@svc/queue';
+import { IsolationState, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -74,7 +74,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     if (!deliveryQueue) return;
     const woken = release.prober
       ? scheduleProbe(deliveryQueue, release.prober, release.until ?? now, now)
-      : wakeDeliveries(deliveryQueue, release.wake);
+      : wakeDeliveryJobs(deliveryQueue, release.wake);
     woken.catch((err: unknown) => deps.logger.warn('Could not wake waiting deliveries', { error: String(err) }));
   };
   return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey), isolation, onRelease };

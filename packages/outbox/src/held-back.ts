@@ -4,10 +4,10 @@
 // one in the worker, a dead endpoint behind five subscriptions at 100 events/s cost 500 postponements a second, and a
 // healthy neighbour's p99 rose 7 x.) The subscription row's mirror of the breaker says which deliveries to hold back;
 // Redis, where the breaker lives, has the last word: a breaker closed meanwhile lets them go at once.
-import { Job, type Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { Prisma, queryRows, utcTimestamp, type Db } from '@svc/db';
 import { farWakeMs, wakeJitterMs, type IsolationRules } from '@svc/domain';
-import { holdBehindOpenBreaker, type DeliveryJobData } from '@svc/queue';
+import { holdBehindOpenBreaker, redelayDeliveryJob, wakeDeliveryJobs, type DeliveryJobData } from '@svc/queue';
 
 export interface HoldBack {
   prisma: Db;
@@ -60,23 +60,15 @@ export async function holdBackDeliveries(
     [...bySubscription].map(async ([subscriptionId, ids]) => {
       const verdict = await holdBehindOpenBreaker(redis, hold.redisPrefix, subscriptionId, ids, hold.rules, new Date(now));
       if (!verdict.held) {
-        await Promise.all(ids.map((id) => jobOf(queue, id).promote().catch(() => undefined)));
+        await wakeDeliveryJobs(queue, ids);
         return;
       }
-      for (const id of ids) {
-        const probes = id === verdict.prober;
-        if (probes) await jobOf(queue, id).changeDelay(Math.max(0, verdict.probeAt.getTime() - now)).catch(() => undefined);
-        waiting.push({ id, at: probes ? verdict.probeAt : new Date(now + delays.get(id)!) });
-      }
+      if (verdict.prober) await redelayDeliveryJob(queue, verdict.prober, verdict.probeAt.getTime() - now);
+      for (const id of ids) waiting.push({ id, at: id === verdict.prober ? verdict.probeAt : new Date(now + delays.get(id)!) });
     }),
   );
   if (waiting.length === 0) return;
   await showBreakerWait(hold.prisma, waiting, new Date(now));
-}
-
-/** A handle on a job by its id, for the scripts that need no more (promote, changeDelay): no read of the job. */
-function jobOf(queue: Queue<DeliveryJobData>, id: string): Job<DeliveryJobData> {
-  return new Job(queue, 'deliver', { deliveryId: id }, {}, id);
 }
 
 /** next_attempt_at and wait_reason of deliveries held back before any attempt, in one statement. */

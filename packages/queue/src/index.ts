@@ -1,6 +1,6 @@
 // Queue names, job shapes and Redis connections shared by the API (producer) and the worker (consumer).
 import { readFileSync } from 'node:fs';
-import { Queue, type JobsOptions } from 'bullmq';
+import { Job, Queue, type JobsOptions } from 'bullmq';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config, RedisNodeAuth, RedisTarget } from '@svc/config';
 
@@ -161,6 +161,28 @@ export function deliveryJobOptions(deliveryId: string, remainingAttempts: number
     removeOnComplete: true,
     removeOnFail: true,
   };
+}
+
+/** A handle on a delivery's job by its id, for the scripts that need no more (promote, changeDelay): no read of the job. */
+function deliveryJob(queue: Queue<DeliveryJobData>, id: string): Job<DeliveryJobData> {
+  return new Job(queue, 'deliver', { deliveryId: id }, {}, id);
+}
+
+const WAKE_CHUNK = 100;
+
+/**
+ * Moves waiting deliveries' delayed jobs to now (a slot freed, a breaker closed), a chunk at a time concurrently: a
+ * closing breaker may wake thousands. A job no longer delayed (or gone) is left alone.
+ */
+export async function wakeDeliveryJobs(queue: Queue<DeliveryJobData>, ids: string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += WAKE_CHUNK) {
+    await Promise.all(ids.slice(i, i + WAKE_CHUNK).map((id) => deliveryJob(queue, id).promote().catch(() => undefined)));
+  }
+}
+
+/** Moves a delayed delivery job to `delayMs` from now (a breaker's prober to the probe time); a job gone is left alone. */
+export async function redelayDeliveryJob(queue: Queue<DeliveryJobData>, id: string, delayMs: number): Promise<void> {
+  await deliveryJob(queue, id).changeDelay(Math.max(0, delayMs)).catch(() => undefined);
 }
 
 // Issue exports (issue 24) ride the delivery queue, so they share its workers, concurrency and backoff strategy:

@@ -28,3 +28,8 @@ export function principalOf(req: Request): Principal {
   if (!req.principal) throw unauthorized();
   return req.principal;
 }
+
+/** The caller's organization, for services scoped to it alone. */
+export function tenantOf(req: Request): { organizationId: string } {
+  return { organizationId: principalOf(req).organizationId };
+}

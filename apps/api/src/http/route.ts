@@ -13,6 +13,9 @@ import { validate, type RequestSchemas } from './validate';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
+/** The `:id` of a route's path (validated by the route's params schema before the handler runs). */
+export const idParam = (req: { params: Record<string, unknown> }): string => req.params.id as string;
+
 export interface RouteSpec {
   method: HttpMethod;
   path: string;

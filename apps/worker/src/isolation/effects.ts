@@ -1,11 +1,11 @@
 // What the isolation's decisions change outside Redis: the delivery's next_attempt_at and wait reason (a postponement
 // is not an attempt), the subscription's breaker mirrored for GET and the dashboard, the audit entry and log line of
-// a breaker that opens, and waking the deliveries that waited for a slot or for the breaker to close.
-import { Job, type Queue } from 'bullmq';
+// a breaker that opens, and bringing a breaker's prober forward to the probe time.
+import type { Queue } from 'bullmq';
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import { Prisma, queryRows, utcTimestamp } from '@svc/db';
 import type { BreakerState, WaitReason } from '@svc/domain';
-import type { DeliveryJobData } from '@svc/queue';
+import { redelayDeliveryJob, type DeliveryJobData } from '@svc/queue';
 import type { WorkerDeps } from '../deps';
 import { breakerTransitions } from '../metrics';
 
@@ -64,23 +64,7 @@ export async function recordBreakerTransition(
   });
 }
 
-const WAKE_CHUNK = 100;
-
-/** Moves waiting deliveries' jobs to now (a slot freed, or the breaker closed). A job no longer delayed is left alone. */
-export async function wakeDeliveries(queue: Queue<DeliveryJobData>, ids: string[]): Promise<void> {
-  // A breaker that closes wakes its whole backlog: a chunk at a time concurrently, not one round trip after another.
-  for (let i = 0; i < ids.length; i += WAKE_CHUNK) {
-    await Promise.all(
-      ids.slice(i, i + WAKE_CHUNK).map(async (id) => {
-        const job = await Job.fromId(queue, id);
-        await job?.promote().catch(() => undefined);
-      }),
-    );
-  }
-}
-
 /** The waiting delivery chosen to probe a breaker that just opened comes back at the probe time. */
-export async function scheduleProbe(queue: Queue<DeliveryJobData>, id: string, at: Date, now: Date): Promise<void> {
-  const job = await Job.fromId(queue, id);
-  await job?.changeDelay(Math.max(0, at.getTime() - now.getTime())).catch(() => undefined);
+export function scheduleProbe(queue: Queue<DeliveryJobData>, id: string, at: Date, now: Date): Promise<void> {
+  return redelayDeliveryJob(queue, id, at.getTime() - now.getTime());
 }

@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import {
   assessmentResponse,
@@ -26,7 +26,6 @@ import {
 } from './assessments.service';
 
 export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -36,7 +35,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       schemas: { body: createAssessmentBody },
       status: 201,
       response: assessmentResponse,
-      handler: (req) => createAssessment(deps, principalOf(req), id(req), req.body),
+      handler: (req) => createAssessment(deps, principalOf(req), idParam(req), req.body),
     },
     {
       method: 'get',
@@ -53,7 +52,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'assessments:read',
       summary: 'Read an assessment (read access required)',
       response: assessmentResponse,
-      handler: (req) => getAssessment(deps, principalOf(req), id(req)),
+      handler: (req) => getAssessment(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'patch',
@@ -62,14 +61,14 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Edit name, description and settings of a draft; notes at any time (write access required)',
       schemas: { body: updateAssessmentBody },
       response: assessmentResponse,
-      handler: (req) => updateAssessment(deps, principalOf(req), id(req), req.body),
+      handler: (req) => updateAssessment(deps, principalOf(req), idParam(req), req.body),
     },
     {
       method: 'delete',
       path: '/assessments/:id',
       scope: 'assessments:delete',
       summary: 'Permanently delete an assessment with its findings; not while queued or running (write access required)',
-      handler: (req) => deleteAssessment(deps, principalOf(req), id(req)),
+      handler: (req) => deleteAssessment(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'post',
@@ -77,7 +76,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'assessments:create',
       summary: 'Launch a draft: draft -> queued; refused (400) when a spend cap is reached (write access required)',
       response: assessmentResponse,
-      handler: (req) => launchAssessment(deps, principalOf(req), id(req)),
+      handler: (req) => launchAssessment(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'post',
@@ -85,7 +84,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'assessments:cancel',
       summary: 'Cancel: queued | running -> cancelled (write access required)',
       response: assessmentResponse,
-      handler: (req) => cancelAssessment(deps, principalOf(req), id(req)),
+      handler: (req) => cancelAssessment(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'post',
@@ -93,7 +92,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'assessments:emergency_stop',
       summary: 'Emergency stop: queued | running -> emergency_stopped (write access required)',
       response: assessmentResponse,
-      handler: (req) => emergencyStopAssessment(deps, principalOf(req), id(req)),
+      handler: (req) => emergencyStopAssessment(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'post',
@@ -101,7 +100,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'assessments:archive',
       summary: 'Archive a finished assessment (write access required)',
       response: assessmentResponse,
-      handler: (req) => setArchived(deps, principalOf(req), id(req), true),
+      handler: (req) => setArchived(deps, principalOf(req), idParam(req), true),
     },
     {
       method: 'post',
@@ -109,7 +108,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'assessments:archive',
       summary: 'Unarchive an archived assessment (write access required)',
       response: assessmentResponse,
-      handler: (req) => setArchived(deps, principalOf(req), id(req), false),
+      handler: (req) => setArchived(deps, principalOf(req), idParam(req), false),
     },
     {
       method: 'post',
@@ -117,7 +116,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'assessments:update',
       summary: 'Engine: the assessment started running: queued -> running (write access required)',
       response: assessmentResponse,
-      handler: (req) => startAssessment(deps, principalOf(req), id(req)),
+      handler: (req) => startAssessment(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'post',
@@ -126,7 +125,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Engine: running -> completed with {summary}; publishes assessment.completed (write access required)',
       schemas: { body: completeAssessmentBody },
       response: assessmentResponse,
-      handler: (req) => completeAssessment(deps, principalOf(req), id(req), req.body),
+      handler: (req) => completeAssessment(deps, principalOf(req), idParam(req), req.body),
     },
     {
       method: 'post',
@@ -135,7 +134,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Engine: running -> failed with {reason} (write access required)',
       schemas: { body: failAssessmentBody },
       response: assessmentResponse,
-      handler: (req) => failAssessment(deps, principalOf(req), id(req), req.body),
+      handler: (req) => failAssessment(deps, principalOf(req), idParam(req), req.body),
     },
   ];
 }

@@ -1,13 +1,12 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { requestMeta } from '../audit/audit.context';
 import { erasureResponse, fileErasureBody, listErasureQuery } from './erasure.schemas';
 import { cancelErasure, fileErasure, getErasure, listErasures, retryErasure } from './erasure.service';
 
 export function erasureRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -34,7 +33,7 @@ export function erasureRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'governance:read',
       summary: 'Read an erasure request: status and, once completed, the receipt of what was erased',
       response: erasureResponse,
-      handler: (req) => getErasure(deps, principalOf(req), id(req)),
+      handler: (req) => getErasure(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'post',
@@ -42,7 +41,7 @@ export function erasureRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'governance:erase',
       summary: 'Cancel a pending erasure request; 409 once it completed, failed or was cancelled',
       response: erasureResponse,
-      handler: (req) => cancelErasure(deps, principalOf(req), id(req), requestMeta(req)),
+      handler: (req) => cancelErasure(deps, principalOf(req), idParam(req), requestMeta(req)),
     },
     {
       method: 'post',
@@ -51,7 +50,7 @@ export function erasureRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Retry a failed erasure request (back to pending); 409 unless it failed',
       status: 202,
       response: erasureResponse,
-      handler: (req) => retryErasure(deps, principalOf(req), id(req), requestMeta(req)),
+      handler: (req) => retryErasure(deps, principalOf(req), idParam(req), requestMeta(req)),
     },
   ];
 }

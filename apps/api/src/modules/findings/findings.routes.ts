@@ -1,7 +1,7 @@
 import type { FindingStatus } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { exportFindings } from './findings.export';
 import { exportFindingsQuery, findingResponse, listFindingsQuery, reassignBody, recordFindingBody, severityBody } from './findings.schemas';
@@ -24,7 +24,6 @@ const STATUS_ACTIONS: ReadonlyArray<{ action: string; scope: string; status: Fin
 ];
 
 export function findingRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -34,7 +33,7 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
       schemas: { body: recordFindingBody },
       response: findingResponse,
       handler: async (req, res) => {
-        const { created, finding } = await recordFinding(deps, principalOf(req), id(req), req.body);
+        const { created, finding } = await recordFinding(deps, principalOf(req), idParam(req), req.body);
         res.status(created ? 201 : 200).json(finding);
       },
     },
@@ -63,7 +62,7 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'findings:read',
       summary: 'Read a finding (read access to its assessment required)',
       response: findingResponse,
-      handler: (req) => getFinding(deps, principalOf(req), id(req)),
+      handler: (req) => getFinding(deps, principalOf(req), idParam(req)),
     },
     ...STATUS_ACTIONS.map(
       (a): RouteSpec => ({
@@ -72,7 +71,7 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
         scope: a.scope,
         summary: `${a.summary} (write access to the assessment required)`,
         response: findingResponse,
-        handler: (req) => setFindingStatus(deps, principalOf(req), id(req), a.status),
+        handler: (req) => setFindingStatus(deps, principalOf(req), idParam(req), a.status),
       }),
     ),
     {
@@ -82,7 +81,7 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Assign to a member of the organization, or unassign with null (write access required)',
       schemas: { body: reassignBody },
       response: findingResponse,
-      handler: (req) => reassignFinding(deps, principalOf(req), id(req), req.body),
+      handler: (req) => reassignFinding(deps, principalOf(req), idParam(req), req.body),
     },
     {
       method: 'post',
@@ -91,7 +90,7 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Override the severity (write access required)',
       schemas: { body: severityBody },
       response: findingResponse,
-      handler: (req) => setFindingSeverity(deps, principalOf(req), id(req), req.body),
+      handler: (req) => setFindingSeverity(deps, principalOf(req), idParam(req), req.body),
     },
   ];
 }

@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { completeFixVerificationBody, fixVerificationResponse, listFixVerificationsQuery } from './fix-verifications.schemas';
 import {
@@ -13,7 +13,6 @@ import {
 // The catalogue has no fix-verification scope: the engine's calls use `assessments:update`, the scope its key
 // already holds to report progress and record findings; reading uses findings:read.
 export function fixVerificationRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -22,7 +21,7 @@ export function fixVerificationRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Engine: start a fix verification run on a finding (write access to its assessment required)',
       status: 201,
       response: fixVerificationResponse,
-      handler: (req) => startFixVerification(deps, principalOf(req), id(req)),
+      handler: (req) => startFixVerification(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'get',
@@ -31,7 +30,7 @@ export function fixVerificationRoutes(deps: AppDeps): RouteSpec[] {
       summary: "List a finding's fix verification runs (read access required)",
       schemas: { query: listFixVerificationsQuery },
       response: page(fixVerificationResponse),
-      handler: (req) => listFixVerifications(deps, principalOf(req), id(req), req.query as never),
+      handler: (req) => listFixVerifications(deps, principalOf(req), idParam(req), req.query as never),
     },
     {
       method: 'get',
@@ -39,7 +38,7 @@ export function fixVerificationRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'findings:read',
       summary: 'Read a fix verification run (read access to its assessment required)',
       response: fixVerificationResponse,
-      handler: (req) => getFixVerification(deps, principalOf(req), id(req)),
+      handler: (req) => getFixVerification(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'post',
@@ -48,7 +47,7 @@ export function fixVerificationRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Engine: complete a run with {result: fixed | still_present}; publishes fix_verify.completed (write access required)',
       schemas: { body: completeFixVerificationBody },
       response: fixVerificationResponse,
-      handler: (req) => completeFixVerification(deps, principalOf(req), id(req), req.body),
+      handler: (req) => completeFixVerification(deps, principalOf(req), idParam(req), req.body),
     },
   ];
 }

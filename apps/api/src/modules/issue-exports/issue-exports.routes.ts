@@ -1,8 +1,7 @@
 // Issue export targets (GitHub Issues, Jira) of the caller's organization, and the export of a finding to one.
-import type { Request } from 'express';
 import type { AppDeps } from '../../app-deps';
-import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { principalOf, tenantOf } from '../../auth/principal';
+import { idParam, type RouteSpec } from '../../http/route';
 import { list, page } from '../../http/responses';
 import { acting } from '../audit/audit.context';
 import {
@@ -29,49 +28,47 @@ import {
 const BASE = '/issue-export-targets';
 
 export function issueExportRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: Request) => req.params.id as string;
-  const tenant = (req: Request) => ({ organizationId: principalOf(req).organizationId });
   return [
     {
       method: 'post', path: BASE, scope: 'issue_exports:configure', status: 201,
       summary: 'Create a GitHub Issues or Jira target; credentials are write-only and sealed',
       schemas: { body: createIssueTargetBody }, response: issueTargetResponse,
-      handler: (req) => createIssueTarget(deps, tenant(req), req.body, acting(req)),
+      handler: (req) => createIssueTarget(deps, tenantOf(req), req.body, acting(req)),
     },
     {
       method: 'get', path: BASE, scope: 'issue_exports:read', summary: 'List issue export targets with their status',
       schemas: { query: listQuery }, response: page(issueTargetResponse),
-      handler: (req) => listIssueTargets(deps, tenant(req), req.query as never),
+      handler: (req) => listIssueTargets(deps, tenantOf(req), req.query as never),
     },
     {
       method: 'get', path: `${BASE}/:id`, scope: 'issue_exports:read', summary: 'Read one issue export target',
       schemas: { params: issueTargetParams }, response: issueTargetResponse,
-      handler: async (req) => presentIssueTarget(await findIssueTarget(deps, tenant(req), id(req))),
+      handler: async (req) => presentIssueTarget(await findIssueTarget(deps, tenantOf(req), idParam(req))),
     },
     {
       method: 'patch', path: `${BASE}/:id`, scope: 'issue_exports:configure',
       summary: 'Update name, URL, repository or project, issue type, or replace the credentials',
       schemas: { params: issueTargetParams, body: updateIssueTargetBody }, response: issueTargetResponse,
-      handler: (req) => updateIssueTarget(deps, tenant(req), id(req), req.body, acting(req)),
+      handler: (req) => updateIssueTarget(deps, tenantOf(req), idParam(req), req.body, acting(req)),
     },
     {
       method: 'delete', path: `${BASE}/:id`, scope: 'issue_exports:configure', summary: 'Revoke an issue export target (its credentials are erased)',
       schemas: { params: issueTargetParams },
-      handler: (req) => revokeIssueTarget(deps, tenant(req), id(req), acting(req)),
+      handler: (req) => revokeIssueTarget(deps, tenantOf(req), idParam(req), acting(req)),
     },
     {
       method: 'post', path: '/findings/:id/issue-exports', scope: 'findings:export_issue', status: 202,
       summary: 'Export a finding to an issue tracker (202 queued; 200 with the existing export when already exported or queued)',
       schemas: { params: findingParams, body: exportFindingBody }, response: issueExportResponse,
       handler: async (req, res) => {
-        const { status, body } = await exportFinding(deps, acting(req), id(req), req.body.target_id);
+        const { status, body } = await exportFinding(deps, acting(req), idParam(req), req.body.target_id);
         res.status(status).json(body);
       },
     },
     {
       method: 'get', path: '/findings/:id/issue-exports', scope: 'findings:read', summary: "A finding's issue exports: status, external key and URL",
       schemas: { params: findingParams }, response: list(issueExportResponse),
-      handler: (req) => listFindingExports(deps, principalOf(req), id(req)),
+      handler: (req) => listFindingExports(deps, principalOf(req), idParam(req)),
     },
   ];
 }

@@ -1,9 +1,8 @@
 // Notification targets (Slack, Microsoft Teams, e-mail) of the caller's organization.
-import type { Request } from 'express';
 import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
-import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { tenantOf } from '../../auth/principal';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { acting } from '../audit/audit.context';
 import { createTarget, listTargets, readTarget, revokeTarget, sendTestMessage, updateTarget } from './notification-targets.service';
@@ -12,8 +11,6 @@ import { createTargetBody, eventTypesResponse, listQuery, targetParams, targetRe
 const BASE = '/notification-targets';
 
 export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: Request) => req.params.id as string;
-  const tenant = (req: Request) => ({ organizationId: principalOf(req).organizationId });
   return [
     {
       // The same catalogue as GET /webhooks/events, for those who configure targets without webhook access.
@@ -25,34 +22,34 @@ export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
       method: 'post', path: BASE, scope: 'notification_targets:configure', status: 201,
       summary: 'Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule',
       schemas: { body: createTargetBody }, response: targetResponse,
-      handler: (req) => createTarget(deps, tenant(req), req.body, acting(req)),
+      handler: (req) => createTarget(deps, tenantOf(req), req.body, acting(req)),
     },
     {
       method: 'get', path: BASE, scope: 'notification_targets:read', summary: 'List notification targets with their delivery status',
       schemas: { query: listQuery }, response: page(targetResponse),
-      handler: (req) => listTargets(deps, tenant(req), req.query as never),
+      handler: (req) => listTargets(deps, tenantOf(req), req.query as never),
     },
     {
       method: 'get', path: `${BASE}/:id`, scope: 'notification_targets:read', summary: 'Read one notification target with its delivery status',
       schemas: { params: targetParams }, response: targetResponse,
-      handler: (req) => readTarget(deps, tenant(req), id(req)),
+      handler: (req) => readTarget(deps, tenantOf(req), idParam(req)),
     },
     {
       method: 'patch', path: `${BASE}/:id`, scope: 'notification_targets:configure',
       summary: 'Update name, URL or recipients, events, severity filter or active status',
       schemas: { params: targetParams, body: updateTargetBody }, response: targetResponse,
-      handler: (req) => updateTarget(deps, tenant(req), id(req), req.body, acting(req)),
+      handler: (req) => updateTarget(deps, tenantOf(req), idParam(req), req.body, acting(req)),
     },
     {
       method: 'delete', path: `${BASE}/:id`, scope: 'notification_targets:configure', summary: 'Revoke a notification target',
       schemas: { params: targetParams },
-      handler: (req) => revokeTarget(deps, tenant(req), id(req), acting(req)),
+      handler: (req) => revokeTarget(deps, tenantOf(req), idParam(req), acting(req)),
     },
     {
       method: 'post', path: `${BASE}/:id/test`, scope: 'notification_targets:test', status: 202,
       summary: 'Send a test message to this target through the delivery pipeline (409 when the target is disabled)',
       schemas: { params: targetParams }, response: testMessageResponse,
-      handler: (req) => sendTestMessage(deps, tenant(req), id(req)),
+      handler: (req) => sendTestMessage(deps, tenantOf(req), idParam(req)),
     },
   ];
 }

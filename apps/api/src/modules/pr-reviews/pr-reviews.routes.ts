@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { listPrReviewsQuery, prReviewResponse, recordPrReviewBody } from './pr-reviews.schemas';
 import { getPrReview, listPrReviews, recordPrReview } from './pr-reviews.service';
@@ -8,7 +8,6 @@ import { getPrReview, listPrReviews, recordPrReview } from './pr-reviews.service
 // Recording is the engine's call: `assessments:update`, like its other reports (a PR review is an assessment of a
 // change), rather than `projects:manage_source`, which is about attaching the source itself.
 export function prReviewRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -18,7 +17,7 @@ export function prReviewRoutes(deps: AppDeps): RouteSpec[] {
       schemas: { body: recordPrReviewBody },
       status: 201,
       response: prReviewResponse,
-      handler: (req) => recordPrReview(deps, principalOf(req), id(req), req.body),
+      handler: (req) => recordPrReview(deps, principalOf(req), idParam(req), req.body),
     },
     {
       method: 'get',
@@ -27,7 +26,7 @@ export function prReviewRoutes(deps: AppDeps): RouteSpec[] {
       summary: "List a project's PR reviews (?repository=, ?verdict=; read access required)",
       schemas: { query: listPrReviewsQuery },
       response: page(prReviewResponse),
-      handler: (req) => listPrReviews(deps, principalOf(req), id(req), req.query as never),
+      handler: (req) => listPrReviews(deps, principalOf(req), idParam(req), req.query as never),
     },
     {
       method: 'get',
@@ -35,7 +34,7 @@ export function prReviewRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'projects:read',
       summary: 'Read a PR review (read access to its project required)',
       response: prReviewResponse,
-      handler: (req) => getPrReview(deps, principalOf(req), id(req)),
+      handler: (req) => getPrReview(deps, principalOf(req), idParam(req)),
     },
   ];
 }

@@ -1,5 +1,5 @@
 import type { AppDeps } from '../../app-deps';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { acting } from '../audit/audit.context';
 import { listSharesQuery, publishedResponse, publishReportBody, shareReportBody, shareResponse, sharedReportResponse } from './report-shares.schemas';
@@ -10,7 +10,6 @@ import { createShareLimiters, downloadSharedReport, viewSharedReport } from './s
 export const SHARED_REPORTS_PREFIX = '/shared/reports';
 
 export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   const token = (req: { params: Record<string, unknown> }) => req.params.token as string;
   const limiters = createShareLimiters(deps);
   return [
@@ -24,14 +23,14 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
       schemas: { body: publishReportBody },
       status: 201,
       response: publishedResponse,
-      handler: (req) => publishReport(deps, acting(req), id(req), req.body),
+      handler: (req) => publishReport(deps, acting(req), idParam(req), req.body),
     },
     {
       method: 'delete',
       path: '/reports/:id/publication',
       scope: 'reports:publish',
       summary: 'Unpublish: the published URL answers 404 from the next request on',
-      handler: (req) => unpublishReport(deps, acting(req), id(req)),
+      handler: (req) => unpublishReport(deps, acting(req), idParam(req)),
     },
     {
       method: 'post',
@@ -41,7 +40,7 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
       schemas: { body: shareReportBody },
       status: 201,
       response: shareResponse,
-      handler: (req) => shareReport(deps, acting(req), id(req), req.body),
+      handler: (req) => shareReport(deps, acting(req), idParam(req), req.body),
     },
     {
       method: 'get',
@@ -50,14 +49,14 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
       summary: "List the report's published URLs and e-mail grants, newest first (?status=active|expired|revoked)",
       schemas: { query: listSharesQuery },
       response: page(shareResponse),
-      handler: (req) => listShares(deps, acting(req), id(req), req.query as never),
+      handler: (req) => listShares(deps, acting(req), idParam(req), req.query as never),
     },
     {
       method: 'delete',
       path: '/reports/:id/shares/:share_id',
       scope: 'reports:revoke_share',
       summary: 'Revoke an e-mail grant or the published URL: it answers 404 from the next request on',
-      handler: (req) => revokeShare(deps, acting(req), id(req), req.params.share_id as string),
+      handler: (req) => revokeShare(deps, acting(req), idParam(req), req.params.share_id as string),
     },
     {
       method: 'get',

@@ -1,12 +1,11 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { listReportsQuery, reportResponse, requestReportBody } from './reports.schemas';
 import { downloadReport, getReport, listReports, requestReport } from './reports.service';
 
 export function reportRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -16,7 +15,7 @@ export function reportRoutes(deps: AppDeps): RouteSpec[] {
       schemas: { body: requestReportBody },
       status: 202,
       response: reportResponse,
-      handler: (req) => requestReport(deps, principalOf(req), id(req), req.body),
+      handler: (req) => requestReport(deps, principalOf(req), idParam(req), req.body),
     },
     {
       method: 'get',
@@ -33,7 +32,7 @@ export function reportRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'reports:read',
       summary: 'Read a report (read access to its assessment required)',
       response: reportResponse,
-      handler: (req) => getReport(deps, principalOf(req), id(req)),
+      handler: (req) => getReport(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'get',
@@ -41,7 +40,7 @@ export function reportRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'reports:download',
       summary: 'Download the PDF (application/pdf attachment); 409 until the report is ready',
       responseMediaType: 'application/pdf',
-      handler: (req, res) => downloadReport(deps, principalOf(req), id(req), res),
+      handler: (req, res) => downloadReport(deps, principalOf(req), idParam(req), res),
     },
   ];
 }

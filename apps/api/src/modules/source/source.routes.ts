@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import { projectSourceBody, projectSourceResponse, listSourceFilesQuery, sourceArchiveResponse, sourceFileQuery, sourceFileResponse } from './source.schemas';
@@ -8,7 +8,6 @@ import { removeProjectSource, setProjectSource } from './project-source.service'
 import { getSourceArchive, listSourceFiles, sendSourceArchive, sendSourceFile, uploadSourceArchive } from './source.service';
 
 export function sourceRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'put',
@@ -19,14 +18,14 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
         'or {type: "archive", archive_id} (an archive uploaded to one of its assessments); write access required',
       schemas: { body: projectSourceBody },
       response: projectSourceResponse,
-      handler: (req) => setProjectSource(deps, principalOf(req), requestMeta(req), id(req), req.body),
+      handler: (req) => setProjectSource(deps, principalOf(req), requestMeta(req), idParam(req), req.body),
     },
     {
       method: 'delete',
       path: '/projects/:id/source',
       scope: 'projects:manage_source',
       summary: "Remove the project's source (write access required)",
-      handler: (req) => removeProjectSource(deps, principalOf(req), requestMeta(req), id(req)),
+      handler: (req) => removeProjectSource(deps, principalOf(req), requestMeta(req), idParam(req)),
     },
     {
       method: 'post',
@@ -38,7 +37,7 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
         'A different archive replaces the previous one; the same bytes again answer the stored one (duplicate: true)',
       requestMediaType: 'application/zip',
       response: sourceArchiveResponse,
-      handler: (req, res) => uploadSourceArchive(deps, principalOf(req), id(req), req, res),
+      handler: (req, res) => uploadSourceArchive(deps, principalOf(req), idParam(req), req, res),
     },
     {
       method: 'get',
@@ -46,7 +45,7 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'source:read_artifacts',
       summary: "The assessment's source archive: SHA-256, sizes, file count (404 when none was uploaded)",
       response: sourceArchiveResponse,
-      handler: (req) => getSourceArchive(deps, principalOf(req), id(req)),
+      handler: (req) => getSourceArchive(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'get',
@@ -55,7 +54,7 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'List the extracted files (path, size, SHA-256) in path order; optional ?prefix=',
       schemas: { query: listSourceFilesQuery },
       response: page(sourceFileResponse),
-      handler: (req) => listSourceFiles(deps, principalOf(req), id(req), req.query as never),
+      handler: (req) => listSourceFiles(deps, principalOf(req), idParam(req), req.query as never),
     },
     {
       method: 'get',
@@ -66,7 +65,7 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
         'application/octet-stream attachment; a path not in the archive is 404',
       schemas: { query: sourceFileQuery },
       responseMediaType: 'text/plain',
-      handler: (req, res) => sendSourceFile(deps, principalOf(req), id(req), (req.query as { path: string }).path, res),
+      handler: (req, res) => sendSourceFile(deps, principalOf(req), idParam(req), (req.query as { path: string }).path, res),
     },
     {
       method: 'get',
@@ -74,7 +73,7 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'source:download_archive',
       summary: 'Download the original archive (streamed; X-Service-Source-Sha256 and Repr-Digest carry its SHA-256)',
       responseMediaType: 'application/zip',
-      handler: (req, res) => sendSourceArchive(deps, principalOf(req), requestMeta(req), id(req), res),
+      handler: (req, res) => sendSourceArchive(deps, principalOf(req), requestMeta(req), idParam(req), res),
     },
   ];
 }

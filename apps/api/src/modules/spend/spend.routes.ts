@@ -1,6 +1,6 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import {
   balanceResponse,
@@ -24,7 +24,6 @@ import {
 } from './spend.service';
 
 export function spendRoutes(deps: AppDeps): RouteSpec[] {
-  const id = (req: { params: Record<string, unknown> }) => req.params.id as string;
   return [
     {
       method: 'post',
@@ -78,7 +77,7 @@ export function spendRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'billing:read',
       summary: 'Read a spend limit',
       response: limitResponse,
-      handler: (req) => getLimit(deps, principalOf(req), id(req)),
+      handler: (req) => getLimit(deps, principalOf(req), idParam(req)),
     },
     {
       method: 'patch',
@@ -87,14 +86,14 @@ export function spendRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Change the amount {credits}: above the current spend re-arms the limit (a raised cap allows launches again)',
       schemas: { body: updateLimitBody },
       response: limitResponse,
-      handler: (req) => updateLimit(deps, principalOf(req), id(req), req.body),
+      handler: (req) => updateLimit(deps, principalOf(req), idParam(req), req.body),
     },
     {
       method: 'delete',
       path: '/billing/limits/:id',
       scope: 'billing:manage',
       summary: 'Delete a spend limit',
-      handler: (req) => deleteLimit(deps, principalOf(req), id(req)),
+      handler: (req) => deleteLimit(deps, principalOf(req), idParam(req)),
     },
   ];
 }

@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
-import type { RouteSpec } from '../../http/route';
+import { idParam, type RouteSpec } from '../../http/route';
 import { acting } from '../audit/audit.context';
 import { LEVELS, type LevelContext, type LevelDefinition } from './levels';
 import { listAttempts, listDeliveries, readDelivery, recoverDeliveries, resendDelivery } from './deliveries.service';
@@ -47,7 +47,6 @@ interface WebhookRoute extends Omit<RouteSpec, 'handler' | 'path'> {
 }
 
 function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
-  const id = (req: Request) => req.params.id as string;
   return [
     {
       method: 'get', suffix: '/events', scope: 'webhooks:read', summary: 'List the supported event types',
@@ -72,40 +71,40 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
       method: 'get', suffix: '/subscriptions/:id', scope: 'webhooks:read', summary: 'Read one subscription',
       schemas: { params: subscriptionParams },
       response: subscriptionResponse,
-      handle: async (ctx, req) => presentSubscription(await findSubscription(deps, ctx, id(req)), deps.clock.now()),
+      handle: async (ctx, req) => presentSubscription(await findSubscription(deps, ctx, idParam(req)), deps.clock.now()),
     },
     {
       method: 'patch', suffix: '/subscriptions/:id', scope: 'webhooks:update',
       summary: 'Update name, URL, events, active status, filters or payload format',
       schemas: { params: subscriptionParams, body: updateSubscriptionBody },
       response: subscriptionResponse,
-      handle: (ctx, req) => updateSubscription(deps, ctx, id(req), req.body, acting(req)),
+      handle: (ctx, req) => updateSubscription(deps, ctx, idParam(req), req.body, acting(req)),
     },
     {
       method: 'delete', suffix: '/subscriptions/:id', scope: 'webhooks:delete', summary: 'Soft-delete a subscription',
       schemas: { params: subscriptionParams },
-      handle: (ctx, req) => deleteSubscription(deps, ctx, id(req), acting(req)),
+      handle: (ctx, req) => deleteSubscription(deps, ctx, idParam(req), acting(req)),
     },
     {
       method: 'post', suffix: '/subscriptions/:id/rotate-secret', scope: 'webhooks:update',
       summary: 'Rotate the signing secret; the previous one keeps signing for 72 hours',
       schemas: { params: subscriptionParams },
       response: rotatedSecretResponse,
-      handle: (ctx, req) => rotateSecret(deps, ctx, id(req), acting(req)),
+      handle: (ctx, req) => rotateSecret(deps, ctx, idParam(req), acting(req)),
     },
     {
       method: 'post', suffix: '/subscriptions/:id/test', scope: 'webhooks:update', status: 202,
       summary: 'Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)',
       schemas: { params: subscriptionParams },
       response: testDeliveryResponse,
-      handle: (ctx, req) => sendTestEvent(deps, ctx, id(req)),
+      handle: (ctx, req) => sendTestEvent(deps, ctx, idParam(req)),
     },
     {
       method: 'get', suffix: '/subscriptions/:id/sentinel-schema', scope: 'webhooks:read',
       summary: 'Log Analytics columns and DCR stream declaration for the microsoft_sentinel records of this subscription',
       schemas: { params: subscriptionParams },
       response: sentinelSchemaResponse,
-      handle: (ctx, req) => subscriptionSentinelSchema(deps, ctx, id(req)),
+      handle: (ctx, req) => subscriptionSentinelSchema(deps, ctx, idParam(req)),
     },
     {
       method: 'get', suffix: '/deliveries', scope: 'webhooks:read', summary: 'List deliveries with their payload snapshots',
@@ -117,27 +116,27 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
       method: 'get', suffix: '/deliveries/:id/attempts', scope: 'webhooks:read', summary: 'Attempt log of a delivery',
       schemas: { params: subscriptionParams },
       response: attemptsResponse,
-      handle: (ctx, req) => listAttempts(deps, ctx, id(req)),
+      handle: (ctx, req) => listAttempts(deps, ctx, idParam(req)),
     },
     {
       method: 'get', suffix: '/deliveries/:id', scope: 'webhooks:read', summary: 'Read one delivery with its payload snapshot',
       schemas: { params: subscriptionParams },
       response: deliveryResponse,
-      handle: (ctx, req) => readDelivery(deps, ctx, id(req)),
+      handle: (ctx, req) => readDelivery(deps, ctx, idParam(req)),
     },
     {
       method: 'post', suffix: '/deliveries/:id/resend', scope: 'webhooks:update', status: 202,
       summary: 'Send a finished delivery again as a new delivery (same event and payload, redelivery_of set)',
       schemas: { params: subscriptionParams },
       response: deliveryResponse,
-      handle: (ctx, req) => resendDelivery(deps, ctx, id(req), acting(req)),
+      handle: (ctx, req) => resendDelivery(deps, ctx, idParam(req), acting(req)),
     },
     {
       method: 'post', suffix: '/subscriptions/:id/recover', scope: 'webhooks:update', status: 202,
       summary: 'Re-queue the failed deliveries of a time window (at most 30 days back, 10,000 per call, each once)',
       schemas: { params: subscriptionParams, body: recoverBody },
       response: recoverResponse,
-      handle: (ctx, req) => recoverDeliveries(deps, ctx, id(req), req.body, acting(req)),
+      handle: (ctx, req) => recoverDeliveries(deps, ctx, idParam(req), req.body, acting(req)),
     },
   ];
 }

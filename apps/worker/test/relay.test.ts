@@ -1,7 +1,7 @@
 // Nothing accepted is lost: a delivery committed without its queue job (the process died between commit and
 // enqueue, or Redis refused the job) is enqueued by the outbox relay, which runs on a BullMQ job scheduler.
-import { publishEvent, withOutbox } from '@svc/outbox';
-import { createDeliveryQueue, createRedis } from '@svc/queue';
+import { publishEvent, relayOverdueDeliveries, withOutbox } from '@svc/outbox';
+import { createDeliveryQueue, createRedis, deliveryJobOptions } from '@svc/queue';
 import { startWorker } from '../src/worker';
 import { createWorld, type World } from './support/world';
 
@@ -75,4 +75,35 @@ it('does not enqueue a delivery twice while its job is waiting for a retry', asy
   expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 3 });
   await new Promise((r) => setTimeout(r, 500));
   expect(w.receiver.requests('/retrying')).toHaveLength(3);
+});
+
+describe('behind a backlog of overdue deliveries whose jobs are still queued', () => {
+  let local: World;
+  beforeAll(async () => {
+    local = await createWorld({ worker: false });
+  });
+  afterAll(() => local?.close());
+
+  it('finds the delivery that lost its job past the first page, and adds no second job for the others', async () => {
+    const sub = await local.subscribe({ name: 'backlog', url: local.receiver.url('/backlog'), events: ['report.ready'] });
+    await local.h.deps.prisma.$transaction(async (tx) => {
+      for (let i = 0; i < 120; i++) {
+        await publishEvent(tx, { type: 'report.ready', organizationId: local.org.id, data: { report_id: `backlog_${i}` } }, local.h.clock.now());
+      }
+    });
+    // Every delivery but the one the relay pages to last has its job, delayed: a queued backlog, overdue by now.
+    const ids = (
+      await local.h.deps.prisma.webhookDelivery.findMany({ where: { subscriptionId: sub.id }, select: { id: true }, orderBy: { id: 'asc' } })
+    ).map((d) => d.id);
+    expect(ids).toHaveLength(120);
+    const lost = ids[ids.length - 1];
+    const queue = local.h.deps.deliveryQueue;
+    await queue.addBulk(ids.slice(0, -1).map((id) => ({ name: 'deliver', data: { deliveryId: id }, opts: deliveryJobOptions(id, 8, 3_600_000) })));
+
+    const relayed = await relayOverdueDeliveries(local.h.deps.prisma, queue, { ageMs: 0, maxAttempts: 8, now: new Date(Date.now() + 1000), batchSize: 50 });
+
+    expect(relayed).toBe(1);
+    expect(await queue.getJobState(lost)).toBe('waiting');
+    expect(await queue.getDelayedCount()).toBe(119);
+  });
 });

@@ -168,6 +168,25 @@ function deliveryJob(queue: Queue<DeliveryJobData>, id: string): Job<DeliveryJob
   return new Job(queue, 'deliver', { deliveryId: id }, {}, id);
 }
 
+/** The Redis connection a queue runs its commands on (for the scripts that share its slot and connection). */
+export async function queueRedis(queue: Queue): Promise<Redis> {
+  return (await queue.backend.client) as unknown as Redis;
+}
+
+/** Of these deliveries, those that have no job in the queue (none waiting, delayed, active or prioritized). */
+export async function deliveriesWithoutJob(queue: Queue<DeliveryJobData>, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const client = await queueRedis(queue);
+  const pipeline = client.pipeline();
+  for (const id of ids) pipeline.exists(queue.toKey(id));
+  const answers = (await pipeline.exec()) ?? [];
+  return ids.filter((_, i) => {
+    const [err, exists] = answers[i] ?? [];
+    if (err) throw err;
+    return exists === 0;
+  });
+}
+
 const WAKE_CHUNK = 100;
 
 /**

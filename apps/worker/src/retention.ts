@@ -2,11 +2,11 @@
 // cascade, their attempts) go 30 days after they reached a terminal state; an event goes once it is as old and no
 // delivery references it any more. Every statement walks an index, a bounded batch at a time, so its cost per row
 // does not grow with the table:
-//   1. expired deliveries, oldest completion first, through webhook_deliveries(completed_at), resuming each batch
+//   1. expired deliveries, oldest completion first, through webhook_deliveries(completed_at, id), resuming each batch
 //      where the last one ended (keyset), so the dead index entries of earlier batches are not walked again;
 //      the attempts go by ON DELETE CASCADE through webhook_attempts(delivery_id, number);
 //   2. the events those deliveries belonged to, each checked through webhook_deliveries(event_id);
-//   3. old events no delivery ever referenced (no subscription matched), through events(created_at), keyset too.
+//   3. old events no delivery ever referenced (no subscription matched), through events(created_at, id), keyset too.
 // A run stops when its time budget is spent and says so (`complete: false`); the next run carries on. Each batch
 // is its own short transaction: nothing is locked for longer than one batch.
 import { Prisma, queryRows, utcTimestamp, type Db } from '@svc/db';

@@ -5,7 +5,7 @@ import { withTimeout } from '@svc/domain';
 import { deliveryJobOptions, type DeliveryJobData } from '@svc/queue';
 import { publishEvent, type DeliveryRef, type PublishEventInput, type PublishedEvent } from './publish';
 import { fairSharePriorities } from './fair-share';
-import { heldBackDelays, holdBackDeliveries, type HoldBack } from './held-back';
+import { heldBackDelays, holdBackDeliveries, type HoldBack, type HoldBackCandidate } from './held-back';
 
 export interface OutboxDeps {
   prisma: Db;
@@ -40,14 +40,8 @@ export function outboxDeps(
 
 export type Publish = (input: PublishEventInput) => Promise<PublishedEvent>;
 
-export interface DeliveryToEnqueue {
-  id: string;
-  remainingAttempts: number;
-  /** With a fair share: counted for the subscription's priority; with a hold-back, whose breaker to ask. */
-  subscriptionId?: string;
-  /** The subscription row showed its breaker open until then (epoch ms): the delivery is enqueued held back. */
-  breakerOpenUntilMs?: number | null;
-}
+/** A delivery (publish.ts DeliveryRef; the relay knows no breaker) and the attempts it has left. */
+export type DeliveryToEnqueue = HoldBackCandidate & { remainingAttempts: number };
 
 export interface EnqueueOptions {
   fairSharePerSecond?: number;

@@ -7,6 +7,7 @@
 // subscription (the id is a hash tag: one slot per key on a Redis Cluster).
 import type { Queue } from 'bullmq';
 import { fairSharePriority } from '@svc/domain';
+import { queueRedis } from '@svc/queue';
 
 export const FAIR_SHARE_DECAY_MS = 5_000;
 
@@ -32,7 +33,7 @@ type RateRedis = {
 const defined = new WeakSet<object>();
 
 async function rateClient(queue: Queue): Promise<Required<Pick<RateRedis, 'fairShareRate'>>> {
-  const redis = (await queue.backend.client) as unknown as RateRedis;
+  const redis = (await queueRedis(queue)) as unknown as RateRedis;
   if (!defined.has(redis)) {
     redis.defineCommand('fairShareRate', { numberOfKeys: 1, lua: DECAYED_RATE });
     defined.add(redis);

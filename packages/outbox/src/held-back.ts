@@ -7,7 +7,8 @@
 import type { Queue } from 'bullmq';
 import { Prisma, queryRows, utcTimestamp, type Db } from '@svc/db';
 import { farWakeMs, wakeJitterMs, type IsolationRules } from '@svc/domain';
-import { holdBehindOpenBreaker, redelayDeliveryJob, wakeDeliveryJobs, type DeliveryJobData } from '@svc/queue';
+import { holdBehindOpenBreaker, queueRedis, redelayDeliveryJob, wakeDeliveryJobs, type DeliveryJobData } from '@svc/queue';
+import type { DeliveryRef } from './publish';
 
 export interface HoldBack {
   prisma: Db;
@@ -16,17 +17,14 @@ export interface HoldBack {
   rules: Pick<IsolationRules, 'breakerMaxOpenMs'>;
 }
 
-interface Candidate {
-  id: string;
-  subscriptionId?: string;
-  breakerOpenUntilMs?: number | null;
-}
+/** What the hold-back needs of a delivery to enqueue. */
+export type HoldBackCandidate = Pick<DeliveryRef, 'id'> & Partial<Pick<DeliveryRef, 'subscriptionId' | 'breakerOpenUntilMs'>>;
 
 /**
  * The job delay of each delivery to hold back (its subscription row shows the breaker open): the far wake-up after
  * the probe time, spread a little, as the worker postpones one.
  */
-export function heldBackDelays(deliveries: Candidate[], rules: HoldBack['rules'], now: number): Map<string, number> {
+export function heldBackDelays(deliveries: HoldBackCandidate[], rules: HoldBack['rules'], now: number): Map<string, number> {
   const delays = new Map<string, number>();
   for (const d of deliveries) {
     if (!d.subscriptionId || !d.breakerOpenUntilMs || d.breakerOpenUntilMs <= now) continue;
@@ -43,11 +41,11 @@ export function heldBackDelays(deliveries: Candidate[], rules: HoldBack['rules']
 export async function holdBackDeliveries(
   queue: Queue<DeliveryJobData>,
   hold: HoldBack,
-  deliveries: Candidate[],
+  deliveries: HoldBackCandidate[],
   delays: Map<string, number>,
   now: number,
 ): Promise<void> {
-  const redis = (await queue.backend.client) as unknown as Parameters<typeof holdBehindOpenBreaker>[0];
+  const redis = await queueRedis(queue);
   const bySubscription = new Map<string, string[]>();
   for (const d of deliveries) {
     if (!delays.has(d.id)) continue;

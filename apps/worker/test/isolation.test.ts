@@ -359,4 +359,28 @@ describe('a fair share of a backlog', () => {
       await worker.close();
     }
   });
+
+  it("puts a new subscription's sudden burst behind another's events from its first deliveries on", async () => {
+    local.receiver.script('/burst', ok);
+    local.receiver.script('/steady', ok);
+    await local.subscribe({ name: 'burst', url: local.receiver.url('/burst'), events: ['finding.confirmed'] });
+    await local.subscribe({ name: 'steady', url: local.receiver.url('/steady'), events: ['monitoring.regression'] });
+    const deps = outboxDeps({ ...local.h.deps, config: local.h.config }, local.h.deps.deliveryQueue);
+    // 8 deliveries at once from a subscription never seen before: 8 a second against a share of 2. (Averaged over
+    // the decay's whole 5 s, as the first version did, they read 1.6 a second and queued ahead with no priority.)
+    await withOutbox(deps, async (_tx, p) => {
+      for (let i = 0; i < 8; i++) await p({ type: 'finding.confirmed', organizationId: local.org.id, data: { finding_id: `fnd_burst_${i}` } });
+    });
+    await withOutbox(deps, (_tx, p) => p({ type: 'monitoring.regression', organizationId: local.org.id, data: { n: 1 } }));
+
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 1 } });
+    try {
+      await local.receiver.waitForRequests('/steady', 1, 20_000);
+      await local.receiver.waitForRequests('/burst', 8, 20_000);
+      const arrivals = local.receiver.requests().map((r) => r.path).filter((path) => path === '/steady' || path === '/burst');
+      expect(arrivals.indexOf('/steady')).toBe(0);
+    } finally {
+      await worker.close();
+    }
+  });
 });

@@ -29,7 +29,7 @@ import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { signatureHeader, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
-import { recordBreakerTransition, recordPostponement, scheduleProbe } from './isolation/effects';
+import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
 import { IsolationState, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
 
@@ -42,6 +42,8 @@ export interface DeliveryContext extends WorkerDeps {
   isolation: IsolationState | null;
   /** Wakes waiting deliveries and schedules a breaker's probe (the worker owns the queue). */
   onRelease: (release: Release, now: Date) => void;
+  /** Shows held-back deliveries as waiting, in batches (flushed when the worker closes). */
+  postponements: PostponementWriter;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
@@ -69,7 +71,11 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   });
   const { isolation: rules, timeoutMs } = deps.config.webhooks;
   // A slot outlives its attempt's timeout by a margin; a worker that dies mid-attempt frees it then.
-  const isolation = rules ? new IsolationState(deps.redis(), deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
+  // Its connection pipelines automatically: the admissions and releases of the jobs in flight that fall in one tick
+  // go to Redis in one write (no blocking command ever runs on it).
+  const isolation = rules
+    ? new IsolationState(deps.redis({ enableAutoPipelining: true }), deps.config.redisPrefix, rules, timeoutMs + 5_000)
+    : null;
   const onRelease = (release: Release, now: Date) => {
     if (!deliveryQueue) return;
     const woken = release.prober
@@ -77,7 +83,8 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
       : wakeDeliveryJobs(deliveryQueue, release.wake);
     woken.catch((err: unknown) => deps.logger.warn('Could not wake waiting deliveries', { error: String(err) }));
   };
-  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey), isolation, onRelease };
+  const postponements = new PostponementWriter(deps);
+  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey), isolation, onRelease, postponements };
 }
 
 export type DeliveryResult =
@@ -190,7 +197,7 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
     if (change) await notifyHealthChange(ctx, change, { responseStatus: null, outcome: 'held_back', error: decision.detail });
     return { status: 'skipped', reason: decision.detail };
   }
-  await recordPostponement(ctx, delivery, reason, decision.until, now);
+  ctx.postponements.record(delivery, reason, decision.until, now);
   return { status: 'postponed', reason, until: decision.until, subscriptionId: subscription.id };
 }
 

@@ -1,6 +1,6 @@
 // What the worker needs from the outside world. main.ts builds the real ones; tests inject their own
 // (a movable clock, a DNS override) and run real BullMQ workers in-process.
-import type { Redis } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
 import type { Db } from '@svc/db';
 import type { Mailer } from '@svc/mail';
@@ -12,7 +12,7 @@ export interface WorkerDeps {
   logger: Logger;
   prisma: Db;
   /** Returns a new Redis connection; every BullMQ worker and queue gets its own. */
-  redis: () => Redis;
+  redis: (options?: RedisOptions) => Redis;
   clock: Clock;
   /** DNS override for the URL-safety check (tests); the system resolver otherwise. */
   lookup?: Lookup;

@@ -74,6 +74,12 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     ...tuning,
   });
   ownConnection(worker, connection);
+  // The held-back deliveries' rows are written once the last jobs have run, before the caller closes the database.
+  const closeWorker = worker.close.bind(worker);
+  worker.close = async (force?: boolean) => {
+    await closeWorker(force);
+    await ctx.postponements.flush();
+  };
   worker.on('closed', () => ctx.post.close());
   worker.on('closed', () => void ctx.entraTokens.close());
   worker.on('closed', () => {

@@ -138,6 +138,25 @@ describe('a slow receiver', () => {
     expect(most).toBeLessThanOrEqual(2);
     expect((await getSubscription(slow.id)).breaker.state).toBe('closed');
   });
+
+  it('shows the deliveries waiting for a slot as waiting, with why and until when, without an attempt', async () => {
+    w.receiver.script('/slots', () => ({ status: 200, body: 'ok', delayMs: 300 }));
+    const sub = await subscribe('/slots');
+    await publishMany(12, 'slots');
+    // Two at a time (300 ms answers keep it at WEBHOOK_MIN_IN_FLIGHT): the others are held back and say so.
+    const seen = await poll(
+      () => w.deliveriesOf(sub.id),
+      (ds) => ds.some((d) => d.status === 'pending' && d.waitReason === 'in_flight_cap'),
+      10_000,
+      'a delivery shown waiting for a slot',
+    );
+    for (const d of seen.filter((x) => x.status === 'pending' && x.waitReason === 'in_flight_cap')) {
+      expect(d.attemptCount).toBe(0);
+      expect(d.nextAttemptAt).not.toBeNull();
+    }
+    const done = await poll(() => w.deliveriesOf(sub.id), (ds) => ds.length === 12 && ds.every((d) => d.status === 'succeeded'), 30_000, 'every delivery');
+    expect(Math.max(...done.map((d) => d.attemptCount))).toBe(1);
+  });
 });
 
 describe('rate_limit', () => {

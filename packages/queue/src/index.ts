@@ -72,12 +72,13 @@ function singleTls(target: Extract<RedisTarget, { mode: 'single' }>): RedisOptio
 }
 
 function clusterClient(target: Extract<RedisTarget, { mode: 'cluster' }>, options: RedisOptions): Cluster {
-  const { enableOfflineQueue, retryStrategy: _retry, ...perNode } = options;
+  const { enableOfflineQueue, enableAutoPipelining, retryStrategy: _retry, ...perNode } = options;
   const clusterOptions: ClusterOptions = {
     // Managed clusters announce node names their TLS certificates carry; keep them as given.
     dnsLookup: (address, callback) => callback(null, address),
     redisOptions: { reconnectOnError: reconnectOnReadonly, ...nodeOptions(target), ...perNode },
     ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
+    ...(enableAutoPipelining !== undefined && { enableAutoPipelining }),
   };
   return new Cluster(target.nodes, clusterOptions);
 }

@@ -6,6 +6,7 @@ import { createIsolatedDatabase } from '../../../../test-support/databases';
 import type { Lookup } from '@svc/net';
 import type { WebhookAttempt, WebhookDelivery, WebhookSubscription } from '@svc/db';
 import { createRedis } from '@svc/queue';
+import type { RedisOptions } from 'ioredis';
 import { withOutbox, type PublishEventInput, type PublishedEvent } from '@svc/outbox';
 import { createHarness, type Harness } from '../../../api/test/support/harness';
 import { bearer, createOrg, type TestOrg } from '../../../api/test/support/fixtures';
@@ -106,7 +107,7 @@ export async function createWorld(options: WorldOptions = {}): Promise<World> {
     config: h.config,
     logger: h.deps.logger,
     prisma: h.deps.prisma,
-    redis: () => createRedis(h.config.redis),
+    redis: (options?: RedisOptions) => createRedis(h.config.redis, options),
     clock: h.clock,
     lookup: options.lookup,
   };

@@ -10,6 +10,8 @@ import type { ReceivedRequest } from './support/receiver';
 import { createWorld, type World } from './support/world';
 import { runOutboxRelay } from '../src/maintenance';
 import { newId } from '@svc/db';
+import { relayOverdueIssueExports } from '@svc/outbox';
+import { ISSUE_EXPORT_JOB, deliveryJobOptions } from '@svc/queue';
 
 const internalLookup: Lookup = async (hostname) => {
   if (hostname === 'jira.internal.test') return [{ address: '10.1.2.3', family: 4 }];
@@ -148,6 +150,30 @@ describe('relay', () => {
     });
     await runOutboxRelay(w.workerDeps, w.worker!.deliveryQueue); // nothing else enqueues it: the worker runs no schedules here
     expect(await waitForExport(lost.id)).toMatchObject({ status: 'succeeded', externalKey: expect.stringMatching(/^acme\/web#\d+$/) });
+  });
+
+  it('finds a lost export behind overdue ones whose jobs are still queued, a page at a time', async () => {
+    const target = await github({ name: 'relayed-behind' });
+    const queue = w.worker!.deliveryQueue;
+    const overdue = async (title: string) => {
+      const f = await insertFinding(w.h, { id: finding.assessmentId, organizationId: w.org.id, projectId: finding.projectId }, { title });
+      return w.h.deps.prisma.findingIssueExport.create({
+        data: { id: newId('iexj'), organizationId: w.org.id, findingId: f.id, targetId: target.id, createdAt: new Date(Date.now() - 3600_000) },
+      });
+    };
+    // Three whose jobs wait in the queue (delayed an hour, as behind a tracker's backoff), then the lost one.
+    const queued = [await overdue('Queued 1'), await overdue('Queued 2'), await overdue('Queued 3')];
+    for (const e of queued) await queue.add(ISSUE_EXPORT_JOB, { deliveryId: e.id }, deliveryJobOptions(e.id, 8, 3600_000));
+    const lost = await overdue('Lost behind');
+    try {
+      // Pages of 2: the lost one is on the second page. Only it is enqueued; the queued ones keep their jobs.
+      expect(await relayOverdueIssueExports(w.h.deps.prisma, queue, { ageMs: 0, maxAttempts: 8, batchSize: 2 })).toBe(1);
+      expect(await waitForExport(lost.id)).toMatchObject({ status: 'succeeded' });
+      for (const e of queued) expect(await queue.getJobState(e.id)).toBe('delayed');
+    } finally {
+      for (const e of queued) await queue.remove(e.id);
+      await w.h.deps.prisma.findingIssueExport.updateMany({ where: { id: { in: queued.map((e) => e.id) } }, data: { status: 'failed' } });
+    }
   });
 });
 

@@ -13,67 +13,96 @@ export const RELAY_PAGE = 500;
 export const RELAY_BUDGET_MS = 5_000;
 const CURSOR_TTL_MS = 24 * 3600 * 1000;
 
-export async function relayOverdueDeliveries(
-  prisma: Db,
+interface RelayPaging {
+  /** Where the run that stops at its budget leaves its cursor for the next (shared by the workers). */
+  cursorName: string;
+  pageSize: number;
+  budgetMs: number;
+}
+
+/**
+ * Pages through overdue pending rows by id (`readPage`: the next page after `after`), hands those whose job is
+ * missing from Redis to `enqueueLost`, and stops after the budget, leaving its cursor in Redis for the next run.
+ * Returns how many were lost and enqueued.
+ */
+async function relayInPages<T extends { id: string }>(
   queue: Queue<DeliveryJobData>,
-  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; budgetMs?: number; fairSharePerSecond?: number },
+  paging: RelayPaging,
+  readPage: (after: string, take: number) => Promise<T[]>,
+  enqueueLost: (lost: T[]) => Promise<void>,
 ): Promise<number> {
-  const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
-  const pageSize = options.batchSize ?? RELAY_PAGE;
   const started = performance.now();
   const redis = await queueRedis(queue);
-  const cursorKey = `${queue.opts.prefix}:outbox-relay:cursor`;
+  const cursorKey = `${queue.opts.prefix}:${paging.cursorName}:cursor`;
   let after = (await redis.get(cursorKey)) ?? '';
   let relayed = 0;
   for (;;) {
-    const page = await prisma.webhookDelivery.findMany({
-      where: {
-        status: 'pending',
-        id: { gt: after },
-        OR: [{ nextAttemptAt: { lt: cutoff } }, { nextAttemptAt: null, createdAt: { lt: cutoff } }],
-      },
-      select: { id: true, attemptCount: true, subscriptionId: true },
-      orderBy: { id: 'asc' },
-      take: pageSize,
-    });
-    const lost = new Set(await deliveriesWithoutJob(queue, page.map((d) => d.id)));
-    await enqueueDeliveries(
-      queue,
-      page.filter((d) => lost.has(d.id)).map((d) => ({ id: d.id, subscriptionId: d.subscriptionId, remainingAttempts: options.maxAttempts - d.attemptCount })),
-      { fairSharePerSecond: options.fairSharePerSecond },
-    );
+    const page = await readPage(after, paging.pageSize);
+    const lost = new Set(await deliveriesWithoutJob(queue, page.map((row) => row.id)));
+    await enqueueLost(page.filter((row) => lost.has(row.id)));
     relayed += lost.size;
-    if (page.length < pageSize) {
+    if (page.length < paging.pageSize) {
       after = ''; // the end: the next run starts over
       break;
     }
     after = page[page.length - 1].id;
-    if (performance.now() - started >= (options.budgetMs ?? RELAY_BUDGET_MS)) break;
+    if (performance.now() - started >= paging.budgetMs) break;
   }
   if (after) await redis.set(cursorKey, after, 'PX', CURSOR_TTL_MS);
   else await redis.del(cursorKey);
   return relayed;
 }
 
+/** Overdue: its next attempt, or (never attempted) its creation, lies before the cutoff. */
+const overdueSince = (cutoff: Date) => ({ OR: [{ nextAttemptAt: { lt: cutoff } }, { nextAttemptAt: null, createdAt: { lt: cutoff } }] });
+
+export async function relayOverdueDeliveries(
+  prisma: Db,
+  queue: Queue<DeliveryJobData>,
+  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; budgetMs?: number; fairSharePerSecond?: number },
+): Promise<number> {
+  const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
+  return relayInPages(
+    queue,
+    { cursorName: 'outbox-relay', pageSize: options.batchSize ?? RELAY_PAGE, budgetMs: options.budgetMs ?? RELAY_BUDGET_MS },
+    (after, take) =>
+      prisma.webhookDelivery.findMany({
+        where: { status: 'pending', id: { gt: after }, ...overdueSince(cutoff) },
+        select: { id: true, attemptCount: true, subscriptionId: true },
+        orderBy: { id: 'asc' },
+        take,
+      }),
+    (lost) =>
+      enqueueDeliveries(
+        queue,
+        lost.map((d) => ({ id: d.id, subscriptionId: d.subscriptionId, remainingAttempts: options.maxAttempts - d.attemptCount })),
+        { fairSharePerSecond: options.fairSharePerSecond },
+      ),
+  );
+}
+
 /**
- * The same for issue exports (jobs named `issue-export` on the delivery queue): a pending export whose next
- * attempt (or creation) is overdue may have lost its job; job id = export id, so a live job is not doubled.
+ * The same for issue exports (jobs named `issue-export` on the delivery queue, job id = export id): pages through the
+ * overdue pending exports and enqueues those whose job is gone.
  */
 export async function relayOverdueIssueExports(
   prisma: Db,
   queue: Queue<DeliveryJobData>,
-  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number },
+  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; budgetMs?: number },
 ): Promise<number> {
   const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
-  const overdue = await prisma.findingIssueExport.findMany({
-    where: {
-      status: 'pending',
-      OR: [{ nextAttemptAt: { lt: cutoff } }, { nextAttemptAt: null, createdAt: { lt: cutoff } }],
+  return relayInPages(
+    queue,
+    { cursorName: 'issue-export-relay', pageSize: options.batchSize ?? RELAY_PAGE, budgetMs: options.budgetMs ?? RELAY_BUDGET_MS },
+    (after, take) =>
+      prisma.findingIssueExport.findMany({
+        where: { status: 'pending', id: { gt: after }, ...overdueSince(cutoff) },
+        select: { id: true, attemptCount: true },
+        orderBy: { id: 'asc' },
+        take,
+      }),
+    async (lost) => {
+      for (const e of lost) await enqueueIssueExport(queue, e.id, Math.max(1, options.maxAttempts - e.attemptCount));
     },
-    select: { id: true, attemptCount: true },
-    orderBy: { id: 'asc' },
-    take: options.batchSize ?? 500,
-  });
-  for (const e of overdue) await enqueueIssueExport(queue, e.id, Math.max(1, options.maxAttempts - e.attemptCount));
-  return overdue.length;
+  );
 }

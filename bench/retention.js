@@ -33,11 +33,12 @@ const { log, report, round, sleep } = bench;
 
 // The built worker's purge and Prisma client: what the scheduled job runs, with its budget and batch size. Loaded
 // once main() has built them (a fresh clone has no dist yet).
-let purgeExpired, RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH, RETENTION_PURGE_PAUSE_RATIO, createPrismaClient, poolOf;
+let purgeExpired, RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH, RETENTION_PURGE_PAUSE_RATIO, createPrismaClient, poolOf, bullPrefix, DELIVERY_QUEUE;
 function loadBuiltModules() {
   ({ purgeExpired } = require(path.join(ROOT, 'apps/worker/dist/retention.js')));
   ({ RETENTION_PURGE_BUDGET_MS, RETENTION_PURGE_BATCH, RETENTION_PURGE_PAUSE_RATIO } = require(path.join(ROOT, 'apps/worker/dist/maintenance.js')));
   ({ createPrismaClient, poolOf } = require(path.join(ROOT, 'packages/db/dist/index.js')));
+  ({ bullPrefix, DELIVERY_QUEUE } = require(path.join(ROOT, 'packages/queue/dist/index.js')));
 }
 
 // A payload of the shape of a finding.created envelope (343 bytes).
@@ -148,7 +149,7 @@ async function relayLag(db, workerEnv, sub, during) {
          VALUES ($1, $2, $3, $4, 'finding.created', ${PAYLOAD}, 'service', (now() AT TIME ZONE 'UTC') - interval '${RELAY_AGE_MS + 100} milliseconds', now() AT TIME ZONE 'UTC')`,
         [id, sub.orgId, sub.subscriptionId, eventId],
       );
-      const jobKey = `${workerEnv.REDIS_PREFIX}:bull:webhook-deliveries:${id}`;
+      const jobKey = `${bullPrefix({ redisPrefix: workerEnv.REDIS_PREFIX, redis: { mode: 'single' } })}:${DELIVERY_QUEUE}:${id}`;
       const status = async () => (await db.query(`SELECT status FROM webhook_deliveries WHERE id = $1`, [id])).rows[0]?.status;
       for (let polls = 0; ; polls += 1) {
         // A job that ran and was removed between two polls: its success is the first sign of the relay.

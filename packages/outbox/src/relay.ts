@@ -13,65 +13,75 @@ export const RELAY_PAGE = 500;
 export const RELAY_BUDGET_MS = 5_000;
 const CURSOR_TTL_MS = 24 * 3600 * 1000;
 
-interface RelayPaging {
-  /** Where the run that stops at its budget leaves its cursor for the next (shared by the workers). */
-  cursorName: string;
-  pageSize: number;
-  budgetMs: number;
+/** What both relays take: how overdue a pending row must be, and how a run pages. */
+interface RelayOptions {
+  ageMs: number;
+  maxAttempts: number;
+  now?: Date;
+  batchSize?: number;
+  budgetMs?: number;
+}
+
+/** One page of overdue pending rows after the cursor, in id order: the same query for deliveries and exports. */
+function overduePage(cutoff: Date, after: string, take: number) {
+  return {
+    where: {
+      status: 'pending' as const,
+      id: { gt: after },
+      // Overdue: its next attempt, or (never attempted) its creation, lies before the cutoff.
+      OR: [{ nextAttemptAt: { lt: cutoff } }, { nextAttemptAt: null, createdAt: { lt: cutoff } }],
+    },
+    orderBy: { id: 'asc' as const },
+    take,
+  };
 }
 
 /**
- * Pages through overdue pending rows by id (`readPage`: the next page after `after`), hands those whose job is
- * missing from Redis to `enqueueLost`, and stops after the budget, leaving its cursor in Redis for the next run.
- * Returns how many were lost and enqueued.
+ * Pages through overdue pending rows by id (`readPage` runs `overduePage` on its table), hands those whose job is
+ * missing from Redis to `enqueueLost`, and stops after the budget, leaving its cursor (`cursorName`) in Redis for
+ * the next run. Returns how many were lost and enqueued.
  */
 async function relayInPages<T extends { id: string }>(
   queue: Queue<DeliveryJobData>,
-  paging: RelayPaging,
-  readPage: (after: string, take: number) => Promise<T[]>,
+  cursorName: string,
+  options: RelayOptions,
+  readPage: (page: ReturnType<typeof overduePage>) => Promise<T[]>,
   enqueueLost: (lost: T[]) => Promise<void>,
 ): Promise<number> {
   const started = performance.now();
+  const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
+  const pageSize = options.batchSize ?? RELAY_PAGE;
   const redis = await queueRedis(queue);
-  const cursorKey = `${queue.opts.prefix}:${paging.cursorName}:cursor`;
+  const cursorKey = `${queue.opts.prefix}:${cursorName}:cursor`;
   let after = (await redis.get(cursorKey)) ?? '';
   let relayed = 0;
   for (;;) {
-    const page = await readPage(after, paging.pageSize);
+    const page = await readPage(overduePage(cutoff, after, pageSize));
     const lost = new Set(await deliveriesWithoutJob(queue, page.map((row) => row.id)));
     await enqueueLost(page.filter((row) => lost.has(row.id)));
     relayed += lost.size;
-    if (page.length < paging.pageSize) {
+    if (page.length < pageSize) {
       after = ''; // the end: the next run starts over
       break;
     }
     after = page[page.length - 1].id;
-    if (performance.now() - started >= paging.budgetMs) break;
+    if (performance.now() - started >= (options.budgetMs ?? RELAY_BUDGET_MS)) break;
   }
   if (after) await redis.set(cursorKey, after, 'PX', CURSOR_TTL_MS);
   else await redis.del(cursorKey);
   return relayed;
 }
 
-/** Overdue: its next attempt, or (never attempted) its creation, lies before the cutoff. */
-const overdueSince = (cutoff: Date) => ({ OR: [{ nextAttemptAt: { lt: cutoff } }, { nextAttemptAt: null, createdAt: { lt: cutoff } }] });
-
 export async function relayOverdueDeliveries(
   prisma: Db,
   queue: Queue<DeliveryJobData>,
-  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; budgetMs?: number; fairSharePerSecond?: number },
+  options: RelayOptions & { fairSharePerSecond?: number },
 ): Promise<number> {
-  const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
   return relayInPages(
     queue,
-    { cursorName: 'outbox-relay', pageSize: options.batchSize ?? RELAY_PAGE, budgetMs: options.budgetMs ?? RELAY_BUDGET_MS },
-    (after, take) =>
-      prisma.webhookDelivery.findMany({
-        where: { status: 'pending', id: { gt: after }, ...overdueSince(cutoff) },
-        select: { id: true, attemptCount: true, subscriptionId: true },
-        orderBy: { id: 'asc' },
-        take,
-      }),
+    'outbox-relay',
+    options,
+    (page) => prisma.webhookDelivery.findMany({ ...page, select: { id: true, attemptCount: true, subscriptionId: true } }),
     (lost) =>
       enqueueDeliveries(
         queue,
@@ -85,22 +95,12 @@ export async function relayOverdueDeliveries(
  * The same for issue exports (jobs named `issue-export` on the delivery queue, job id = export id): pages through the
  * overdue pending exports and enqueues those whose job is gone.
  */
-export async function relayOverdueIssueExports(
-  prisma: Db,
-  queue: Queue<DeliveryJobData>,
-  options: { ageMs: number; maxAttempts: number; now?: Date; batchSize?: number; budgetMs?: number },
-): Promise<number> {
-  const cutoff = new Date((options.now ?? new Date()).getTime() - options.ageMs);
+export async function relayOverdueIssueExports(prisma: Db, queue: Queue<DeliveryJobData>, options: RelayOptions): Promise<number> {
   return relayInPages(
     queue,
-    { cursorName: 'issue-export-relay', pageSize: options.batchSize ?? RELAY_PAGE, budgetMs: options.budgetMs ?? RELAY_BUDGET_MS },
-    (after, take) =>
-      prisma.findingIssueExport.findMany({
-        where: { status: 'pending', id: { gt: after }, ...overdueSince(cutoff) },
-        select: { id: true, attemptCount: true },
-        orderBy: { id: 'asc' },
-        take,
-      }),
+    'issue-export-relay',
+    options,
+    (page) => prisma.findingIssueExport.findMany({ ...page, select: { id: true, attemptCount: true } }),
     async (lost) => {
       for (const e of lost) await enqueueIssueExport(queue, e.id, Math.max(1, options.maxAttempts - e.attemptCount));
     },

@@ -814,7 +814,7 @@ function printIsolationTable(rows) {
 }
 
 // bench/retention.js reuses the set-up, the processes and the drain measurement.
-module.exports = { RUN_ID, REDIS_URL, Redis, log, report, round, sleep, createDatabase, dropDatabase, deleteRedisPrefix, makeTls, startReceiver, serviceEnv, startProcess, stopProcess, API_COMMAND, WORKER_COMMAND, call, expectStatus, waitForHealthy, setUpTenant, publishCount, drain, waitUntil };
+module.exports = { RUN_ID, REDIS_URL, Redis, workerRequire, log, report, round, sleep, createDatabase, dropDatabase, deleteRedisPrefix, makeTls, startReceiver, serviceEnv, startProcess, stopProcess, API_COMMAND, WORKER_COMMAND, call, expectStatus, waitForHealthy, setUpTenant, publishCount, drain, waitUntil };
 if (require.main !== module) return;
 
 main().catch((err) => {

@@ -5,7 +5,8 @@
 import request from 'supertest';
 import type { Cluster } from 'ioredis';
 import { createApp, type App } from '../../api/src/app';
-import { bullPrefix } from '@svc/queue';
+import { bullPrefix, deliveryJobOptions } from '@svc/queue';
+import { publishEvent, relayOverdueDeliveries } from '@svc/outbox';
 import { bearer } from '../../api/test/support/fixtures';
 import { startRedisCluster, type RedisCluster } from '../../../test-support/redis-topologies';
 import { createWorld, type World } from './support/world';
@@ -53,6 +54,25 @@ it('delivers, and retries a failed attempt, through BullMQ on the cluster', asyn
   const masters = (w.h.deps.redis as unknown as Cluster).nodes('master');
   const perMaster = await Promise.all(masters.map((node) => node.keys(`${bullPrefix(w.h.config)}:*`)));
   expect(perMaster.filter((keys) => keys.length > 0)).toHaveLength(1);
+});
+
+it('relays a delivery that lost its job, and leaves one whose job is queued alone, on the cluster', async () => {
+  const sub = await w.subscribe({ name: 'cluster-relay', url: w.receiver.url('/cluster-relay'), events: ['assessment.completed'] });
+  // Both committed without the after-commit enqueue; one then gets its job, delayed an hour.
+  const publish = (reportId: string) =>
+    w.h.deps.prisma.$transaction((tx) =>
+      publishEvent(tx, { type: 'assessment.completed', organizationId: w.org.id, data: { assessment_id: reportId } }, w.h.clock.now()),
+    );
+  const lost = await w.deliveryFor(await publish('asm_lost'), sub.id);
+  const queued = await w.deliveryFor(await publish('asm_queued'), sub.id);
+  await w.h.deps.deliveryQueue.add('deliver', { deliveryId: queued }, deliveryJobOptions(queued, 8, 3_600_000));
+
+  const relayed = await relayOverdueDeliveries(w.h.deps.prisma, w.h.deps.deliveryQueue, { ageMs: 0, maxAttempts: 8, now: new Date(Date.now() + 1000) });
+
+  expect(relayed).toBe(1);
+  expect(await w.waitForDelivery(lost)).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+  expect(await w.h.deps.deliveryQueue.getJobState(queued)).toBe('delayed');
+  expect(w.receiver.requests('/cluster-relay')).toHaveLength(1);
 });
 
 it('limits login attempts per e-mail across API instances', async () => {

@@ -174,18 +174,29 @@ export async function queueRedis(queue: Queue): Promise<Redis> {
   return (await queue.backend.client) as unknown as Redis;
 }
 
+// EXISTS of each key, in one command: the relay asks about a page of 500 jobs at a time, and a pipeline of 500
+// EXISTS cost the client and Redis about five times as much (10,000 jobs: 66 ms). A queue's keys share one hash
+// slot in a Cluster (bullPrefix), so one script may read them all.
+const JOBS_EXISTING = `local found = {}
+for i, key in ipairs(KEYS) do found[i] = redis.call('EXISTS', key) end
+return found`;
+
+type ExistingRedis = {
+  defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
+  jobsExisting?(keyCount: number, ...keys: string[]): Promise<number[]>;
+};
+const existingDefined = new WeakSet<object>();
+
 /** Of these deliveries, those that have no job in the queue (none waiting, delayed, active or prioritized). */
 export async function deliveriesWithoutJob(queue: Queue<DeliveryJobData>, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const client = await queueRedis(queue);
-  const pipeline = client.pipeline();
-  for (const id of ids) pipeline.exists(queue.toKey(id));
-  const answers = (await pipeline.exec()) ?? [];
-  return ids.filter((_, i) => {
-    const [err, exists] = answers[i] ?? [];
-    if (err) throw err;
-    return exists === 0;
-  });
+  const client = (await queueRedis(queue)) as unknown as ExistingRedis;
+  if (!existingDefined.has(client)) {
+    client.defineCommand('jobsExisting', { lua: JOBS_EXISTING });
+    existingDefined.add(client);
+  }
+  const found = await client.jobsExisting!(ids.length, ...ids.map((id) => queue.toKey(id)));
+  return ids.filter((_, i) => found[i] === 0);
 }
 
 const WAKE_CHUNK = 100;

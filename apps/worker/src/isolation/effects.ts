@@ -68,8 +68,7 @@ export class PostponementWriter {
             FROM unnest(${rows.map(([id]) => id)}::text[], ${rows.map(([, r]) => r.attemptCount)}::int[],
                         ${rows.map(([, r]) => r.reason)}::text[], ${rows.map(([, r]) => r.until.toISOString())}::timestamptz[],
                         ${rows.map(([, r]) => r.now.toISOString())}::timestamptz[]) AS v(id, attempt_count, reason, until, now)
-           WHERE d.id = v.id AND d.status = 'pending' AND d.attempt_count = v.attempt_count
-          RETURNING d.id`,
+           WHERE d.id = v.id AND d.status = 'pending' AND d.attempt_count = v.attempt_count`,
         'worker_record_postponements',
       );
     } catch (err) {

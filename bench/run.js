@@ -714,6 +714,8 @@ async function publishPaced(base, tenant, rate, seconds) {
  */
 async function isolationScenario(base, processEnv, receiver, quiet, noisy, { label, noisyRate, quietRate = 20 }) {
   log(`isolation: ${label}`);
+  // With BENCH_TRACE_DIR, each row's receipts go to a file of their own (the receiver writes them at a reset).
+  if (env.BENCH_TRACE_DIR) await receiver.stats(true);
   const worker = startProcess(WORKER_COMMAND, processEnv);
   // Measured once the worker is warm: its first deliveries (connections, compiled code) are not. The warm-up goes at
   // Quiet's own rate: published all at once (100 in a fraction of a second), it made Quiet itself a burst by the fair
@@ -775,6 +777,7 @@ async function measureIsolation(base, processEnv, receiver) {
   rows.hung5 = await scenario({ label: 'never answers, 5 subscriptions, Noisy at 100/s', noisyRate: 100 });
   rows.recovery = await measureRecovery(base, processEnv, receiver, noisy);
   rows.fairness = await measureFairness(base, processEnv, receiver, quiet);
+  if (env.BENCH_TRACE_DIR) await receiver.stats(true);
   return rows;
 }
 

@@ -3,7 +3,7 @@
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
-import { memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import { Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import { isNotificationKind, isPayloadFormat, renderNotification, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
@@ -15,10 +15,12 @@ import { sendNotificationMail } from './http/mail-send';
 import { sendAuthorized, type AuthorizedResult } from './http/receiver-auth';
 import {
   AttemptConflictError,
+  attemptRecorder,
   failHeldBackDelivery,
   failPendingDelivery,
   recordAttempt,
   type AttemptRecord,
+  type AttemptRecorder,
   type AttemptWrite,
   type DeliveryUpdate,
   type SubscriptionEffect,
@@ -44,6 +46,10 @@ export interface DeliveryContext extends WorkerDeps {
   onRelease: (release: Release, now: Date) => void;
   /** Shows held-back deliveries as waiting, in batches (flushed when the worker closes). */
   postponements: PostponementWriter;
+  /** Loads deliveries with their subscriptions, those asked for while a load runs together in the next statement. */
+  loads: Coalescer<string, LoadedDelivery | null>;
+  /** Records the common attempts (successes, failures to retry) the same way. */
+  recorder: AttemptRecorder;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
@@ -84,7 +90,9 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     woken.catch((err: unknown) => deps.logger.warn('Could not wake waiting deliveries', { error: String(err) }));
   };
   const postponements = new PostponementWriter(deps);
-  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey), isolation, onRelease, postponements };
+  const loads = new Coalescer((ids: string[]) => loadDeliveries(deps.prisma, ids));
+  const recorder = attemptRecorder(deps.prisma);
+  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey), isolation, onRelease, postponements, loads, recorder };
 }
 
 export type DeliveryResult =
@@ -124,7 +132,7 @@ const column = (table: string, name: string, alias: string) =>
 const LOAD_SQL =
   `SELECT ${DELIVERY_COLUMNS.map((c) => column('d', c, `d_${c}`)).join(', ')}, ` +
   `${SUBSCRIPTION_COLUMNS.map((c) => column('s', c, `s_${c}`)).join(', ')} ` +
-  'FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.id = ';
+  'FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.id = ANY(';
 const camel = (snake: string) => snake.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 /** [model field, result column] of each selected column, worked out once. */
 const fieldsOf = (prefix: string, columns: readonly string[]) => columns.map((c) => [camel(c), `${prefix}${c}`] as const);
@@ -138,20 +146,23 @@ function pick(row: Record<string, unknown>, fields: ReadonlyArray<readonly [stri
 }
 
 /**
- * The delivery and its subscription in one raw statement (a Prisma findUnique with include costs two statements
+ * Deliveries with their subscriptions in one raw statement (a Prisma findUnique with include costs two statements
  * and the query compiler's time on every attempt), shaped as Prisma's models; straight on the pg pool when the
- * client has one (queryRows), which skips Prisma's per-query cost altogether.
+ * client has one (queryRows), which skips Prisma's per-query cost altogether. Answers in the order asked, null for
+ * a delivery that does not exist.
  */
-export async function loadDelivery(prisma: WorkerDeps['prisma'], deliveryId: string): Promise<LoadedDelivery | null> {
-  const rows = await queryRows<Record<string, unknown>>(prisma, Prisma.sql`${Prisma.raw(LOAD_SQL)}${deliveryId}`, 'worker_load_delivery');
-  if (rows.length === 0) return null;
-  const delivery = pick(rows[0], DELIVERY_FIELDS) as unknown as WebhookDelivery;
-  const subscription = pick(rows[0], SUBSCRIPTION_FIELDS) as unknown as WebhookSubscription;
-  return { ...delivery, subscription };
+export async function loadDeliveries(prisma: WorkerDeps['prisma'], ids: string[]): Promise<Array<LoadedDelivery | null>> {
+  const rows = await queryRows<Record<string, unknown>>(prisma, Prisma.sql`${Prisma.raw(LOAD_SQL)}${ids}::text[])`, 'worker_load_deliveries');
+  const loaded = new Map<string, LoadedDelivery>();
+  for (const row of rows) {
+    const delivery = pick(row, DELIVERY_FIELDS) as unknown as WebhookDelivery;
+    loaded.set(delivery.id, { ...delivery, subscription: pick(row, SUBSCRIPTION_FIELDS) as unknown as WebhookSubscription });
+  }
+  return ids.map((id) => loaded.get(id) ?? null);
 }
 
 export async function processDelivery(ctx: DeliveryContext, deliveryId: string): Promise<DeliveryResult> {
-  const delivery = await loadDelivery(ctx.prisma, deliveryId);
+  const delivery = await ctx.loads.run(deliveryId);
   if (!delivery) return skipDelivery(ctx, deliveryId, null, 'delivery not found');
   const skip = reasonToSkip(delivery, ctx.config.webhooks.maxAttempts);
   if (skip !== null) return skipDelivery(ctx, deliveryId, delivery, skip);
@@ -374,7 +385,7 @@ async function finishWithoutRequest(
 }
 
 async function recordAndNotify(ctx: DeliveryContext, write: AttemptWrite): Promise<void> {
-  const change = await recordAttempt(ctx.prisma, write);
+  const change = await recordAttempt(ctx.prisma, write, ctx.recorder);
   if (change) await notifyHealthChange(ctx, change, write.attempt);
 }
 

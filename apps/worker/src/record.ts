@@ -2,7 +2,7 @@
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
-import { Prisma, isUniqueViolation, newId, queryRows, utcTimestamp, type Db, type Tx } from '@svc/db';
+import { Coalescer, Prisma, isUniqueViolation, newId, queryRows, type Db, type Tx } from '@svc/db';
 import type { AttemptOutcome } from './http/outcome';
 import {
   healthAfterSuccess,
@@ -132,12 +132,17 @@ async function auditHealthChange(tx: Tx, subscriptionId: string, next: Subscript
   });
 }
 
-export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<HealthChange | null> {
+/**
+ * Records an attempt. A success or a failure to retry (neither can turn a subscription failing or disabled) goes
+ * through `recorder` when given, batched with the records of the worker's other slots (attemptRecorder); the rest in a
+ * transaction of its own.
+ */
+export async function recordAttempt(prisma: Db, write: AttemptWrite, recorder?: AttemptRecorder): Promise<HealthChange | null> {
   const { attempt } = write;
   try {
     if (write.subscription.kind === 'none' || write.subscription.kind === 'success') {
-      // Neither can turn a subscription failing or disabled: no health change to report.
-      await recordInOneStatement(prisma, write);
+      const failure = recorder ? await recorder.run(write) : (await recordInOneStatement(prisma, [write])).has(write.deliveryId) ? null : conflictOf(write);
+      if (failure) throw failure;
       return null;
     }
     return await prisma.$transaction(async (tx) => {
@@ -164,54 +169,85 @@ export async function recordAttempt(prisma: Db, write: AttemptWrite): Promise<He
   }
 }
 
+const conflictOf = (write: AttemptWrite) => new AttemptConflictError(`Attempt ${write.attempt.number} of ${write.deliveryId} was already recorded`);
+
+/** Records successes and failures to retry, many per statement when many finish together; per item: null or why not. */
+export type AttemptRecorder = Coalescer<AttemptWrite, Error | null>;
+
+export function attemptRecorder(prisma: Db): AttemptRecorder {
+  const answersOf = async (writes: AttemptWrite[]) => {
+    const claimed = await recordInOneStatement(prisma, writes);
+    return writes.map((write) => (claimed.has(write.deliveryId) ? null : conflictOf(write)));
+  };
+  const alone = (write: AttemptWrite) =>
+    answersOf([write]).then(
+      ([answer]) => answer,
+      (err: unknown) => (isUniqueViolation(err) ? conflictOf(write) : (err as Error)),
+    );
+  return new Coalescer(async (writes: AttemptWrite[]) => {
+    if (writes.length === 1) return [await alone(writes[0])];
+    // One bad item (a duplicate attempt, say) fails the whole statement: then each goes again alone, with its own answer.
+    return answersOf(writes).catch(() => Promise.all(writes.map(alone)));
+  });
+}
+
 /**
- * The common attempts (a success, or a failure to retry) recorded by ONE statement: claim the delivery, insert the
- * attempt and, after a success, reset the subscription's health: the same rules as healthAfterSuccess, without
- * the per-query cost of an interactive transaction (a delivery's hot path spent most of its CPU there).
+ * The common attempts (a success, or a failure to retry) recorded by ONE statement, one or many at a time: claim each
+ * delivery by its attempt count, insert the attempts and, after a success, reset the subscription's health (the
+ * same rules as healthAfterSuccess), without the per-query cost of an interactive transaction (a delivery's hot
+ * path spent most of its CPU there). The values arrive as arrays: one text for any count, so one prepared
+ * statement. Answers the ids of the deliveries it claimed.
  */
-async function recordInOneStatement(prisma: Db, write: AttemptWrite): Promise<void> {
-  const { attempt, delivery, now } = write;
-  const completedAt = delivery.status === 'pending' ? null : now;
-  const nextAttemptAt = delivery.status === 'pending' ? delivery.nextAttemptAt : null;
-  const failureReason = delivery.status === 'failed' ? delivery.reason : null;
-  const resetsHealth = write.subscription.kind === 'success';
-  const headers = attempt.responseHeaders === null ? null : JSON.stringify(attempt.responseHeaders);
-  // Explicit casts: on the pg pool the parameters arrive untyped.
+async function recordInOneStatement(prisma: Db, writes: AttemptWrite[]): Promise<Set<string>> {
+  const column = <T>(of: (write: AttemptWrite) => T) => writes.map(of);
+  const iso = (at: Date | null) => (at === null ? null : at.toISOString());
   const statement = Prisma.sql`
-    WITH claimed AS (
-      UPDATE webhook_deliveries
-         SET attempt_count = ${attempt.number},
-             status = ${delivery.status}::"DeliveryStatus",
-             next_attempt_at = ${utcTimestamp(nextAttemptAt)},
-             wait_reason = CASE WHEN ${delivery.status} = 'pending' THEN 'backoff' ELSE NULL END,
-             completed_at = CASE WHEN ${delivery.status} = 'pending' THEN completed_at ELSE ${utcTimestamp(completedAt)} END,
-             failure_reason = CASE WHEN ${delivery.status} = 'pending' THEN failure_reason ELSE ${failureReason} END,
-             updated_at = ${utcTimestamp(now)}
-       WHERE id = ${write.deliveryId} AND status = 'pending' AND attempt_count = ${attempt.number - 1}
-      RETURNING id
+    WITH v AS (
+      SELECT * FROM unnest(
+        ${column((w) => w.deliveryId)}::text[], ${column((w) => w.attempt.number)}::int[], ${column((w) => w.delivery.status)}::text[],
+        ${column((w) => iso(w.delivery.status === 'pending' ? w.delivery.nextAttemptAt : null))}::timestamptz[],
+        ${column((w) => iso(w.delivery.status === 'pending' ? null : w.now))}::timestamptz[],
+        ${column((w) => (w.delivery.status === 'failed' ? w.delivery.reason : null))}::text[], ${column((w) => w.now.toISOString())}::timestamptz[],
+        ${column((w) => newId('whatt', w.now.getTime()))}::text[], ${column((w) => w.attempt.startedAt.toISOString())}::timestamptz[],
+        ${column((w) => w.attempt.durationMs)}::int[], ${column((w) => w.attempt.outcome)}::text[], ${column((w) => w.attempt.responseStatus)}::int[],
+        ${column((w) => (w.attempt.responseHeaders === null ? null : JSON.stringify(w.attempt.responseHeaders)))}::text[],
+        ${column((w) => storableText(w.attempt.responseBody))}::text[], ${column((w) => storableText(w.attempt.error))}::text[],
+        ${column((w) => w.attempt.retryAfterMs)}::int[], ${column((w) => w.subscriptionId)}::text[],
+        ${column((w) => w.subscription.kind === 'success')}::boolean[])
+        AS v(id, number, status, next_attempt_at, completed_at, failure_reason, now, attempt_id, started_at, duration_ms,
+             outcome, response_status, response_headers, response_body, error, retry_after_ms, subscription_id, resets_health)
+    ), claimed AS (
+      UPDATE webhook_deliveries d
+         SET attempt_count = v.number,
+             status = v.status::"DeliveryStatus",
+             next_attempt_at = v.next_attempt_at AT TIME ZONE 'UTC',
+             wait_reason = CASE WHEN v.status = 'pending' THEN 'backoff' ELSE NULL END,
+             completed_at = CASE WHEN v.status = 'pending' THEN d.completed_at ELSE v.completed_at AT TIME ZONE 'UTC' END,
+             failure_reason = CASE WHEN v.status = 'pending' THEN d.failure_reason ELSE v.failure_reason END,
+             updated_at = v.now AT TIME ZONE 'UTC'
+        FROM v
+       WHERE d.id = v.id AND d.status = 'pending' AND d.attempt_count = v.number - 1
+      RETURNING d.id
     ), inserted AS (
       INSERT INTO webhook_attempts
         (id, delivery_id, number, started_at, duration_ms, outcome, response_status, response_headers, response_body, error, retry_after_ms)
-      SELECT ${newId('whatt', now.getTime())}, id, ${attempt.number}::int, ${utcTimestamp(attempt.startedAt)},
-             ${attempt.durationMs}::int, ${attempt.outcome}, ${attempt.responseStatus}::int, ${headers}::jsonb,
-             ${storableText(attempt.responseBody)}::text, ${storableText(attempt.error)}::text, ${attempt.retryAfterMs}::int
-        FROM claimed
+      SELECT v.attempt_id, v.id, v.number, v.started_at AT TIME ZONE 'UTC', v.duration_ms, v.outcome, v.response_status,
+             v.response_headers::jsonb, v.response_body, v.error, v.retry_after_ms
+        FROM v JOIN claimed c ON c.id = v.id
       RETURNING id
     ), health AS (
-      UPDATE webhook_subscriptions
+      UPDATE webhook_subscriptions s
          SET consecutive_failures = 0,
              first_failure_at = NULL,
-             status = CASE WHEN status = 'failing' THEN 'active'::"SubscriptionStatus" ELSE status END,
-             updated_at = ${utcTimestamp(now)}
-       WHERE ${resetsHealth}::boolean AND id = ${write.subscriptionId} AND EXISTS (SELECT 1 FROM claimed)
-         AND (consecutive_failures <> 0 OR first_failure_at IS NOT NULL OR status = 'failing')
-      RETURNING id
+             status = CASE WHEN s.status = 'failing' THEN 'active'::"SubscriptionStatus" ELSE s.status END,
+             updated_at = (SELECT max(now) FROM v) AT TIME ZONE 'UTC'
+       WHERE s.id IN (SELECT v.subscription_id FROM v JOIN claimed c ON c.id = v.id WHERE v.resets_health)
+         AND (s.consecutive_failures <> 0 OR s.first_failure_at IS NOT NULL OR s.status = 'failing')
+      RETURNING s.id
     )
-    SELECT (SELECT count(*) FROM claimed)::int AS claimed, (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(*) FROM health)::int AS health`;
-  const rows = await queryRows<{ claimed: number }>(prisma, statement, 'worker_record_attempt');
-  if (rows[0]?.claimed !== 1) {
-    throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
-  }
+    SELECT id FROM claimed`;
+  const rows = await queryRows<{ id: string }>(prisma, statement, 'worker_record_attempts');
+  return new Set(rows.map((row) => row.id));
 }
 
 /**

@@ -1,8 +1,8 @@
 // The processor called directly (no queue): deliveries it must not attempt, and the guard against recording the
 // same attempt twice.
 import { publishEvent } from '@svc/outbox';
-import { createDeliveryContext, processDelivery, type DeliveryContext } from '../src/deliver';
-import { AttemptConflictError, recordAttempt } from '../src/record';
+import { createDeliveryContext, loadDeliveries, processDelivery, type DeliveryContext } from '../src/deliver';
+import { AttemptConflictError, attemptRecorder, recordAttempt, type AttemptWrite } from '../src/record';
 import { RetryableDeliveryError } from '../src/retry';
 import { createWorld, type CreatedSubscription, type World } from './support/world';
 
@@ -81,4 +81,54 @@ it('records an attempt number once: a second writer of the same attempt is refus
   expect(stored).toMatchObject({ status: 'pending', attemptCount: 1 });
   expect(stored.attempts).toHaveLength(1);
   expect(stored.attempts[0].responseBody).toBe('nul \uFFFD byte');
+});
+
+/** An attempt's write as the worker makes it, for `id`'s attempt `number`. */
+function attemptWrite(id: string, subscriptionId: string, number: number, success: boolean): AttemptWrite {
+  const now = new Date();
+  return {
+    deliveryId: id,
+    subscriptionId,
+    attempt: {
+      number, startedAt: now, durationMs: 4, outcome: success ? 'success' : 'http_error',
+      responseStatus: success ? 200 : 503, responseHeaders: { 'content-type': 'text/plain' }, responseBody: success ? 'ok' : 'busy \u0000',
+      error: null, retryAfterMs: success ? null : 2000,
+    },
+    delivery: success ? { status: 'succeeded' } : { status: 'pending', nextAttemptAt: new Date(now.getTime() + 30_000) },
+    subscription: success ? { kind: 'success' } : { kind: 'none' },
+    now,
+  };
+}
+
+it('records attempts that finish together in one statement, each claimed by its attempt count', async () => {
+  const sub = await subscribe('/batched');
+  const [a, b, c, d] = [await pendingDelivery(sub), await pendingDelivery(sub), await pendingDelivery(sub), await pendingDelivery(sub)];
+  await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { consecutiveFailures: 2, firstFailureAt: new Date() } });
+  await recordAttempt(w.h.deps.prisma, attemptWrite(d, sub.id, 1, false)); // d's attempt 1 is in already
+  const recorder = attemptRecorder(w.h.deps.prisma);
+  // All four asked in one tick: one batch. d's attempt 1 again is a conflict; the other three are recorded.
+  const answers = await Promise.all([
+    recorder.run(attemptWrite(a, sub.id, 1, true)),
+    recorder.run(attemptWrite(b, sub.id, 1, false)),
+    recorder.run(attemptWrite(c, sub.id, 1, true)),
+    recorder.run(attemptWrite(d, sub.id, 1, true)),
+  ]);
+  expect(answers.slice(0, 3)).toEqual([null, null, null]);
+  expect(answers[3]).toBeInstanceOf(AttemptConflictError);
+  expect(await delivery(a)).toMatchObject({ status: 'succeeded', attemptCount: 1, waitReason: null, completedAt: expect.any(Date) });
+  const retried = await delivery(b);
+  expect(retried).toMatchObject({ status: 'pending', attemptCount: 1, waitReason: 'backoff', completedAt: null, nextAttemptAt: expect.any(Date) });
+  expect(retried.attempts[0]).toMatchObject({ number: 1, outcome: 'http_error', responseStatus: 503, responseBody: 'busy \uFFFD', retryAfterMs: 2000, responseHeaders: { 'content-type': 'text/plain' } });
+  expect((await delivery(c)).attempts).toHaveLength(1);
+  expect(await delivery(d)).toMatchObject({ status: 'pending', attemptCount: 1, attempts: [expect.objectContaining({ outcome: 'http_error' })] });
+  // The successes reset the subscription's health.
+  expect(await w.h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: sub.id } })).toMatchObject({ consecutiveFailures: 0, firstFailureAt: null });
+});
+
+it('loads many deliveries in one statement, in the order asked, null for an unknown id', async () => {
+  const sub = await subscribe('/loaded');
+  const [a, b] = [await pendingDelivery(sub), await pendingDelivery(sub)];
+  const loaded = await loadDeliveries(w.h.deps.prisma, [b, 'whdel_00000000000000000000000000', a]);
+  expect(loaded.map((l) => l?.id ?? null)).toEqual([b, null, a]);
+  expect(loaded[0]).toMatchObject({ status: 'pending', subscriptionId: sub.id, subscription: { id: sub.id, url: w.receiver.url('/loaded') } });
 });

@@ -74,3 +74,4 @@ export * from './sealed';
 export * from './errors';
 export * from './tenancy';
 export * from './sql';
+export * from './coalesce';

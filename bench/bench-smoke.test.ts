@@ -69,6 +69,7 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
     'fan-out 1 subscription': ['events_per_s', 'p50_ms', 'p99_ms'],
     'fan-out 3 subscriptions': ['events_per_s', 'p50_ms', 'p99_ms'],
     'fan-out cost (3 vs 1, p50 publish time)': ['ratio'],
+    'isolation: fan-out backlog discarded first': ['deliveries'],
     'isolation Quiet alone (20/s)': ['quiet_p50_ms', 'quiet_p99_ms'],
     "isolation Noisy's receiver answers 503 at once (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms'],
     "isolation Noisy's receiver never answers (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms'],

@@ -141,7 +141,7 @@ export async function recordAttempt(prisma: Db, write: AttemptWrite, recorder?: 
   const { attempt } = write;
   try {
     if (write.subscription.kind === 'none' || write.subscription.kind === 'success') {
-      const failure = recorder ? await recorder.run(write) : (await recordInOneStatement(prisma, [write])).has(write.deliveryId) ? null : conflictOf(write);
+      const failure = await (recorder ? recorder.run(write) : recordCommonAttempt(prisma, write));
       if (failure) throw failure;
       return null;
     }
@@ -174,20 +174,25 @@ const conflictOf = (write: AttemptWrite) => new AttemptConflictError(`Attempt ${
 /** Records successes and failures to retry, many per statement when many finish together; per item: null or why not. */
 export type AttemptRecorder = Coalescer<AttemptWrite, Error | null>;
 
+/** Per write: null when recorded, else why not (a conflict for a delivery another writer claimed first). */
+async function answersOf(prisma: Db, writes: AttemptWrite[]): Promise<Array<Error | null>> {
+  const claimed = await recordInOneStatement(prisma, writes);
+  return writes.map((write) => (claimed.has(write.deliveryId) ? null : conflictOf(write)));
+}
+
+/** One common attempt on its own statement, answered as the recorder answers it. */
+function recordCommonAttempt(prisma: Db, write: AttemptWrite): Promise<Error | null> {
+  return answersOf(prisma, [write]).then(
+    ([answer]) => answer,
+    (err: unknown) => (isUniqueViolation(err) ? conflictOf(write) : (err as Error)),
+  );
+}
+
 export function attemptRecorder(prisma: Db): AttemptRecorder {
-  const answersOf = async (writes: AttemptWrite[]) => {
-    const claimed = await recordInOneStatement(prisma, writes);
-    return writes.map((write) => (claimed.has(write.deliveryId) ? null : conflictOf(write)));
-  };
-  const alone = (write: AttemptWrite) =>
-    answersOf([write]).then(
-      ([answer]) => answer,
-      (err: unknown) => (isUniqueViolation(err) ? conflictOf(write) : (err as Error)),
-    );
   return new Coalescer(async (writes: AttemptWrite[]) => {
-    if (writes.length === 1) return [await alone(writes[0])];
+    if (writes.length === 1) return [await recordCommonAttempt(prisma, writes[0])];
     // One bad item (a duplicate attempt, say) fails the whole statement: then each goes again alone, with its own answer.
-    return answersOf(writes).catch(() => Promise.all(writes.map(alone)));
+    return answersOf(prisma, writes).catch(() => Promise.all(writes.map((write) => recordCommonAttempt(prisma, write))));
   });
 }
 
@@ -234,7 +239,6 @@ async function recordInOneStatement(prisma: Db, writes: AttemptWrite[]): Promise
       SELECT v.attempt_id, v.id, v.number, v.started_at AT TIME ZONE 'UTC', v.duration_ms, v.outcome, v.response_status,
              v.response_headers::jsonb, v.response_body, v.error, v.retry_after_ms
         FROM v JOIN claimed c ON c.id = v.id
-      RETURNING id
     ), health AS (
       UPDATE webhook_subscriptions s
          SET consecutive_failures = 0,
@@ -243,7 +247,6 @@ async function recordInOneStatement(prisma: Db, writes: AttemptWrite[]): Promise
              updated_at = (SELECT max(now) FROM v) AT TIME ZONE 'UTC'
        WHERE s.id IN (SELECT v.subscription_id FROM v JOIN claimed c ON c.id = v.id WHERE v.resets_health)
          AND (s.consecutive_failures <> 0 OR s.first_failure_at IS NOT NULL OR s.status = 'failing')
-      RETURNING s.id
     )
     SELECT id FROM claimed`;
   const rows = await queryRows<{ id: string }>(prisma, statement, 'worker_record_attempts');

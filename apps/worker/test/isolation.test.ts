@@ -402,4 +402,26 @@ describe('a fair share of a backlog', () => {
       await worker.close();
     }
   });
+  it('counts each subscription of one enqueued batch at its own rate', async () => {
+    local.receiver.script('/batch-heavy', ok);
+    local.receiver.script('/batch-light', ok);
+    await local.subscribe({ name: 'batch heavy', url: local.receiver.url('/batch-heavy'), events: ['assessment.completed'] });
+    await local.subscribe({ name: 'batch light', url: local.receiver.url('/batch-light'), events: ['pr_review.completed'] });
+    const deps = outboxDeps({ ...local.h.deps, config: local.h.config }, local.h.deps.deliveryQueue);
+    // One transaction, so one enqueue (and one rate script) for both subscriptions: 8 for one, 1 for the other.
+    await withOutbox(deps, async (_tx, p) => {
+      for (let i = 0; i < 8; i++) await p({ type: 'assessment.completed', organizationId: local.org.id, data: { assessment_id: `asm_${i}` } });
+      await p({ type: 'pr_review.completed', organizationId: local.org.id, data: { pr_number: 1 } });
+    });
+
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 1 } });
+    try {
+      await local.receiver.waitForRequests('/batch-heavy', 8, 20_000);
+      await local.receiver.waitForRequests('/batch-light', 1, 20_000);
+      const arrivals = local.receiver.requests().map((r) => r.path).filter((path) => path.startsWith('/batch-'));
+      expect(arrivals.indexOf('/batch-light')).toBe(0);
+    } finally {
+      await worker.close();
+    }
+  });
 });

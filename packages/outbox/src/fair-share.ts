@@ -4,7 +4,8 @@
 // first deliveries a better priority than the previous window's last ones, so a busy subscription's own deliveries
 // overtook each other and its oldest waited (a lone subscription at 600 deliveries/s had an event-to-receipt p99 of
 // 1.1 s, 47 ms without the fair share). A steady rate keeps one priority: FIFO among its own deliveries. One key per
-// subscription (the id is a hash tag: one slot per key on a Redis Cluster).
+// subscription under the queue's prefix: on a Redis Cluster they share the queue's hash slot (bullPrefix), so one
+// script counts a whole batch.
 import type { Queue } from 'bullmq';
 import { fairSharePriority } from '@svc/domain';
 import { queueRedis } from '@svc/queue';
@@ -21,35 +22,46 @@ export const FAIR_SHARE_MIN_WINDOW_MS = 1_000;
 // dead endpoint behind five subscriptions had 1,700 deliveries queued with no priority, and a healthy neighbour's
 // events waited behind them (p50 0.3-0.5 s in the first seconds). Once the key is older than a few tau the span is
 // tau: a steady rate reads the same as before.
-const DECAYED_RATE = `
-local now, n, tau, minWindow = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local st = redis.call('HMGET', KEYS[1], 'sum', 'at', 'born')
-local sum = tonumber(st[1] or '0')
-local at = tonumber(st[2] or ARGV[1])
--- A key kept from before 'born' existed is an old one.
-local born = tonumber(st[3] or (st[1] and '0' or ARGV[1]))
-if now > at then sum = sum * math.exp(-(now - at) / tau) else now = at end
-sum = sum + n
-redis.call('HSET', KEYS[1], 'sum', tostring(sum), 'at', now, 'born', born)
-redis.call('PEXPIRE', KEYS[1], tau * 10)
-local window = math.max(minWindow, tau * (1 - math.exp(-(now - born) / tau)))
-return tostring(sum * 1000 / window)
+// One call per enqueued batch, whatever the number of subscriptions it touches (a publish fanned out to 5 of them
+// cost 5 round trips, each a socket write on both sides). KEYS: each subscription's hash {sum, at, born}. ARGV: now
+// ms, decay ms, min window ms, then the deliveries enqueued now for each key. Returns the rates per second, as text
+// (Redis would truncate a Lua number to an integer). The keys share the queue's hash slot on a Redis Cluster.
+const DECAYED_RATES = `
+local now, tau, minWindow = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local rates = {}
+for i, key in ipairs(KEYS) do
+  local n = tonumber(ARGV[3 + i])
+  local st = redis.call('HMGET', key, 'sum', 'at', 'born')
+  local sum = tonumber(st[1] or '0')
+  local at = tonumber(st[2] or ARGV[1])
+  -- A key kept from before 'born' existed is an old one.
+  local born = tonumber(st[3] or (st[1] and '0' or ARGV[1]))
+  local t = now
+  if t > at then sum = sum * math.exp(-(t - at) / tau) else t = at end
+  sum = sum + n
+  redis.call('HSET', key, 'sum', tostring(sum), 'at', t, 'born', born)
+  redis.call('PEXPIRE', key, tau * 10)
+  local window = math.max(minWindow, tau * (1 - math.exp(-(t - born) / tau)))
+  rates[i] = tostring(sum * 1000 / window)
+end
+return rates
 `;
 
 type RateRedis = {
-  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
-  fairShareRate?(key: string, now: number, n: number, decayMs: number, minWindowMs: number): Promise<string>;
+  defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
+  fairShareRates?(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<string[]>;
 };
 
 const defined = new WeakSet<object>();
 
-async function rateClient(queue: Queue): Promise<Required<Pick<RateRedis, 'fairShareRate'>>> {
+async function rateClient(queue: Queue): Promise<Required<Pick<RateRedis, 'fairShareRates'>>> {
   const redis = (await queueRedis(queue)) as unknown as RateRedis;
   if (!defined.has(redis)) {
-    redis.defineCommand('fairShareRate', { numberOfKeys: 1, lua: DECAYED_RATE });
+    // numberOfKeys omitted: given first on each call (one key per subscription of the batch).
+    redis.defineCommand('fairShareRates', { lua: DECAYED_RATES });
     defined.add(redis);
   }
-  return redis as Required<Pick<RateRedis, 'fairShareRate'>>;
+  return redis as Required<Pick<RateRedis, 'fairShareRates'>>;
 }
 
 /** The priority of each subscription's deliveries in this batch, after counting them into its rate. */
@@ -61,8 +73,9 @@ export async function fairSharePriorities(
 ): Promise<Map<string, number>> {
   const redis = await rateClient(queue);
   const entries = [...subscriptionCounts];
-  const rates = await Promise.all(
-    entries.map(([subscriptionId, n]) => redis.fairShareRate(`${queue.opts.prefix}:fair:{${subscriptionId}}`, now, n, FAIR_SHARE_DECAY_MS, FAIR_SHARE_MIN_WINDOW_MS)),
-  );
+  if (entries.length === 0) return new Map();
+  const keys = entries.map(([subscriptionId]) => `${queue.opts.prefix}:fair:{${subscriptionId}}`);
+  const counts = entries.map(([, n]) => n);
+  const rates = await redis.fairShareRates(keys.length, ...keys, now, FAIR_SHARE_DECAY_MS, FAIR_SHARE_MIN_WINDOW_MS, ...counts);
   return new Map(entries.map(([subscriptionId], i) => [subscriptionId, fairSharePriority(Number(rates[i]), perSecond)]));
 }

@@ -33,7 +33,8 @@ import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
-import { IsolationState, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
+import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
+import { markHeldBack } from '@svc/outbox';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -50,6 +51,8 @@ export interface DeliveryContext extends WorkerDeps {
   loads: Coalescer<string, LoadedDelivery | null>;
   /** Records the common attempts (successes, failures to retry) the same way. */
   recorder: AttemptRecorder;
+  /** Puts a subscription whose deliveries are being held back behind everyone else's at enqueue (the fair share). */
+  markHeldBack: (subscriptionId: string) => void;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
@@ -79,9 +82,15 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   // A slot outlives its attempt's timeout by a margin; a worker that dies mid-attempt frees it then.
   // Its connection pipelines automatically: the admissions and releases of the jobs in flight that fall in one tick
   // go to Redis in one write (no blocking command ever runs on it).
-  const isolation = rules
-    ? new IsolationState(deps.redis({ enableAutoPipelining: true }), deps.config.redisPrefix, rules, timeoutMs + 5_000)
-    : null;
+  const isolationRedis = rules ? deps.redis({ enableAutoPipelining: true }) : null;
+  const isolation = isolationRedis && rules ? new IsolationState(isolationRedis, deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
+  const queuePrefix = bullPrefix(deps.config);
+  const markHeld = (subscriptionId: string) => {
+    if (!isolationRedis || !(webhooks.fairSharePerSecond > 0)) return;
+    markHeldBack(isolationRedis, queuePrefix, subscriptionId).catch((err: unknown) =>
+      deps.logger.warn('Could not mark a subscription as held back', { error: String(err) }),
+    );
+  };
   const onRelease = (release: Release, now: Date) => {
     if (!deliveryQueue) return;
     const woken = release.prober
@@ -92,7 +101,18 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   const postponements = new PostponementWriter(deps);
   const loads = new Coalescer((ids: string[]) => loadDeliveries(deps.prisma, ids));
   const recorder = attemptRecorder(deps.prisma);
-  return { ...deps, post, entraTokens, openSealed: memoizedUnseal(deps.config.encryptionKey), isolation, onRelease, postponements, loads, recorder };
+  return {
+    ...deps,
+    post,
+    entraTokens,
+    openSealed: memoizedUnseal(deps.config.encryptionKey),
+    isolation,
+    onRelease,
+    postponements,
+    loads,
+    recorder,
+    markHeldBack: markHeld,
+  };
 }
 
 export type DeliveryResult =
@@ -209,6 +229,7 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
     return { status: 'skipped', reason: decision.detail };
   }
   ctx.postponements.record(delivery, reason, decision.until, now);
+  ctx.markHeldBack(subscription.id);
   return { status: 'postponed', reason, until: decision.until, subscriptionId: subscription.id };
 }
 

@@ -425,3 +425,50 @@ describe('a fair share of a backlog', () => {
     }
   });
 });
+
+describe('a subscription whose deliveries are held back', () => {
+  let local: World;
+  beforeAll(async () => {
+    // The default fair share (50/s): the few deliveries below never exceed it. The breaker never opens here.
+    local = await createWorld({ env: { ...ISOLATION_ENV, WEBHOOK_BREAKER_FAILURES: '50' }, worker: false });
+  });
+  afterAll(() => local?.close());
+
+  it("goes behind another subscription's fresh events at enqueue, whatever its rate", async () => {
+    let hung = true;
+    local.receiver.script('/held', () => (hung ? { hang: true } : ok()));
+    local.receiver.script('/held-fine', ok);
+    await local.subscribe({ name: 'held', url: local.receiver.url('/held'), events: ['report.ready'] });
+    await local.subscribe({ name: 'held fine', url: local.receiver.url('/held-fine'), events: ['spend.threshold_crossed'] });
+    const deps = outboxDeps({ ...local.h.deps, config: local.h.config }, local.h.deps.deliveryQueue);
+    const publishReports = (tag: string, n: number) =>
+      withOutbox(deps, async (_tx, p) => {
+        for (let i = 0; i < n; i++) await p({ type: 'report.ready', organizationId: local.org.id, data: { report_id: `rep_${tag}_${i}` } });
+      });
+
+    // Two attempts hang in the subscription's two slots; the third delivery is postponed for a slot.
+    const first = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 4 } });
+    const postponedBefore = await postponedCount('in_flight_cap');
+    await publishReports('first', 3);
+    await poll(() => postponedCount('in_flight_cap'), (n) => n > postponedBefore, 10_000, 'a delivery postponed for a slot');
+    await first.close();
+    hung = false;
+
+    // Ten more for it, enqueued before one for another subscription; a worker with one slot then takes them.
+    await publishReports('after', 10);
+    await withOutbox(deps, (_tx, p) => p({ type: 'spend.threshold_crossed', organizationId: local.org.id, data: { threshold: 1 } }));
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 1 } });
+    try {
+      const [fine] = await local.receiver.waitForRequests('/held-fine', 1, 20_000);
+      const after = await poll(
+        async () => local.receiver.requests('/held').filter((r) => r.body.toString('utf8').includes('rep_after_')),
+        (rs) => rs.length === 10,
+        30_000,
+        'the ten later deliveries',
+      );
+      expect(Math.min(...after.map((r) => r.at))).toBeGreaterThanOrEqual(fine.at);
+    } finally {
+      await worker.close();
+    }
+  });
+});

@@ -81,7 +81,15 @@ describe('fairSharePriority', () => {
     expect(fairSharePriority(20_000, 600)).toBe(6);
     expect(fairSharePriority(1e12, 600)).toBe(20);
   });
-  it('is off without a share', () => expect(fairSharePriority(10_000, 0)).toBe(0));
+  it('is off without a share', () => {
+    expect(fairSharePriority(10_000, 0)).toBe(0);
+    expect(fairSharePriority(10_000, 0, true)).toBe(0);
+  });
+  it('puts a subscription held back by the isolation last, whatever its rate', () => {
+    expect(fairSharePriority(1, 600, true)).toBe(20);
+    expect(fairSharePriority(0, 600, true)).toBe(20);
+    expect(fairSharePriority(1e12, 600, true)).toBe(20);
+  });
 });
 
 describe('describeDuration', () => {

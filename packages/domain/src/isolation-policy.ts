@@ -118,9 +118,14 @@ export const MAX_FAIR_SHARE_PRIORITY = 20;
  * A fair share of a backlog: the BullMQ priority of a delivery from a subscription whose recent enqueue rate
  * (deliveries per second, this batch included) is `rate`. Up to `share` none (FIFO with everyone else); beyond it
  * 1, 2, 3, ... for each doubling, so a subscription importing thousands of findings goes behind every lighter one's
- * fresh events, and heavier backlogs behind lighter ones.
+ * fresh events, and heavier backlogs behind lighter ones. A subscription whose deliveries the isolation is holding
+ * back right now (`heldBack`: waiting for a slot, the breaker or the throttle) goes last whatever its rate: a worker
+ * that fetched its delivery would only postpone it, and 25 dead endpoints at 20 deliveries/s each, every one under
+ * the share, would otherwise stay FIFO with everyone's fresh events.
  */
-export function fairSharePriority(rate: number, share: number): number {
-  if (!(share > 0) || !(rate > share)) return 0;
+export function fairSharePriority(rate: number, share: number, heldBack = false): number {
+  if (!(share > 0)) return 0;
+  if (heldBack) return MAX_FAIR_SHARE_PRIORITY;
+  if (!(rate > share)) return 0;
   return Math.min(MAX_FAIR_SHARE_PRIORITY, 1 + Math.floor(Math.log2(rate / share)));
 }

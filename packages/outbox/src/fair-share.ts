@@ -11,6 +11,8 @@ import { fairSharePriority } from '@svc/domain';
 import { queueRedis } from '@svc/queue';
 
 export const FAIR_SHARE_DECAY_MS = 5_000;
+/** How long a postponement keeps its subscription's next deliveries behind everyone else's (markHeldBack). */
+export const HELD_BACK_MARK_MS = 2_000;
 /** The shortest span a rate is measured over: a subscription's first deliveries are not read as a burst of 1,000/s. */
 export const FAIR_SHARE_MIN_WINDOW_MS = 1_000;
 
@@ -23,13 +25,16 @@ export const FAIR_SHARE_MIN_WINDOW_MS = 1_000;
 // events waited behind them (p50 0.3-0.5 s in the first seconds). Once the key is older than a few tau the span is
 // tau: a steady rate reads the same as before.
 // One call per enqueued batch, whatever the number of subscriptions it touches (a publish fanned out to 5 of them
-// cost 5 round trips, each a socket write on both sides). KEYS: each subscription's hash {sum, at, born}. ARGV: now
-// ms, decay ms, min window ms, then the deliveries enqueued now for each key. Returns the rates per second, as text
-// (Redis would truncate a Lua number to an integer). The keys share the queue's hash slot on a Redis Cluster.
+// cost 5 round trips, each a socket write on both sides). KEYS: each subscription's rate hash {sum, at, born}, then
+// each one's held-back mark, in the same order. ARGV: now ms, decay ms, min window ms, then the deliveries enqueued
+// now for each subscription. Returns per subscription its rate per second (as text: Redis would truncate a Lua number
+// to an integer) and 1 or 0 for the mark. All keys share the queue's hash slot on a Redis Cluster.
 const DECAYED_RATES = `
 local now, tau, minWindow = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local rates = {}
-for i, key in ipairs(KEYS) do
+local count = #KEYS / 2
+local out = {}
+for i = 1, count do
+  local key = KEYS[i]
   local n = tonumber(ARGV[3 + i])
   local st = redis.call('HMGET', key, 'sum', 'at', 'born')
   local sum = tonumber(st[1] or '0')
@@ -42,10 +47,16 @@ for i, key in ipairs(KEYS) do
   redis.call('HSET', key, 'sum', tostring(sum), 'at', t, 'born', born)
   redis.call('PEXPIRE', key, tau * 10)
   local window = math.max(minWindow, tau * (1 - math.exp(-(t - born) / tau)))
-  rates[i] = tostring(sum * 1000 / window)
+  out[2 * i - 1] = tostring(sum * 1000 / window)
+  out[2 * i] = redis.call('EXISTS', KEYS[count + i])
 end
-return rates
+return out
 `;
+
+const rateKey = (prefix: string, subscriptionId: string) => `${prefix}:fair:{${subscriptionId}}`;
+const heldBackKey = (prefix: string, subscriptionId: string) => `${prefix}:held:{${subscriptionId}}`;
+
+type MarkRedis = { set(key: string, value: string, px: 'PX', ms: number): Promise<unknown> };
 
 type RateRedis = {
   defineCommand(name: string, definition: { numberOfKeys?: number; lua: string }): void;
@@ -57,7 +68,7 @@ const defined = new WeakSet<object>();
 async function rateClient(queue: Queue): Promise<Required<Pick<RateRedis, 'fairShareRates'>>> {
   const redis = (await queueRedis(queue)) as unknown as RateRedis;
   if (!defined.has(redis)) {
-    // numberOfKeys omitted: given first on each call (one key per subscription of the batch).
+    // numberOfKeys omitted: given first on each call (two keys per subscription of the batch).
     redis.defineCommand('fairShareRates', { lua: DECAYED_RATES });
     defined.add(redis);
   }
@@ -74,8 +85,19 @@ export async function fairSharePriorities(
   const redis = await rateClient(queue);
   const entries = [...subscriptionCounts];
   if (entries.length === 0) return new Map();
-  const keys = entries.map(([subscriptionId]) => `${queue.opts.prefix}:fair:{${subscriptionId}}`);
+  const prefix = queue.opts.prefix!;
+  const keys = [...entries.map(([subscriptionId]) => rateKey(prefix, subscriptionId)), ...entries.map(([subscriptionId]) => heldBackKey(prefix, subscriptionId))];
   const counts = entries.map(([, n]) => n);
-  const rates = await redis.fairShareRates(keys.length, ...keys, now, FAIR_SHARE_DECAY_MS, FAIR_SHARE_MIN_WINDOW_MS, ...counts);
-  return new Map(entries.map(([subscriptionId], i) => [subscriptionId, fairSharePriority(Number(rates[i]), perSecond)]));
+  const answer = await redis.fairShareRates(keys.length, ...keys, now, FAIR_SHARE_DECAY_MS, FAIR_SHARE_MIN_WINDOW_MS, ...counts);
+  return new Map(
+    entries.map(([subscriptionId], i) => [subscriptionId, fairSharePriority(Number(answer[2 * i]), perSecond, Number(answer[2 * i + 1]) === 1)]),
+  );
+}
+
+/**
+ * A subscription's deliveries are being held back (postponed for a slot, the breaker or the throttle): its next
+ * deliveries go behind everyone else's for HELD_BACK_MARK_MS, a mark each postponement renews.
+ */
+export async function markHeldBack(redis: MarkRedis, queuePrefix: string, subscriptionId: string): Promise<void> {
+  await redis.set(heldBackKey(queuePrefix, subscriptionId), '1', 'PX', HELD_BACK_MARK_MS);
 }

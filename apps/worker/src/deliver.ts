@@ -34,7 +34,7 @@ import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
-import { markHeldBack } from '@svc/outbox';
+import { HELD_BACK_MARK_MS, markHeldBack } from '@svc/outbox';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -85,8 +85,15 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   const isolationRedis = rules ? deps.redis({ enableAutoPipelining: true }) : null;
   const isolation = isolationRedis && rules ? new IsolationState(isolationRedis, deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
   const queuePrefix = bullPrefix(deps.config);
+  // A mark lasts HELD_BACK_MARK_MS: renewed at most four times in that span, not once per postponement (500 a second
+  // behind a dead endpoint).
+  const lastMarked = new Map<string, number>();
   const markHeld = (subscriptionId: string) => {
     if (!isolationRedis || !(webhooks.fairSharePerSecond > 0)) return;
+    const now = Date.now();
+    if (now - (lastMarked.get(subscriptionId) ?? 0) < HELD_BACK_MARK_MS / 4) return;
+    if (lastMarked.size >= 10_000) lastMarked.clear();
+    lastMarked.set(subscriptionId, now);
     markHeldBack(isolationRedis, queuePrefix, subscriptionId).catch((err: unknown) =>
       deps.logger.warn('Could not mark a subscription as held back', { error: String(err) }),
     );

@@ -6,7 +6,7 @@ import request from 'supertest';
 import type { Cluster } from 'ioredis';
 import { createApp, type App } from '../../api/src/app';
 import { bullPrefix, deliveryJobOptions } from '@svc/queue';
-import { publishEvent, relayOverdueDeliveries } from '@svc/outbox';
+import { fairSharePriorities, markHeldBack, publishEvent, relayOverdueDeliveries } from '@svc/outbox';
 import { bearer } from '../../api/test/support/fixtures';
 import { startRedisCluster, type RedisCluster } from '../../../test-support/redis-topologies';
 import { createWorld, type World } from './support/world';
@@ -54,6 +54,14 @@ it('delivers, and retries a failed attempt, through BullMQ on the cluster', asyn
   const masters = (w.h.deps.redis as unknown as Cluster).nodes('master');
   const perMaster = await Promise.all(masters.map((node) => node.keys(`${bullPrefix(w.h.config)}:*`)));
   expect(perMaster.filter((keys) => keys.length > 0)).toHaveLength(1);
+});
+
+it("counts an enqueued batch's subscriptions and reads their held-back marks in one script on the cluster", async () => {
+  // Their keys share the queue's slot; a subscription a worker is holding back goes last, a burst behind by its rate.
+  await markHeldBack(w.h.deps.redis, bullPrefix(w.h.config), 'whsub_cluster_held');
+  const counts = new Map([['whsub_cluster_calm', 1], ['whsub_cluster_held', 1], ['whsub_cluster_burst', 500]]);
+  const priorities = await fairSharePriorities(w.h.deps.deliveryQueue, counts, 50);
+  expect(Object.fromEntries(priorities)).toEqual({ whsub_cluster_calm: 0, whsub_cluster_held: 20, whsub_cluster_burst: 4 });
 });
 
 it('relays a delivery that lost its job, and leaves one whose job is queued alone, on the cluster', async () => {

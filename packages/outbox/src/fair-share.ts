@@ -3,9 +3,9 @@
 // FAIR_SHARE_DECAY_MS) rather than being counted per fixed window: a window that resets hands the next window's
 // first deliveries a better priority than the previous window's last ones, so a busy subscription's own deliveries
 // overtook each other and its oldest waited (a lone subscription at 600 deliveries/s had an event-to-receipt p99 of
-// 1.1 s, 47 ms without the fair share). A steady rate keeps one priority: FIFO among its own deliveries. One key per
-// subscription under the queue's prefix: on a Redis Cluster they share the queue's hash slot (bullPrefix), so one
-// script counts a whole batch.
+// 1.1 s, 47 ms without the fair share). A steady rate keeps one priority: FIFO among its own deliveries. Two keys per
+// subscription (its rate, and its held-back mark: markHeldBack) under the queue's prefix: on a Redis Cluster they
+// share the queue's hash slot (bullPrefix), so one script reads a whole batch's.
 import type { Queue } from 'bullmq';
 import { fairSharePriority } from '@svc/domain';
 import { queueRedis } from '@svc/queue';
@@ -16,14 +16,13 @@ export const HELD_BACK_MARK_MS = 2_000;
 /** The shortest span a rate is measured over: a subscription's first deliveries are not read as a burst of 1,000/s. */
 export const FAIR_SHARE_MIN_WINDOW_MS = 1_000;
 
-// KEYS[1]: hash {sum, at, born}. ARGV: now ms, deliveries enqueued now, decay ms, min window ms. Returns the rate per
-// second, as text (Redis would truncate a Lua number to an integer).
 // The decayed sum is divided by the span it has had to accumulate, tau * (1 - e^(-age/tau)) (at least the min
 // window), not by tau alone: a subscription that starts at 100 deliveries/s reads 100/s from its first second on,
 // where sum / tau read 18/s after one second and passed a share of 50/s only after 3.5 s (tau ln 2). In those 3.5 s a
 // dead endpoint behind five subscriptions had 1,700 deliveries queued with no priority, and a healthy neighbour's
 // events waited behind them (p50 0.3-0.5 s in the first seconds). Once the key is older than a few tau the span is
 // tau: a steady rate reads the same as before.
+//
 // One call per enqueued batch, whatever the number of subscriptions it touches (a publish fanned out to 5 of them
 // cost 5 round trips, each a socket write on both sides). KEYS: each subscription's rate hash {sum, at, born}, then
 // each one's held-back mark, in the same order. ARGV: now ms, decay ms, min window ms, then the deliveries enqueued

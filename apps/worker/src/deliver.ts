@@ -34,7 +34,7 @@ import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
-import { HELD_BACK_MARK_MS, markHeldBack } from '@svc/outbox';
+import { heldBackMarker } from '@svc/outbox';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -83,21 +83,14 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   // Its connection pipelines automatically: the admissions and releases of the jobs in flight that fall in one tick
   // go to Redis in one write (no blocking command ever runs on it).
   const isolationRedis = rules ? deps.redis({ enableAutoPipelining: true }) : null;
-  const isolation = isolationRedis && rules ? new IsolationState(isolationRedis, deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
-  const queuePrefix = bullPrefix(deps.config);
-  // A mark lasts HELD_BACK_MARK_MS: renewed at most four times in that span, not once per postponement (500 a second
-  // behind a dead endpoint).
-  const lastMarked = new Map<string, number>();
-  const markHeld = (subscriptionId: string) => {
-    if (!isolationRedis || !(webhooks.fairSharePerSecond > 0)) return;
-    const now = Date.now();
-    if (now - (lastMarked.get(subscriptionId) ?? 0) < HELD_BACK_MARK_MS / 4) return;
-    if (lastMarked.size >= 10_000) lastMarked.clear();
-    lastMarked.set(subscriptionId, now);
-    markHeldBack(isolationRedis, queuePrefix, subscriptionId).catch((err: unknown) =>
-      deps.logger.warn('Could not mark a subscription as held back', { error: String(err) }),
-    );
-  };
+  const isolation = rules && isolationRedis ? new IsolationState(isolationRedis, deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
+  // The held-back marks go through the same pipelining connection (a mark is the fair share's, under the queue's prefix).
+  const markHeldBack =
+    isolationRedis && webhooks.fairSharePerSecond > 0
+      ? heldBackMarker(isolationRedis, bullPrefix(deps.config), (err) =>
+          deps.logger.warn('Could not mark a subscription as held back', { error: String(err) }),
+        )
+      : () => undefined;
   const onRelease = (release: Release, now: Date) => {
     if (!deliveryQueue) return;
     const woken = release.prober
@@ -118,7 +111,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     postponements,
     loads,
     recorder,
-    markHeldBack: markHeld,
+    markHeldBack,
   };
 }
 

@@ -100,3 +100,19 @@ export async function fairSharePriorities(
 export async function markHeldBack(redis: MarkRedis, queuePrefix: string, subscriptionId: string): Promise<void> {
   await redis.set(heldBackKey(queuePrefix, subscriptionId), '1', 'PX', HELD_BACK_MARK_MS);
 }
+
+/**
+ * markHeldBack for a process that postpones many deliveries: a subscription's mark is renewed at most four times per
+ * HELD_BACK_MARK_MS, not once per postponement (500 a second behind a dead endpoint). Never throws: a failed mark
+ * only costs the priority.
+ */
+export function heldBackMarker(redis: MarkRedis, queuePrefix: string, onError: (err: unknown) => void): (subscriptionId: string) => void {
+  const lastMarked = new Map<string, number>();
+  return (subscriptionId) => {
+    const now = Date.now();
+    if (now - (lastMarked.get(subscriptionId) ?? 0) < HELD_BACK_MARK_MS / 4) return;
+    if (lastMarked.size >= 10_000) lastMarked.clear();
+    lastMarked.set(subscriptionId, now);
+    markHeldBack(redis, queuePrefix, subscriptionId).catch(onError);
+  };
+}

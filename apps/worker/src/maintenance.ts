@@ -1,8 +1,8 @@
 // Scheduled jobs of the worker: the outbox relay (enqueue deliveries and issue exports whose enqueue was lost; its own
 // queue and worker, so no other job delays it), and on the maintenance queue the retention purge (retention.ts,
-// bounded in time per run), the API-key lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached,
-// sla-scan.ts) and GDPR erasure (erasure.ts). BullMQ job schedulers create one job per tick in Redis, so each runs
-// once per tick however many workers are up.
+// bounded in time per run; with it the 24-hour sweep of Idempotency-Keys, idempotency-sweep.ts), the API-key
+// lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts) and GDPR erasure (erasure.ts).
+// BullMQ job schedulers create one job per tick in Redis, so each runs once per tick however many workers are up.
 import type { Queue } from 'bullmq';
 import { outboxDeps, relayOverdueDeliveries, relayOverdueIssueExports } from '@svc/outbox';
 import { scanSlaBreaches } from './sla-scan';
@@ -12,6 +12,7 @@ import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
 import { runErasures, type ErasureRunResult } from './erasure';
 
 import { purgeExpired, type PurgeResult } from './retention';
+import { sweepIdempotencyKeys } from './idempotency-sweep';
 import { relayRequeued } from './metrics';
 
 export type { PurgeResult } from './retention';
@@ -107,8 +108,12 @@ export async function runMaintenanceJob(
   // A relay job an older version queued here before the relay had its own queue.
   if (name === RELAY_JOB) return runOutboxRelay(deps, deliveryQueue);
   switch (name as MaintenanceJobName) {
-    case 'retention-purge':
-      return purgeExpiredDeliveries(deps);
+    case 'retention-purge': {
+      const purged = await purgeExpiredDeliveries(deps);
+      const keys = await sweepIdempotencyKeys(deps.prisma, deps.clock.now());
+      if (keys > 0) deps.logger.info('Idempotency keys swept', { keys });
+      return purged;
+    }
     case 'key-lifecycle':
       return runKeyLifecycle(deps);
     case 'sla-scan':

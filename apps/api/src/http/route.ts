@@ -10,6 +10,7 @@ import type { RateLimiters } from './rate-limit';
 import { consumeOrThrow } from './rate-limit';
 import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
+import { checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -31,6 +32,11 @@ export interface RouteSpec {
   requestMediaType?: string;
   /** Media type of a non-JSON success body (a PDF, a CSV export...); such handlers write the response themselves. */
   responseMediaType?: string;
+  /**
+   * Whether the route takes an Idempotency-Key (http/idempotency.ts). Left out, the rule decides: an authenticated
+   * POST answering 201 or 202 creates something and takes it. Set it only to override the rule.
+   */
+  idempotent?: boolean;
   handler: (req: Request, res: Response) => unknown | Promise<unknown>;
 }
 
@@ -93,7 +99,9 @@ export function mountRoutes(
       spec.scope === 'public'
         ? [rateLimitClient(limiters)]
         : [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope)];
+    chain.push(checkIdempotencyKey(spec));
     if (spec.schemas) chain.push(validate(spec.schemas));
+    if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps));
     chain.push(respond(spec, deps.config.nodeEnv === 'test'));
     router[spec.method](spec.path, ...chain);
   }

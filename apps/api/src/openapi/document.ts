@@ -3,6 +3,7 @@
 import parseJoi from 'joi-to-json';
 import type Joi from 'joi';
 import type { RouteSpec } from '../http/route';
+import { takesIdempotencyKey } from '../http/idempotency';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -78,15 +79,36 @@ function parameters(route: RouteSpec) {
     required: required.has(name),
     schema,
   }));
-  return [...pathParams, ...queryParams];
+  return [...pathParams, ...queryParams, ...(takesIdempotencyKey(route) ? [IDEMPOTENCY_KEY_PARAMETER] : [])];
 }
 
+/** README "Idempotent requests": the header every creating POST takes. */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first ' +
+    'response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not ' +
+    'kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. ' +
+    'Keys belong to the organization and the credential (an API key, or the user of a session).',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
+};
+
+const REPLAYED_HEADER = {
+  'Idempotent-Replayed': {
+    description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
+
 function successResponse(route: RouteSpec) {
+  const headers = takesIdempotencyKey(route) ? { headers: REPLAYED_HEADER } : {};
   if (route.responseMediaType) {
     return { description: 'Success', content: { [route.responseMediaType]: { schema: { type: 'string' } } } };
   }
-  if (!route.response) return { description: 'Success, no body' };
-  return { description: 'Success', content: { 'application/json': { schema: toResponseSchema(route.response) } } };
+  if (!route.response) return { description: 'Success, no body', ...headers };
+  return { description: 'Success', ...headers, content: { 'application/json': { schema: toResponseSchema(route.response) } } };
 }
 
 function successStatus(route: RouteSpec): string {

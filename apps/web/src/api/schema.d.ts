@@ -3485,7 +3485,10 @@ export interface operations {
     postApiKeys: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3503,6 +3506,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4051,7 +4056,10 @@ export interface operations {
     postInvitations: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4069,6 +4077,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4218,7 +4228,10 @@ export interface operations {
     postTeams: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4234,6 +4247,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4545,7 +4560,10 @@ export interface operations {
     postProjects: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4561,6 +4579,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4760,7 +4780,10 @@ export interface operations {
     postProjectsIdAssessments: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4782,6 +4805,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5711,7 +5736,10 @@ export interface operations {
     postProjectsIdAccess: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5731,6 +5759,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5871,7 +5901,10 @@ export interface operations {
     postAssessmentsIdAccess: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5891,6 +5924,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6069,7 +6104,10 @@ export interface operations {
     postWebhooksSubscriptions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6099,6 +6137,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6368,7 +6408,10 @@ export interface operations {
     postWebhooksSubscriptionsIdTest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6379,6 +6422,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6621,7 +6666,10 @@ export interface operations {
     postWebhooksDeliveriesIdResend: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6632,6 +6680,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6682,7 +6732,10 @@ export interface operations {
     postWebhooksSubscriptionsIdRecover: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6702,6 +6755,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6835,7 +6890,10 @@ export interface operations {
     postProjectsProjectIdWebhooksSubscriptions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 projectId: string;
             };
@@ -6867,6 +6925,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7140,7 +7200,10 @@ export interface operations {
     postProjectsProjectIdWebhooksSubscriptionsIdTest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 projectId: string;
                 id: string;
@@ -7152,6 +7215,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7399,7 +7464,10 @@ export interface operations {
     postProjectsProjectIdWebhooksDeliveriesIdResend: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 projectId: string;
                 id: string;
@@ -7411,6 +7479,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7461,7 +7531,10 @@ export interface operations {
     postProjectsProjectIdWebhooksSubscriptionsIdRecover: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 projectId: string;
                 id: string;
@@ -7482,6 +7555,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7615,7 +7690,10 @@ export interface operations {
     postAssessmentsAssessmentIdWebhooksSubscriptions: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 assessmentId: string;
             };
@@ -7647,6 +7725,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7920,7 +8000,10 @@ export interface operations {
     postAssessmentsAssessmentIdWebhooksSubscriptionsIdTest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 assessmentId: string;
                 id: string;
@@ -7932,6 +8015,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8179,7 +8264,10 @@ export interface operations {
     postAssessmentsAssessmentIdWebhooksDeliveriesIdResend: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 assessmentId: string;
                 id: string;
@@ -8191,6 +8279,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8241,7 +8331,10 @@ export interface operations {
     postAssessmentsAssessmentIdWebhooksSubscriptionsIdRecover: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 assessmentId: string;
                 id: string;
@@ -8262,6 +8355,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8378,7 +8473,10 @@ export interface operations {
     postNotificationTargets: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8400,6 +8498,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8584,7 +8684,10 @@ export interface operations {
     postNotificationTargetsIdTest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8595,6 +8698,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8670,7 +8775,10 @@ export interface operations {
     postIssueExportTargets: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8695,6 +8803,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8926,7 +9036,10 @@ export interface operations {
     postFindingsIdIssueExports: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8943,6 +9056,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8983,7 +9098,10 @@ export interface operations {
     postAssessmentsIdFindings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9004,6 +9122,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9905,7 +10025,10 @@ export interface operations {
     postGovernanceErasureRequests: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9921,6 +10044,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10099,7 +10224,10 @@ export interface operations {
     postGovernanceErasureRequestsIdRetry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10110,6 +10238,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10217,7 +10347,10 @@ export interface operations {
     postIntegrations: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10230,6 +10363,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10578,7 +10713,10 @@ export interface operations {
     postAssessmentsIdReports: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10595,6 +10733,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10752,7 +10892,10 @@ export interface operations {
     postReportsIdPublication: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10770,6 +10913,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -10894,7 +11039,10 @@ export interface operations {
     postReportsIdShares: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10914,6 +11062,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11098,7 +11248,10 @@ export interface operations {
     postFindingsIdFixVerifications: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11109,6 +11262,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11285,7 +11440,10 @@ export interface operations {
     postProjectsIdPrReviews: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11307,6 +11465,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11422,7 +11582,10 @@ export interface operations {
     postUsage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11439,6 +11602,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -11597,7 +11762,10 @@ export interface operations {
     postBillingLimits: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11614,6 +11782,8 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {

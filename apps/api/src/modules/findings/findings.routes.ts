@@ -32,6 +32,8 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Engine: record a finding on a running assessment: 201 when new, 200 when the fingerprint was already recorded (updated)',
       schemas: { body: recordFindingBody },
       response: findingResponse,
+      // Creates (201), though it answers 200 for a fingerprint already recorded.
+      idempotent: true,
       handler: async (req, res) => {
         const { created, finding } = await recordFinding(deps, principalOf(req), idParam(req), req.body);
         res.status(created ? 201 : 200).json(finding);

@@ -1,0 +1,89 @@
+// The idempotency_keys table: one row per (organization, credential, key). Raw SQL, each statement naming the
+// organization, credential and key; the claim is one INSERT ... ON CONFLICT, so of two concurrent requests with one
+// key exactly one wins it. Response bodies are sealed at rest (they may carry a one-time secret: an API key value,
+// a signing secret, a share URL).
+import { randomBytes } from 'node:crypto';
+import { Prisma, queryRows, seal, unseal, utcTimestamp, type Db } from '@svc/db';
+import { IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENCY_LOCK_TIMEOUT_MS, type StoredIdempotencyKey } from '@svc/domain';
+
+export interface IdempotencyScope {
+  organizationId: string;
+  /** `key:<api key id>` or `user:<user id>`. */
+  credential: string;
+  key: string;
+}
+
+export interface StoredResponse {
+  status: number;
+  /** The JSON body, or null for a response without one (204). */
+  body: unknown;
+}
+
+export type ClaimResult =
+  | { won: true; lockToken: string }
+  | { won: false; row: StoredIdempotencyKey & { response: StoredResponse | null } };
+
+const where = (s: IdempotencyScope) =>
+  Prisma.sql`organization_id = ${s.organizationId} AND credential = ${s.credential} AND key = ${s.key}`;
+
+/**
+ * Takes the key for this request: a new row, or an expired one (older than 24 h), or an in-flight row of the same
+ * request whose holder died (locked longer than the lock timeout). Otherwise returns the live row as it stands.
+ */
+export async function claimIdempotencyKey(
+  prisma: Db,
+  scope: IdempotencyScope,
+  requestHash: string,
+  now: Date,
+  encryptionKey: Buffer,
+): Promise<ClaimResult> {
+  const lockToken = randomBytes(16).toString('hex');
+  const expiredBefore = new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS);
+  const staleBefore = new Date(now.getTime() - IDEMPOTENCY_LOCK_TIMEOUT_MS);
+  // A row deleted between the failed claim and the read (its first request failed with a 5xx) is claimed again.
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const claimed = await queryRows<{ lock_token: string }>(prisma, Prisma.sql`
+      INSERT INTO idempotency_keys (organization_id, credential, key, request_hash, state, lock_token, locked_at, created_at)
+      VALUES (${scope.organizationId}, ${scope.credential}, ${scope.key}, ${requestHash}, 'in_flight', ${lockToken},
+              ${utcTimestamp(now)}, ${utcTimestamp(now)})
+      ON CONFLICT (organization_id, credential, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash, state = 'in_flight', lock_token = EXCLUDED.lock_token,
+            locked_at = EXCLUDED.locked_at, created_at = EXCLUDED.created_at, response_status = NULL, response_body_enc = NULL
+        WHERE idempotency_keys.created_at <= ${utcTimestamp(expiredBefore)}
+           OR (idempotency_keys.state = 'in_flight' AND idempotency_keys.locked_at <= ${utcTimestamp(staleBefore)}
+               AND idempotency_keys.request_hash = EXCLUDED.request_hash)
+      RETURNING lock_token`);
+    if (claimed[0]?.lock_token === lockToken) return { won: true, lockToken };
+    const [row] = await queryRows<{ request_hash: string; state: string; response_status: number | null; response_body_enc: string | null }>(
+      prisma,
+      Prisma.sql`SELECT request_hash, state, response_status, response_body_enc FROM idempotency_keys WHERE ${where(scope)}`,
+    );
+    if (!row) continue;
+    const response =
+      row.state === 'completed' && row.response_status !== null
+        ? { status: row.response_status, body: row.response_body_enc === null ? null : JSON.parse(unseal(row.response_body_enc, encryptionKey)) }
+        : null;
+    return { won: false, row: { requestHash: row.request_hash, state: row.state === 'completed' ? 'completed' : 'in_flight', response } };
+  }
+  throw new Error('Idempotency key claim did not settle');
+}
+
+/** Stores the first request's response; only the request holding the lock can. */
+export async function completeIdempotencyKey(
+  prisma: Db,
+  scope: IdempotencyScope,
+  lockToken: string,
+  response: StoredResponse,
+  encryptionKey: Buffer,
+): Promise<void> {
+  const sealed = response.body === null ? null : seal(JSON.stringify(response.body), encryptionKey);
+  await prisma.$executeRaw`
+    UPDATE idempotency_keys SET state = 'completed', response_status = ${response.status}, response_body_enc = ${sealed},
+           lock_token = NULL, locked_at = NULL
+     WHERE ${where(scope)} AND lock_token = ${lockToken}`;
+}
+
+/** Forgets a key whose first request failed with a 5xx: the same key may be retried. */
+export async function releaseIdempotencyKey(prisma: Db, scope: IdempotencyScope, lockToken: string): Promise<void> {
+  await prisma.$executeRaw`DELETE FROM idempotency_keys WHERE ${where(scope)} AND lock_token = ${lockToken} AND state = 'in_flight'`;
+}

@@ -1,0 +1,363 @@
+// Idempotency-Key on the POST routes that create something (issue 37): a retry with the same key and request answers
+// the first response again and creates nothing; another request under the key is 422; a retry while the first
+// request still runs is 409; keys belong to an organization and a credential; they go 24 h after the first request.
+import pg from 'pg';
+import request from 'supertest';
+import { pgFields } from '@svc/db';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
+import { buildOpenApiDocument } from '../src/openapi/document';
+import { takesIdempotencyKey } from '../src/http/idempotency';
+import { runMaintenanceJob } from '../../worker/src/maintenance';
+import type { WorkerDeps } from '../../worker/src/deps';
+
+const DAY = 24 * 3600 * 1000;
+
+let h: Harness;
+let org: TestOrg;
+let other: TestOrg;
+
+beforeAll(async () => {
+  h = await createHarness();
+  [org, other] = await Promise.all([createOrg(h), createOrg(h)]);
+});
+afterAll(() => h.close());
+afterEach(() => h.clock.reset());
+
+const api = () => request(h.app);
+const withKey = (token: string, key: string) => ({ ...bearer(token), 'Idempotency-Key': key });
+const newKey = () => `ci-${uniqueSuffix()}`;
+const projectsNamed = (organizationId: string, name: string) => h.deps.prisma.project.count({ where: { organizationId, name } });
+const keyRows = (organizationId: string, key: string) =>
+  h.deps.prisma.idempotencyKey.findMany({ where: { organizationId, key } });
+
+describe('a retry with the same key and request', () => {
+  it('answers the first response again, marked as a replay, and creates nothing', async () => {
+    const key = newKey();
+    const name = `Shop ${key}`;
+    const first = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name, description: 'the shop' });
+    expect(first.status).toBe(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+
+    // The same body with its keys in another order is the same request.
+    const again = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ description: 'the shop', name });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.headers['content-type']).toMatch(/^application\/json/);
+    expect(again.body).toEqual(first.body);
+    expect(await projectsNamed(org.id, name)).toBe(1);
+  });
+
+  it('replays a stored 4xx answer too (the request itself was refused), and a fixed request needs a new key', async () => {
+    const key = newKey();
+    const missing = 'prj_00000000000000000000000000';
+    const first = await api().post(`/api/v1/projects/${missing}/assessments`).set(withKey(org.admin.token, key)).send({ name: 'x' });
+    expect(first.status).toBe(404);
+    const again = await api().post(`/api/v1/projects/${missing}/assessments`).set(withKey(org.admin.token, key)).send({ name: 'x' });
+    expect(again.status).toBe(404);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+  });
+
+  it('does not take the key when the body fails validation: the fixed body may be sent with the same key', async () => {
+    const key = newKey();
+    const invalid = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ description: 'no name' });
+    expect(invalid.status).toBe(400);
+    expect(await keyRows(org.id, key)).toHaveLength(0);
+    const fixed = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name: `Fixed ${key}` });
+    expect(fixed.status).toBe(201);
+    expect(fixed.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('replays a one-time secret (the API key value) to the same credential, and keeps it sealed at rest', async () => {
+    const key = newKey();
+    const body = { name: `ci ${key}`, scopes: ['projects:read'] };
+    const first = await api().post('/api/v1/api-keys').set(withKey(org.admin.token, key)).send(body);
+    expect(first.status).toBe(201);
+    expect(first.body.key).toMatch(/^sk-svc-/);
+    const again = await api().post('/api/v1/api-keys').set(withKey(org.admin.token, key)).send(body);
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.key).toBe(first.body.key);
+    expect(await h.deps.prisma.apiKey.count({ where: { organizationId: org.id, name: body.name } })).toBe(1);
+
+    const [row] = await keyRows(org.id, key);
+    expect(row!.responseBodyEnc).toMatch(/^v1\./);
+    expect(row!.responseBodyEnc).not.toContain(first.body.key);
+    expect(row!.responseBodyEnc).not.toContain(first.body.key.slice(7, 30));
+  });
+});
+
+describe('another request under a used key', () => {
+  it('answers 422 for a different body and creates nothing', async () => {
+    const key = newKey();
+    const first = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name: `A ${key}` });
+    expect(first.status).toBe(201);
+    const different = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name: `B ${key}` });
+    expect(different.status).toBe(422);
+    expect(different.body.detail).toMatch(/different request/);
+    expect(await projectsNamed(org.id, `B ${key}`)).toBe(0);
+  });
+
+  it('answers 422 for another path with the same body', async () => {
+    const key = newKey();
+    const project = await insertProject(h, org.id);
+    expect((await api().post('/api/v1/teams').set(withKey(org.admin.token, key)).send({ name: `T ${key}` })).status).toBe(201);
+    const elsewhere = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name: `T ${key}` });
+    expect(elsewhere.status).toBe(422);
+    expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(0);
+  });
+});
+
+describe('while the first request runs', () => {
+  it('answers 409 with Retry-After, and the first request then completes and is replayed', async () => {
+    const project = await insertProject(h, org.id);
+    const key = newKey();
+    const name = `Held ${key}`;
+    // A second connection holds the project row: the assessment's INSERT (its foreign key takes a share lock on the
+    // project) waits for it, so the first request is genuinely in flight inside its handler.
+    const holder = new pg.Client(pgFields(h.config.databaseUrl));
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
+      const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
+      const firstDone = first.then((res) => res);
+      await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'in_flight');
+      await waitFor(async () => (await waitingOnLocks(holder)) > 0);
+
+      const during = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
+      expect(during.status).toBe(409);
+      expect(during.headers['retry-after']).toBe('1');
+      expect(during.body.detail).toMatch(/still being processed/);
+
+      await holder.query('COMMIT');
+      const created = await firstDone;
+      expect(created.status).toBe(201);
+      const after = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
+      expect(after.status).toBe(201);
+      expect(after.headers['idempotent-replayed']).toBe('true');
+      expect(after.body.id).toBe(created.body.id);
+      expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(1);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+  });
+
+  it('lets two concurrent requests with one key create exactly one row', async () => {
+    const key = newKey();
+    const name = `Race ${key}`;
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name })),
+    );
+    expect(await projectsNamed(org.id, name)).toBe(1);
+    const originals = answers.filter((a) => a.status === 201 && a.headers['idempotent-replayed'] === undefined);
+    expect(originals).toHaveLength(1);
+    for (const a of answers) {
+      expect([201, 409]).toContain(a.status);
+      if (a.status === 201) expect(a.body.id).toBe(originals[0]!.body.id);
+    }
+    expect(await keyRows(org.id, key)).toHaveLength(1);
+  });
+
+  it('frees a key whose request died mid-way (no answer stored) after the lock timeout of 60 s', async () => {
+    const key = newKey();
+    const name = `Crashed ${key}`;
+    expect((await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name })).status).toBe(201);
+    // As if the instance had died before storing the answer.
+    await h.deps.prisma.idempotencyKey.updateMany({
+      where: { organizationId: org.id, key },
+      data: { state: 'in_flight', lockToken: 'dead', lockedAt: new Date(h.clock.now().getTime()), responseStatus: null, responseBodyEnc: null },
+    });
+    expect((await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name })).status).toBe(409);
+    h.clock.advance(61_000);
+    const retried = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+    expect(retried.status).toBe(201);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    // A different request may not take over a dead request's key.
+    await h.deps.prisma.idempotencyKey.updateMany({
+      where: { organizationId: org.id, key },
+      data: { state: 'in_flight', lockToken: 'dead', lockedAt: new Date(h.clock.now().getTime() - 120_000) },
+    });
+    expect((await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name: 'other' })).status).toBe(422);
+  });
+});
+
+describe('whose key it is', () => {
+  it('keeps another credential of the organization apart: its same key creates its own', async () => {
+    const key = newKey();
+    const name = `Shared ${key}`;
+    const minted = await api().post('/api/v1/api-keys').set(bearer(org.admin.token)).send({ name: 'robot', scopes: ['projects:create', 'projects:read'] });
+    expect(minted.status).toBe(201);
+    const bySession = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+    const byApiKey = await api().post('/api/v1/projects').set(withKey(minted.body.key, key)).send({ name });
+    const byOtherUser = await api().post('/api/v1/projects').set(withKey(org.owner.token, key)).send({ name });
+    for (const res of [bySession, byApiKey, byOtherUser]) {
+      expect(res.status).toBe(201);
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+    }
+    expect(new Set([bySession.body.id, byApiKey.body.id, byOtherUser.body.id]).size).toBe(3);
+    expect(await projectsNamed(org.id, name)).toBe(3);
+  });
+
+  it("keeps another organization apart: its same key and body create its own, and never see the first one's answer", async () => {
+    const key = newKey();
+    const name = `Tenant ${key}`;
+    const ours = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+    const theirs = await api().post('/api/v1/projects').set(withKey(other.admin.token, key)).send({ name });
+    expect(theirs.status).toBe(201);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    expect(theirs.body.id).not.toBe(ours.body.id);
+    expect(await projectsNamed(other.id, name)).toBe(1);
+    expect(await projectsNamed(org.id, name)).toBe(1);
+  });
+
+  it('is shared by the sessions of one user (a dashboard retry from another tab)', async () => {
+    const key = newKey();
+    const name = `Tabs ${key}`;
+    const login = await api().post('/api/v1/auth/login').send({ email: org.admin.email, password: 'correct horse battery staple' });
+    expect(login.status).toBe(200);
+    const first = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+    const otherTab = await api().post('/api/v1/projects').set(withKey(login.body.token, key)).send({ name });
+    expect(otherTab.headers['idempotent-replayed']).toBe('true');
+    expect(otherTab.body.id).toBe(first.body.id);
+  });
+});
+
+describe('24 hours later', () => {
+  it('has forgotten the key: the same request creates again; the retention job sweeps the row', async () => {
+    const key = newKey();
+    const name = `Daily ${key}`;
+    expect((await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name })).status).toBe(201);
+    h.clock.advance(DAY - 60_000);
+    expect((await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name })).headers['idempotent-replayed']).toBe('true');
+    h.clock.advance(61_000);
+    const later = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+    expect(later.status).toBe(201);
+    expect(later.headers['idempotent-replayed']).toBeUndefined();
+    expect(await projectsNamed(org.id, name)).toBe(2);
+
+    const sweptKey = newKey();
+    expect((await api().post('/api/v1/teams').set(withKey(org.admin.token, sweptKey)).send({ name: `Old ${sweptKey}` })).status).toBe(201);
+    const workerDeps = { config: h.config, logger: h.deps.logger, prisma: h.deps.prisma, clock: h.clock } as unknown as WorkerDeps;
+    await runMaintenanceJob(workerDeps, h.deps.deliveryQueue, 'retention-purge');
+    expect(await keyRows(org.id, sweptKey)).toHaveLength(1);
+    h.clock.advance(DAY + 1000);
+    await runMaintenanceJob(workerDeps, h.deps.deliveryQueue, 'retention-purge');
+    expect(await keyRows(org.id, sweptKey)).toHaveLength(0);
+    expect(await keyRows(org.id, key)).toHaveLength(0);
+  });
+});
+
+describe('where the header means nothing, or is malformed', () => {
+  it('is ignored on a GET (and on the other methods HTTP defines as idempotent)', async () => {
+    const key = newKey();
+    const list = await api().get('/api/v1/projects').set(withKey(org.admin.token, key));
+    expect(list.status).toBe(200);
+    expect(list.headers['idempotent-replayed']).toBeUndefined();
+    expect(await keyRows(org.id, key)).toHaveLength(0);
+  });
+
+  it('answers 400 on a POST that creates nothing, and changes nothing', async () => {
+    const project = await insertProject(h, org.id);
+    const assessment = await insertAssessment(h, org.id, project.id);
+    const launch = await api().post(`/api/v1/assessments/${assessment.id}/launch`).set(withKey(org.admin.token, newKey()));
+    expect(launch.status).toBe(400);
+    expect(launch.body.detail).toMatch(/not supported on POST \/api\/v1\/assessments\/asm_\w+\/launch/);
+    expect((await h.deps.prisma.assessment.findUnique({ where: { id: assessment.id } }))!.status).toBe('draft');
+  });
+
+  it('answers 400 on an upload (a streamed body), pointing at its own duplicate detection', async () => {
+    const project = await insertProject(h, org.id);
+    const assessment = await insertAssessment(h, org.id, project.id);
+    const upload = await api().post(`/api/v1/assessments/${assessment.id}/source`).set(withKey(org.admin.token, newKey()))
+      .set('Content-Type', 'application/zip').send(Buffer.from('PK\u0005\u0006' + '\u0000'.repeat(18), 'binary'));
+    expect(upload.status).toBe(400);
+    expect(upload.body.detail).toMatch(/not accepted on uploads.*duplicate: true/);
+    expect(await h.deps.prisma.sourceArchive.count({ where: { assessmentId: assessment.id } })).toBe(0);
+  });
+
+  it.each([
+    ['empty', ''],
+    ['longer than 255 characters', 'k'.repeat(256)],
+    ['not ASCII', 'clé'],
+  ])('answers 400 for a key that is %s, and creates nothing', async (_what, key) => {
+    const name = `Bad key ${uniqueSuffix()}`;
+    const res = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatch(/1 to 255 printable ASCII/);
+    expect(await projectsNamed(org.id, name)).toBe(0);
+  });
+
+  it('accepts exactly 255 printable characters', async () => {
+    const res = await api().post('/api/v1/projects').set(withKey(org.admin.token, `~ ${uniqueSuffix()}`.padEnd(255, 'x')))
+      .send({ name: `Long key ${uniqueSuffix()}` });
+    expect(res.status).toBe(201);
+  });
+
+  it('answers 400 for two Idempotency-Key headers', async () => {
+    const name = `Two keys ${uniqueSuffix()}`;
+    const res = await api().post('/api/v1/projects').set(bearer(org.admin.token)).set('Idempotency-Key', ['a', 'b'] as unknown as string).send({ name });
+    expect(res.status).toBe(400);
+    expect(await projectsNamed(org.id, name)).toBe(0);
+  });
+});
+
+describe('which routes take it', () => {
+  const routes = () => h.app.locals.routes;
+  const taking = () => routes().filter(takesIdempotencyKey).map((r) => `${r.method.toUpperCase()} ${r.path}`);
+
+  it('every POST that creates something, and no upload, read or public route', () => {
+    const expected = [
+      'POST /projects',
+      'POST /projects/:id/assessments',
+      'POST /assessments/:id/findings',
+      'POST /assessments/:id/reports',
+      'POST /reports/:id/publication',
+      'POST /reports/:id/shares',
+      'POST /webhooks/subscriptions',
+      'POST /projects/:projectId/webhooks/subscriptions',
+      'POST /assessments/:assessmentId/webhooks/subscriptions',
+      'POST /notification-targets',
+      'POST /issue-export-targets',
+      'POST /findings/:id/issue-exports',
+      'POST /api-keys',
+      'POST /invitations',
+      'POST /teams',
+      'POST /governance/erasure-requests',
+    ];
+    expect(expected.filter((route) => !taking().includes(route))).toEqual([]);
+    expect(taking()).not.toContain('POST /assessments/:id/source');
+    for (const route of routes().filter(takesIdempotencyKey)) {
+      expect(route.method).toBe('post');
+      expect(route.scope).not.toBe('public');
+    }
+  });
+
+  it('documents the header on exactly those routes in the OpenAPI document', () => {
+    const doc = buildOpenApiDocument(routes(), { version: 'test', serverUrl: 'http://localhost' });
+    for (const route of routes()) {
+      const path = `/api/v1${route.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`;
+      const op = (doc.paths[path] as Record<string, { parameters: Array<{ name: string; in: string }> }>)[route.method]!;
+      const documented = op.parameters.some((p) => p.in === 'header' && p.name === 'Idempotency-Key');
+      expect([`${route.method} ${route.path}`, documented]).toEqual([`${route.method} ${route.path}`, takesIdempotencyKey(route)]);
+    }
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Sessions of this database waiting for a lock (the held request's INSERT). */
+async function waitingOnLocks(client: pg.Client): Promise<number> {
+  const { rows } = await client.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO%assessments%'",
+  );
+  return rows[0]!.n;
+}

@@ -5,7 +5,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { pgFields } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
+import { bearer, createOrg, createUserInOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
 import { buildOpenApiDocument } from '../src/openapi/document';
 import { takesIdempotencyKey } from '../src/http/idempotency';
 import { runMaintenanceJob } from '../../worker/src/maintenance';
@@ -67,6 +67,8 @@ describe('a retry with the same key and request', () => {
     const fixed = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name: `Fixed ${key}` });
     expect(fixed.status).toBe(201);
     expect(fixed.headers['idempotent-replayed']).toBeUndefined();
+    const again = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name: `Fixed ${key}` });
+    expect([again.headers['idempotent-replayed'], again.body.id]).toEqual(['true', fixed.body.id]);
   });
 
   it('replays a one-time secret (the API key value) to the same credential, and keeps it sealed at rest', async () => {
@@ -199,6 +201,12 @@ describe('whose key it is', () => {
     }
     expect(new Set([bySession.body.id, byApiKey.body.id, byOtherUser.body.id]).size).toBe(3);
     expect(await projectsNamed(org.id, name)).toBe(3);
+    // Each credential's retry answers its own first response.
+    for (const [token, first] of [[org.admin.token, bySession], [minted.body.key, byApiKey], [org.owner.token, byOtherUser]] as const) {
+      const again = await api().post('/api/v1/projects').set(withKey(token, key)).send({ name });
+      expect([again.headers['idempotent-replayed'], again.body.id]).toEqual(['true', first.body.id]);
+    }
+    expect(await projectsNamed(org.id, name)).toBe(3);
   });
 
   it("keeps another organization apart: its same key and body create its own, and never see the first one's answer", async () => {
@@ -211,6 +219,19 @@ describe('whose key it is', () => {
     expect(theirs.body.id).not.toBe(ours.body.id);
     expect(await projectsNamed(other.id, name)).toBe(1);
     expect(await projectsNamed(org.id, name)).toBe(1);
+    const theirRetry = await api().post('/api/v1/projects').set(withKey(other.admin.token, key)).send({ name });
+    expect([theirRetry.headers['idempotent-replayed'], theirRetry.body.id]).toEqual(['true', theirs.body.id]);
+  });
+
+  it('answers a replay only to a credential that still holds the scope', async () => {
+    const manager = await createUserInOrg(h, org.id, 'manager', 'demoted');
+    const key = newKey();
+    const name = `Demoted ${key}`;
+    expect((await api().post('/api/v1/projects').set(withKey(manager.token, key)).send({ name })).status).toBe(201);
+    await h.deps.prisma.membership.updateMany({ where: { organizationId: org.id, userId: manager.id }, data: { role: 'member' } });
+    const again = await api().post('/api/v1/projects').set(withKey(manager.token, key)).send({ name });
+    expect(again.status).toBe(403);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
   });
 
   it('is shared by the sessions of one user (a dashboard retry from another tab)', async () => {

@@ -106,6 +106,13 @@ it('uploads the committed source, waits for the engine, writes SARIF and fails t
     expect(sarif.runs[0].results).toHaveLength(2);
     const archive = await h.deps.prisma.sourceArchive.findFirst({ where: { projectId: project.id }, include: { files: true } });
     expect(archive!.files.map((f) => f.path).sort()).toEqual(['README.md', 'src/app.js']);
+    // The assessment was created under the run's Idempotency-Key: the script's POST sent again answers it again.
+    const assessment = await h.deps.prisma.assessment.findFirstOrThrow({ where: { projectId: project.id } });
+    const key = await h.deps.prisma.idempotencyKey.findFirstOrThrow({ where: { organizationId: org.id, key: { endsWith: '-assessment' } }, orderBy: { createdAt: 'desc' } });
+    const retried = await request(h.app).post(`/api/v1/projects/${project.id}/assessments`)
+      .set({ ...bearer(apiKey), 'Idempotency-Key': key.key, 'Content-Type': 'application/json' }).send(`{"name": "${assessment.name}"}`);
+    expect(retried.headers['idempotent-replayed']).toBe('true');
+    expect(retried.body.id).toBe(assessment.id);
   } finally {
     rmSync(repo, { recursive: true, force: true });
   }

@@ -59,6 +59,27 @@ describe('a retry with the same key and request', () => {
     expect(again.body).toEqual(first.body);
   });
 
+  it('does not keep a 5xx: the key is free again and the same request may be retried with it', async () => {
+    const key = newKey();
+    const name = `Fails once ${key}`;
+    // A real failure inside PostgreSQL while the handler writes (a trigger refusing this one team name).
+    await h.deps.prisma.$executeRawUnsafe(`
+      CREATE OR REPLACE FUNCTION idem_test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.name = '${name}' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$`);
+    await h.deps.prisma.$executeRawUnsafe('CREATE TRIGGER idem_test_refuse BEFORE INSERT ON teams FOR EACH ROW EXECUTE FUNCTION idem_test_refuse()');
+    try {
+      const failed = await api().post('/api/v1/teams').set(withKey(org.admin.token, key)).send({ name });
+      expect(failed.status).toBe(500);
+      expect(await keyRows(org.id, key)).toHaveLength(0);
+    } finally {
+      await h.deps.prisma.$executeRawUnsafe('DROP TRIGGER idem_test_refuse ON teams');
+    }
+    const retried = await api().post('/api/v1/teams').set(withKey(org.admin.token, key)).send({ name });
+    expect(retried.status).toBe(201);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(await h.deps.prisma.team.count({ where: { organizationId: org.id, name } })).toBe(1);
+  });
+
   it('does not take the key when the body fails validation: the fixed body may be sent with the same key', async () => {
     const key = newKey();
     const invalid = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ description: 'no name' });

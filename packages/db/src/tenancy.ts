@@ -17,6 +17,7 @@ export const ORGANIZATION_SCOPED_MODELS: ReadonlySet<string> = new Set([
   'ReportShare',
   'ErasureRequest', 'Integration', 'TeamIntegration',
   'IssueExportTarget', 'FindingIssueExport',
+  'IdempotencyKey',
 ]);
 
 /** Models without an organization column, scoped through the relation to their organization-owned parent. */

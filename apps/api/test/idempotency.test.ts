@@ -6,6 +6,7 @@ import request from 'supertest';
 import { pgFields } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
+import { insertReadyReport } from './support/domain';
 import { buildOpenApiDocument } from '../src/openapi/document';
 import { takesIdempotencyKey } from '../src/http/idempotency';
 import { runMaintenanceJob } from '../../worker/src/maintenance';
@@ -108,6 +109,26 @@ describe('a retry with the same key and request', () => {
     expect(row!.responseBodyEnc).toMatch(/^v1\./);
     expect(row!.responseBodyEnc).not.toContain(first.body.key);
     expect(row!.responseBodyEnc).not.toContain(first.body.key.slice(7, 30));
+  });
+});
+
+describe('a retried publication', () => {
+  it('answers the same share URL, which stays live (without a key, publishing again replaces the URL)', async () => {
+    const project = await insertProject(h, org.id);
+    const assessment = await insertAssessment(h, org.id, project.id);
+    const report = await insertReadyReport(h, org.id, assessment.id);
+    const key = newKey();
+    const publish = () => api().post(`/api/v1/reports/${report.id}/publication`).set(withKey(org.admin.token, key)).send({});
+    const first = await publish();
+    expect(first.status).toBe(201);
+    const again = await publish();
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.url).toBe(first.body.url);
+    expect(await h.deps.prisma.reportShare.count({ where: { reportId: report.id } })).toBe(1);
+    const shared = await api().get(new URL(first.body.url).pathname.replace(/^\/shared/, '/api/v1/shared'));
+    expect(shared.status).toBe(200);
+    const [row] = await keyRows(org.id, key);
+    expect(row!.responseBodyEnc).not.toContain(new URL(first.body.url).pathname.split('/').pop());
   });
 });
 

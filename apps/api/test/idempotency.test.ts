@@ -168,7 +168,8 @@ describe('while the first request runs', () => {
       const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       const firstDone = first.then((res) => res);
       await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'in_flight');
-      await waitFor(async () => (await waitingOnLocks(holder)) > 0);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      await waitFor(async () => (await blockedBy(pid)) > 0);
 
       const during = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       expect(during.status).toBe(409);
@@ -417,10 +418,12 @@ async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): P
   }
 }
 
-/** Sessions of this database waiting for a lock (the held request's INSERT). */
-async function waitingOnLocks(client: pg.Client): Promise<number> {
-  const { rows } = await client.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO%assessments%'",
-  );
+/**
+ * Sessions waiting for a lock the given backend holds (the held request's INSERT). Asked on a connection of its own
+ * outside any transaction: inside one, PostgreSQL answers pg_stat_activity from a snapshot taken at its first read.
+ */
+async function blockedBy(pid: number): Promise<number> {
+  const rows = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+    SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
   return rows[0]!.n;
 }

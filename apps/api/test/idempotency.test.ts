@@ -323,13 +323,16 @@ describe('where the header means nothing, or is malformed', () => {
     expect(await keyRows(org.id, key)).toHaveLength(0);
   });
 
-  it('answers 400 on a POST that creates nothing, and changes nothing', async () => {
+  it('answers 400 on a POST that creates nothing and on a PATCH, and changes nothing', async () => {
     const project = await insertProject(h, org.id);
     const assessment = await insertAssessment(h, org.id, project.id);
     const launch = await api().post(`/api/v1/assessments/${assessment.id}/launch`).set(withKey(org.admin.token, newKey()));
     expect(launch.status).toBe(400);
     expect(launch.body.detail).toMatch(/not supported on POST \/api\/v1\/assessments\/asm_\w+\/launch/);
     expect((await h.deps.prisma.assessment.findUnique({ where: { id: assessment.id } }))!.status).toBe('draft');
+    const rename = await api().patch(`/api/v1/projects/${project.id}`).set(withKey(org.admin.token, newKey())).send({ name: 'Renamed' });
+    expect(rename.status).toBe(400);
+    expect((await h.deps.prisma.project.findUnique({ where: { id: project.id } }))!.name).toBe(project.name);
   });
 
   it('answers 400 on an upload (a streamed body), pointing at its own duplicate detection', async () => {

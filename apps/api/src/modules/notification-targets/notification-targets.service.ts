@@ -159,6 +159,7 @@ export async function createTarget(deps: AppDeps, tenant: Tenant, input: TargetI
         severityFilter: [],
         statusFilter: [],
         ...columns,
+        configuredByUserId: by.principal.userId,
       },
     });
     await recordAs(tx, by.principal, by.meta, now, {
@@ -193,7 +194,7 @@ export async function updateTarget(deps: AppDeps, tenant: Tenant, id: string, in
   const columns = await toColumns(deps, input, current.kind as NotificationKind);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
-    const row = await tx.webhookSubscription.update({ where: { id }, data: columns });
+    const row = await tx.webhookSubscription.update({ where: { id }, data: { ...columns, configuredByUserId: by.principal.userId } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'notification_target.updated',
       target: { type: 'notification_target', id },

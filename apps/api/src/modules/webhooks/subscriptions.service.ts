@@ -202,6 +202,7 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
         url: columns.url!,
         events: columns.events!,
         ...columns,
+        configuredByUserId: by.principal.userId,
       },
     });
     await recordAs(tx, by.principal, by.meta, now, {
@@ -233,7 +234,7 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
   const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
-    const row = await tx.webhookSubscription.update({ where: { id }, data: columns });
+    const row = await tx.webhookSubscription.update({ where: { id }, data: { ...columns, configuredByUserId: by.principal.userId } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_updated',
       target: { type: 'webhook_subscription', id },

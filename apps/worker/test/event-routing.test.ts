@@ -45,13 +45,17 @@ async function newFinding(assessmentId: string, title: string): Promise<string> 
   return id;
 }
 
-/** The mail outbox, read again when it caught a message half written by the worker (the harness parses every file). */
-function mail(): ReturnType<World['h']['mail']> {
+/**
+ * The mail outbox, read again when it caught a message the in-process worker is still writing (the harness parses
+ * every file; the retry waits so the worker can finish).
+ */
+async function mail(): Promise<ReturnType<World['h']['mail']>> {
   for (let attempt = 1; ; attempt++) {
     try {
       return w.h.mail();
     } catch (err) {
-      if (attempt >= 20) throw err;
+      if (attempt >= 50) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
 }
@@ -60,10 +64,10 @@ function mail(): ReturnType<World['h']['mail']> {
  * What left the service so far that mentions the text: receiver requests (on paths starting with the label, or on
  * any path but the control's) and mail (to the label's address, or to anyone).
  */
-function everythingMentioning(text: string, label?: string) {
+async function everythingMentioning(text: string, label?: string) {
   const requests = w.receiver.requests()
     .filter((r) => (label ? r.path.startsWith(`/${label}`) : r.path !== CONTROL) && r.body.toString('utf8').includes(text));
-  const mails = mail()
+  const mails = (await mail())
     .filter((m) => (label ? m.to.includes(`${label}@`) : true) && `${m.to}\n${m.subject}\n${m.text}`.includes(text));
   return { requests, mails };
 }
@@ -148,9 +152,9 @@ describe('a manager with a read grant on P1 only', () => {
     await newFinding(A1, 'p1-after');
     for (const id of [p2Before, p2After]) {
       expect(await routesGiven(id)).toEqual(['control']);
-      expect(everythingMentioning(id)).toEqual({ requests: [], mails: [] });
+      expect(await everythingMentioning(id)).toEqual({ requests: [], mails: [] });
     }
-    expect(mail().filter((m) => m.to.includes(OUTSIDE))).toEqual([]);
+    expect((await mail()).filter((m) => m.to.includes(OUTSIDE))).toEqual([]);
     expect(w.receiver.requests().filter((r) => r.path.startsWith('/outside') || r.path.startsWith('/ghe'))).toEqual([]);
   });
 });
@@ -175,7 +179,7 @@ describe('routes of someone who loses the organization-wide role', () => {
     const routes = await routesOf(router, 'demoted');
     const first = await newFinding(A2, 'before-demotion');
     // While an admin, each of their routes has it.
-    await poll(async () => everythingMentioning(first, 'demoted'), (r) => r.requests.length === 2 && r.mails.length === 1, 20_000, 'the admin routes\' deliveries');
+    await poll(() => everythingMentioning(first, 'demoted'), (r) => r.requests.length === 2 && r.mails.length === 1, 20_000, 'the admin routes\' deliveries');
 
     const demoted = await w.api().patch(`/api/v1/members/${router.id}`).set(bearer(w.org.owner.token)).send({ role: 'manager' });
     expect(demoted.status).toBe(200);
@@ -189,7 +193,7 @@ describe('routes of someone who loses the organization-wide role', () => {
     expect(await routesGiven(first)).toEqual(['control', 'demoted P2', 'demoted hook', 'demoted mail']);
     const after = await newFinding(A2, 'after-demotion');
     expect(await routesGiven(after)).toEqual(['control']);
-    expect(everythingMentioning(after, 'demoted')).toEqual({ requests: [], mails: [] });
+    expect(await everythingMentioning(after, 'demoted')).toEqual({ requests: [], mails: [] });
 
     // The demoted manager cannot switch it back on; an admin can, and the target is then the admin's.
     expect((await w.api().patch(`/api/v1/notification-targets/${routes.target}`).set(bearer(router.token)).send({ active: true })).status).toBe(403);
@@ -197,7 +201,7 @@ describe('routes of someone who loses the organization-wide role', () => {
     expect(reenabled.body).toMatchObject({ status: 'active' });
     expect((await w.subscription(routes.target)).configuredByUserId).toBe(w.org.admin.id);
     const resumed = await newFinding(A2, 'after-reenable');
-    await poll(async () => mail().filter((m) => m.text.includes(resumed)), (m) => m.length === 1, 20_000, 'the re-enabled target\'s mail');
+    await poll(async () => (await mail()).filter((m) => m.text.includes(resumed)), (m) => m.length === 1, 20_000, 'the re-enabled target\'s mail');
   });
 
   it("removing an admin disables their routes; another member's role change leaves an admin's routes alone", async () => {
@@ -207,7 +211,7 @@ describe('routes of someone who loses the organization-wide role', () => {
     await expectDisabled([routes.target, ...routes.hooks]);
     const after = await newFinding(A2, 'after-removal');
     expect((await routesGiven(after)).filter((name) => name.startsWith('removed'))).toEqual([]);
-    expect(everythingMentioning(after, 'removed')).toEqual({ requests: [], mails: [] });
+    expect(await everythingMentioning(after, 'removed')).toEqual({ requests: [], mails: [] });
 
     const kept = await routesOf(w.org.admin, 'kept');
     const promoted = await createUserInOrg(w.h, w.org.id, 'member', 'promoted');
@@ -224,6 +228,46 @@ describe('routes of someone who loses the organization-wide role', () => {
     expect((await w.api().patch(`/api/v1/members/${climber.id}`).set(bearer(w.org.owner.token)).send({ role: 'member' })).status).toBe(200);
     await expectDisabled([routes.target, ...routes.hooks]);
     for (const { id } of others) expect((await w.subscription(id)).status).not.toBe('disabled');
+  });
+});
+
+describe('a change racing a demotion', () => {
+  /** Waits until some statement of this database waits for a lock (the request blocked behind the held transaction). */
+  async function someoneWaitsForALock() {
+    await poll(
+      () => w.h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+        SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      (rows) => rows[0].n > 0,
+      10_000,
+      'a statement waiting for a lock',
+    );
+  }
+
+  it('cannot leave a live route behind: a PATCH authenticated as admin just before the demotion commits is refused', async () => {
+    const racer = await createUserInOrg(w.h, w.org.id, 'admin', 'racer');
+    const target = await post('/notification-targets', racer.token, { kind: 'email', name: 'racer mail', recipients: ['racer@outside.example'], events: ['finding.created'] }, 201);
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: target.id }, data: { status: 'disabled', disabledReason: 'disabled by a user' } });
+    // The demotion's transaction held open after its writes (role lowered, the racer's routes disabled).
+    let release!: () => void;
+    let written!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const writes = new Promise<void>((resolve) => (written = resolve));
+    const demotion = w.h.deps.prisma.$transaction(async (tx) => {
+      await tx.membership.updateMany({ where: { organizationId: w.org.id, userId: racer.id }, data: { role: 'manager' } });
+      await tx.webhookSubscription.updateMany({ where: { id: target.id }, data: { status: 'disabled', disabledReason: CONFIGURER_LOST_ROLE_REASON } });
+      written();
+      await held;
+    }, { timeout: 30_000 });
+    await writes;
+    // Authenticated against the committed role (admin), then it reaches the route's transaction and waits.
+    const patching = w.api().patch(`/api/v1/notification-targets/${target.id}`).set(bearer(racer.token)).send({ name: 'raced', active: true }).then((r) => r);
+    await someoneWaitsForALock();
+    release();
+    await demotion;
+    const res = await patching;
+    expect(res.status).toBe(403);
+    expect(res.body.detail).toBe('Routing events requires the admin or owner role, which you no longer hold.');
+    expect(await w.subscription(target.id)).toMatchObject({ status: 'disabled', name: 'racer mail', disabledReason: CONFIGURER_LOST_ROLE_REASON });
   });
 });
 
@@ -254,7 +298,7 @@ describe('the migration that records who configured each route', () => {
     }
     expect(await w.subscription(byAdmin)).toMatchObject({ status: 'active', configuredByUserId: w.org.admin.id });
     const p2 = await newFinding(A2, 'after-migration');
-    await poll(async () => mail().filter((m) => m.to.includes('admin-list@example.com') && m.text.includes(p2)), (m) => m.length === 1, 20_000, "the admin's target's mail");
-    expect(mail().filter((m) => m.to.includes(OUTSIDE))).toEqual([]);
+    await poll(async () => (await mail()).filter((m) => m.to.includes('admin-list@example.com') && m.text.includes(p2)), (m) => m.length === 1, 20_000, "the admin's target's mail");
+    expect((await mail()).filter((m) => m.to.includes(OUTSIDE))).toEqual([]);
   });
 });

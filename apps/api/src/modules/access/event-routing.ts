@@ -7,6 +7,7 @@
 //   transaction as the change, and the worker skips every pending delivery of a disabled route at send time. An owner
 //   or admin who re-enables or edits a route answers for it from then on.
 import type { Tx } from '@svc/db';
+import { roleRank, type Role } from '@svc/scopes';
 import type { Principal } from '../../auth/principal';
 import { forbidden } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
@@ -19,6 +20,23 @@ export const CONFIGURER_LOST_ROLE_REASON =
 export function requireOrgWideRouting(principal: Principal, what: string): void {
   if (!hasOrgWideWrite(principal)) {
     throw forbidden(`${what} route events of every project of the organization: they require the admin or owner role.`);
+  }
+}
+
+/**
+ * Inside the transaction that creates or changes a route: the principal's role as committed now, with the membership
+ * row share-locked until the route is written. A demotion or removal running at the same time either waits for this
+ * transaction (and then disables the route it wrote) or has committed first (and this refuses with 403), so a
+ * request authenticated just before a demotion cannot leave a live route behind it.
+ */
+export async function confirmRoutingRole(tx: Tx, principal: Principal): Promise<void> {
+  const rows = await tx.$queryRaw<Array<{ role: string }>>`
+    SELECT role::text AS role FROM memberships
+    WHERE organization_id = ${principal.organizationId} AND user_id = ${principal.userId}
+    FOR SHARE`;
+  const role = rows[0]?.role as Role | undefined;
+  if (!role || roleRank(role) < roleRank('admin')) {
+    throw forbidden('Routing events requires the admin or owner role, which you no longer hold.');
   }
 }
 

@@ -5,7 +5,7 @@
 //   at every level, issue tracker, integration binding), nor export a P2 finding, with a session or with a key
 //   minted under the earlier bundle; a new P2 finding then reaches nothing of theirs;
 // - an admin's routes stop when the admin is demoted or removed (disabled in the same transaction, audited), and an
-//   admin who re-enables one answers for it from then on;
+//   admin who re-enables one answers for it from then on; the fan-out skips them whatever path lowered the role;
 // - the migration disables routes whose recorded configurer has no organization-wide role (the measured case: a
 //   manager's e-mail target made under the earlier bundle).
 import { readFileSync } from 'node:fs';
@@ -217,6 +217,19 @@ describe('routes of someone who loses the organization-wide role', () => {
     const promoted = await createUserInOrg(w.h, w.org.id, 'member', 'promoted');
     expect((await w.api().patch(`/api/v1/members/${promoted.id}`).set(bearer(w.org.admin.token)).send({ role: 'manager' })).status).toBe(200);
     for (const id of [kept.target, ...kept.hooks]) expect((await w.subscription(id)).status).toBe('active');
+  });
+
+  it('a membership lowered by another path than the API (directly in the database): the fan-out skips the routes', async () => {
+    const bypassed = await createUserInOrg(w.h, w.org.id, 'admin', 'bypassed');
+    const routes = await routesOf(bypassed, 'bypassed');
+    await w.h.deps.prisma.membership.updateMany({ where: { organizationId: w.org.id, userId: bypassed.id }, data: { role: 'member' } });
+    for (const id of [routes.target, ...routes.hooks]) expect((await w.subscription(id)).status).toBe('active');
+    const after = await newFinding(A2, 'after-bypass');
+    expect((await routesGiven(after)).filter((name) => name.startsWith('bypassed'))).toEqual([]);
+    expect(await everythingMentioning(after, 'bypassed')).toEqual({ requests: [], mails: [] });
+    await w.h.deps.prisma.membership.deleteMany({ where: { organizationId: w.org.id, userId: bypassed.id } });
+    const gone = await newFinding(A2, 'after-bypass-removal');
+    expect((await routesGiven(gone)).filter((name) => name.startsWith('bypassed'))).toEqual([]);
   });
 
   it('a manager whose role is raised to admin, then lowered again, loses only what they configured as admin', async () => {

@@ -4,8 +4,10 @@
 import request from 'supertest';
 import { createApp, type App } from '../src/app';
 import { invalidateCachedPrincipals } from '../src/auth/auth-epochs';
+import { newId } from '@svc/db';
+import { displayPrefix, generateApiKeyValue, hashApiKey } from '../src/auth/api-key-material';
 import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, createUserInOrg, type TestOrg, type TestUser } from './support/fixtures';
+import { bearer, createOrg, createUserInOrg, insertAssessment, insertGrant, insertProject, type TestOrg, type TestUser } from './support/fixtures';
 
 let h: Harness;
 /** A second API instance: same database, same Redis and prefix, its own principal cache. */
@@ -84,6 +86,37 @@ describe('with a warm cache', () => {
     expect(after.body.scopes).toEqual(['profile:read']);
     expect((await request(other).get('/api/v1/webhooks/subscriptions').set(bearer(key))).status).toBe(403);
     expect((await me(h.app, key)).body.role).toBe('manager');
+  });
+
+  it("refuses a manager's key minted before the manager bundle followed SPEC's table: 403 for notification_targets:configure and source:upload_zip, from the cache too", async () => {
+    const manager = await createUserInOrg(h, org.id, 'manager', 'old-key');
+    const project = await insertProject(h, org.id);
+    const assessment = await insertAssessment(h, org.id, project.id);
+    await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
+    // Minting such a key is refused now; the row stands for one minted under the old bundle.
+    const mint = await request(h.app).post('/api/v1/api-keys').set(bearer(manager.token))
+      .send({ name: 'old', scopes: ['notification_targets:configure', 'source:upload_zip'] });
+    expect(mint.status).toBe(403);
+    expect(mint.body.detail).toContain('notification_targets:configure');
+    const key = generateApiKeyValue();
+    const stored = ['profile:read', 'notification_targets:read', 'notification_targets:configure', 'notification_targets:test', 'issue_exports:configure', 'source:upload_zip'];
+    await h.deps.prisma.apiKey.create({
+      data: { id: newId('key'), organizationId: org.id, userId: manager.id, name: 'minted before', displayPrefix: displayPrefix(key), keyHash: hashApiKey(key, h.config.apiKeyPepper), scopes: stored },
+    });
+    await warm(key);
+    for (const app of [h.app, other]) {
+      expect((await me(app, key)).body.scopes).toEqual(['notification_targets:read', 'profile:read']);
+      const target = await request(app).post('/api/v1/notification-targets').set(bearer(key))
+        .send({ kind: 'email', name: 'outside', recipients: ['someone@outside.example'], events: ['finding.created'] });
+      expect(target.status).toBe(403);
+      expect(target.body.detail).toBe('Missing required scope: notification_targets:configure.');
+      const upload = await request(app).post(`/api/v1/assessments/${assessment.id}/source`).set(bearer(key))
+        .set('Content-Type', 'application/zip').send(Buffer.from('PK\u0005\u0006'.padEnd(22, '\u0000')));
+      expect(upload.status).toBe(403);
+      expect(upload.body.detail).toBe('Missing required scope: source:upload_zip.');
+    }
+    expect(await h.deps.prisma.webhookSubscription.count({ where: { organizationId: org.id } })).toBe(0);
+    expect(await h.deps.prisma.sourceArchive.count({ where: { assessmentId: assessment.id } })).toBe(0);
   });
 
   it('demotes the previous owner\'s key when ownership moves', async () => {

@@ -56,10 +56,10 @@ const storedUnder = (organizationId: string, projectId: string, assessmentId?: s
   h.deps.storage.list(`orgs/${organizationId}/projects/${projectId}/${assessmentId ? `assessments/${assessmentId}/` : ''}`);
 
 describe('POST /assessments/{id}/source', () => {
-  it('stores the archive and its files, answers the SHA-256, and a manager may upload', async () => {
+  it('stores the archive and its files, answers the SHA-256, and a manager with write access reads it back', async () => {
     const { project, assessment } = await draftAssessment();
     const zip = await sampleZip();
-    const res = await upload(org.manager.token, assessment.id, zip);
+    const res = await upload(org.admin.token, assessment.id, zip);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: expect.stringMatching(/^src_[0-9a-z]{26}$/),
@@ -85,7 +85,7 @@ describe('POST /assessments/{id}/source', () => {
     expect(audit).toEqual([
       expect.objectContaining({
         actorType: 'user',
-        actorId: org.manager.id,
+        actorId: org.admin.id,
         metadata: { archive_id: res.body.id, sha256: sha256(zip), size_bytes: zip.length, file_count: 4, replaced: null },
       }),
     ]);
@@ -127,13 +127,15 @@ describe('POST /assessments/{id}/source', () => {
     }
   });
 
-  it('refuses a member with 403 naming source:upload_zip, another organization with 404, a non-zip type with 415', async () => {
+  it('refuses a member and a manager (both with write access) with 403 naming source:upload_zip, another organization with 404, a non-zip type with 415', async () => {
     const { project, assessment } = await draftAssessment();
     await insertGrant(h, org.id, { projectId: project.id }, { userId: org.member.id }, 'write');
     const zip = await sampleZip();
-    const member = await upload(org.member.token, assessment.id, zip);
-    expect(member.status).toBe(403);
-    expect(member.body.detail).toContain('source:upload_zip');
+    for (const user of [org.member, org.manager]) {
+      const refused = await upload(user.token, assessment.id, zip);
+      expect(refused.status).toBe(403);
+      expect(refused.body.detail).toBe('Missing required scope: source:upload_zip.');
+    }
     expect((await upload(other.admin.token, assessment.id, zip)).status).toBe(404);
     const wrongType = await upload(org.admin.token, assessment.id, zip, 'application/octet-stream');
     expect(wrongType.status).toBe(415);

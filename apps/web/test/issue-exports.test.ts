@@ -1,5 +1,6 @@
-// Issue trackers in Chromium: a manager adds a GitHub Enterprise tracker (a loopback server speaking GitHub's
-// POST /repos/{owner}/{repo}/issues), exports a finding from its assessment page, and sees the issue's key link.
+// Issue trackers in Chromium: an admin adds a GitHub Enterprise tracker (a loopback server speaking GitHub's
+// POST /repos/{owner}/{repo}/issues); a manager, who reads trackers but does not configure them (SPEC's role table),
+// exports a finding from its assessment page and sees the issue's key link.
 import type { Page } from 'playwright-core';
 import { insertAssessment, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { insertFinding } from '../../api/test/support/domain';
@@ -26,10 +27,10 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => b?.close());
 
-it('a manager adds a GitHub tracker and exports a finding from the assessment page', async () => {
+it('an admin adds a GitHub tracker; a manager exports a finding from the assessment page', async () => {
   const { w, step } = b;
   await step('login', async () => {
-    await b.logIn(w.org.manager.email, TEST_PASSWORD);
+    await b.logIn(w.org.admin.email, TEST_PASSWORD);
     await page.getByRole('link', { name: 'Issue trackers' }).click();
     await page.getByRole('heading', { name: 'Issue trackers' }).waitFor();
   });
@@ -44,6 +45,15 @@ it('a manager adds a GitHub tracker and exports a finding from the assessment pa
     const row = page.getByTestId('tracker-acme/web');
     await row.waitFor();
     expect(await page.content()).not.toContain('ghp_dashboardSecret');
+  });
+
+  await step('manager-sees-the-tracker-without-controls', async () => {
+    page = await b.page();
+    await b.logIn(w.org.manager.email, TEST_PASSWORD);
+    await page.getByRole('link', { name: 'Issue trackers' }).click();
+    await page.getByTestId('tracker-acme/web').waitFor();
+    expect(await page.getByRole('form', { name: 'Create issue tracker' }).count()).toBe(0);
+    expect(await page.getByTestId('tracker-acme/web').getByRole('button').count()).toBe(0);
   });
 
   await step('export-finding', async () => {

@@ -1,5 +1,6 @@
-// The notification targets page in Chromium: a manager creates a Slack target and sends a test message that the
-// loopback Slack receiver gets as Block Kit; the page shows when it was last sent; a member sees no such page.
+// The notification targets page in Chromium: an admin creates a Slack target and sends a test message that the
+// loopback Slack receiver gets as Block Kit; the page shows when it was last sent; a manager sees the targets without
+// any control (SPEC's role table: read only); a member sees no such page.
 import type { Page } from 'playwright-core';
 import { TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
@@ -22,10 +23,10 @@ async function targetId(name: string): Promise<string> {
 }
 
 describe('notification targets page', () => {
-  it('a manager creates a Slack target, sends a test message, sees it sent, disables and revokes it', async () => {
+  it('an admin creates a Slack target, sends a test message, sees it sent; a manager sees it without controls; the admin disables and revokes it', async () => {
     const { w, step } = b;
-    await step('login-manager', async () => {
-      await b.logIn(w.org.manager.email, TEST_PASSWORD);
+    await step('login-admin', async () => {
+      await b.logIn(w.org.admin.email, TEST_PASSWORD);
       await page.getByRole('link', { name: 'Notifications' }).click();
       await page.getByRole('heading', { name: 'Notification targets' }).waitFor();
     });
@@ -58,6 +59,23 @@ describe('notification targets page', () => {
       await page.reload();
       await row.getByTestId('last-sent').locator('time').waitFor();
       expect(await row.getByTestId('last-error').textContent()).toBe('—');
+    });
+
+    await step('manager-reads-only', async () => {
+      page = await b.page();
+      await b.logIn(w.org.manager.email, TEST_PASSWORD);
+      await page.getByRole('link', { name: 'Notifications' }).click();
+      const row = page.getByTestId('target-Security channel');
+      await row.getByTestId('last-sent').locator('time').waitFor();
+      expect(await page.getByRole('form', { name: 'Create notification target' }).count()).toBe(0);
+      expect(await row.getByRole('button').count()).toBe(0);
+    });
+
+    await step('admin-again', async () => {
+      page = await b.page();
+      await b.logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('link', { name: 'Notifications' }).click();
+      await page.getByTestId('target-Security channel').waitFor();
     });
 
     await step('disable-and-revoke', async () => {

@@ -47,7 +47,7 @@ beforeAll(async () => {
 });
 afterAll(() => w?.close());
 
-async function createTarget(body: Record<string, unknown>, user: TestUser = w.org.manager) {
+async function createTarget(body: Record<string, unknown>, user: TestUser = w.org.admin) {
   const res = await w.api().post(TARGETS).set(bearer(user.token)).send(body);
   if (res.status !== 201) throw new Error(`Creating a target answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body as { id: string; [field: string]: unknown };
@@ -196,7 +196,7 @@ describe('Jira', () => {
 });
 
 describe('configuration, scopes, roles and tenancy', () => {
-  it('member reads targets but cannot configure or export; manager configures but has no webhook access', async () => {
+  it("member reads targets but cannot configure or export; manager reads but does not configure (SPEC's role table)", async () => {
     const target = await github({ name: 'roles' });
     expect((await w.api().get(TARGETS).set(bearer(w.org.member.token))).status).toBe(200);
     const create = await w.api().post(TARGETS).set(bearer(w.org.member.token)).send({ kind: 'github', name: 'x', repository: 'a/b', token: 't' });
@@ -204,7 +204,17 @@ describe('configuration, scopes, roles and tenancy', () => {
     expect(create.body.detail).toBe('Missing required scope: issue_exports:configure.');
     const exported = await exportTo(target.id, finding.id, w.org.member);
     expect(exported.body.detail).toBe('Missing required scope: findings:export_issue.');
-    expect((await w.api().patch(`${TARGETS}/${target.id}`).set(bearer(w.org.manager.token)).send({ name: 'renamed' })).body.name).toBe('renamed');
+    const asManager = bearer(w.org.manager.token);
+    expect((await w.api().get(TARGETS).set(asManager)).status).toBe(200);
+    for (const res of [
+      await w.api().post(TARGETS).set(asManager).send({ kind: 'github', name: 'x', repository: 'a/b', token: 't' }),
+      await w.api().patch(`${TARGETS}/${target.id}`).set(asManager).send({ name: 'renamed' }),
+      await w.api().delete(`${TARGETS}/${target.id}`).set(asManager),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(res.body.detail).toBe('Missing required scope: issue_exports:configure.');
+    }
+    expect((await w.api().get(`${TARGETS}/${target.id}`).set(asManager)).body.name).toBe('roles');
     expect((await w.api().get('/api/v1/webhooks/subscriptions').set(bearer(w.org.manager.token))).status).toBe(403);
   });
 
@@ -220,15 +230,15 @@ describe('configuration, scopes, roles and tenancy', () => {
   });
 
   it('refuses the other tracker\'s fields and bad values, replaces credentials without showing them, and revokes', async () => {
-    expect((await w.api().post(TARGETS).set(bearer(w.org.manager.token)).send({ kind: 'github', name: 'x', repository: 'a/b', token: 't', project_key: 'SEC' })).status).toBe(400);
-    expect((await w.api().post(TARGETS).set(bearer(w.org.manager.token)).send({ kind: 'jira', name: 'x', base_url: w.receiver.url('/jira'), project_key: 'sec', email: 'a@b.co', api_token: 't' })).status).toBe(400);
+    expect((await w.api().post(TARGETS).set(bearer(w.org.admin.token)).send({ kind: 'github', name: 'x', repository: 'a/b', token: 't', project_key: 'SEC' })).status).toBe(400);
+    expect((await w.api().post(TARGETS).set(bearer(w.org.admin.token)).send({ kind: 'jira', name: 'x', base_url: w.receiver.url('/jira'), project_key: 'sec', email: 'a@b.co', api_token: 't' })).status).toBe(400);
     const target = await github({ name: 'rotate' });
-    expect((await w.api().patch(`${TARGETS}/${target.id}`).set(bearer(w.org.manager.token)).send({ project_key: 'SEC' })).status).toBe(422);
+    expect((await w.api().patch(`${TARGETS}/${target.id}`).set(bearer(w.org.admin.token)).send({ project_key: 'SEC' })).status).toBe(422);
     const before = (await w.h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id: target.id } })).credentialsEnc;
-    const patched = await w.api().patch(`${TARGETS}/${target.id}`).set(bearer(w.org.manager.token)).send({ token: 'ghp_newToken' });
+    const patched = await w.api().patch(`${TARGETS}/${target.id}`).set(bearer(w.org.admin.token)).send({ token: 'ghp_newToken' });
     expect(JSON.stringify(patched.body)).not.toContain('ghp_newToken');
     expect((await w.h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id: target.id } })).credentialsEnc).not.toBe(before);
-    expect((await w.api().delete(`${TARGETS}/${target.id}`).set(bearer(w.org.manager.token))).status).toBe(204);
+    expect((await w.api().delete(`${TARGETS}/${target.id}`).set(bearer(w.org.admin.token))).status).toBe(204);
     expect((await w.api().get(`${TARGETS}/${target.id}`).set(bearer(w.org.manager.token))).status).toBe(404);
     expect((await exportTo(target.id)).status).toBe(404);
   });
@@ -242,10 +252,10 @@ describe('URL safety', () => {
     ['localhost', 'https://localhost/api/v3'],
     ['cloud metadata', 'https://169.254.169.254/latest'],
   ])('refuses %s as a GitHub Enterprise or Jira URL with 422', async (_label, url) => {
-    const gh = await w.api().post(TARGETS).set(bearer(w.org.manager.token)).send({ kind: 'github', name: 'x', base_url: url, repository: 'a/b', token: 't' });
+    const gh = await w.api().post(TARGETS).set(bearer(w.org.admin.token)).send({ kind: 'github', name: 'x', base_url: url, repository: 'a/b', token: 't' });
     expect(gh.status).toBe(422);
     expect(gh.body.detail).toMatch(/^Issue tracker URL refused/);
-    const jira = await w.api().post(TARGETS).set(bearer(w.org.manager.token)).send({ kind: 'jira', name: 'x', base_url: url, project_key: 'SEC', email: 'a@b.co', api_token: 't' });
+    const jira = await w.api().post(TARGETS).set(bearer(w.org.admin.token)).send({ kind: 'jira', name: 'x', base_url: url, project_key: 'SEC', email: 'a@b.co', api_token: 't' });
     expect(jira.status).toBe(422);
   });
 

@@ -30,13 +30,13 @@ const FINDING = {
   fingerprint: 'f1',
 };
 
-async function createTarget(body: Record<string, unknown>, user: TestUser = w.org.manager) {
+async function createTarget(body: Record<string, unknown>, user: TestUser = w.org.admin) {
   const res = await w.api().post(BASE).set(bearer(user.token)).send(body);
   if (res.status !== 201) throw new Error(`Creating a target answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body as { id: string; [field: string]: unknown };
 }
 
-async function sendTest(id: string, user: TestUser = w.org.manager) {
+async function sendTest(id: string, user: TestUser = w.org.admin) {
   const res = await w.api().post(`${BASE}/${id}/test`).set(bearer(user.token));
   expect(res.status).toBe(202);
   return w.waitForDelivery(res.body.delivery_id);
@@ -150,10 +150,10 @@ describe('e-mail', () => {
   });
 
   it('refuses a url on an e-mail target and recipients on a chat target', async () => {
-    const bad = await w.api().post(BASE).set(bearer(w.org.manager.token)).send({ kind: 'email', name: 'x', url: w.receiver.url('/x'), recipients: ['a@example.com'], events: ['report.ready'] });
+    const bad = await w.api().post(BASE).set(bearer(w.org.admin.token)).send({ kind: 'email', name: 'x', url: w.receiver.url('/x'), recipients: ['a@example.com'], events: ['report.ready'] });
     expect(bad.status).toBe(400);
     const target = await createTarget({ kind: 'slack', name: 'chat', url: w.receiver.url('/chat'), events: ['report.ready'] });
-    const patch = await w.api().patch(`${BASE}/${target.id}`).set(bearer(w.org.manager.token)).send({ recipients: ['a@example.com'] });
+    const patch = await w.api().patch(`${BASE}/${target.id}`).set(bearer(w.org.admin.token)).send({ recipients: ['a@example.com'] });
     expect(patch.status).toBe(422);
     expect(patch.body.detail).toMatch(/has a url, not recipients/);
   });
@@ -162,12 +162,12 @@ describe('e-mail', () => {
 describe('configuration', () => {
   it('updates, disables and revokes a target; a disabled target refuses the test route and receives nothing', async () => {
     const target = await createTarget({ kind: 'slack', name: 'before', url: w.receiver.url('/lifecycle'), events: ['report.ready'] });
-    const updated = await w.api().patch(`${BASE}/${target.id}`).set(bearer(w.org.manager.token)).send({ name: 'after', active: false });
+    const updated = await w.api().patch(`${BASE}/${target.id}`).set(bearer(w.org.admin.token)).send({ name: 'after', active: false });
     expect(updated.body).toMatchObject({ name: 'after', active: false, status: 'disabled' });
-    expect((await w.api().post(`${BASE}/${target.id}/test`).set(bearer(w.org.manager.token))).status).toBe(409);
+    expect((await w.api().post(`${BASE}/${target.id}/test`).set(bearer(w.org.admin.token))).status).toBe(409);
     const published = await w.publish({ type: 'report.ready', data: { report_id: 'rpt_2' } });
     expect(await w.h.deps.prisma.webhookDelivery.count({ where: { eventId: published.eventId, subscriptionId: target.id } })).toBe(0);
-    expect((await w.api().delete(`${BASE}/${target.id}`).set(bearer(w.org.manager.token))).status).toBe(204);
+    expect((await w.api().delete(`${BASE}/${target.id}`).set(bearer(w.org.admin.token))).status).toBe(204);
     expect((await w.api().get(`${BASE}/${target.id}`).set(bearer(w.org.manager.token))).status).toBe(404);
     const list = await w.api().get(BASE).set(bearer(w.org.manager.token));
     expect(list.body.data.map((t: { id: string }) => t.id)).not.toContain(target.id);
@@ -180,7 +180,7 @@ describe('configuration', () => {
     ['a chat target without a url', { url: undefined }, 400],
   ])('refuses %s and creates nothing', async (_label, change, status) => {
     const before = await w.h.deps.prisma.webhookSubscription.count({ where: { organizationId: w.org.id } });
-    const res = await w.api().post(BASE).set(bearer(w.org.manager.token)).send({ kind: 'slack', name: 'x', url: w.receiver.url('/x'), events: ['report.ready'], ...change });
+    const res = await w.api().post(BASE).set(bearer(w.org.admin.token)).send({ kind: 'slack', name: 'x', url: w.receiver.url('/x'), events: ['report.ready'], ...change });
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ detail: expect.any(String) });
     expect(await w.h.deps.prisma.webhookSubscription.count({ where: { organizationId: w.org.id } })).toBe(before);
@@ -201,7 +201,7 @@ describe('webhooks stay apart', () => {
 });
 
 describe('scopes, roles and tenancy', () => {
-  it('member: no access; manager: configures and tests targets but has no webhook access', async () => {
+  it("member: no access; manager: reads targets but neither configures nor tests them (SPEC's role table), no webhook access", async () => {
     const member = await w.api().get(BASE).set(bearer(w.org.member.token));
     expect(member.status).toBe(403);
     expect(member.body.detail).toBe('Missing required scope: notification_targets:read.');
@@ -210,6 +210,20 @@ describe('scopes, roles and tenancy', () => {
     expect((await w.api().get('/api/v1/webhooks/subscriptions').set(bearer(w.org.manager.token))).status).toBe(403);
     expect((await w.api().get(BASE).set(bearer(w.org.manager.token))).status).toBe(200);
     expect((await w.api().get(BASE).set(bearer(w.org.admin.token))).status).toBe(200);
+    const target = await createTarget({ kind: 'slack', name: 'admin-made', url: w.receiver.url('/admin-made'), events: ['report.ready'] });
+    const asManager = bearer(w.org.manager.token);
+    const refusals = [
+      [await w.api().post(BASE).set(asManager).send({ kind: 'slack', name: 'x', url: w.receiver.url('/x'), events: ['report.ready'] }), 'configure'],
+      [await w.api().patch(`${BASE}/${target.id}`).set(asManager).send({ name: 'renamed' }), 'configure'],
+      [await w.api().delete(`${BASE}/${target.id}`).set(asManager), 'configure'],
+      [await w.api().post(`${BASE}/${target.id}/test`).set(asManager), 'test'],
+    ] as const;
+    for (const [res, scope] of refusals) {
+      expect(res.status).toBe(403);
+      expect(res.body.detail).toBe(`Missing required scope: notification_targets:${scope}.`);
+    }
+    expect((await w.subscription(target.id)).name).toBe('admin-made');
+    expect(w.receiver.requests('/admin-made')).toHaveLength(0);
   });
 
   it("answers 404 for another organization's target on every route", async () => {
@@ -234,11 +248,11 @@ describe('URL safety', () => {
     ['cloud metadata', 'https://169.254.169.254/latest'],
     ['IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]/hook'],
   ])('refuses %s at save time with 422', async (_label, url) => {
-    const res = await w.api().post(BASE).set(bearer(w.org.manager.token)).send({ kind: 'teams', name: 'x', url, events: ['report.ready'] });
+    const res = await w.api().post(BASE).set(bearer(w.org.admin.token)).send({ kind: 'teams', name: 'x', url, events: ['report.ready'] });
     expect(res.status).toBe(422);
     expect(res.body.detail).toMatch(/^Notification target URL refused/);
     const target = await createTarget({ kind: 'teams', name: 'ok', url: w.receiver.url('/ok'), events: ['report.ready'] });
-    expect((await w.api().patch(`${BASE}/${target.id}`).set(bearer(w.org.manager.token)).send({ url })).status).toBe(422);
+    expect((await w.api().patch(`${BASE}/${target.id}`).set(bearer(w.org.admin.token)).send({ url })).status).toBe(422);
   });
 
   it('refuses at send time a name that now resolves to a private address: no request, target disabled', async () => {

@@ -59,7 +59,12 @@ export interface EventLevel {
   assessmentId: string | null | Prisma.Sql;
 }
 
-/** The live subscriptions of the organization at the event's level (org-wide ones, its project's, its assessment's) that list its type. */
+/**
+ * The live subscriptions of the organization at the event's level (org-wide ones, its project's, its assessment's)
+ * that list its type, and whose recorded configurer still holds an organization-wide role (DESIGN.md, trust
+ * boundaries: the API disables such routes when it demotes or removes someone; this also holds when a membership
+ * changes by any other path). One probe of the memberships' unique index per candidate.
+ */
 function liveSubscriptionsFor(type: EventType, at: EventLevel): Prisma.Sql {
   return Prisma.sql`organization_id = ${at.organizationId}
       AND deleted_at IS NULL
@@ -67,7 +72,12 @@ function liveSubscriptionsFor(type: EventType, at: EventLevel): Prisma.Sql {
       AND events @> ARRAY[${type}]::text[]
       AND (level = 'organization'
            OR (level = 'project' AND project_id = ${at.projectId})
-           OR (level = 'assessment' AND assessment_id = ${at.assessmentId}))`;
+           OR (level = 'assessment' AND assessment_id = ${at.assessmentId}))
+      AND (configured_by_user_id IS NULL OR EXISTS (
+           SELECT 1 FROM memberships m
+           WHERE m.organization_id = webhook_subscriptions.organization_id
+             AND m.user_id = webhook_subscriptions.configured_by_user_id
+             AND m.role IN ('owner', 'admin')))`;
 }
 
 /**

@@ -171,6 +171,11 @@ describe('effectiveKeyScopes', () => {
     expect(effectiveKeyScopes(stored, 'member')).toEqual(['findings:triage', 'org:read']);
   });
 
+  it("drops a manager key's scopes minted before the manager bundle followed SPEC's table", () => {
+    const minted = ['notification_targets:configure', 'notification_targets:test', 'issue_exports:configure', 'source:upload_zip', 'findings:read'];
+    expect(effectiveKeyScopes(minted, 'manager')).toEqual(['findings:read']);
+  });
+
   it('never adds scopes when the creator is promoted', () => {
     expect(effectiveKeyScopes(['org:read'], 'owner')).toEqual(['org:read']);
   });

@@ -43,7 +43,13 @@ describe('roleBundle', () => {
 
   it('manager: reads, full project/assessment/finding/report work, API keys; no webhooks, no billing', () => {
     expect(sorted(roleBundle('manager'))).toEqual(sorted(MANAGER_BUNDLE));
-    expect(roleBundle('manager').size).toBe(40);
+    expect(roleBundle('manager').size).toBe(36);
+  });
+
+  it("manager: only read on issue exports, notification targets and source (SPEC's table, not issue 24)", () => {
+    const manager = roleBundle('manager');
+    const held = ALL_SCOPES.filter((s) => /^(issue_exports|notification_targets|source):/.test(s) && manager.has(s));
+    expect(held).toEqual(['issue_exports:read', 'notification_targets:read', 'source:read_artifacts']);
   });
 
   it('member: reads plus profile:update, findings:triage and api_keys:revoke', () => {

@@ -25,6 +25,11 @@ const ADMIN: readonly Scope[] = ALL_SCOPES.filter(
 // The specification lists the manager's reads but not profile:update or api_keys:read, while a
 // member has both. Roles form a ladder (every member scope is also a manager scope), so both are
 // included; "may create and revoke API keys" gives api_keys:create and api_keys:revoke, not rotate.
+// SPEC's role table is the source (DESIGN.md, trust boundaries): read only on issue exports, notification targets
+// and source artifacts, so a manager decides neither where findings are exported or notified nor what source an
+// assessment receives. The specification lists the manager's reads but not profile:update or api_keys:read, while a
+// member has both. Roles form a ladder (every member scope is also a manager scope), so both are included;
+// "may create and revoke API keys" gives api_keys:create and api_keys:revoke, not rotate.
 const MANAGER: readonly Scope[] = [
   'org:read',
   'profile:read',
@@ -32,15 +37,9 @@ const MANAGER: readonly Scope[] = [
   'members:read',
   'teams:read',
   'integrations:read',
-  // Issue 24 (newer than SPEC's role table): a manager configures issue exports and notification targets.
   'issue_exports:read',
-  'issue_exports:configure',
   'notification_targets:read',
-  'notification_targets:configure',
-  'notification_targets:test',
   'source:read_artifacts',
-  // "Full assessment scopes": handing an assessment its source is part of running one (issue 23).
-  'source:upload_zip',
   ...scopesOfCategory('projects'),
   ...scopesOfCategory('assessments').filter((s) => s !== 'assessments:delete'),
   ...scopesOfCategory('findings').filter((s) => s !== 'findings:suppress'),

@@ -120,6 +120,7 @@ export function IssueTrackersPage() {
           <CreateTargetForm onSaved={targets.reload} />
         </>
       )}
+      {!can('issue_exports:configure') && <p className="hint">Owners and admins configure issue trackers.</p>}
     </main>
   );
 }

@@ -146,6 +146,7 @@ export function NotificationTargetsPage() {
           <TargetForm onSaved={() => targets.reload()} />
         </>
       )}
+      {!can('notification_targets:configure') && <p className="hint">Owners and admins configure and test notification targets.</p>}
     </main>
   );
 }

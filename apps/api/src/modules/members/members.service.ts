@@ -9,6 +9,7 @@ import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { badRequest, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { disableRoutesConfiguredBy } from '../access/event-routing';
 
 type MembershipWithUser = Membership & { user: Pick<User, 'email' | 'name' | 'status'> };
 
@@ -83,6 +84,8 @@ export async function changeRole(
         metadata: { email: target.user.email, previous_role: target.role, role: input.role },
       });
     }
+    // Routes of events they configured stop with the organization-wide role (access/event-routing.ts).
+    if (roleRank(input.role) < roleRank('admin')) await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
   });
   if (target.role !== input.role) await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
   return presentMember({ ...target, role: input.role });
@@ -104,6 +107,7 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
     if (count !== 1) throw notFound('Member');
     await tx.teamMember.deleteMany({ where: { userId } });
     await tx.accessGrant.deleteMany({ where: { userId } });
+    await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
     await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     const keys = await tx.apiKey.findMany({
       where: { userId, revokedAt: null },

@@ -1,10 +1,11 @@
 // Notification targets (Slack, Microsoft Teams, e-mail) of the caller's organization.
 import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
-import { tenantOf } from '../../auth/principal';
+import { principalOf, tenantOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { acting } from '../audit/audit.context';
+import { requireOrgWideRouting } from '../access/event-routing';
 import { createTarget, listTargets, readTarget, revokeTarget, sendTestMessage, updateTarget } from './notification-targets.service';
 import { createTargetBody, eventTypesResponse, listQuery, targetParams, targetResponse, testMessageResponse, updateTargetBody } from './notification-targets.schemas';
 
@@ -22,7 +23,10 @@ export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
       method: 'post', path: BASE, scope: 'notification_targets:configure', status: 201,
       summary: 'Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule',
       schemas: { body: createTargetBody }, response: targetResponse,
-      handler: (req) => createTarget(deps, tenantOf(req), req.body, acting(req)),
+      handler: (req) => {
+        requireOrgWideRouting(principalOf(req), 'Notification targets');
+        return createTarget(deps, tenantOf(req), req.body, acting(req));
+      },
     },
     {
       method: 'get', path: BASE, scope: 'notification_targets:read', summary: 'List notification targets with their delivery status',
@@ -38,7 +42,10 @@ export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
       method: 'patch', path: `${BASE}/:id`, scope: 'notification_targets:configure',
       summary: 'Update name, URL or recipients, events, severity filter or active status',
       schemas: { params: targetParams, body: updateTargetBody }, response: targetResponse,
-      handler: (req) => updateTarget(deps, tenantOf(req), idParam(req), req.body, acting(req)),
+      handler: (req) => {
+        requireOrgWideRouting(principalOf(req), 'Notification targets');
+        return updateTarget(deps, tenantOf(req), idParam(req), req.body, acting(req));
+      },
     },
     {
       method: 'delete', path: `${BASE}/:id`, scope: 'notification_targets:configure', summary: 'Revoke a notification target',

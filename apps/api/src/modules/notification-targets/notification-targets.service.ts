@@ -10,6 +10,7 @@ import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
+import { confirmRoutingRole } from '../access/event-routing';
 import { publishTestDelivery, refuseOutside } from '../webhooks/subscriptions.service';
 
 export const MAX_LIVE_TARGETS = 25;
@@ -140,6 +141,7 @@ export async function createTarget(deps: AppDeps, tenant: Tenant, input: TargetI
   const now = deps.clock.now();
   const created = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
     await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${tenant.organizationId} FOR UPDATE`;
+    await confirmRoutingRole(tx, by.principal);
     const live = await tx.webhookSubscription.count({ where: targetsOf });
     if (live >= MAX_LIVE_TARGETS) {
       throw badRequest(`An organization may have at most ${MAX_LIVE_TARGETS} notification targets; revoke one first.`);
@@ -159,6 +161,7 @@ export async function createTarget(deps: AppDeps, tenant: Tenant, input: TargetI
         severityFilter: [],
         statusFilter: [],
         ...columns,
+        configuredByUserId: by.principal.userId,
       },
     });
     await recordAs(tx, by.principal, by.meta, now, {
@@ -193,7 +196,8 @@ export async function updateTarget(deps: AppDeps, tenant: Tenant, id: string, in
   const columns = await toColumns(deps, input, current.kind as NotificationKind);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
-    const row = await tx.webhookSubscription.update({ where: { id }, data: columns });
+    await confirmRoutingRole(tx, by.principal);
+    const row = await tx.webhookSubscription.update({ where: { id }, data: { ...columns, configuredByUserId: by.principal.userId } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'notification_target.updated',
       target: { type: 'notification_target', id },

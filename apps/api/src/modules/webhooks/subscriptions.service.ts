@@ -19,6 +19,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
+import { confirmRoutingRole } from '../access/event-routing';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
@@ -186,6 +187,7 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
   const subscription = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race.
     await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${ctx.organizationId} FOR UPDATE`;
+    await confirmRoutingRole(tx, by.principal);
     const live = await tx.webhookSubscription.count({ where: { deletedAt: null, kind: WEBHOOK_KIND } });
     if (live >= MAX_LIVE_SUBSCRIPTIONS) {
       throw badRequest(`An organization may have at most ${MAX_LIVE_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
@@ -202,6 +204,7 @@ export async function createSubscription(deps: AppDeps, ctx: LevelContext, input
         url: columns.url!,
         events: columns.events!,
         ...columns,
+        configuredByUserId: by.principal.userId,
       },
     });
     await recordAs(tx, by.principal, by.meta, now, {
@@ -233,7 +236,8 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
   const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
-    const row = await tx.webhookSubscription.update({ where: { id }, data: columns });
+    await confirmRoutingRole(tx, by.principal);
+    const row = await tx.webhookSubscription.update({ where: { id }, data: { ...columns, configuredByUserId: by.principal.userId } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_updated',
       target: { type: 'webhook_subscription', id },

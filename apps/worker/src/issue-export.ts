@@ -13,9 +13,11 @@ import { nextAttempt } from '@svc/domain';
 import { unseal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
 import {
   GITHUB_LOOKUP_MAX_PAGES,
+  githubMarkerSearchRequest,
   issueCreateRequest,
   issueLookupRequest,
   parseCreatedIssue,
+  readGithubMarkerSearch,
   readIssueLookup,
   type CreatedIssue,
   type IssueCredentials,
@@ -116,8 +118,24 @@ async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, cre
     }
     if (read.found || !read.nextPage) return { found: read.found };
   }
-  // Never create when the search could not finish: a second issue is what this is all about.
-  return { failure: { status: null, error: `more than ${GITHUB_LOOKUP_MAX_PAGES} pages of issues since the first request`, retryAfter: null }, outcome: 'http_error' };
+  if (config.kind === 'github') return searchGitHubFurtherBack(ctx, config, credentials, exportId);
+  return { failure: { status: null, error: 'the tracker listed more issues than expected', retryAfter: null }, outcome: 'http_error' };
+}
+
+/** More issues since the first request than the list's pages hold: GitHub's search, whose lag is harmless this far back. */
+async function searchGitHubFurtherBack(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string): Promise<Lookup> {
+  const sent = await send(ctx, githubMarkerSearchRequest(config, credentials, exportId), LOOKUP_RESPONSE_LIMIT_BYTES);
+  if ('unsafe' in sent) return sent;
+  const outcome = outcomeOfHttp(sent.result);
+  if (outcome !== 'success') return { failure: failureOf(sent.result), outcome };
+  try {
+    const read = readGithubMarkerSearch(config, exportId, sent.result.body);
+    // Never create after a search that could not finish: a second issue is what this is all about.
+    if (read.found || read.complete) return { found: read.found };
+    return { failure: { status: null, error: 'GitHub search results were incomplete', retryAfter: null }, outcome: 'http_error' };
+  } catch (err) {
+    return { failure: { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null }, outcome: 'http_error' };
+  }
 }
 
 function failureOf(result: HttpResult): Failure {

@@ -126,6 +126,31 @@ describe('a worker that retries', () => {
   });
 });
 
+describe('a busy GitHub repository', () => {
+  let worker: RunningWorker;
+  beforeAll(async () => {
+    worker = await startWorker(w.workerDeps, { schedule: false });
+  });
+  afterAll(() => worker.close());
+
+  it('finds the issue through the search API when more issues were created since than the list pages hold', async () => {
+    const tracker: FakeTracker = newTracker('github', {
+      answer: (n, normal) => {
+        if (n > 1) return normal;
+        tracker.addIssues(400); // others' issues, created after the export's one: it is on the list's 14th page
+        return { status: 502, body: 'bad gateway' };
+      },
+    });
+    const id = await exportTo(tracker);
+    await expectOneIssue(tracker, id);
+    expect(tracker.issues).toHaveLength(1);
+    expect(tracker.creates()).toHaveLength(1);
+    const lookups = tracker.lookups();
+    expect(lookups.filter((r) => r.path.includes('/repos/'))).toHaveLength(10);
+    expect(lookups.filter((r) => r.path.endsWith('/search/issues'))).toHaveLength(1);
+  }, 60_000);
+});
+
 describe('a worker SIGKILLed between the tracker\'s answer and its record', () => {
   let child: ChildWorker | undefined;
   let rescuer: RunningWorker | undefined;

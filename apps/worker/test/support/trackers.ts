@@ -24,6 +24,8 @@ export interface Behaviour {
 
 export interface FakeTracker {
   kind: 'github' | 'jira';
+  /** Issues others create (GitHub): a busy repository. */
+  addIssues(count: number): void;
   /** The target's fields for POST /api/v1/issue-export-targets, credentials included. */
   targetFields: Record<string, unknown>;
   issues: TrackedIssue[];
@@ -40,9 +42,19 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 });
 const unauthorized = (): Reply => json(401, { message: 'Bad credentials' });
 
-function tracker(kind: FakeTracker['kind'], targetFields: Record<string, unknown>, requests: () => ReceivedRequest[], isCreate: (r: ReceivedRequest) => boolean, issues: TrackedIssue[]): FakeTracker {
+function tracker(
+  kind: FakeTracker['kind'],
+  targetFields: Record<string, unknown>,
+  requests: () => ReceivedRequest[],
+  isCreate: (r: ReceivedRequest) => boolean,
+  issues: TrackedIssue[],
+  addIssues: (count: number) => void = () => {
+    throw new Error('not supported');
+  },
+): FakeTracker {
   return {
     kind,
+    addIssues,
     targetFields,
     issues,
     creates: () => requests().filter(isCreate),
@@ -61,13 +73,60 @@ function tracker(kind: FakeTracker['kind'], targetFields: Record<string, unknown
 /** GitHub timestamps: ISO 8601 in whole seconds. */
 const githubTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
+type GitHubIssue = Record<string, unknown> & { number: number; body: string; updated_at: string; state: string };
+/** Each API base's repositories, for its search endpoint (GET {api}/search/issues, `repo:` qualifier). */
+const githubSites = new WeakMap<Receiver, Map<string, Map<string, GitHubIssue[]>>>();
+
+function githubSite(receiver: Receiver, apiBase: string): Map<string, GitHubIssue[]> {
+  const sites = githubSites.get(receiver) ?? new Map<string, Map<string, GitHubIssue[]>>();
+  githubSites.set(receiver, sites);
+  let repos = sites.get(apiBase);
+  if (!repos) {
+    const site = new Map<string, GitHubIssue[]>();
+    repos = site;
+    sites.set(apiBase, site);
+    // The search index: qualifiers repo:, in:body, is:issue and one quoted phrase, as GitHub's q= syntax.
+    receiver.script(`${apiBase}/search/issues`, (req) => {
+      if (!req.headers.authorization?.startsWith('Bearer ')) return unauthorized();
+      const q = new URLSearchParams(req.query).get('q') ?? '';
+      const phrase = /"([^"]+)"/.exec(q)?.[1];
+      const repo = /repo:(\S+)/.exec(q)?.[1];
+      if (!phrase || !repo) return json(422, { message: 'Validation Failed', errors: [{ message: 'The search is longer than 256 characters.' }] });
+      const items = (site.get(repo) ?? []).filter((i) => i.body.includes(phrase)).sort((a, b) => a.number - b.number);
+      return json(200, { total_count: items.length, incomplete_results: false, items: items.map((i) => ({ ...i, score: 1 })) });
+    });
+  }
+  return repos;
+}
+
 /** A GitHub (Enterprise) repository at {receiver}{apiBase}/repos/{repository}. */
 export function fakeGitHub(receiver: Receiver, apiBase: string, repository: string, token: string, behaviour: Behaviour = {}): FakeTracker {
   const path = `${apiBase}/repos/${repository}/issues`;
-  const stored: Array<Record<string, unknown>> = [];
+  const stored: GitHubIssue[] = [];
+  githubSite(receiver, apiBase).set(repository, stored);
   const issues: TrackedIssue[] = [];
   let createCount = 0;
   let lookupCount = 0;
+  const store = (title: string, body: string): GitHubIssue => {
+    const number = stored.length + 1;
+    const now = githubTime(Date.now());
+    const issue: GitHubIssue = {
+      url: `${receiver.url(path)}/${number}`,
+      html_url: `https://ghe.example.com/${repository}/issues/${number}`,
+      id: 5000 + number,
+      number,
+      title,
+      user: { login: 'svc-bot', type: 'User' },
+      labels: [],
+      state: 'open',
+      body,
+      created_at: now,
+      updated_at: now,
+      closed_at: null,
+    };
+    stored.push(issue);
+    return issue;
+  };
   receiver.script(path, (req) => {
     if (req.headers.authorization !== `Bearer ${token}`) return unauthorized();
     if (req.method === 'POST') {
@@ -75,24 +134,8 @@ export function fakeGitHub(receiver: Receiver, apiBase: string, repository: stri
       const input = JSON.parse(req.body.toString()) as { title: string; body: string };
       let issue: Record<string, unknown> = { message: 'not created' };
       if (behaviour.creates?.(createCount) ?? true) {
-        const number = stored.length + 1;
-        const now = githubTime(Date.now());
-        issue = {
-          url: `${receiver.url(path)}/${number}`,
-          html_url: `https://ghe.example.com/${repository}/issues/${number}`,
-          id: 5000 + number,
-          number,
-          title: input.title,
-          user: { login: 'svc-bot', type: 'User' },
-          labels: [],
-          state: 'open',
-          body: input.body,
-          created_at: now,
-          updated_at: now,
-          closed_at: null,
-        };
-        stored.push(issue);
-        issues.push({ key: `${repository}#${number}`, url: issue.html_url as string, title: input.title, text: input.body });
+        issue = store(input.title, input.body);
+        issues.push({ key: `${repository}#${issue.number}`, url: issue.html_url as string, title: input.title, text: input.body });
       }
       const normal = json(201, issue);
       return behaviour.answer ? behaviour.answer(createCount, normal) : normal;
@@ -105,14 +148,18 @@ export function fakeGitHub(receiver: Receiver, apiBase: string, repository: stri
     const page = Number(q.get('page') ?? 1);
     const state = q.get('state') ?? 'open';
     const listed = stored
-      .filter((i) => Date.parse(i.updated_at as string) >= Math.floor(since / 1000) * 1000)
+      .filter((i) => Date.parse(i.updated_at) >= Math.floor(since / 1000) * 1000)
       .filter((i) => state === 'all' || i.state === state)
-      .sort((a, b) => (q.get('direction') === 'asc' ? 1 : -1) * ((a.number as number) - (b.number as number)));
+      .sort((a, b) => (q.get('direction') === 'asc' ? 1 : -1) * (a.number - b.number));
     const normal = json(200, listed.slice((page - 1) * perPage, page * perPage));
     return behaviour.lookupAnswer ? behaviour.lookupAnswer(lookupCount, normal) : normal;
   });
-  const requests = () => receiver.requests(path);
-  return tracker('github', { kind: 'github', base_url: receiver.url(apiBase), repository, token }, requests, (r) => r.method === 'POST', issues);
+  const searches = `${apiBase}/search/issues`;
+  const requests = () => [...receiver.requests(path), ...receiver.requests(searches).filter((r) => new URLSearchParams(r.query).get('q')?.includes(`repo:${repository} `))];
+  const addIssues = (count: number) => {
+    for (let i = 0; i < count; i++) store(`Someone else's issue ${stored.length + 1}`, 'Not from the service.');
+  };
+  return tracker('github', { kind: 'github', base_url: receiver.url(apiBase), repository, token }, requests, (r) => r.path === path && r.method === 'POST', issues, addIssues);
 }
 
 /** A Jira Cloud site at {receiver}{site}, one project. */

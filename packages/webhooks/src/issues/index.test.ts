@@ -3,12 +3,14 @@ import {
   LOOKUP_CLOCK_MARGIN_MS,
   githubExportMarker,
   githubIssueBody,
+  githubMarkerSearchRequest,
   issueCreateRequest,
   issueLookupRequest,
   issueTitle,
   isIssueTrackerKind,
   jiraExportLabel,
   parseCreatedIssue,
+  readGithubMarkerSearch,
   readIssueLookup,
   type IssueFinding,
 } from './index';
@@ -157,6 +159,22 @@ describe('looking for an export\'s issue', () => {
     expect(readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(1, 'no')])))).toEqual({ found: null, nextPage: false });
     expect(() => readIssueLookup(github, query, Buffer.from('{"message":"x"}'))).toThrow(/array/);
     expect(() => readIssueLookup(github, query, Buffer.from('[{"number":'))).toThrow(SyntaxError);
+  });
+
+  it('GitHub, further back than the list reaches: the search API on the marker phrase in the repository\'s bodies', () => {
+    const request = githubMarkerSearchRequest(github, { token: 'ghp_secret' }, 'iexj_01abc');
+    const url = new URL(request.url);
+    expect(request.method).toBe('GET');
+    expect(url.origin + url.pathname).toBe('https://ghe.example.com/api/v3/search/issues');
+    expect(url.searchParams.get('q')).toBe('"svc-export:iexj_01abc" repo:acme/web in:body is:issue');
+    const marker = githubExportMarker('iexj_01abc');
+    const answer = (items: unknown[], incomplete = false) => Buffer.from(JSON.stringify({ total_count: items.length, incomplete_results: incomplete, items }));
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([issue(12, `x ${marker}`), issue(3, `y ${marker}`), issue(2, 'mentions svc-export:iexj_01abc in prose')]))).toEqual({
+      found: { key: 'acme/web#3', url: 'https://ghe.example.com/acme/web/issues/3' },
+      complete: true,
+    });
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([], true))).toEqual({ found: null, complete: false });
+    expect(() => readGithubMarkerSearch(github, 'iexj_01abc', Buffer.from('{"message":"x"}'))).toThrow(/without items/);
   });
 
   it('Jira: a JQL search on the marker label in the project, read back by key', () => {

@@ -178,8 +178,10 @@ function readIssue(target: IssueTarget, parsed: unknown): CreatedIssue {
 // those updated since the first create request (less a margin for clocks that disagree), each body scanned for the
 // marker. The list is read from the database GitHub writes the issue to, so an issue created a moment ago is in it;
 // the search API (GET /search/issues) is not used because its index lags behind by seconds to minutes, exactly the
-// window in which a retry follows an unanswered request. Jira: a JQL search on the marker label (Jira Cloud's only
-// way to find issues; its index usually follows within a second or two).
+// window in which a retry follows an unanswered request. Only when the list holds more issues since then than
+// GITHUB_LOOKUP_MAX_PAGES pages (an export started over long after its first request, in a busy repository) does
+// the search API look further back, where its lag no longer matters. Jira: a JQL search on the marker label (Jira
+// Cloud's only way to find issues; its index usually follows within a second or two).
 
 /** Issues per page of the GitHub list; their bodies can be long (up to 65,536 characters each). */
 export const GITHUB_LOOKUP_PAGE_SIZE = 30;
@@ -219,19 +221,36 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
   return unknownTracker(target);
 }
 
+/** GitHub's search for the marker in the repository's issue bodies (older issues than the list reached). */
+export function githubMarkerSearchRequest(target: IssueTarget, credentials: IssueCredentials, exportId: string): IssueRequest {
+  const q = `"svc-export:${exportId}" repo:${target.repository ?? ''} in:body is:issue`;
+  const params = new URLSearchParams({ q, sort: 'created', order: 'asc', per_page: '10' });
+  const { 'content-type': _, ...headers } = githubHeaders(credentials);
+  return { method: 'GET', url: `${trimSlash(target.baseUrl)}/search/issues?${params}`, headers, body: Buffer.alloc(0) };
+}
+
+/** The oldest marked issue the search found; `complete` is false when GitHub says its results are incomplete. */
+export function readGithubMarkerSearch(target: IssueTarget, exportId: string, body: Buffer): { found: CreatedIssue | null; complete: boolean } {
+  const parsed = JSON.parse(body.toString('utf8')) as { items?: unknown; incomplete_results?: unknown };
+  if (!Array.isArray(parsed.items)) throw new Error('GitHub answered the search without items');
+  const found = oldestMarked(parsed.items, githubExportMarker(exportId));
+  return { found: found ? readIssue(target, found) : null, complete: parsed.incomplete_results !== true };
+}
+
+function oldestMarked(issues: unknown[], marker: string): Record<string, unknown> | null {
+  const marked = (issues as Array<Record<string, unknown>>).filter(
+    (issue) => issue && !issue.pull_request && typeof issue.body === 'string' && issue.body.includes(marker) && typeof issue.number === 'number',
+  );
+  return marked.length === 0 ? null : marked.reduce((a, b) => ((a.number as number) <= (b.number as number) ? a : b));
+}
+
 /** The export's issue in a page of the lookup's answer (the oldest when there are several), or whether to read on. */
 export function readIssueLookup(target: IssueTarget, query: IssueLookupQuery, body: Buffer): IssueLookupPage {
   const parsed = JSON.parse(body.toString('utf8')) as unknown;
   if (target.kind === 'github') {
     if (!Array.isArray(parsed)) throw new Error('GitHub answered the issue list without an array');
-    const marker = githubExportMarker(query.exportId);
-    const marked = parsed.filter(
-      (issue: Record<string, unknown>) => issue && !issue.pull_request && typeof issue.body === 'string' && issue.body.includes(marker),
-    );
-    if (marked.length > 0) {
-      const oldest = marked.reduce((a, b) => ((a.number as number) <= (b.number as number) ? a : b));
-      return { found: readIssue(target, oldest) };
-    }
+    const oldest = oldestMarked(parsed, githubExportMarker(query.exportId));
+    if (oldest) return { found: readIssue(target, oldest) };
     const earliest = query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
     const last = parsed[parsed.length - 1] as Record<string, unknown> | undefined;
     const lastCreated = last && typeof last.created_at === 'string' ? Date.parse(last.created_at) : Number.NaN;

@@ -1,7 +1,8 @@
-// One HTTPS POST of a webhook (or a GET, for the trackers' issue lookups) with got: exact body bytes, no redirects followed, no retries (the queue retries),
-// a total time limit, TLS verified, connected to a pinned address over a kept-alive connection of that address's
-// pool (agents.ts). Never throws: a response or an error is the result. Only the first bytes of the response body
-// are read; a response longer than that has its connection dropped rather than drained.
+// One HTTPS POST of a webhook (or a GET: an issue tracker's lookups) with got: exact body bytes, no redirects
+// followed, no retries (the queue retries), a total time limit, TLS verified, connected to a pinned address over a
+// kept-alive connection of that address's pool (agents.ts). Never throws: a response or an error is the result.
+// Only the first bytes of the response body are read; a response longer than that has its connection dropped rather
+// than drained.
 import type { SecureContext } from 'node:tls';
 import { ConnectionPool, type EgressProxyOptions } from './agents';
 import { loadGot, type Got } from './got';

@@ -122,6 +122,12 @@ function githubHeaders(credentials: IssueCredentials): Record<string, string> {
   return { ...JSON_HEADERS, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', authorization: `Bearer ${credentials.token ?? ''}` };
 }
 
+/** A GET sends no body, so no content type. */
+function githubGetHeaders(credentials: IssueCredentials): Record<string, string> {
+  const { 'content-type': _, ...headers } = githubHeaders(credentials);
+  return headers;
+}
+
 function jiraHeaders(credentials: IssueCredentials): Record<string, string> {
   const basic = Buffer.from(`${credentials.email ?? ''}:${credentials.api_token ?? ''}`).toString('base64');
   return { ...JSON_HEADERS, authorization: `Basic ${basic}` };
@@ -206,8 +212,7 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
   if (target.kind === 'github') {
     const from = new Date(query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS).toISOString();
     const params = new URLSearchParams({ state: 'all', sort: 'created', direction: 'desc', since: from, per_page: String(GITHUB_LOOKUP_PAGE_SIZE), page: String(query.page) });
-    const { 'content-type': _, ...headers } = githubHeaders(credentials);
-    return { method: 'GET', url: `${githubIssuesUrl(target)}?${params}`, headers, body: Buffer.alloc(0) };
+    return { method: 'GET', url: `${githubIssuesUrl(target)}?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
   }
   if (target.kind === 'jira') {
     const jql = `project = "${target.projectKey}" AND labels = "${jiraExportLabel(query.exportId)}" ORDER BY created ASC`;
@@ -225,8 +230,7 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
 export function githubMarkerSearchRequest(target: IssueTarget, credentials: IssueCredentials, exportId: string): IssueRequest {
   const q = `"svc-export:${exportId}" repo:${target.repository ?? ''} in:body is:issue`;
   const params = new URLSearchParams({ q, sort: 'created', order: 'asc', per_page: '10' });
-  const { 'content-type': _, ...headers } = githubHeaders(credentials);
-  return { method: 'GET', url: `${trimSlash(target.baseUrl)}/search/issues?${params}`, headers, body: Buffer.alloc(0) };
+  return { method: 'GET', url: `${trimSlash(target.baseUrl)}/search/issues?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
 }
 
 /** The oldest marked issue the search found; `complete` is false when GitHub says its results are incomplete. */

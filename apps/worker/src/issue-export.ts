@@ -3,10 +3,28 @@
 // checked address, pooled). 2xx records the issue's key and URL on the export; 429 and 5xx (and network errors)
 // are retried on the webhook backoff, honouring Retry-After; any other answer, an unsafe URL or a revoked target
 // fails the export. The tracker's status is kept on the target (last success, last error).
+//
+// Exactly one issue per export: the created issue carries the export's marker, and the time of the first create
+// request is recorded before that request is sent. Every later attempt (a retry after a timeout, a 5xx or a 2xx that
+// could not be read, a job replayed after its worker died, an export started over) first asks the tracker for an
+// issue with the marker and adopts it rather than creating a second one.
 import { resolveWebhookTarget, describeTargetRejection } from '@svc/net';
 import { nextAttempt } from '@svc/domain';
 import { unseal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
-import { issueCreateRequest, parseCreatedIssue, type IssueCredentials, type IssueTarget, type IssueTrackerKind } from '@svc/webhooks';
+import {
+  GITHUB_LOOKUP_MAX_PAGES,
+  githubMarkerSearchRequest,
+  issueCreateRequest,
+  issueLookupRequest,
+  parseCreatedIssue,
+  readGithubMarkerSearch,
+  readIssueLookup,
+  type CreatedIssue,
+  type IssueCredentials,
+  type IssueRequest,
+  type IssueTarget,
+  type IssueTrackerKind,
+} from '@svc/webhooks';
 import type { DeliveryContext, DeliveryResult } from './deliver';
 import { outcomeOfHttp, type AttemptOutcome } from './http/outcome';
 import type { HttpResult } from './http/post';
@@ -14,9 +32,15 @@ import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 
 /** Trackers answer with the created issue (GitHub's is several KiB): enough of it to read its number and URL. */
 const ISSUE_RESPONSE_LIMIT_BYTES = 256 * 1024;
+/** A page of GitHub issues with their bodies (30 of up to 65,536 characters each), or a Jira search answer. */
+const LOOKUP_RESPONSE_LIMIT_BYTES = 4 * 1024 * 1024;
 const RETRIED_STATUSES = new Set([408, 429]);
 
 type Finish = { status: 'succeeded'; key: string; url: string } | { status: 'failed' | 'pending'; error: string; delayMs?: number };
+/** What went wrong, for the retry decision: no status is a failure whose outcome is unknown (always retried). */
+type Failure = { status: number | null; error: string; retryAfter: string | null };
+type Sent = { unsafe: string } | { result: HttpResult };
+type Lookup = { found: CreatedIssue } | { found: null } | { unsafe: string } | { failure: Failure; outcome: AttemptOutcome };
 
 export async function processIssueExport(ctx: DeliveryContext, exportId: string): Promise<DeliveryResult> {
   const row = await ctx.prisma.findingIssueExport.findUnique({ where: { id: exportId } });
@@ -29,37 +53,106 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
   }
   if (!finding) return finish(ctx, row, target, attempt, 'render_error', { status: 'failed', error: 'the finding no longer exists' });
 
-  const link = `${ctx.config.publicBaseUrl}/assessments/${encodeURIComponent(finding.assessmentId)}#finding-${encodeURIComponent(finding.id)}`;
   const config: IssueTarget = { kind: target.kind as IssueTrackerKind, baseUrl: target.baseUrl, repository: target.repository, projectKey: target.projectKey, issueType: target.issueType };
   const credentials = JSON.parse(unseal(target.credentialsEnc, ctx.config.encryptionKey)) as IssueCredentials;
-  const request = issueCreateRequest(config, credentials, { ...finding, link });
 
-  const check = await resolveWebhookTarget(request.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
-  if (!check.ok && check.reason !== 'unresolvable') {
-    return finish(ctx, row, target, attempt, 'unsafe_url', { status: 'failed', error: `unsafe url: ${describeTargetRejection(check.reason)}` });
-  }
-  const result: HttpResult = check.ok
-    ? await ctx.post({ url: check.target.url, address: check.target.address, family: check.target.family, headers: request.headers, body: request.body, responseLimitBytes: ISSUE_RESPONSE_LIMIT_BYTES })
-    : { response: null, body: Buffer.alloc(0), error: new Error('the host does not resolve'), durationMs: 0 };
-  const outcome = outcomeOfHttp(result);
-  if (outcome === 'success') {
-    try {
-      const created = parseCreatedIssue(config, result.body);
-      return finish(ctx, row, target, attempt, outcome, { status: 'succeeded', ...created });
-    } catch (err) {
-      return finish(ctx, row, target, attempt, 'http_error', { status: 'failed', error: `unexpected answer: ${(err as Error).message}` });
+  if (row.createSentAt) {
+    const lookup = await lookForExportIssue(ctx, config, credentials, row.id, row.createSentAt);
+    if ('unsafe' in lookup) return finish(ctx, row, target, attempt, 'unsafe_url', { status: 'failed', error: lookup.unsafe });
+    if ('failure' in lookup) {
+      return finish(ctx, row, target, attempt, lookup.outcome, decide(ctx, attempt, { ...lookup.failure, error: `looking for the issue: ${lookup.failure.error}` }));
+    }
+    if (lookup.found) {
+      ctx.logger.info('Issue export adopted the issue an earlier attempt created', { export_id: row.id, attempt, key: lookup.found.key });
+      return finish(ctx, row, target, attempt, 'success', { status: 'succeeded', ...lookup.found });
     }
   }
-  return finish(ctx, row, target, attempt, outcome, decide(ctx, attempt, result));
+
+  const link = `${ctx.config.publicBaseUrl}/assessments/${encodeURIComponent(finding.assessmentId)}#finding-${encodeURIComponent(finding.id)}`;
+  const request = issueCreateRequest(config, credentials, { ...finding, link }, row.id);
+  const sent = await send(ctx, request, ISSUE_RESPONSE_LIMIT_BYTES, () => recordCreateSent(ctx, row));
+  if ('unsafe' in sent) return finish(ctx, row, target, attempt, 'unsafe_url', { status: 'failed', error: sent.unsafe });
+  const { result } = sent;
+  const outcome = outcomeOfHttp(result);
+  if (outcome !== 'success') return finish(ctx, row, target, attempt, outcome, decide(ctx, attempt, failureOf(result)));
+  try {
+    return finish(ctx, row, target, attempt, outcome, { status: 'succeeded', ...parseCreatedIssue(config, result.body) });
+  } catch (err) {
+    // The tracker said yes but the answer cannot be read: the issue probably exists. The next attempt looks for it.
+    return finish(ctx, row, target, attempt, 'http_error', decide(ctx, attempt, { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null }));
+  }
 }
 
-/** Retry 5xx, 408, 429 and network errors on the webhook backoff (Retry-After honoured); fail anything else. */
-function decide(ctx: DeliveryContext, attempt: number, result: HttpResult): Finish {
+/**
+ * Sends a request to the tracker through the transport, the URL checked first. `beforeSend` runs once the request is
+ * certain to go out (the check passed), and before it does.
+ */
+async function send(ctx: DeliveryContext, request: IssueRequest, responseLimitBytes: number, beforeSend?: () => Promise<void>): Promise<Sent> {
+  const check = await resolveWebhookTarget(request.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  if (!check.ok && check.reason !== 'unresolvable') return { unsafe: `unsafe url: ${describeTargetRejection(check.reason)}` };
+  if (!check.ok) return { result: { response: null, body: Buffer.alloc(0), error: new Error('the host does not resolve'), durationMs: 0 } };
+  await beforeSend?.();
+  const { url, address, family } = check.target;
+  return { result: await ctx.post({ method: request.method, url, address, family, headers: request.headers, body: request.body, responseLimitBytes }) };
+}
+
+/** Recorded (committed) before the first create request leaves: a worker that dies after it leaves the mark behind. */
+async function recordCreateSent(ctx: DeliveryContext, row: FindingIssueExport): Promise<void> {
+  if (row.createSentAt) return;
+  await ctx.prisma.findingIssueExport.updateMany({ where: { id: row.id, createSentAt: null }, data: { createSentAt: ctx.clock.now() } });
+}
+
+/** Asks the tracker for the issue carrying the export's marker (see @svc/webhooks issueLookupRequest for how). */
+async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): Promise<Lookup> {
+  for (let page = 1; page <= GITHUB_LOOKUP_MAX_PAGES; page++) {
+    const query = { exportId, since, page };
+    const sent = await send(ctx, issueLookupRequest(config, credentials, query), LOOKUP_RESPONSE_LIMIT_BYTES);
+    if ('unsafe' in sent) return sent;
+    const outcome = outcomeOfHttp(sent.result);
+    if (outcome !== 'success') return { failure: failureOf(sent.result), outcome };
+    let read;
+    try {
+      read = readIssueLookup(config, query, sent.result.body);
+    } catch (err) {
+      return { failure: { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null }, outcome: 'http_error' };
+    }
+    if (read.found || !read.nextPage) return { found: read.found };
+  }
+  if (config.kind === 'github') return searchGitHubFurtherBack(ctx, config, credentials, exportId);
+  return { failure: { status: null, error: 'the tracker listed more issues than expected', retryAfter: null }, outcome: 'http_error' };
+}
+
+/** More issues since the first request than the list's pages hold: GitHub's search, whose lag is harmless this far back. */
+async function searchGitHubFurtherBack(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string): Promise<Lookup> {
+  const sent = await send(ctx, githubMarkerSearchRequest(config, credentials, exportId), LOOKUP_RESPONSE_LIMIT_BYTES);
+  if ('unsafe' in sent) return sent;
+  const outcome = outcomeOfHttp(sent.result);
+  if (outcome !== 'success') return { failure: failureOf(sent.result), outcome };
+  try {
+    const read = readGithubMarkerSearch(config, exportId, sent.result.body);
+    // Never create after a search that could not finish: a second issue is what this is all about.
+    if (read.found || read.complete) return { found: read.found };
+    return { failure: { status: null, error: 'GitHub search results were incomplete', retryAfter: null }, outcome: 'http_error' };
+  } catch (err) {
+    return { failure: { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null }, outcome: 'http_error' };
+  }
+}
+
+function failureOf(result: HttpResult): Failure {
   const status = result.response?.status ?? null;
-  const error = status !== null ? `HTTP ${status}${trackerMessage(result)}` : `${result.error?.message ?? 'no response'}`;
-  if (status !== null && status < 500 && !RETRIED_STATUSES.has(status)) return { status: 'failed', error };
   const retryAfter = result.response?.headers['retry-after'];
-  const decision = nextAttempt(attempt, { status, retryAfter: typeof retryAfter === 'string' ? retryAfter : null, now: ctx.clock.now() }, webhookRetryPolicy(ctx.config));
+  return {
+    status,
+    error: status !== null ? `HTTP ${status}${trackerMessage(result)}` : `${result.error?.message ?? 'no response'}`,
+    retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+  };
+}
+
+/** Retry 5xx, 408, 429 and failures without a status on the webhook backoff (Retry-After honoured); fail anything else. */
+function decide(ctx: DeliveryContext, attempt: number, failure: Failure): Finish {
+  const { status, error, retryAfter } = failure;
+  if (status !== null && status < 500 && !RETRIED_STATUSES.has(status)) return { status: 'failed', error };
+  const decision = nextAttempt(attempt, { status, retryAfter, now: ctx.clock.now() }, webhookRetryPolicy(ctx.config));
   if (decision.action === 'stop') return { status: 'failed', error: `${decision.detail}; last: ${error}` };
   return { status: 'pending', error, delayMs: decision.delayMs };
 }

@@ -14,7 +14,10 @@ import { freePort } from '../../../test-support/private-services';
 import { startReceiver, type Receiver } from './support/receiver';
 import { RECEIVER_HOSTNAME, makeServerCertificate } from './support/tls';
 import { PROXY_PASSWORD, PROXY_SOURCE_ADDRESS, PROXY_USER, startTinyproxy, type Tinyproxy } from './support/tinyproxy';
-import { createWorld, type World } from './support/world';
+import { createWorld, poll, type World } from './support/world';
+import { fakeGitHub } from './support/trackers';
+import { bearer, insertAssessment, insertProject } from '../../api/test/support/fixtures';
+import { insertFinding } from '../../api/test/support/domain';
 import { CLIENT_ID, CLIENT_SECRET, TENANT_ID, startEntra } from './support/entra';
 
 const INTERNAL_HOSTNAME = 'internal.receiver.test';
@@ -74,6 +77,32 @@ it('sends every delivery through the proxy, as a CONNECT to the checked address,
   const targets = proxy.connectTargets();
   expect(targets.length).toBeGreaterThanOrEqual(1);
   expect(new Set(targets)).toEqual(new Set([`127.0.0.1:${w.receiver.port}`]));
+  expect(proxy.log()).not.toContain(RECEIVER_HOSTNAME);
+});
+
+it("sends an issue export's create request and its lookup for the marker through the proxy, to the checked address", async () => {
+  // A GitHub Enterprise that creates the issue and answers 502; with one attempt (WEBHOOK_MAX_ATTEMPTS) the export
+  // fails, and exporting again looks for the issue (a GET of the repository's issues) before creating one.
+  const tracker = fakeGitHub(w.receiver, '/ghe-proxied/api/v3', 'acme/proxied', 'ghp_proxiedToken', {
+    answer: (n, normal) => (n === 1 ? { status: 502, body: 'bad gateway' } : normal),
+  });
+  const project = await insertProject(w.h, w.org.id);
+  const finding = await insertFinding(w.h, await insertAssessment(w.h, w.org.id, project.id), { title: 'Proxied' });
+  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.manager.token)).send({ name: 'proxied', ...tracker.targetFields });
+  expect(target.status).toBe(201);
+  await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.body.id }, data: { baseUrl: `https://${RECEIVER_HOSTNAME}:${w.receiver.port}/ghe-proxied/api/v3` } });
+  const exportOnce = async () => {
+    const res = await w.api().post(`/api/v1/findings/${finding.id}/issue-exports`).set(bearer(w.org.admin.token)).send({ target_id: target.body.id });
+    expect(res.status).toBe(202);
+    return poll(() => w.h.deps.prisma.findingIssueExport.findUniqueOrThrow({ where: { id: res.body.id } }), (e) => e.status !== 'pending', 20_000, 'the export');
+  };
+  expect(await exportOnce()).toMatchObject({ status: 'failed', lastError: 'all 1 attempts failed; last: HTTP 502' });
+  expect(await exportOnce()).toMatchObject({ status: 'succeeded', externalKey: 'acme/proxied#1' });
+  expect(tracker.issues).toHaveLength(1);
+  const sent = [...tracker.creates(), ...tracker.lookups()];
+  expect(sent.map((r) => r.method).sort()).toEqual(['GET', 'POST']);
+  expect(sent.map((r) => r.remoteAddress)).toEqual([PROXY_SOURCE_ADDRESS, PROXY_SOURCE_ADDRESS]);
+  expect(sent.map((r) => r.servername)).toEqual([RECEIVER_HOSTNAME, RECEIVER_HOSTNAME]);
   expect(proxy.log()).not.toContain(RECEIVER_HOSTNAME);
 });
 

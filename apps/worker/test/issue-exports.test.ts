@@ -1,12 +1,13 @@
 // Issue exports end to end (issue 24): GitHub (Enterprise base URL) and Jira targets configured through the API,
 // a finding exported by the real in-process worker to loopback HTTPS servers speaking GitHub's
 // POST /repos/{owner}/{repo}/issues and Jira's POST /rest/api/3/issue; retries, idempotency, sealed credentials,
-// scopes, roles, tenancy and URL safety.
+// scopes, roles, tenancy and URL safety. Exactly one issue after unknown outcomes: issue-exports-exactly-once.test.ts.
 import type { Lookup } from '@svc/net';
 import type { Finding } from '@svc/db';
 import { bearer, createOrg, insertAssessment, insertProject, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
 import { insertFinding } from '../../api/test/support/domain';
 import type { ReceivedRequest } from './support/receiver';
+import { fakeGitHub } from './support/trackers';
 import { createWorld, type World } from './support/world';
 import { runOutboxRelay } from '../src/maintenance';
 import { newId } from '@svc/db';
@@ -115,29 +116,35 @@ describe('GitHub Issues', () => {
     expect(await w.h.deps.prisma.findingIssueExport.count({ where: { findingId: finding.id, targetId: target.id } })).toBe(1);
   });
 
-  it('retries a 502 and a 429 with Retry-After, then succeeds', async () => {
-    w.receiver.script('/ghe/api/v3/repos/acme/flaky/issues', (req, n) =>
-      n === 1 ? { status: 502, body: 'bad gateway' } : n === 2 ? { status: 429, headers: { 'retry-after': '1', 'content-type': 'application/json' }, body: '{"message":"API rate limit exceeded"}' } : githubCreated(req),
-    );
+  it('retries a 502 and a 429 with Retry-After, looking for the issue before each retry, then succeeds', async () => {
+    const tracker = fakeGitHub(w.receiver, '/ghe/api/v3', 'acme/flaky', GITHUB_TOKEN, {
+      creates: (n) => n === 3,
+      answer: (n, normal) =>
+        n === 1 ? { status: 502, body: 'bad gateway' } : n === 2 ? { status: 429, headers: { 'retry-after': '1', 'content-type': 'application/json' }, body: '{"message":"API rate limit exceeded"}' } : normal,
+    });
     const target = await github({ name: 'flaky', repository: 'acme/flaky' });
     const res = await exportTo(target.id);
     const done = await waitForExport(res.body.id);
-    expect(done).toMatchObject({ status: 'succeeded', attemptCount: 3, lastError: null });
-    expect(w.receiver.requests('/ghe/api/v3/repos/acme/flaky/issues')).toHaveLength(3);
+    expect(done).toMatchObject({ status: 'succeeded', attemptCount: 3, lastError: null, externalKey: 'acme/flaky#1' });
+    expect(tracker.creates()).toHaveLength(3);
+    // After the 502 the outcome is unknown: every later attempt first lists the repository's issues.
+    expect(tracker.lookups()).toHaveLength(2);
     const shown = (await w.api().get(`${TARGETS}/${target.id}`).set(bearer(w.org.manager.token))).body;
     expect(shown.last_error).toBe('HTTP 429: API rate limit exceeded');
   });
 
   it('fails at once on a 4xx other than 408/429, saying what the tracker said; exporting again starts over', async () => {
-    w.receiver.script('/ghe/api/v3/repos/acme/gone/issues', (req, n) =>
-      n === 1 ? { status: 404, headers: { 'content-type': 'application/json' }, body: '{"message":"Not Found"}' } : githubCreated(req),
-    );
+    const tracker = fakeGitHub(w.receiver, '/ghe/api/v3', 'acme/gone', GITHUB_TOKEN, {
+      creates: (n) => n > 1,
+      answer: (n, normal) => (n === 1 ? { status: 404, headers: { 'content-type': 'application/json' }, body: '{"message":"Not Found"}' } : normal),
+    });
     const target = await github({ name: 'gone', repository: 'acme/gone' });
     const res = await exportTo(target.id);
     expect(await waitForExport(res.body.id)).toMatchObject({ status: 'failed', attemptCount: 1, lastError: 'HTTP 404: Not Found' });
     const again = await exportTo(target.id);
     expect(again.status).toBe(202);
-    expect(await waitForExport(again.body.id)).toMatchObject({ id: res.body.id, status: 'succeeded' });
+    expect(await waitForExport(again.body.id)).toMatchObject({ id: res.body.id, status: 'succeeded', externalKey: 'acme/gone#1' });
+    expect(tracker.issues).toHaveLength(1);
   });
 });
 
@@ -189,7 +196,7 @@ describe('Jira', () => {
     const [request] = w.receiver.requests('/jira/rest/api/3/issue');
     expect(request.headers.authorization).toBe(`Basic ${Buffer.from(`bot@acme.com:${JIRA_TOKEN}`).toString('base64')}`);
     const { fields } = JSON.parse(request.body.toString());
-    expect(fields).toMatchObject({ project: { key: 'SEC' }, issuetype: { name: 'Task' }, summary: '[critical] SQL injection in login', labels: ['security'] });
+    expect(fields).toMatchObject({ project: { key: 'SEC' }, issuetype: { name: 'Task' }, summary: '[critical] SQL injection in login', labels: ['security', `svc-export-${res.body.id}`] });
     expect(fields.description.type).toBe('doc');
     expect(JSON.stringify(fields.description)).toContain(`https://security.example.com/assessments/${finding.assessmentId}#finding-${finding.id}`);
   });

@@ -1,7 +1,8 @@
-// One HTTPS POST of a webhook with got: exact body bytes, no redirects followed, no retries (the queue retries),
-// a total time limit, TLS verified, connected to a pinned address over a kept-alive connection of that address's
-// pool (agents.ts). Never throws: a response or an error is the result. Only the first bytes of the response body
-// are read; a response longer than that has its connection dropped rather than drained.
+// One HTTPS POST of a webhook (or a GET: an issue tracker's lookups) with got: exact body bytes, no redirects
+// followed, no retries (the queue retries), a total time limit, TLS verified, connected to a pinned address over a
+// kept-alive connection of that address's pool (agents.ts). Never throws: a response or an error is the result.
+// Only the first bytes of the response body are read; a response longer than that has its connection dropped rather
+// than drained.
 import type { SecureContext } from 'node:tls';
 import { ConnectionPool, type EgressProxyOptions } from './agents';
 import { loadGot, type Got } from './got';
@@ -10,6 +11,8 @@ import { pinnedLookup } from './pinned-lookup';
 export const RESPONSE_BODY_LIMIT_BYTES = 4096;
 
 export interface OutboundRequest {
+  /** POST by default; a GET sends no body. */
+  method?: 'GET' | 'POST';
   url: URL;
   /** The address to connect to (already checked) and its family. */
   address: string;
@@ -76,8 +79,9 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
       address: request.address,
       family: request.family,
     });
-    const stream = got.stream.post(request.url, {
-      body: request.body,
+    const stream = got.stream(request.url, {
+      method: request.method ?? 'POST',
+      ...(request.method !== 'GET' && { body: request.body }),
       headers: request.headers,
       dnsLookup: pinnedLookup(request.address, request.family),
       agent: { https: agent },
@@ -90,7 +94,7 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
   return Object.assign(post, { close: () => pool.close() });
 }
 
-type GotStream = ReturnType<Awaited<ReturnType<typeof loadGot>>['stream']['post']>;
+type GotStream = ReturnType<Awaited<ReturnType<typeof loadGot>>['stream']>;
 
 function readResponse(stream: GotStream, limit: number): Promise<Omit<HttpResult, 'durationMs'> & { complete: boolean }> {
   return new Promise((resolve) => {

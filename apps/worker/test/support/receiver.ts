@@ -7,6 +7,8 @@ import type { AddressInfo, Socket } from 'node:net';
 export interface ReceivedRequest {
   method: string;
   path: string;
+  /** The query string, without its `?` ('' when none). */
+  query: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
   /** Epoch milliseconds of arrival (real time). */
@@ -64,10 +66,10 @@ export async function startReceiver(tls: { key: string; cert: string }, host = '
   let connections = 0;
   const server: Server = createServer({ key: tls.key, cert: tls.cert }, async (req, res) => {
     const body = await readBody(req);
-    const path = (req.url ?? '/').split('?')[0];
+    const [path, query = ''] = (req.url ?? '/').split('?');
     const servername = (req.socket as { servername?: string | false }).servername || null;
     const remoteAddress = req.socket.remoteAddress ?? '';
-    const request: ReceivedRequest = { method: req.method ?? '', path, headers: req.headers, body, at: Date.now(), servername, remoteAddress };
+    const request: ReceivedRequest = { method: req.method ?? '', path, query, headers: req.headers, body, at: Date.now(), servername, remoteAddress };
     received.push(request);
     const n = received.filter((r) => r.path === path).length;
     answer(res, (scripts.get(path) ?? ok)(request, n));

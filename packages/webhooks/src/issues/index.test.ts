@@ -1,4 +1,19 @@
-import { githubIssueBody, issueCreateRequest, issueTitle, isIssueTrackerKind, parseCreatedIssue, type IssueFinding } from './index';
+import {
+  GITHUB_LOOKUP_PAGE_SIZE,
+  LOOKUP_CLOCK_MARGIN_MS,
+  githubExportMarker,
+  githubIssueBody,
+  githubMarkerSearchRequest,
+  issueCreateRequest,
+  issueLookupRequest,
+  issueTitle,
+  isIssueTrackerKind,
+  jiraExportLabel,
+  parseCreatedIssue,
+  readGithubMarkerSearch,
+  readIssueLookup,
+  type IssueFinding,
+} from './index';
 
 const finding: IssueFinding = {
   id: 'fnd_1',
@@ -79,5 +94,102 @@ describe('parseCreatedIssue', () => {
     expect(() => parseCreatedIssue(github, Buffer.from('{"id":1}'))).toThrow(/number and html_url/);
     expect(() => parseCreatedIssue(jira, Buffer.from('{}'))).toThrow(/issue key/);
     expect(() => parseCreatedIssue(jira, Buffer.from('<html>'))).toThrow(SyntaxError);
+  });
+});
+
+describe('export markers', () => {
+  const exportId = 'iexj_01abc';
+
+  it('GitHub: a hidden HTML comment after the link; Jira: a label beside security', () => {
+    const gh = JSON.parse(issueCreateRequest(github, { token: 't' }, finding, exportId).body.toString());
+    expect(gh.body).toBe(`${githubIssueBody(finding)}\n\n<!-- svc-export:iexj_01abc -->`);
+    expect(githubExportMarker(exportId)).toBe('<!-- svc-export:iexj_01abc -->');
+    const { fields } = JSON.parse(issueCreateRequest(jira, { email: 'a@b.co', api_token: 't' }, finding, exportId).body.toString());
+    expect(fields.labels).toEqual(['security', 'svc-export-iexj_01abc']);
+    expect(jiraExportLabel(exportId)).not.toMatch(/\s/);
+  });
+});
+
+describe('looking for an export\'s issue', () => {
+  const since = new Date('2026-11-26T10:00:00.000Z');
+  const query = { exportId: 'iexj_01abc', since, page: 2 };
+  const issue = (number: number, body: string | null, createdAt = '2026-11-26T10:00:01Z', extra: Record<string, unknown> = {}) => ({
+    number,
+    html_url: `https://ghe.example.com/acme/web/issues/${number}`,
+    body,
+    created_at: createdAt,
+    ...extra,
+  });
+
+  it('GitHub: lists the repository\'s issues of every state, newest first, updated since the first request less a margin', () => {
+    const request = issueLookupRequest(github, { token: 'ghp_secret' }, query);
+    expect(request.method).toBe('GET');
+    const url = new URL(request.url);
+    expect(url.origin + url.pathname).toBe('https://ghe.example.com/api/v3/repos/acme/web/issues');
+    expect(Object.fromEntries(url.searchParams)).toEqual({
+      state: 'all',
+      sort: 'created',
+      direction: 'desc',
+      since: new Date(since.getTime() - LOOKUP_CLOCK_MARGIN_MS).toISOString(),
+      per_page: String(GITHUB_LOOKUP_PAGE_SIZE),
+      page: '2',
+    });
+    expect(request.headers).toMatchObject({ authorization: 'Bearer ghp_secret', accept: 'application/vnd.github+json' });
+    expect(request.body).toHaveLength(0);
+  });
+
+  it('GitHub: adopts the oldest issue whose body carries the marker, never a pull request or another export\'s', () => {
+    const marker = githubExportMarker('iexj_01abc');
+    const page = [
+      issue(9, `x\n${marker}`),
+      issue(8, `x\n${githubExportMarker('iexj_01abcd')}`), // another export whose id starts alike
+      issue(7, `x\n${marker}`, undefined, { pull_request: { url: 'u' } }),
+      issue(5, `x\n${marker}`),
+      issue(4, null),
+    ];
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(page)))).toEqual({
+      found: { key: 'acme/web#5', url: 'https://ghe.example.com/acme/web/issues/5' },
+    });
+  });
+
+  it('GitHub: reads on only while a full page still reaches back to the first request', () => {
+    const full = (createdAt: string) => Buffer.from(JSON.stringify(Array.from({ length: GITHUB_LOOKUP_PAGE_SIZE }, (_, i) => issue(100 - i, 'no marker', createdAt))));
+    expect(readIssueLookup(github, query, full('2026-11-26T10:00:05Z'))).toEqual({ found: null, nextPage: true });
+    expect(readIssueLookup(github, query, full('2026-11-26T09:00:00Z'))).toEqual({ found: null, nextPage: false });
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(1, 'no')])))).toEqual({ found: null, nextPage: false });
+    expect(() => readIssueLookup(github, query, Buffer.from('{"message":"x"}'))).toThrow(/array/);
+    expect(() => readIssueLookup(github, query, Buffer.from('[{"number":'))).toThrow(SyntaxError);
+  });
+
+  it('GitHub, further back than the list reaches: the search API on the marker phrase in the repository\'s bodies', () => {
+    const request = githubMarkerSearchRequest(github, { token: 'ghp_secret' }, 'iexj_01abc');
+    const url = new URL(request.url);
+    expect(request.method).toBe('GET');
+    expect(url.origin + url.pathname).toBe('https://ghe.example.com/api/v3/search/issues');
+    expect(url.searchParams.get('q')).toBe('"svc-export:iexj_01abc" repo:acme/web in:body is:issue');
+    const marker = githubExportMarker('iexj_01abc');
+    const answer = (items: unknown[], incomplete = false) => Buffer.from(JSON.stringify({ total_count: items.length, incomplete_results: incomplete, items }));
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([issue(12, `x ${marker}`), issue(3, `y ${marker}`), issue(2, 'mentions svc-export:iexj_01abc in prose')]))).toEqual({
+      found: { key: 'acme/web#3', url: 'https://ghe.example.com/acme/web/issues/3' },
+      complete: true,
+    });
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([], true))).toEqual({ found: null, complete: false });
+    expect(() => readGithubMarkerSearch(github, 'iexj_01abc', Buffer.from('{"message":"x"}'))).toThrow(/without items/);
+  });
+
+  it('Jira: a JQL search on the marker label in the project, read back by key', () => {
+    const request = issueLookupRequest(jira, { email: 'bot@acme.com', api_token: 'jira-secret' }, query);
+    expect(request).toMatchObject({ method: 'POST', url: 'https://acme.atlassian.net/rest/api/3/search/jql' });
+    expect(JSON.parse(request.body.toString())).toEqual({
+      jql: 'project = "SEC" AND labels = "svc-export-iexj_01abc" ORDER BY created ASC',
+      fields: ['labels', 'created'],
+      maxResults: 10,
+    });
+    const answer = { issues: [{ id: '10002', key: 'SEC-13', fields: { labels: ['security', 'svc-export-iexj_01abc'] } }], isLast: true };
+    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(answer)))).toEqual({ found: { key: 'SEC-13', url: 'https://acme.atlassian.net/browse/SEC-13' } });
+    expect(readIssueLookup(jira, query, Buffer.from('{"issues":[],"isLast":true}'))).toEqual({ found: null, nextPage: false });
+    const unlabelled = { issues: [{ key: 'SEC-1', fields: { labels: ['svc-export-iexj_01abcd'] } }] };
+    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(unlabelled)))).toEqual({ found: null, nextPage: false });
+    expect(() => readIssueLookup(jira, query, Buffer.from('{"errorMessages":["x"]}'))).toThrow(/without issues/);
   });
 });

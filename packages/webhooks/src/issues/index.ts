@@ -1,6 +1,9 @@
 // Issue trackers' create-issue requests and responses, as pure functions: GitHub Issues
 // (POST {api}/repos/{owner}/{repo}/issues) and Jira Cloud (POST {site}/rest/api/3/issue). The worker sends the
 // request through its one transport (URL check, pinning, pooling) and reads the created issue's key and URL back.
+// Every created issue carries its export's marker (a hidden comment in a GitHub body, a label on Jira), so that an
+// attempt whose previous outcome is unknown finds the issue (list of recent GitHub issues, Jira JQL search) and
+// adopts it instead of creating a second one.
 
 export const ISSUE_TRACKER_KINDS = ['github', 'jira'] as const;
 export type IssueTrackerKind = (typeof ISSUE_TRACKER_KINDS)[number];
@@ -42,6 +45,7 @@ export interface IssueFinding {
 }
 
 export interface IssueRequest {
+  method: 'GET' | 'POST';
   url: string;
   headers: Record<string, string>;
   body: Buffer;
@@ -70,14 +74,25 @@ function factLines(finding: IssueFinding): Array<[string, string]> {
   ];
 }
 
-/** GitHub Flavored Markdown. */
-export function githubIssueBody(finding: IssueFinding): string {
+/** The export's marker in a GitHub issue body: an HTML comment, which GitHub does not render. */
+export function githubExportMarker(exportId: string): string {
+  return `<!-- svc-export:${exportId} -->`;
+}
+
+/** The export's marker on a Jira issue: a label (labels hold no spaces; JQL finds them exactly). */
+export function jiraExportLabel(exportId: string): string {
+  return `svc-export-${exportId}`;
+}
+
+/** GitHub Flavored Markdown; the export's marker last, when the issue is created for an export. */
+export function githubIssueBody(finding: IssueFinding, exportId?: string): string {
   const facts = factLines(finding).map(([label, value]) => (label === 'Location' ? `**${label}:** \`${value.replace(/`/g, "'")}\`` : `**${label}:** ${value}`));
   return [
     ...facts,
     '',
     ...(finding.description ? [finding.description, ''] : []),
     `[Open the finding in the Security Assessment Service](${finding.link})`,
+    ...(exportId ? ['', githubExportMarker(exportId)] : []),
   ].join('\n');
 }
 
@@ -98,40 +113,157 @@ export function jiraDescription(finding: IssueFinding) {
 
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json', 'user-agent': 'security-assessment-service' };
 
-export function issueCreateRequest(target: IssueTarget, credentials: IssueCredentials, finding: IssueFinding): IssueRequest {
+function githubIssuesUrl(target: IssueTarget): string {
+  const [owner, repo] = (target.repository ?? '').split('/');
+  return `${trimSlash(target.baseUrl)}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/issues`;
+}
+
+function githubHeaders(credentials: IssueCredentials): Record<string, string> {
+  return { ...JSON_HEADERS, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', authorization: `Bearer ${credentials.token ?? ''}` };
+}
+
+/** A GET sends no body, so no content type. */
+function githubGetHeaders(credentials: IssueCredentials): Record<string, string> {
+  const { 'content-type': _, ...headers } = githubHeaders(credentials);
+  return headers;
+}
+
+function jiraHeaders(credentials: IssueCredentials): Record<string, string> {
+  const basic = Buffer.from(`${credentials.email ?? ''}:${credentials.api_token ?? ''}`).toString('base64');
+  return { ...JSON_HEADERS, authorization: `Basic ${basic}` };
+}
+
+function unknownTracker(target: IssueTarget): never {
+  throw new TypeError(`Unknown issue tracker: ${String((target as { kind: unknown }).kind)}`);
+}
+
+/** The create request; with an export id, the issue carries that export's marker. */
+export function issueCreateRequest(target: IssueTarget, credentials: IssueCredentials, finding: IssueFinding, exportId?: string): IssueRequest {
   if (target.kind === 'github') {
-    const [owner, repo] = (target.repository ?? '').split('/');
     return {
-      url: `${trimSlash(target.baseUrl)}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/issues`,
-      headers: { ...JSON_HEADERS, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', authorization: `Bearer ${credentials.token ?? ''}` },
-      body: Buffer.from(JSON.stringify({ title: issueTitle(finding), body: githubIssueBody(finding) })),
+      method: 'POST',
+      url: githubIssuesUrl(target),
+      headers: githubHeaders(credentials),
+      body: Buffer.from(JSON.stringify({ title: issueTitle(finding), body: githubIssueBody(finding, exportId) })),
     };
   }
   if (target.kind === 'jira') {
-    const basic = Buffer.from(`${credentials.email ?? ''}:${credentials.api_token ?? ''}`).toString('base64');
     const fields = {
       project: { key: target.projectKey },
       issuetype: { name: target.issueType },
       summary: issueTitle(finding),
       description: jiraDescription(finding),
-      labels: ['security'],
+      labels: ['security', ...(exportId ? [jiraExportLabel(exportId)] : [])],
     };
     return {
+      method: 'POST',
       url: `${trimSlash(target.baseUrl)}/rest/api/3/issue`,
-      headers: { ...JSON_HEADERS, authorization: `Basic ${basic}` },
+      headers: jiraHeaders(credentials),
       body: Buffer.from(JSON.stringify({ fields })),
     };
   }
-  throw new TypeError(`Unknown issue tracker: ${String((target as { kind: unknown }).kind)}`);
+  return unknownTracker(target);
 }
 
 /** The created issue from a 201 response body; throws when the body is not the tracker's shape. */
 export function parseCreatedIssue(target: IssueTarget, body: Buffer): CreatedIssue {
-  const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+  return readIssue(target, JSON.parse(body.toString('utf8')));
+}
+
+function readIssue(target: IssueTarget, parsed: unknown): CreatedIssue {
+  const issue = (parsed ?? {}) as Record<string, unknown>;
   if (target.kind === 'github') {
-    if (typeof parsed.number !== 'number' || typeof parsed.html_url !== 'string') throw new Error('GitHub answered without number and html_url');
-    return { key: `${target.repository}#${parsed.number}`, url: parsed.html_url };
+    if (typeof issue.number !== 'number' || typeof issue.html_url !== 'string') throw new Error('GitHub answered without number and html_url');
+    return { key: `${target.repository}#${issue.number}`, url: issue.html_url };
   }
-  if (typeof parsed.key !== 'string') throw new Error('Jira answered without an issue key');
-  return { key: parsed.key, url: `${trimSlash(target.baseUrl)}/browse/${encodeURIComponent(parsed.key)}` };
+  if (typeof issue.key !== 'string') throw new Error('Jira answered without an issue key');
+  return { key: issue.key, url: `${trimSlash(target.baseUrl)}/browse/${encodeURIComponent(issue.key)}` };
+}
+
+// Looking for an export's issue. GitHub: the repository's issues listed newest first, filtered on the server to
+// those updated since the first create request (less a margin for clocks that disagree), each body scanned for the
+// marker. The list is read from the database GitHub writes the issue to, so an issue created a moment ago is in it;
+// the search API (GET /search/issues) is not used because its index lags behind by seconds to minutes, exactly the
+// window in which a retry follows an unanswered request. Only when the list holds more issues since then than
+// GITHUB_LOOKUP_MAX_PAGES pages (an export started over long after its first request, in a busy repository) does
+// the search API look further back, where its lag no longer matters. Jira: a JQL search on the marker label (Jira
+// Cloud's only way to find issues; its index usually follows within a second or two).
+
+/** Issues per page of the GitHub list; their bodies can be long (up to 65,536 characters each). */
+export const GITHUB_LOOKUP_PAGE_SIZE = 30;
+/** GitHub pages read at most: an export's issue is among the issues created since its first request. */
+export const GITHUB_LOOKUP_MAX_PAGES = 10;
+/** Tracker and service clocks may disagree by this much. */
+export const LOOKUP_CLOCK_MARGIN_MS = 15 * 60_000;
+
+export interface IssueLookupQuery {
+  exportId: string;
+  /** When the first create request of the export may have been sent. */
+  since: Date;
+  /** 1-based page (GitHub). */
+  page: number;
+}
+
+export type IssueLookupPage =
+  | { found: CreatedIssue }
+  | { found: null; nextPage: boolean };
+
+export function issueLookupRequest(target: IssueTarget, credentials: IssueCredentials, query: IssueLookupQuery): IssueRequest {
+  if (target.kind === 'github') {
+    const from = new Date(query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS).toISOString();
+    const params = new URLSearchParams({ state: 'all', sort: 'created', direction: 'desc', since: from, per_page: String(GITHUB_LOOKUP_PAGE_SIZE), page: String(query.page) });
+    return { method: 'GET', url: `${githubIssuesUrl(target)}?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
+  }
+  if (target.kind === 'jira') {
+    const jql = `project = "${target.projectKey}" AND labels = "${jiraExportLabel(query.exportId)}" ORDER BY created ASC`;
+    return {
+      method: 'POST',
+      url: `${trimSlash(target.baseUrl)}/rest/api/3/search/jql`,
+      headers: jiraHeaders(credentials),
+      body: Buffer.from(JSON.stringify({ jql, fields: ['labels', 'created'], maxResults: 10 })),
+    };
+  }
+  return unknownTracker(target);
+}
+
+/** GitHub's search for the marker in the repository's issue bodies (older issues than the list reached). */
+export function githubMarkerSearchRequest(target: IssueTarget, credentials: IssueCredentials, exportId: string): IssueRequest {
+  const q = `"svc-export:${exportId}" repo:${target.repository ?? ''} in:body is:issue`;
+  const params = new URLSearchParams({ q, sort: 'created', order: 'asc', per_page: '10' });
+  return { method: 'GET', url: `${trimSlash(target.baseUrl)}/search/issues?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
+}
+
+/** The oldest marked issue the search found; `complete` is false when GitHub says its results are incomplete. */
+export function readGithubMarkerSearch(target: IssueTarget, exportId: string, body: Buffer): { found: CreatedIssue | null; complete: boolean } {
+  const parsed = JSON.parse(body.toString('utf8')) as { items?: unknown; incomplete_results?: unknown };
+  if (!Array.isArray(parsed.items)) throw new Error('GitHub answered the search without items');
+  const found = oldestMarked(parsed.items, githubExportMarker(exportId));
+  return { found: found ? readIssue(target, found) : null, complete: parsed.incomplete_results !== true };
+}
+
+function oldestMarked(issues: unknown[], marker: string): Record<string, unknown> | null {
+  const marked = (issues as Array<Record<string, unknown>>).filter(
+    (issue) => issue && !issue.pull_request && typeof issue.body === 'string' && issue.body.includes(marker) && typeof issue.number === 'number',
+  );
+  return marked.length === 0 ? null : marked.reduce((a, b) => ((a.number as number) <= (b.number as number) ? a : b));
+}
+
+/** The export's issue in a page of the lookup's answer (the oldest when there are several), or whether to read on. */
+export function readIssueLookup(target: IssueTarget, query: IssueLookupQuery, body: Buffer): IssueLookupPage {
+  const parsed = JSON.parse(body.toString('utf8')) as unknown;
+  if (target.kind === 'github') {
+    if (!Array.isArray(parsed)) throw new Error('GitHub answered the issue list without an array');
+    const oldest = oldestMarked(parsed, githubExportMarker(query.exportId));
+    if (oldest) return { found: readIssue(target, oldest) };
+    const earliest = query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
+    const last = parsed[parsed.length - 1] as Record<string, unknown> | undefined;
+    const lastCreated = last && typeof last.created_at === 'string' ? Date.parse(last.created_at) : Number.NaN;
+    // Newest first: once a page ends before the first request (or the list ends), no later page can hold the issue.
+    return { found: null, nextPage: parsed.length >= GITHUB_LOOKUP_PAGE_SIZE && !(lastCreated < earliest) };
+  }
+  const issues = (parsed as { issues?: unknown }).issues;
+  if (!Array.isArray(issues)) throw new Error('Jira answered the search without issues');
+  const label = jiraExportLabel(query.exportId);
+  const marked = issues.find((issue: { fields?: { labels?: unknown } }) => Array.isArray(issue?.fields?.labels) && issue.fields.labels.includes(label));
+  return marked ? { found: readIssue(target, marked) } : { found: null, nextPage: false };
 }

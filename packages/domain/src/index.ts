@@ -12,3 +12,4 @@ export * from './delivery-operations';
 export * from './source-archive';
 export * from './isolation-policy';
 export * from './erasure';
+export * from './personal-data-inventory';

@@ -16,7 +16,7 @@
 // changed text (regenerated), the account, then the receipt.
 import { recordAudit, SYSTEM_ACTOR } from '@svc/audit';
 import { openErasureSubject, Prisma, type ErasureSubject, type Tx } from '@svc/db';
-import { erasureReplacements, freeTextPasses, normalizedEmail, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
+import { erasureReplacements, freeTextPasses, normalizedEmail, previewWithoutSamples, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
 import { bumpAuthEpochs, createReportQueue, enqueueReport } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { freeTextBatch, freeTextPreview, type PreviewColumn } from './erasure-sql';
@@ -326,10 +326,20 @@ function receiptOf(progress: Progress): ErasureReceipt {
 
 async function finish(tx: Tx, req: RequestRow, progress: Progress, subject: ErasureSubject, now: Date) {
   const receipt = receiptOf(progress);
+  const [{ preview }] = await tx.$queryRaw<Array<{ preview: unknown }>>`SELECT preview FROM erasure_requests WHERE id = ${req.id}`;
   await tx.erasureRequest.update({
     where: { id: req.id },
-    // The sealed name and e-mail go: nothing of the person is left in the request.
-    data: { status: 'completed', receipt: receipt as unknown as Prisma.InputJsonValue, progress: Prisma.DbNull, subjectEnc: null, completedAt: now, error: null, attempts: { increment: 1 } },
+    // The sealed name and e-mail go, and so do the preview's excerpts: nothing of the person is left in the request.
+    data: {
+      status: 'completed',
+      receipt: receipt as unknown as Prisma.InputJsonValue,
+      preview: preview ? (previewWithoutSamples(preview) as Prisma.InputJsonValue) : Prisma.DbNull,
+      progress: Prisma.DbNull,
+      subjectEnc: null,
+      completedAt: now,
+      error: null,
+      attempts: { increment: 1 },
+    },
   });
   await recordAudit(tx, {
     organizationId: req.organization_id,

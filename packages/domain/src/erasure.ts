@@ -125,3 +125,10 @@ export function previewExcerpt(masked: string): string {
   const end = Math.min(masked.length, at + EXCERPT_CONTEXT + 8);
   return `${start > 0 ? '…' : ''}${masked.slice(start, end)}${end < masked.length ? '…' : ''}`;
 }
+
+/** A preview without its excerpts: they quote the organization's text, kept only until the owner or admin decides. */
+export function previewWithoutSamples<T>(preview: T): T {
+  if (!preview || typeof preview !== 'object' || !Array.isArray((preview as { columns?: unknown }).columns)) return preview;
+  const p = preview as unknown as { columns: Array<Record<string, unknown>> };
+  return { ...p, columns: p.columns.map((c) => ({ ...c, samples: [] })) } as unknown as T;
+}

@@ -205,7 +205,7 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
     key: 'id',
     scope: ORG,
     columns: {
-      id: N, organization_id: N, project_id: N, assessment_id: N, url: N, status: N, payload_format: N, kind: N, breaker_state: N,
+      id: N, organization_id: N, project_id: N, assessment_id: N, url: N, payload_format: N, kind: N, breaker_state: N,
       disabled_reason: N, splunk_index: N, splunk_channel: N, secret_enc: N, previous_secret_enc: N, authorization_enc: N,
       azure_credentials_enc: N, events: ['text_array', 'never'], severity_filter: ['text_array', 'never'], status_filter: ['text_array', 'never'],
       email_recipients: ['text_array', 'email_keyed'], name: FREE,

@@ -8,8 +8,7 @@
 // was acted on in its audit log, was invited, was assigned a finding, or was the subject of an erasure request), or
 // a person without an account known by e-mail (an invitee, a report share grantee, a notification recipient). The
 // owner cannot be erased while owning the organization (409). One open (or completed) request per person.
-import type { ErasureRequest, Prisma } from '@svc/db';
-import { erasureEmailKey, newId, sealErasureSubject, scopedTo, type ErasureSubject } from '@svc/db';
+import { erasureEmailKey, newId, Prisma, sealErasureSubject, scopedTo, type ErasureRequest, type ErasureSubject } from '@svc/db';
 import {
   BLOCKING_ERASURE_STATUSES,
   PSEUDONYM_EMAIL_DOMAIN,
@@ -17,6 +16,7 @@ import {
   canConfirmErasure,
   canRetryErasure,
   normalizedEmail,
+  previewWithoutSamples,
   pseudonymFor,
   retriedErasureStatus,
 } from '@svc/domain';
@@ -248,8 +248,13 @@ export function cancelErasure(deps: AppDeps, principal: Principal, id: string, m
     allowed: canCancelErasure,
     refusal: 'Only an erasure request not yet confirmed can be cancelled',
     action: 'erasure.cancelled',
-    // Nothing was changed; the sealed name and e-mail go.
-    data: (_r, now) => ({ status: 'cancelled', cancelledAt: now, subjectEnc: null }),
+    // Nothing was changed; the sealed name and e-mail go, and so do the preview's excerpts.
+    data: (r, now) => ({
+      status: 'cancelled',
+      cancelledAt: now,
+      subjectEnc: null,
+      ...(r.preview !== null && { preview: previewWithoutSamples(r.preview) as Prisma.InputJsonValue }),
+    }),
   });
 }
 

@@ -367,6 +367,22 @@ describe('people without an account', () => {
     // A second request for the same address: already erased.
     expect((await file(a.admin.token, { email: guest })).status).toBe(404);
   });
+
+  it('erases a share grantee who has an account in another organization by e-mail, leaving that account alone', async () => {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const grantee = await member(b, 'Gran Tee', `grantee-${uniqueSuffix()}@partner.test`);
+    const inA = await traces(a, [grantee.email], { shareTo: grantee.email });
+    const candidates = await api().get(`/api/v1/governance/erasure-candidates?q=${encodeURIComponent(grantee.email)}`).set(bearer(a.admin.token));
+    expect(candidates.body.data).toEqual([{ user_id: null, name: null, email: grantee.email, kind: 'share_grantee', role: null }]);
+    const before = await checksums(a.id, []);
+    const done = await eraseFully(a.admin.token, { email: grantee.email });
+    expect(done).toMatchObject({ subject: 'email', user_id: null });
+    expect(await checksums(a.id, [])).toEqual(before);
+    expect(await rowsContaining(a.id, grantee.email)).toEqual([]);
+    expect((await h.deps.prisma.reportShare.findFirstOrThrow({ where: { reportId: inA.report.id } })).revokedAt).not.toBeNull();
+    await expectLogsIn(grantee);
+  });
 });
 
 describe('at volume: batches, progress, a worker killed midway', () => {

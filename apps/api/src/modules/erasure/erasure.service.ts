@@ -52,9 +52,10 @@ export function presentErasure(r: ErasureRequest) {
 const containing = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 const ERASED = `%@${PSEUDONYM_EMAIL_DOMAIN}`;
 
-/** User ids the organization knows: members, audit actors and targets, assignees. */
+/** User ids the organization knows: members, audit actors and targets, assignees, invitees with an account. */
 const knownUserIds = (organizationId: string) => `
   SELECT user_id AS id FROM memberships WHERE organization_id = ${organizationId}
+  UNION SELECT u.id FROM invitations i JOIN users u ON lower(u.email) = lower(i.email) WHERE i.organization_id = ${organizationId}
   UNION SELECT actor_id FROM audit_events WHERE organization_id = ${organizationId} AND actor_type = 'user' AND actor_id IS NOT NULL
   UNION SELECT target_id FROM audit_events WHERE organization_id = ${organizationId} AND target_type = 'user' AND target_id IS NOT NULL
   UNION SELECT assignee_id FROM findings WHERE organization_id = ${organizationId} AND assignee_id IS NOT NULL`;
@@ -88,16 +89,19 @@ export async function searchErasureCandidates(deps: AppDeps, principal: Principa
   );
   const emails = await deps.prisma.$queryRawUnsafe<Array<{ email: string; kind: ErasureCandidate['kind'] }>>(
     `SELECT DISTINCT ON (lower(e)) lower(e) AS email, kind FROM (${knownEmails('$1')}) x
-     WHERE e ILIKE $2 AND e NOT ILIKE $3 AND NOT EXISTS (SELECT 1 FROM users u WHERE lower(u.email) = lower(x.e))
+     WHERE e ILIKE $2 AND e NOT ILIKE $3
      ORDER BY lower(e), kind LIMIT 20`,
     principal.organizationId,
     like,
     ERASED,
   );
+  // An address of a known user is that user (listed above); any other address is a person without an account here
+  // (whether it has an account in another organization is not this organization's to know).
+  const userEmails = new Set(users.map((u) => u.email.toLowerCase()));
   return {
     data: [
       ...users.map((u) => ({ user_id: u.id, name: u.name, email: u.email, kind: u.role ? ('member' as const) : ('former_member' as const), role: u.role })),
-      ...emails.map((e) => ({ user_id: null, name: null, email: e.email, kind: e.kind, role: null })),
+      ...emails.filter((e) => !userEmails.has(e.email)).map((e) => ({ user_id: null, name: null, email: e.email, kind: e.kind, role: null })),
     ],
   };
 }

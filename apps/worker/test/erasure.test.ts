@@ -7,13 +7,18 @@ import { QueueEvents } from 'bullmq';
 import request from 'supertest';
 import { Client } from 'pg';
 import { newId } from '@svc/db';
-import { createRedis } from '@svc/queue';
+import { createDeliveryQueue, createRedis } from '@svc/queue';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createHarness, uniqueSuffix, type Harness } from '../../api/test/support/harness';
 import { bearer, createOrg, createUserInOrg, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
 import { createKey, insertAssessmentIn, insertFinding, insertReadyReport } from '../../api/test/support/domain';
 import { loginRequest } from '../../api/test/support/auth-helpers';
 import type { WorkerDeps } from '../src/deps';
 import { runErasures } from '../src/erasure';
+import { renderReport } from '../src/reports/report-job';
 import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
 import { startWorker } from '../src/worker';
 import { buildWorker, spawnWorker } from './support/child-worker';
@@ -76,6 +81,12 @@ async function member(inOrg: TestOrg, name: string, email?: string, role: 'membe
   const data = email ? { name, email } : { name };
   await h.deps.prisma.user.update({ where: { id: user.id }, data });
   return { ...user, ...data, name };
+}
+
+function pdfText(pdf: Buffer): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'svc-erasure-')), 'report.pdf');
+  writeFileSync(file, pdf);
+  return execFileSync('pdftotext', ['-layout', file, '-'], { encoding: 'utf8' });
 }
 
 // ---- checksums ----
@@ -271,6 +282,20 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     const report = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id }, omit: { pdf: true } });
     expect(report.status).toBe('pending');
     expect(done.receipt.reports_regenerated).toEqual([inA.report.id]);
+    // Rendered again (as the report job does), the PDF holds the pseudonym, not the person.
+    const connection = deps.redis();
+    const deliveryQueue = createDeliveryQueue(connection, deps.config);
+    try {
+      expect(await renderReport(deps, deliveryQueue, inA.report.id)).toBe('ready');
+    } finally {
+      await deliveryQueue.close();
+      await connection.quit();
+    }
+    const rendered = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id } });
+    const text = pdfText(Buffer.from(rendered.pdf!));
+    expect(text).toContain(done.pseudonym.email);
+    expect(text).not.toContain(zelda.email);
+    expect(text.toLowerCase()).not.toContain('quuxley');
   });
 });
 

@@ -15,7 +15,7 @@
 // text of each table (exact e-mail always, the name when `searchableName` accepts it), report PDFs rendered from
 // changed text (regenerated), the account, then the receipt.
 import { recordAudit, SYSTEM_ACTOR } from '@svc/audit';
-import { openErasureSubject, Prisma, type ErasureSubject, type Tx } from '@svc/db';
+import { openErasureSubject, Prisma, sealErasureSubject, type ErasureSubject, type Tx } from '@svc/db';
 import { erasureReplacements, freeTextPasses, normalizedEmail, previewWithoutSamples, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
 import { bumpAuthEpochs, createReportQueue, enqueueReport } from '@svc/queue';
 import type { WorkerDeps } from './deps';
@@ -198,8 +198,7 @@ async function eraseAccount(tx: Tx, userId: string, pseudonym: Pseudonym, now: D
 
 // ---- preview ----
 
-async function preview(deps: WorkerDeps, tx: Tx, req: RequestRow): Promise<ErasurePreview> {
-  const subject = await subjectOf(deps, tx, req);
+async function preview(deps: WorkerDeps, tx: Tx, req: RequestRow, subject: ErasureSubject): Promise<ErasurePreview> {
   await refuseOwner(tx, req.organization_id, subject);
   const pseudonym = { name: req.pseudonym_name, email: req.pseudonym_email };
   const replacements = replacementsFor(subject, pseudonym);
@@ -236,10 +235,18 @@ async function previewOne(deps: WorkerDeps, requestId: string): Promise<boolean>
     SELECT id, organization_id, subject_user_id, subject_enc, pseudonym_name, pseudonym_email, progress FROM erasure_requests
     WHERE id = ${requestId} AND status = 'previewing'`;
   if (!req) return false;
-  const result = await preview(deps, deps.prisma, req);
+  const subject = await subjectOf(deps, deps.prisma, req);
+  const result = await preview(deps, deps.prisma, req, subject);
   const { count } = await deps.prisma.erasureRequest.updateMany({
     where: { id: req.id, status: 'previewing' },
-    data: { status: 'awaiting_confirmation', preview: result as unknown as Prisma.InputJsonValue, error: null },
+    data: {
+      status: 'awaiting_confirmation',
+      preview: result as unknown as Prisma.InputJsonValue,
+      error: null,
+      // A request filed before subjects were sealed gets its subject now: the erasure must find the person even
+      // after the account row took the pseudonym.
+      ...(req.subject_enc === null && { subjectEnc: sealErasureSubject(subject, deps.config.encryptionKey) }),
+    },
   });
   return count === 1;
 }

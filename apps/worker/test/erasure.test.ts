@@ -267,6 +267,10 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     const namesake = await member(b, 'Zelda Quuxley');
     const inA = await traces(a, [`ZELDA QUUXLEY <${zelda.email}>`]);
     await traces(b, [`Zelda Quuxley <${zelda.email}>`, namesake.email]);
+    const published = await api().post(`/api/v1/reports/${inA.report.id}/publication`).set(bearer(a.admin.token)).send({});
+    expect(published.status).toBe(201);
+    const shared = () => api().get(`/api/v1/shared/reports/${published.body.url.split('/').pop()}`);
+    expect((await shared()).status).toBe(200);
     const before = await checksums(a.id, []);
     const done = await eraseFully(a.admin.token, { user_id: zelda.id });
     expect(await checksums(a.id, [])).toEqual(before);
@@ -282,6 +286,9 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     const report = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id }, omit: { pdf: true } });
     expect(report.status).toBe('pending');
     expect(done.receipt.reports_regenerated).toEqual([inA.report.id]);
+    // Its published link says so until the new PDF is ready.
+    const meanwhile = await shared();
+    expect([meanwhile.status, meanwhile.body.detail]).toEqual([409, expect.stringMatching(/being regenerated because personal data was erased/)]);
     // Rendered again (as the report job does), the PDF holds the pseudonym, not the person.
     const connection = deps.redis();
     const deliveryQueue = createDeliveryQueue(connection, deps.config);
@@ -293,6 +300,7 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     }
     const rendered = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id } });
     const text = pdfText(Buffer.from(rendered.pdf!));
+    expect((await shared()).status).toBe(200);
     expect(text).toContain(done.pseudonym.email);
     expect(text).not.toContain(zelda.email);
     expect(text.toLowerCase()).not.toContain('quuxley');

@@ -2508,7 +2508,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. 404 for unknown, expired or revoked tokens alike; rate limited per token and per IP; audited
+         * A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. 404 for unknown, expired or revoked tokens alike; 409 while the report is regenerated after a GDPR erasure; rate limited per token and per IP; audited
          * @description No credential required.
          */
         get: operations["getSharedReportsToken"];

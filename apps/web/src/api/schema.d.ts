@@ -9988,7 +9988,7 @@ export interface operations {
                                 api_keys_revoked?: number;
                                 /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                                 audit_entries_scrubbed?: number;
-                                /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their share links answer 404 until ready) */
+                                /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                                 reports_regenerated?: string[];
                                 /** @description Every column where the name or e-mail was replaced, with the rows changed */
                                 replaced?: {
@@ -10100,7 +10100,7 @@ export interface operations {
                             api_keys_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
-                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their share links answer 404 until ready) */
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
@@ -10200,7 +10200,7 @@ export interface operations {
                             api_keys_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
-                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their share links answer 404 until ready) */
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
@@ -10300,7 +10300,7 @@ export interface operations {
                             api_keys_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
-                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their share links answer 404 until ready) */
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
@@ -10400,7 +10400,7 @@ export interface operations {
                             api_keys_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
-                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their share links answer 404 until ready) */
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
@@ -10500,7 +10500,7 @@ export interface operations {
                             api_keys_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
-                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their share links answer 404 until ready) */
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {

@@ -178,6 +178,7 @@ const schema = Joi.object({
   // How often the worker looks for findings past their remediation SLA (finding.sla_breached).
   SLA_SCAN_INTERVAL_MS: Joi.number().integer().min(1000).default(15 * 60 * 1000),
   ERASURE_INTERVAL_MS: Joi.number().integer().min(1000).default(30 * 1000),
+  ERASURE_BATCH_SIZE: Joi.number().integer().min(1).max(100000).default(2000),
 
   // OAuth sign-in. A provider without a client id is disabled; with one, its secret is required. Endpoint URLs
   // default to the real providers and are settings only so tests can point them at servers on loopback.
@@ -285,7 +286,7 @@ export interface Config {
   keyLifecycle: { intervalMs: number };
   slaScan: { intervalMs: number };
   /** How often the worker takes pending GDPR erasure requests. */
-  erasure: { intervalMs: number };
+  erasure: { intervalMs: number; batchSize: number };
   metrics: { enabled: boolean; token?: string; port: number };
   storage: StorageConfig;
   source: SourceLimits;
@@ -491,7 +492,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     azure: { authorityHost: value.AZURE_AUTHORITY_HOST.replace(/\/+$/, '') },
     keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
     slaScan: { intervalMs: value.SLA_SCAN_INTERVAL_MS },
-    erasure: { intervalMs: value.ERASURE_INTERVAL_MS },
+    erasure: { intervalMs: value.ERASURE_INTERVAL_MS, batchSize: value.ERASURE_BATCH_SIZE },
     metrics: { enabled: value.METRICS_ENABLED, token: value.METRICS_TOKEN || undefined, port: value.METRICS_PORT },
     storage: storageConfig(value),
     source: {

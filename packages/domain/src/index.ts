@@ -13,3 +13,4 @@ export * from './source-archive';
 export * from './isolation-policy';
 export * from './erasure';
 export * from './idempotency';
+export * from './personal-data-inventory';

@@ -10,5 +10,6 @@ export * from './sla';
 export * from './retry-policy';
 export * from './delivery-operations';
 export * from './source-archive';
+export * from './source-sweep';
 export * from './isolation-policy';
 export * from './erasure';

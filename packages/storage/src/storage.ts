@@ -13,8 +13,22 @@ export interface ObjectStorage {
   list(prefix: string): Promise<string[]>;
   /** Deletes every object under a prefix ending in '/'; a prefix without objects is fine. */
   deletePrefix(prefix: string): Promise<void>;
+  /**
+   * Everything stored under a prefix with its last modification, for the orphan sweep: the objects, and (local
+   * storage) the temporary `.partial` files of puts that never finished, marked as such.
+   */
+  scan(prefix: string): Promise<StoredEntry[]>;
+  /** Deletes these keys (objects or `.partial` entries from scan); a key already gone is fine. */
+  deleteKeys(keys: string[]): Promise<void>;
   /** Releases connections (S3); the storage is not used afterwards. */
   close(): void;
+}
+
+export interface StoredEntry {
+  key: string;
+  modifiedAt: Date;
+  /** A local put's temporary file: never an object, only ever left behind by a put that died. */
+  partial: boolean;
 }
 
 export class ObjectNotFoundError extends Error {

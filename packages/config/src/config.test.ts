@@ -125,6 +125,7 @@ describe('loadConfig', () => {
       orphanSweepIntervalMs: 60 * 60 * 1000,
     });
     expect(() => loadConfig({ SOURCE_ORG_QUOTA_BYTES: '0' })).toThrow(/SOURCE_ORG_QUOTA_BYTES/);
+  });
 
   it('reads the S3 settings, and names what S3 is missing', () => {
     expect(

@@ -1,7 +1,7 @@
 // Objects as files under one directory. A put writes a temporary file beside its target and renames it, so a
 // reader never sees half an object and a failed put leaves nothing.
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { createReadStream, type WriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -25,16 +25,30 @@ export class LocalStorage implements ObjectStorage {
   async put(key: string, body: Readable, size: number): Promise<void> {
     assertSafeKey(key);
     const target = this.fileOf(key);
-    await mkdir(path.dirname(target), { recursive: true });
     const temp = `${target}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`;
     try {
-      await pipeline(body, createWriteStream(temp, { flags: 'wx' }));
+      await pipeline(body, await this.createTemp(temp));
       const written = (await stat(temp)).size;
       if (written !== size) throw new Error(`Stored ${written} bytes for ${key}, expected ${size}`);
       await rename(temp, target);
     } catch (err) {
       await rm(temp, { force: true });
       throw err;
+    }
+  }
+
+  /**
+   * The temporary file, its folders made first. The orphan sweep removes folders it empties: one removed between
+   * the mkdir and the open is made again, once.
+   */
+  private async createTemp(temp: string): Promise<WriteStream> {
+    for (let attempt = 0; ; attempt++) {
+      await mkdir(path.dirname(temp), { recursive: true });
+      const fd = await open(temp, 'wx').catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT' && attempt === 0) return null;
+        throw err;
+      });
+      if (fd) return fd.createWriteStream();
     }
   }
 

@@ -181,6 +181,10 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Every API process a test started; one still running when the tests end (a failure midway) is killed then. */
+const started: ChildProcess[] = [];
+afterAll(() => started.forEach((child) => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
+
 async function startApi(h: Harness, tempDir: string): Promise<ChildApi> {
   const port = await freePort();
   const child = spawn(process.execPath, [path.join(ROOT, 'apps/api/dist/main.js')], {
@@ -201,6 +205,7 @@ async function startApi(h: Harness, tempDir: string): Promise<ChildApi> {
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  started.push(child);
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (output += c.toString()));

@@ -3,7 +3,7 @@
 // source-sweep.ts decides which). It is also the retry of every storage deletion that failed after its rows were
 // gone: a replaced archive, a deleted assessment, project or organization.
 import { SOURCE_OBJECTS_ROOT, orphanKeys, planSweep } from '@svc/domain';
-import { createStorage, type ObjectStorage } from '@svc/storage';
+import { createStorage, isSafeKey, type ObjectStorage } from '@svc/storage';
 import type { WorkerDeps } from './deps';
 
 export interface SourceSweepResult {
@@ -39,7 +39,8 @@ export async function sweepOrphanedSource(deps: WorkerDeps): Promise<SourceSweep
 
 async function sweepStorage(deps: WorkerDeps, storage: ObjectStorage): Promise<SourceSweepResult> {
   const cutoff = new Date(deps.clock.now().getTime() - deps.config.source.orphanGraceMs);
-  const entries = await storage.scan(SOURCE_OBJECTS_ROOT);
+  // A key the service could not have written (odd characters) is not its to delete, nor to stop the sweep.
+  const entries = (await storage.scan(SOURCE_OBJECTS_ROOT)).filter((entry) => isSafeKey(entry.key));
   const plan = planSweep(entries, cutoff);
   const keys = orphanKeys(plan, await referencedPrefixes(deps, [...plan.byUploadPrefix.keys()]));
   if (keys.length > 0) {

@@ -40,6 +40,11 @@ export class ObjectNotFoundError extends Error {
 
 const SAFE_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
 
+/** True when every segment of the key is a plain name (what assertSafeKey insists on). */
+export function isSafeKey(key: string): boolean {
+  return key.split('/').every((segment) => SAFE_SEGMENT.test(segment));
+}
+
 /** Throws unless every segment of the key is a plain name (no '..', no empty segment, no odd characters). */
 export function assertSafeKey(key: string, { prefix = false } = {}): void {
   const body = prefix ? key.replace(/\/$/, '') : key;

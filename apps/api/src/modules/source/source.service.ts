@@ -95,7 +95,10 @@ async function storeArchive(
     await deps.storage.put(archiveKeyOf(prefix), createReadStream(upload.file), upload.size);
     ({ previous, created } = await recordArchive(deps, principal, meta, assessment, archiveId, prefix, upload, files));
   } catch (err) {
-    await deps.storage.deletePrefix(prefix);
+    // The refusal is the answer; objects a failed delete leaves have no row, and the orphan sweep takes them.
+    await deps.storage.deletePrefix(prefix).catch((deleteErr: Error) =>
+      deps.logger.warn('could not delete a refused upload\'s objects; the orphan sweep will', { prefix, error: deleteErr.message }),
+    );
     throw err;
   } finally {
     await rm(scratch, { recursive: true, force: true });

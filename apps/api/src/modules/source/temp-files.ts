@@ -2,7 +2,7 @@
 // (svc-extract-*). Each request removes its own on every way out; a process killed mid-upload cannot, so the API
 // sweeps them when it starts. Only folders with our prefixes, and only those untouched for SOURCE_TEMP_GRACE_MS:
 // a younger one may belong to another API process sharing the folder, still receiving.
-import { readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@svc/config';
 
@@ -38,9 +38,10 @@ export async function sweepTempFiles(tempDir: string, graceMs: number, now = Dat
   return removed;
 }
 
-/** The start-up sweep: never stops the API from starting, says what it removed. */
+/** The start-up sweep (and the folder made if missing): never stops the API from starting, says what it removed. */
 export async function sweepTempFilesAtStart(config: { tempDir: string; tempGraceMs: number }, logger: Logger): Promise<void> {
   try {
+    await mkdir(config.tempDir, { recursive: true });
     const removed = await sweepTempFiles(config.tempDir, config.tempGraceMs);
     if (removed.length > 0) logger.info('Removed leftover upload temp folders', { count: removed.length });
   } catch (err) {

@@ -98,7 +98,7 @@ export class LocalStorage implements ObjectStorage {
       const key = path.relative(this.root, file).split(path.sep).join('/');
       out.push({ key, modifiedAt: info.mtime, partial: e.name.endsWith(TEMP_SUFFIX) });
     }
-    return out.sort((a, b) => a.key.localeCompare(b.key));
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   async deleteKeys(keys: string[]): Promise<void> {

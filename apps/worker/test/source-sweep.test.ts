@@ -124,6 +124,30 @@ function orphanSweepTests(storageName: string, env: () => Record<string, string>
       expect((await storage.list(`orgs/${org.id}/`)).filter((k) => k.includes(first.body.id))).toEqual([]);
       expect((await storage.list(`orgs/${org.id}/`)).filter((k) => k.includes(second.body.id))).toHaveLength(3);
     });
+
+    it('a refusal found midway whose clean-up fails still answers 422, and the sweep removes what was stored', async () => {
+      const { project, assessment } = await draft(h, org);
+      const storage = h.deps.storage;
+      const deletePrefix = storage.deletePrefix.bind(storage);
+      storage.deletePrefix = async () => {
+        throw new Error('storage unavailable');
+      };
+      let res;
+      try {
+        res = await upload(h, org.admin.token, assessment.id, buildZip([
+          { name: 'a.txt', data: Buffer.from('stored before the lie is found') },
+          { name: 'liar.bin', data: Buffer.alloc(32 * 1024, 1), deflate: true, declaredSize: 16 },
+        ]));
+      } finally {
+        storage.deletePrefix = deletePrefix;
+      }
+      expect(res.status).toBe(422);
+      const prefix = `orgs/${org.id}/projects/${project.id}/`;
+      expect(await storage.list(prefix)).toHaveLength(1);
+      h.clock.advance(GRACE_MS + 60_000);
+      await runSweep(h);
+      expect(await storage.list(prefix)).toEqual([]);
+    });
   });
 }
 

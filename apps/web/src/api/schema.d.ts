@@ -2818,10 +2818,30 @@ export interface paths {
         get: operations["getAssessmentsIdSource"];
         put?: never;
         /**
-         * Upload the zipped source of a draft or queued assessment as the raw body (Content-Type: application/zip). 413 past SOURCE_UPLOAD_MAX_BYTES, 422 naming an unsafe entry or for a zip bomb, 409 in other states. A different archive replaces the previous one; the same bytes again answer the stored one (duplicate: true)
+         * Upload the zipped source of a draft or queued assessment as the raw body (Content-Type: application/zip). 413 past SOURCE_UPLOAD_MAX_BYTES, 422 naming an unsafe entry, for a zip bomb or past the organization's quota (SOURCE_ORG_QUOTA_BYTES), 409 in other states. A different archive replaces the previous one; the same bytes again answer the stored one (duplicate: true)
          * @description Requires the `source:upload_zip` scope.
          */
         post: operations["postAssessmentsIdSource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/organization/source-usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Uncompressed bytes of source the organization's archives hold, and its quota (SOURCE_ORG_QUOTA_BYTES)
+         * @description Requires the `source:read_artifacts` scope.
+         */
+        get: operations["getOrganizationSourceUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -12499,6 +12519,39 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getOrganizationSourceUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Uncompressed bytes of all the organization's stored source archives */
+                        used_bytes: number;
+                        /** @description SOURCE_ORG_QUOTA_BYTES: an upload that would go past it is refused (422) */
+                        quota_bytes: number;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];

@@ -107,6 +107,13 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
       workspace_id: N, status: N, created_by_id: N, name: FREE,
     },
   },
+  // A retried POST's stored answer: sealed, and gone 24 h after the request (the worker's sweep), like the key itself.
+  {
+    table: 'idempotency_keys',
+    key: 'organization_id',
+    scope: 'untouched',
+    columns: { organization_id: N, credential: N, key: N, request_hash: N, state: N, lock_token: N, response_body_enc: N },
+  },
   {
     table: 'invitations',
     key: 'id',
@@ -207,7 +214,7 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
     columns: {
       id: N, organization_id: N, project_id: N, assessment_id: N, url: N, payload_format: N, kind: N, breaker_state: N,
       disabled_reason: N, splunk_index: N, splunk_channel: N, secret_enc: N, previous_secret_enc: N, authorization_enc: N,
-      azure_credentials_enc: N, events: ['text_array', 'never'], severity_filter: ['text_array', 'never'], status_filter: ['text_array', 'never'],
+      azure_credentials_enc: N, configured_by_user_id: N, events: ['text_array', 'never'], severity_filter: ['text_array', 'never'], status_filter: ['text_array', 'never'],
       email_recipients: ['text_array', 'email_keyed'], name: FREE,
     },
   },

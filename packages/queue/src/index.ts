@@ -1,7 +1,7 @@
 // Queue names, job shapes and Redis connections shared by the API (producer) and the worker (consumer).
 import { readFileSync } from 'node:fs';
 import { Job, Queue, type JobsOptions } from 'bullmq';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, SentinelConnector, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config, RedisNodeAuth, RedisTarget } from '@svc/config';
 
 export const DELIVERY_QUEUE = 'webhook-deliveries';
@@ -27,6 +27,31 @@ export type RedisWhere = string | RedisTarget;
  * READONLY on writes: reconnect (Sentinel then names the new master) and resend the command.
  */
 const reconnectOnReadonly = (err: Error) => (err.message.startsWith('READONLY') ? 2 : false);
+
+/**
+ * ioredis's SentinelConnector, with the failover detector of the previous connection dropped when a new connection
+ * attempt starts. Works around a race in ioredis (6.0.0, and since the detector came in with redis/ioredis#1328;
+ * no upstream issue tracks it): the detector (subscribed to `+switch-master` on every sentinel) is cleaned up only
+ * when the client itself disconnects, not when the server closes the connection (a master killed, or demoted by
+ * Sentinel with `CLIENT KILL TYPE normal`). The reconnection then asks a sentinel for the master while that stale
+ * detector still listens; a `+switch-master` arriving in that moment (each sentinel publishes its own, up to a hello
+ * period apart) makes it call `disconnect()` on the connector mid-resolve, `connect()` rejects with "Connection is
+ * closed", and ioredis sets the client to `end`: it never reconnects. A BullMQ worker whose blocking connection
+ * ended fetches no job again (issue 35: 45 of 60 deliveries stuck after a forced failover). Dropping the stale
+ * detector first leaves only the client's own `disconnect()` able to abort a resolve; the new connection gets a
+ * detector of its own once its stream connects. Set as `Connector`, so BullMQ's `duplicate()`s get it too.
+ */
+class ResumingSentinelConnector extends SentinelConnector {
+  override connect(eventEmitter: Parameters<SentinelConnector['connect']>[0]) {
+    const self = this as unknown as { failoverDetector: { cleanup(): void } | null };
+    self.failoverDetector?.cleanup();
+    self.failoverDetector = null;
+    return super.connect(eventEmitter);
+  }
+}
+
+/** A sentinel that accepts the connection and never answers (frozen, overloaded) is passed over after this. */
+const SENTINEL_COMMAND_TIMEOUT_MS = 2_000;
 
 function tlsOptions(enabled: boolean, caFile: string | undefined): RedisOptions['tls'] {
   if (!enabled) return undefined;
@@ -58,6 +83,8 @@ function connect(where: RedisWhere, options: RedisOptions): Redis {
         enableTLSForSentinelMode: target.sentinelTls,
         sentinelTLS: tlsOptions(target.sentinelTls, target.tlsCaFile),
         failoverDetector: true,
+        Connector: ResumingSentinelConnector as unknown as RedisOptions['Connector'],
+        sentinelCommandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
         reconnectOnError: reconnectOnReadonly,
         ...nodeOptions(target),
         ...options,

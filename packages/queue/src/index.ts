@@ -50,6 +50,18 @@ class ResumingSentinelConnector extends SentinelConnector {
   }
 }
 
+/**
+ * How soon a connection notices that Redis is back (issue 35: a /readyz that stayed 503 for more than 10 s after a
+ * Redis restart with AOF). ioredis's defaults wait up to 2 s between reconnection attempts and, when the server
+ * answers that it is still loading its AOF or RDB, wait the server's loading estimate, up to 10 s, before asking again:
+ * a reconnection that met a Redis a moment into loading stayed down for seconds after the load had ended. Here at
+ * most 500 ms between attempts and 250 ms between readiness checks.
+ */
+const comeBackQuickly: RedisOptions = {
+  retryStrategy: (times: number) => Math.min(times * 50, 500),
+  maxLoadingRetryTime: 250,
+};
+
 /** A sentinel that accepts the connection and never answers (frozen, overloaded) is passed over after this. */
 const SENTINEL_COMMAND_TIMEOUT_MS = 2_000;
 
@@ -73,7 +85,7 @@ function connect(where: RedisWhere, options: RedisOptions): Redis {
   const target: RedisTarget = typeof where === 'string' ? { mode: 'single', url: where } : where;
   switch (target.mode) {
     case 'single':
-      return new Redis(target.url, { reconnectOnError: reconnectOnReadonly, ...singleTls(target), ...options });
+      return new Redis(target.url, { reconnectOnError: reconnectOnReadonly, ...comeBackQuickly, ...singleTls(target), ...options });
     case 'sentinel':
       return new Redis({
         sentinels: target.sentinels,
@@ -86,6 +98,7 @@ function connect(where: RedisWhere, options: RedisOptions): Redis {
         Connector: ResumingSentinelConnector as unknown as RedisOptions['Connector'],
         sentinelCommandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
         reconnectOnError: reconnectOnReadonly,
+        ...comeBackQuickly,
         ...nodeOptions(target),
         ...options,
       });
@@ -103,7 +116,7 @@ function clusterClient(target: Extract<RedisTarget, { mode: 'cluster' }>, option
   const clusterOptions: ClusterOptions = {
     // Managed clusters announce node names their TLS certificates carry; keep them as given.
     dnsLookup: (address, callback) => callback(null, address),
-    redisOptions: { reconnectOnError: reconnectOnReadonly, ...nodeOptions(target), ...perNode },
+    redisOptions: { reconnectOnError: reconnectOnReadonly, maxLoadingRetryTime: comeBackQuickly.maxLoadingRetryTime, ...nodeOptions(target), ...perNode },
     ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
     ...(enableAutoPipelining !== undefined && { enableAutoPipelining }),
   };

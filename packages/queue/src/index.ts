@@ -30,8 +30,9 @@ const reconnectOnReadonly = (err: Error) => (err.message.startsWith('READONLY') 
 
 /**
  * ioredis's SentinelConnector, with the failover detector of the previous connection dropped when a new connection
- * attempt starts. Works around a race in ioredis (6.0.0, and since the detector came in with redis/ioredis#1328;
- * no upstream issue tracks it): the detector (subscribed to `+switch-master` on every sentinel) is cleaned up only
+ * attempt starts. Works around redis/ioredis#1362 as it bites on a failover (in 6.0.0; fixed upstream by
+ * redis/ioredis#2198, which ties the cleanup to the stream's close; drop this class once on a release with it): the
+ * detector (subscribed to `+switch-master` on every sentinel) is cleaned up only
  * when the client itself disconnects, not when the server closes the connection (a master killed, or demoted by
  * Sentinel with `CLIENT KILL TYPE normal`). The reconnection then asks a sentinel for the master while that stale
  * detector still listens; a `+switch-master` arriving in that moment (each sentinel publishes its own, up to a hello

@@ -38,16 +38,24 @@ const reconnectOnReadonly = (err: Error) => (err.message.startsWith('READONLY') 
  * detector still listens; a `+switch-master` arriving in that moment (each sentinel publishes its own, up to a hello
  * period apart) makes it call `disconnect()` on the connector mid-resolve, `connect()` rejects with "Connection is
  * closed", and ioredis sets the client to `end`: it never reconnects. A BullMQ worker whose blocking connection
- * ended fetches no job again (issue 35: 45 of 60 deliveries stuck after a forced failover). Dropping the stale
- * detector first leaves only the client's own `disconnect()` able to abort a resolve; the new connection gets a
- * detector of its own once its stream connects. Set as `Connector`, so BullMQ's `duplicate()`s get it too.
+ * ended fetches no job again (issue 35: 45 of 60 deliveries stuck after a forced failover). Here the detector goes
+ * when its connection closes, whoever closed it (as in #2198; a `quit()` no longer leaves its sentinel connections
+ * open either), and in any case before a new connection asks the sentinels: only the client's own `disconnect()` can
+ * abort a resolve. The new connection gets a detector of its own once its stream connects. Set as `Connector`, so
+ * BullMQ's `duplicate()`s get it too.
  */
 class ResumingSentinelConnector extends SentinelConnector {
-  override connect(eventEmitter: Parameters<SentinelConnector['connect']>[0]) {
+  override async connect(eventEmitter: Parameters<SentinelConnector['connect']>[0]) {
+    this.dropFailoverDetector();
+    const stream = await super.connect(eventEmitter);
+    stream.once('close', () => this.dropFailoverDetector());
+    return stream;
+  }
+
+  private dropFailoverDetector(): void {
     const self = this as unknown as { failoverDetector: { cleanup(): void } | null };
     self.failoverDetector?.cleanup();
     self.failoverDetector = null;
-    return super.connect(eventEmitter);
   }
 }
 

@@ -7,10 +7,11 @@ import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { enqueueIssueExport } from '@svc/queue';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { notFound, unprocessable } from '../../http/errors';
+import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { requireFindingAccess } from '../findings/finding-access';
 import { recordAs, type Acting } from '../audit/audit.context';
+import { destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 
 export interface IssueTargetInput {
   kind?: IssueTrackerKind;
@@ -93,7 +94,7 @@ function auditedInput(input: IssueTargetInput) {
     ...(input.base_url !== undefined && { base_url: input.base_url }),
     ...(input.repository !== undefined && { repository: input.repository }),
     ...(input.project_key !== undefined && { project_key: input.project_key }),
-    ...((input.token !== undefined || input.api_token !== undefined) && { credentials: 'replaced' }),
+    ...((input.token !== undefined || input.api_token !== undefined) && { credentials_changed: 'replaced' }), // not `credentials`: the audit redaction drops such a key
   };
 }
 
@@ -135,17 +136,29 @@ export async function listIssueTargets(deps: AppDeps, tenant: Tenant, query: Pag
   return toPage(rows, query, presentIssueTarget);
 }
 
+/** The tracker's credential as the request names it: GitHub's token, Jira's API token (with its e-mail). */
+function credentialField(current: IssueExportTarget, input: IssueTargetInput) {
+  if (current.kind === 'github') return { field: 'token', stored: current.credentialsEnc !== '', supplied: input.token !== undefined };
+  return { field: 'email and api_token', stored: current.credentialsEnc !== '', supplied: input.api_token !== undefined };
+}
+
 export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: string, input: IssueTargetInput, by: Acting) {
   const current = await findIssueTarget(deps, tenant, id);
+  refuseCredentialLeftBehind('base_url', current.baseUrl, input.base_url, [credentialField(current, input)]);
   const columns = await toColumns(deps, input, current.kind as IssueTrackerKind);
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
-    const row = await tx.issueExportTarget.update({ where: { id }, data: columns });
+    // Only over the URL and credential checked above: a concurrent change of either makes this request start over.
+    const { count } = await tx.issueExportTarget.updateMany({
+      where: { id, ...liveTargets, baseUrl: current.baseUrl, credentialsEnc: current.credentialsEnc },
+      data: columns,
+    });
+    if (count !== 1) throw conflict('The target changed while this request ran; read it again and retry.');
     await recordAs(tx, by.principal, by.meta, deps.clock.now(), {
       action: 'issue_export_target.updated',
       target: { type: 'issue_export_target', id },
-      metadata: { kind: current.kind, ...auditedInput(input) },
+      metadata: { kind: current.kind, ...auditedInput(input), ...destinationChange(current.baseUrl, columns.baseUrl) },
     });
-    return row;
+    return tx.issueExportTarget.findUniqueOrThrow({ where: { id } });
   });
   return presentIssueTarget(updated);
 }

@@ -3,7 +3,7 @@ import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createApp } from './app';
 import { openApiConnections } from './connections';
 import { systemClock } from '@svc/domain';
-import { warmUpQueryCompiler } from '@svc/db';
+import { sealPlainChatUrls, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createStorage } from '@svc/storage';
 
@@ -13,6 +13,10 @@ async function main(): Promise<void> {
   const connections = openApiConnections(config, logger);
   const { prisma, redis, deliveryQueue, reportQueue } = connections;
   void warmUpQueryCompiler(prisma);
+  // Chat webhook URLs stored before they were sealed (packages/db chat-urls.ts): sealed once, in the background.
+  void sealPlainChatUrls(prisma, config.encryptionKey)
+    .then((rows) => rows > 0 && logger.info('Sealed plain chat webhook URLs', { rows }))
+    .catch((err: unknown) => logger.warn('Sealing plain chat webhook URLs failed; the next start-up tries again', { error: err instanceof Error ? err.message : String(err) }));
   const mailer = createMailer(config.mail);
   const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
 

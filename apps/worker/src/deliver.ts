@@ -3,7 +3,7 @@
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
-import { Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import { chatUrlOf, Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import { isNotificationKind, isPayloadFormat, renderNotification, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
@@ -143,7 +143,7 @@ const SUBSCRIPTION_COLUMNS = [
   'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format', 'splunk_index', 'secret_enc',
   'previous_secret_enc', 'previous_secret_expires_at', 'authorization_enc', 'azure_credentials_enc', 'splunk_channel',
   'consecutive_failures', 'first_failure_at', 'disabled_reason', 'rate_limit', 'breaker_state', 'breaker_until', 'deleted_at',
-  'created_at', 'updated_at',
+  'created_at', 'updated_at', 'url_enc',
 ] as const;
 const ENUM_COLUMNS = new Set(['status', 'level']);
 const column = (table: string, name: string, alias: string) =>
@@ -261,7 +261,7 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
     const mailed = await sendNotificationMail(ctx, subscription.id, rendered);
     return conclude(ctx, run, mailed, mailed.error ? 'network_error' : 'success');
   }
-  const check = await resolveWebhookTarget(subscription.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  const check = await resolveWebhookTarget(chatUrlOf(subscription, ctx.openSealed), { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok && check.reason === 'unresolvable') {
     return conclude(ctx, run, noResponse(run, new Error('the host does not resolve')), 'network_error');
   }

@@ -6,11 +6,11 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
 
-export interface MailMessage {
-  to: string;
-  subject: string;
-  text: string;
-}
+/**
+ * One message. `to` is a single visible recipient; `bcc` sends one message to several people without any of them
+ * seeing the others (SMTP: envelope recipients only, no Bcc header; the outbox file lists them as `bcc`).
+ */
+export type MailMessage = { subject: string; text: string } & ({ to: string; bcc?: undefined } | { to?: undefined; bcc: string[] });
 
 export interface Mailer {
   send(message: MailMessage): Promise<void>;

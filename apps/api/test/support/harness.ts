@@ -20,7 +20,8 @@ export interface Harness {
   config: Config;
   outboxDir: string;
   /** Messages written to the outbox so far, oldest first. */
-  mail(): Array<{ to: string; subject: string; text: string }>;
+  /** The messages in the mail outbox folder, oldest first (`to` one visible recipient, or `bcc` several hidden ones). */
+  mail(): Array<{ to: string; bcc?: string[]; subject: string; text: string }>;
   close(): Promise<void>;
 }
 

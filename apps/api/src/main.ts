@@ -3,7 +3,8 @@ import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createApp } from './app';
 import { openApiConnections } from './connections';
 import { systemClock } from '@svc/domain';
-import { sealPlainChatUrls, warmUpQueryCompiler } from '@svc/db';
+import { credentialDestination } from '@svc/webhooks';
+import { secureStoredSecrets, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createStorage } from '@svc/storage';
 
@@ -13,10 +14,11 @@ async function main(): Promise<void> {
   const connections = openApiConnections(config, logger);
   const { prisma, redis, deliveryQueue, reportQueue } = connections;
   void warmUpQueryCompiler(prisma);
-  // Chat webhook URLs stored before they were sealed (packages/db chat-urls.ts): sealed once, in the background.
-  void sealPlainChatUrls(prisma, config.encryptionKey)
-    .then((rows) => rows > 0 && logger.info('Sealed plain chat webhook URLs', { rows }))
-    .catch((err: unknown) => logger.warn('Sealing plain chat webhook URLs failed; the next start-up tries again', { error: err instanceof Error ? err.message : String(err) }));
+  // Rows stored before chat URLs were sealed and credentials bound to their destination (packages/db
+  // stored-credentials.ts): secured once, in the background.
+  void secureStoredSecrets(prisma, config.encryptionKey, credentialDestination)
+    .then((done) => (done.chatUrlsSealed > 0 || done.credentialsBound > 0) && logger.info('Secured stored secrets', { chat_urls_sealed: done.chatUrlsSealed, credentials_bound: done.credentialsBound }))
+    .catch((err: unknown) => logger.warn('Securing stored secrets failed; the next start-up tries again', { error: err instanceof Error ? err.message : String(err) }));
   const mailer = createMailer(config.mail);
   const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
 

@@ -6,7 +6,7 @@
 import { resolveWebhookTarget, describeTargetRejection } from '@svc/net';
 import { nextAttempt } from '@svc/domain';
 import { unseal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
-import { issueCreateRequest, parseCreatedIssue, type IssueCredentials, type IssueTarget, type IssueTrackerKind } from '@svc/webhooks';
+import { credentialBoundElsewhere, credentialDestination, issueCreateRequest, parseCreatedIssue, type IssueCredentials, type IssueTarget, type IssueTrackerKind } from '@svc/webhooks';
 import type { DeliveryContext, DeliveryResult } from './deliver';
 import { outcomeOfHttp, type AttemptOutcome } from './http/outcome';
 import type { HttpResult } from './http/post';
@@ -37,6 +37,10 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
   const check = await resolveWebhookTarget(request.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok && check.reason !== 'unresolvable') {
     return finish(ctx, row, target, attempt, 'unsafe_url', { status: 'failed', error: `unsafe url: ${describeTargetRejection(check.reason)}` });
+  }
+  if (credentialBoundElsewhere(target.credentialDestination, target.baseUrl)) {
+    const error = `the stored credentials were given for ${target.credentialDestination}, not ${credentialDestination(target.baseUrl) ?? 'this URL'}: give them again with the URL`;
+    return finish(ctx, row, target, attempt, 'unsafe_url', { status: 'failed', error });
   }
   const result: HttpResult = check.ok
     ? await ctx.post({ url: check.target.url, address: check.target.address, family: check.target.family, headers: request.headers, body: request.body, responseLimitBytes: ISSUE_RESPONSE_LIMIT_BYTES })

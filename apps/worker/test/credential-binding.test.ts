@@ -2,7 +2,8 @@
 // measured attack: an API key that may configure a tracker (but never saw its token) moves the tracker's base_url to
 // another host and exports a finding; that host must receive nothing. Two real loopback HTTPS receivers on different
 // ports are two destinations; the real in-process worker sends.
-import type { Finding } from '@svc/db';
+import { bindStoredCredentials, type Finding } from '@svc/db';
+import { credentialDestination } from '@svc/webhooks';
 import { bearer, insertAssessment, insertProject } from '../../api/test/support/fixtures';
 import { insertFinding } from '../../api/test/support/domain';
 import { startReceiver, type Receiver } from './support/receiver';
@@ -103,5 +104,37 @@ describe('subscription with an authorization value', () => {
     expect(received).toHaveLength(1);
     expect(received[0].headers.authorization).toBe('Splunk new-hec-token');
     expect(everyHeader(elsewhere)).not.toContain('old-hec-token');
+  });
+});
+
+describe('the worker keeps the binding too (a URL changed behind the API, e.g. in the database)', () => {
+  it('sends no authorization to a subscription URL moved to another destination: no request, subscription disabled, says why', async () => {
+    const sub = await w.subscribe({ name: 'moved', url: w.receiver.url('/moved/collector'), events: ['report.ready'], authorization: 'Splunk bound-token' });
+    expect((await w.subscription(sub.id)).credentialDestination).toBe(credentialDestination(w.receiver.url('/')));
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: elsewhere.url('/moved/collector') } });
+    const delivery = await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: 'rpt_moved' } });
+    expect(delivery).toMatchObject({ status: 'failed', attemptCount: 1 });
+    expect(delivery.attempts[0]).toMatchObject({ outcome: 'unsafe_url', responseStatus: null });
+    expect(delivery.attempts[0].error).toMatch(/stored credentials were given for https:\/\/127\.0\.0\.1:\d+, not https:\/\/127\.0\.0\.1:\d+/);
+    expect(elsewhere.requests('/moved/collector')).toHaveLength(0);
+    expect(await w.subscription(sub.id)).toMatchObject({ status: 'disabled', disabledReason: expect.stringMatching(/stored credentials were given for/) });
+  });
+
+  it('sends no token to a tracker base_url moved to another destination: export failed, no request', async () => {
+    const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.admin.token))
+      .send({ kind: 'github', name: 'moved', base_url: w.receiver.url('/api/v3'), repository: 'acme/moved', token: OLD_TOKEN });
+    await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.body.id }, data: { baseUrl: elsewhere.url('/api/v3') } });
+    const exported = await w.api().post(`/api/v1/findings/${findings[0].id}/issue-exports`).set(bearer(w.org.admin.token)).send({ target_id: target.body.id });
+    expect(await waitForExport(exported.body.id)).toMatchObject({ status: 'failed', lastError: expect.stringMatching(/stored credentials were given for/) });
+    expect(elsewhere.requests('/api/v3/repos/acme/moved/issues')).toHaveLength(0);
+  });
+
+  it('binds credentials stored before the binding existed at start-up, to the URL they hold', async () => {
+    const sub = await w.subscribe({ name: 'legacy', url: w.receiver.url('/legacy/collector'), events: ['report.ready'], authorization: 'Splunk legacy-token' });
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { credentialDestination: null } });
+    expect(await bindStoredCredentials(w.h.deps.prisma, credentialDestination)).toBeGreaterThanOrEqual(1);
+    expect((await w.subscription(sub.id)).credentialDestination).toBe(credentialDestination(w.receiver.url('/')));
+    expect((await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: 'rpt_legacy' } })).status).toBe('succeeded');
+    expect(w.receiver.requests('/legacy/collector')[0].headers.authorization).toBe('Splunk legacy-token');
   });
 });

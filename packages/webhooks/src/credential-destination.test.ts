@@ -1,4 +1,4 @@
-import { credentialDestination, credentialsLeftBehind, sameCredentialDestination } from './credential-destination';
+import { credentialBoundElsewhere, credentialDestination, credentialsLeftBehind, sameCredentialDestination } from './credential-destination';
 
 describe('credentialDestination', () => {
   it.each([
@@ -57,5 +57,18 @@ describe('credentialsLeftBehind', () => {
   it('names every credential left behind', () => {
     const both = [stored, { field: 'azure_client_secret', stored: true, supplied: false }];
     expect(credentialsLeftBehind('https://a.example.com/', 'https://b.example.com/', both)).toEqual(['token', 'azure_client_secret']);
+  });
+});
+
+describe('credentialBoundElsewhere', () => {
+  it('refuses a URL on another destination than the one the credential is bound to', () => {
+    expect(credentialBoundElsewhere('https://a.example.com:443', 'https://b.example.com/x')).toBe(true);
+    expect(credentialBoundElsewhere('https://a.example.com:443', 'https://a.example.com:8443/x')).toBe(true);
+    expect(credentialBoundElsewhere('https://a.example.com:443', 'not a url')).toBe(true);
+  });
+
+  it('allows the bound destination, and a credential not bound yet', () => {
+    expect(credentialBoundElsewhere('https://a.example.com:443', 'https://A.example.com/other?q=1')).toBe(false);
+    expect(credentialBoundElsewhere(null, 'https://b.example.com/x')).toBe(false);
   });
 });

@@ -45,3 +45,11 @@ export function credentialsLeftBehind(currentUrl: string, nextUrl: string | unde
   if (nextUrl === undefined || sameCredentialDestination(currentUrl, nextUrl)) return [];
   return credentials.filter((c) => c.stored && !c.supplied).map((c) => c.field);
 }
+
+/**
+ * The worker's side: whether a credential bound to `boundTo` must not go to `url`. An unbound credential (null: a
+ * row not yet bound at start-up) is not refused here; the API's rule kept it with its URL.
+ */
+export function credentialBoundElsewhere(boundTo: string | null, url: string): boolean {
+  return boundTo !== null && boundTo !== credentialDestination(url);
+}

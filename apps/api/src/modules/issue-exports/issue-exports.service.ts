@@ -1,7 +1,7 @@
 // Issue exports: GitHub Issues and Jira targets (credentials sealed, write-only), and the export of a finding to
 // one of them. The export itself is a job of the worker on the delivery queue (apps/worker/src/issue-export.ts):
 // the same transport, URL-safety rule, retries and backoff as webhook deliveries.
-import { GITHUB_API_URL, type IssueTrackerKind } from '@svc/webhooks';
+import { credentialDestination, GITHUB_API_URL, type IssueTrackerKind } from '@svc/webhooks';
 import { newId, scopedTo, seal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { enqueueIssueExport } from '@svc/queue';
@@ -110,6 +110,7 @@ export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: Is
         name: columns.name!,
         baseUrl: columns.baseUrl ?? GITHUB_API_URL,
         credentialsEnc: columns.credentialsEnc!,
+        credentialDestination: credentialDestination(columns.baseUrl ?? GITHUB_API_URL),
         ...(kind === 'jira' && { issueType: DEFAULT_JIRA_ISSUE_TYPE }),
         ...columns,
       },
@@ -146,11 +147,13 @@ export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: strin
   const current = await findIssueTarget(deps, tenant, id);
   refuseCredentialLeftBehind('base_url', current.baseUrl, input.base_url, [credentialField(current, input)]);
   const columns = await toColumns(deps, input, current.kind as IssueTrackerKind);
+  // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
+  const rebinds = columns.baseUrl !== undefined || columns.credentialsEnc !== undefined;
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
     // Only over the URL and credential checked above: a concurrent change of either makes this request start over.
     const { count } = await tx.issueExportTarget.updateMany({
       where: { id, ...liveTargets, baseUrl: current.baseUrl, credentialsEnc: current.credentialsEnc },
-      data: columns,
+      data: { ...columns, ...(rebinds && { credentialDestination: credentialDestination(columns.baseUrl ?? current.baseUrl) }) },
     });
     if (count !== 1) throw conflict('The target changed while this request ran; read it again and retry.');
     await recordAs(tx, by.principal, by.meta, deps.clock.now(), {

@@ -8,6 +8,7 @@ import {
   isPayloadFormat,
   sentinelSchema,
   sentinelUrlProblem,
+  credentialDestination,
 } from '@svc/webhooks';
 import { FINDING_STATUSES, SEVERITIES, isFindingStatus, isSeverity } from '@svc/domain';
 import type { WebhookSubscription } from '@svc/db';
@@ -122,9 +123,13 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput, current: Webho
   refuseFormatMismatch(input, current);
   const key = deps.config.encryptionKey;
   const azureCredentialsEnc = sealedAzureCredentials(input, key);
+  const url = input.url === undefined ? undefined : await checkedUrl(deps, input.url);
+  // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
+  const rebinds = url !== undefined || input.authorization !== undefined || input.azure_client_secret !== undefined;
   return {
     ...(input.name !== undefined && { name: input.name }),
-    ...(input.url !== undefined && { url: await checkedUrl(deps, input.url) }),
+    ...(url !== undefined && { url }),
+    ...(rebinds && { credentialDestination: credentialDestination(url ?? current!.url) }),
     ...(input.events !== undefined && { events: input.events }),
     ...(input.severity_filter !== undefined && {
       severityFilter: input.severity_filter ?? [],

@@ -1,5 +1,5 @@
 // The API side of "a stored credential belongs to the destination it was given for" (DESIGN, Trust boundaries):
-// every route that can move a destination (issue trackers, subscriptions, notification targets) refuses the move
+// every route that can move a credential-bearing destination (issue trackers, subscriptions) refuses the move
 // when a stored credential would follow it unsupplied. The rule itself is @svc/webhooks' credentialsLeftBehind.
 import { credentialDestination, credentialsLeftBehind, sameCredentialDestination, type CredentialField } from '@svc/webhooks';
 import { unprocessable } from './errors';

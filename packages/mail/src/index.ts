@@ -2,7 +2,7 @@
 // through nodemailer when SMTP_URL is set; otherwise every message is written as a JSON file in the outbox folder,
 // so a developer (or a test) can read the links it carries.
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
 
@@ -28,7 +28,10 @@ export function createMailer(options: MailerOptions): Mailer {
     async send(message) {
       await mkdir(options.outboxDir, { recursive: true });
       const file = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(6).toString('base64url')}.json`;
-      await writeFile(path.join(options.outboxDir, file), JSON.stringify({ from: options.from, ...message }, null, 2));
+      // Written aside, then renamed: a reader of the folder never sees a half-written message.
+      const partial = path.join(options.outboxDir, `.${file}.partial`);
+      await writeFile(partial, JSON.stringify({ from: options.from, ...message }, null, 2));
+      await rename(partial, path.join(options.outboxDir, file));
     },
   };
 }

@@ -60,6 +60,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
     outboxDir,
     mail: () =>
       readdirSync(outboxDir)
+        .filter((f) => f.endsWith('.json'))
         .sort()
         .map((f) => JSON.parse(readFileSync(path.join(outboxDir, f), 'utf8'))),
     async close() {

@@ -3,8 +3,17 @@
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
-import { Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
-import { isNotificationKind, isPayloadFormat, renderNotification, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
+import { chatUrlOf, Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import {
+  credentialBoundElsewhere,
+  credentialDestination,
+  isNotificationKind,
+  isPayloadFormat,
+  renderNotification,
+  renderPayload,
+  type Envelope,
+  type RenderedPayload,
+} from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
 import { outcomeOfHttp, recordedHeaders, type AttemptOutcome } from './http/outcome';
@@ -143,7 +152,7 @@ const SUBSCRIPTION_COLUMNS = [
   'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format', 'splunk_index', 'secret_enc',
   'previous_secret_enc', 'previous_secret_expires_at', 'authorization_enc', 'azure_credentials_enc', 'splunk_channel',
   'consecutive_failures', 'first_failure_at', 'disabled_reason', 'rate_limit', 'breaker_state', 'breaker_until', 'deleted_at',
-  'created_at', 'updated_at',
+  'created_at', 'updated_at', 'url_enc', 'credential_destination',
 ] as const;
 const ENUM_COLUMNS = new Set(['status', 'level']);
 const column = (table: string, name: string, alias: string) =>
@@ -263,7 +272,8 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
     const mailed = await sendNotificationMail(ctx, subscription.id, rendered);
     return conclude(ctx, run, mailed, mailed.error ? 'network_error' : 'success');
   }
-  const check = await resolveWebhookTarget(subscription.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  const url = chatUrlOf(subscription, ctx.openSealed);
+  const check = await resolveWebhookTarget(url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok && check.reason === 'unresolvable') {
     return conclude(ctx, run, noResponse(run, new Error('the host does not resolve')), 'network_error');
   }
@@ -271,9 +281,18 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
     const message = describeTargetRejection(check.reason);
     return finishWithoutRequest(ctx, run, 'unsafe_url', message, { kind: 'unsafe_url', reason: message });
   }
+  const elsewhere = credentialsBoundElsewhere(subscription, url);
+  if (elsewhere) return finishWithoutRequest(ctx, run, 'unsafe_url', elsewhere, { kind: 'unsafe_url', reason: elsewhere });
   const sent = await send(ctx, run, rendered, check.target);
   if ('tokenError' in sent) return conclude(ctx, run, noResponse(run, new Error(sent.tokenError)), 'token_error');
   return conclude(ctx, run, sent.result, outcomeOfHttp(sent.result));
+}
+
+/** Why the subscription's stored credentials must not go to `url` (bound to another destination), or null. */
+function credentialsBoundElsewhere(subscription: WebhookSubscription, url: string): string | null {
+  if (subscription.authorizationEnc === null && subscription.azureCredentialsEnc === null) return null;
+  if (!credentialBoundElsewhere(subscription.credentialDestination, url)) return null;
+  return `the stored credentials were given for ${subscription.credentialDestination}, not ${credentialDestination(url) ?? 'this URL'}: give them again with the URL`;
 }
 
 /** Why this delivery gets no attempt, or null when it should get one. */

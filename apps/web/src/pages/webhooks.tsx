@@ -128,6 +128,9 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
       {initial?.has_authorization && (
         <Check label="Remove the stored Authorization header" checked={form.removeAuthorization} onChange={set('removeAuthorization')} />
       )}
+      {(initial?.has_authorization || hasAzure) && (
+        <p className="hint">Stored credentials go only to the host they were given for: a URL on another host, port or scheme needs them again here.</p>
+      )}
       <ErrorBox error={error} />
       <button type="submit" disabled={busy || form.events.length === 0}>{initial ? 'Save' : 'Create subscription'}</button>
     </form>

@@ -8,6 +8,7 @@ import {
   isPayloadFormat,
   sentinelSchema,
   sentinelUrlProblem,
+  credentialDestination,
 } from '@svc/webhooks';
 import { FINDING_STATUSES, SEVERITIES, isFindingStatus, isSeverity } from '@svc/domain';
 import type { WebhookSubscription } from '@svc/db';
@@ -20,6 +21,7 @@ import { newId, scopedTo } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
+import { destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
@@ -122,9 +124,13 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput, current: Webho
   refuseFormatMismatch(input, current);
   const key = deps.config.encryptionKey;
   const azureCredentialsEnc = sealedAzureCredentials(input, key);
+  const url = input.url === undefined ? undefined : await checkedUrl(deps, input.url);
+  // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
+  const rebinds = url !== undefined || input.authorization !== undefined || input.azure_client_secret !== undefined;
   return {
     ...(input.name !== undefined && { name: input.name }),
-    ...(input.url !== undefined && { url: await checkedUrl(deps, input.url) }),
+    ...(url !== undefined && { url }),
+    ...(rebinds && { credentialDestination: credentialDestination(url ?? current!.url) }),
     ...(input.events !== undefined && { events: input.events }),
     ...(input.severity_filter !== undefined && {
       severityFilter: input.severity_filter ?? [],
@@ -233,15 +239,25 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
 export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
   const current = await findSubscription(deps, ctx, id);
   const before = current;
+  refuseCredentialLeftBehind('url', current.url, input.url, [
+    { field: 'authorization', stored: current.authorizationEnc !== null, supplied: input.authorization !== undefined },
+    { field: 'azure_tenant_id, azure_client_id and azure_client_secret', stored: current.azureCredentialsEnc !== null, supplied: input.azure_client_secret !== undefined },
+  ]);
   const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await confirmRoutingRole(tx, by.principal);
-    const row = await tx.webhookSubscription.update({ where: { id }, data: { ...columns, configuredByUserId: by.principal.userId } });
+    // Only over the URL and credentials checked above: a concurrent change of any makes this request start over.
+    const { count } = await tx.webhookSubscription.updateMany({
+      where: { id, ...subscriptionsOf(ctx), url: current.url, authorizationEnc: current.authorizationEnc, azureCredentialsEnc: current.azureCredentialsEnc },
+      data: { ...columns, configuredByUserId: by.principal.userId },
+    });
+    if (count !== 1) throw conflict('The subscription changed while this request ran; read it again and retry.');
+    const row = await tx.webhookSubscription.findUniqueOrThrow({ where: { id } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_updated',
       target: { type: 'webhook_subscription', id },
-      metadata: { ...levelOf(ctx), ...auditedInput(input) },
+      metadata: { ...levelOf(ctx), ...auditedInput(input), ...destinationChange(current.url, input.url) },
     });
     if (before.status !== 'active' && row.status === 'active') {
       await recordAs(tx, by.principal, by.meta, now, {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 // apps/web does not depend on the workspace packages; the test reads the signature rules from their source.
 import { verifySignature } from '../../../packages/webhooks/src';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { bearer, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
 import { enableTotp } from '../../api/test/support/oauth-flow';
@@ -199,6 +200,7 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('cell', { name: 'org receiver' }).waitFor();
     });
 
+    let projectSecret = '';
     await step('project-webhook', async () => {
       await page.getByRole('link', { name: 'Projects' }).click();
       await page.getByLabel('Create project: name').fill('Storefront');
@@ -211,11 +213,14 @@ describe('dashboard in Chromium', () => {
       await page.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/dash'));
       await page.getByLabel('finding.created', { exact: true }).check();
       await page.getByLabel(/^Rate limit/).fill('5');
+      await page.getByLabel('Signature scheme').selectOption('standard_webhooks');
       await page.getByRole('button', { name: 'Create subscription' }).click();
-      expect(await page.getByTestId('secret-value').textContent()).toMatch(/^whsec_/);
+      projectSecret = (await page.getByTestId('secret-value').textContent()) ?? '';
+      expect(projectSecret).toMatch(/^whsec_/);
       await page.getByRole('link', { name: 'Open project receiver' }).click();
       await page.getByRole('heading', { name: 'Subscription project receiver' }).waitFor();
       await page.getByTestId('subscription-status').getByText('active').waitFor();
+      await page.getByTestId('signature-scheme').getByText('standard_webhooks').waitFor();
       await page.getByText('5 per second').waitFor();
       await page.getByTestId('breaker-state').getByText(/^closed/).waitFor();
       await page.getByRole('button', { name: 'Disable' }).click();
@@ -227,7 +232,9 @@ describe('dashboard in Chromium', () => {
     await step('test-delivery', async () => {
       await page.getByRole('button', { name: 'Send test delivery' }).click();
       await page.getByText(/Test delivery whdel_\w+ queued\./).waitFor();
-      await w.receiver.waitForRequests('/dash', 1, 20_000);
+      const [sent] = await w.receiver.waitForRequests('/dash', 1, 20_000);
+      // Chosen on the form: the reference Standard Webhooks verifier accepts it with the secret the page showed.
+      expect(() => new StandardWebhook(projectSecret).verify(sent.body, sent.headers as Record<string, string>)).not.toThrow();
       await page.getByRole('link', { name: 'Deliveries of this subscription' }).click();
       await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
       await poll(async () => {

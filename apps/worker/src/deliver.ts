@@ -28,7 +28,7 @@ import {
 import { deliveryHeaders } from './request';
 import { nextAttempt, postponeOrFail, wakeJitterMs, type WaitReason } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
-import { signatureHeader, signatureTimestamp, type OpenSealed } from './signing';
+import { attemptSignatures, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
@@ -143,7 +143,7 @@ const SUBSCRIPTION_COLUMNS = [
   'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format', 'splunk_index', 'secret_enc',
   'previous_secret_enc', 'previous_secret_expires_at', 'authorization_enc', 'azure_credentials_enc', 'splunk_channel',
   'consecutive_failures', 'first_failure_at', 'disabled_reason', 'rate_limit', 'breaker_state', 'breaker_until', 'deleted_at',
-  'created_at', 'updated_at',
+  'created_at', 'updated_at', 'signature_scheme',
 ] as const;
 const ENUM_COLUMNS = new Set(['status', 'level']);
 const column = (table: string, name: string, alias: string) =>
@@ -314,8 +314,8 @@ function render(ctx: DeliveryContext, delivery: LoadedDelivery): RenderedPayload
 
 async function send(ctx: DeliveryContext, run: AttemptInProgress, rendered: RenderedPayload, target: ResolvedTarget): Promise<AuthorizedResult> {
   const timestamp = signatureTimestamp(run.startedAt);
-  const signature = signatureHeader(rendered.body, timestamp, run.delivery.subscription, run.startedAt, ctx.openSealed);
-  const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, signature }, ctx.openSealed);
+  const signatures = attemptSignatures(run.delivery.id, rendered.body, timestamp, run.delivery.subscription, run.startedAt, ctx.openSealed);
+  const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, ...signatures }, ctx.openSealed);
   const post = (extra: Record<string, string>) =>
     ctx.post({ url: target.url, address: target.address, family: target.family, headers: { ...headers, ...extra }, body: rendered.body });
   return sendAuthorized(ctx.entraTokens, run.delivery.subscription, post);

@@ -6034,6 +6034,8 @@ export interface operations {
                             splunk_channel: string | null;
                             has_azure_credentials: boolean;
                             /** @enum {string} */
+                            signature_scheme: "service" | "standard_webhooks";
+                            /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
                             assessment_id: string | null;
@@ -6087,6 +6089,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -6119,6 +6122,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6185,6 +6190,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6267,6 +6274,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -6299,6 +6307,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6800,6 +6810,8 @@ export interface operations {
                             splunk_channel: string | null;
                             has_azure_credentials: boolean;
                             /** @enum {string} */
+                            signature_scheme: "service" | "standard_webhooks";
+                            /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
                             assessment_id: string | null;
@@ -6855,6 +6867,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -6887,6 +6900,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6954,6 +6969,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7038,6 +7055,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -7070,6 +7088,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7580,6 +7600,8 @@ export interface operations {
                             splunk_channel: string | null;
                             has_azure_credentials: boolean;
                             /** @enum {string} */
+                            signature_scheme: "service" | "standard_webhooks";
+                            /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
                             assessment_id: string | null;
@@ -7635,6 +7657,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -7667,6 +7690,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7734,6 +7759,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7818,6 +7845,7 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -7850,6 +7878,8 @@ export interface operations {
                         has_authorization: boolean;
                         splunk_channel: string | null;
                         has_azure_credentials: boolean;
+                        /** @enum {string} */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;

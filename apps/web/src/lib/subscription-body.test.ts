@@ -25,6 +25,7 @@ describe('subscriptionBody', () => {
       url: 'https://siem.example.test/in',
       events: ['finding.created'],
       payload_format: 'service',
+      signature_scheme: 'service',
       severity_filter: ['critical', 'high'],
       status_filter: null,
       splunk_index: null,
@@ -39,6 +40,10 @@ describe('subscriptionBody', () => {
     for (const bad of ['0', '-1', '2.5', 'fast', '10000']) {
       expect(subscriptionBody(form({ rateLimit: bad }))).toEqual({ problem: expect.stringMatching(/rate limit/) });
     }
+  });
+
+  it('sends the chosen signature scheme', () => {
+    expect(bodyOf({ signatureScheme: 'standard_webhooks' })).toMatchObject({ signature_scheme: 'standard_webhooks' });
   });
 
   it('sends the Splunk index and channel for splunk_hec', () => {
@@ -89,6 +94,7 @@ describe('subscriptionForm', () => {
         status_filter: null,
         splunk_index: 'sec',
         splunk_channel: null,
+        signature_scheme: 'standard_webhooks',
       }),
     ).toEqual({
       ...subscriptionForm(),
@@ -98,10 +104,11 @@ describe('subscriptionForm', () => {
       payloadFormat: 'splunk_hec',
       severity: 'critical, high',
       splunkIndex: 'sec',
+      signatureScheme: 'standard_webhooks',
     });
   });
 
   it('starts a new subscription empty, in the service format', () => {
-    expect(subscriptionForm()).toMatchObject({ name: '', url: '', events: [], payloadFormat: 'service', authorization: '', azureClientSecret: '' });
+    expect(subscriptionForm()).toMatchObject({ name: '', url: '', events: [], payloadFormat: 'service', signatureScheme: 'service', authorization: '', azureClientSecret: '' });
   });
 });

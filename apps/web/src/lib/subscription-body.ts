@@ -7,6 +7,8 @@ export interface SubscriptionFormState {
   url: string;
   events: string[];
   payloadFormat: string;
+  /** service (SPEC's X-Service-Signature) or standard_webhooks. */
+  signatureScheme: string;
   severity: string;
   status: string;
   splunkIndex: string;
@@ -29,6 +31,7 @@ export interface StoredSubscription {
   url: string;
   events: string[];
   payload_format: string;
+  signature_scheme?: string;
   severity_filter?: string[] | null;
   status_filter?: string[] | null;
   splunk_index?: string | null;
@@ -42,6 +45,7 @@ export function subscriptionForm(initial?: StoredSubscription): SubscriptionForm
     url: initial?.url ?? '',
     events: initial?.events ?? [],
     payloadFormat: initial?.payload_format ?? 'service',
+    signatureScheme: initial?.signature_scheme ?? 'service',
     severity: (initial?.severity_filter ?? []).join(', '),
     status: (initial?.status_filter ?? []).join(', '),
     splunkIndex: initial?.splunk_index ?? '',
@@ -72,6 +76,7 @@ export function subscriptionBody(form: SubscriptionFormState): { body: Record<st
     url: form.url.trim(),
     events: form.events,
     payload_format: form.payloadFormat,
+    signature_scheme: form.signatureScheme,
     severity_filter: splitList(form.severity),
     status_filter: splitList(form.status),
     // Splunk fields belong to splunk_hec only: another format clears them.

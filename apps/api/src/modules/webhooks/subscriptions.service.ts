@@ -3,9 +3,11 @@
 import {
   EVENT_TYPES,
   PAYLOAD_FORMATS,
+  SIGNATURE_SCHEMES,
   generateSigningSecret,
   isEventType,
   isPayloadFormat,
+  isSignatureScheme,
   sentinelSchema,
   sentinelUrlProblem,
 } from '@svc/webhooks';
@@ -38,6 +40,7 @@ export interface SubscriptionInput {
   azure_tenant_id?: string | null;
   azure_client_id?: string | null;
   azure_client_secret?: string | null;
+  signature_scheme?: string;
 }
 
 /** The API view of a subscription; the previous secret's expiry shows only while its grace period runs. */
@@ -57,6 +60,7 @@ export function presentSubscription(s: WebhookSubscription, now: Date) {
     has_authorization: s.authorizationEnc !== null,
     splunk_channel: s.splunkChannel,
     has_azure_credentials: s.azureCredentialsEnc !== null,
+    signature_scheme: s.signatureScheme,
     level: s.level,
     project_id: s.projectId,
     assessment_id: s.assessmentId,
@@ -118,6 +122,9 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput, current: Webho
   if (input.payload_format !== undefined && !isPayloadFormat(input.payload_format)) {
     throw unprocessable(`payload_format must be one of ${PAYLOAD_FORMATS.join(', ')}.`);
   }
+  if (input.signature_scheme !== undefined && !isSignatureScheme(input.signature_scheme)) {
+    throw unprocessable(`signature_scheme must be one of ${SIGNATURE_SCHEMES.join(', ')}.`);
+  }
   refuseFormatMismatch(input, current);
   const key = deps.config.encryptionKey;
   const azureCredentialsEnc = sealedAzureCredentials(input, key);
@@ -141,6 +148,7 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput, current: Webho
     }),
     ...(input.splunk_channel !== undefined && { splunkChannel: input.splunk_channel }),
     ...(azureCredentialsEnc !== undefined && { azureCredentialsEnc }),
+    ...(input.signature_scheme !== undefined && { signatureScheme: input.signature_scheme }),
     ...(input.active === true && { status: 'active' as const, consecutiveFailures: 0, firstFailureAt: null, disabledReason: null }),
     ...(input.active === false && { status: 'disabled' as const, disabledReason: 'disabled by a user' }),
   };
@@ -172,6 +180,7 @@ function auditedInput(input: SubscriptionInput) {
     ...(input.splunk_channel !== undefined && { splunk_channel: input.splunk_channel }),
     ...(input.rate_limit !== undefined && { rate_limit: input.rate_limit }),
     ...(input.azure_client_secret !== undefined && { azure_app: input.azure_client_secret === null ? 'removed' : 'set' }),
+    ...(input.signature_scheme !== undefined && { signature_scheme: input.signature_scheme }),
   };
 }
 

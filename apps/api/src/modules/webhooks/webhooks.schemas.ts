@@ -20,6 +20,13 @@ const subscriptionFields = {
   authorization: Joi.string().max(4096).pattern(/^[\x21-\x7e][\x20-\x7e]*$/).allow(null),
   // Splunk HEC request channel (a GUID), sent as X-Splunk-Request-Channel (payload_format splunk_hec).
   splunk_channel: Joi.string().guid().allow(null),
+  // How deliveries are signed: service (X-Service-Signature only, the default) or standard_webhooks (webhook-id,
+  // webhook-timestamp and webhook-signature as well). Other values answer 422.
+  signature_scheme: Joi.string()
+    .max(50)
+    .description(
+      'service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given).',
+    ),
   // Receiver-set throttle: deliveries per second across every worker; null removes it.
   rate_limit: Joi.number().integer().min(1).max(1000).allow(null),
   // Microsoft Entra ID app credentials for microsoft_sentinel: given together, or all null to remove. Write-only.
@@ -79,6 +86,7 @@ export const subscriptionResponse = Joi.object({
   has_authorization: Joi.boolean(),
   splunk_channel: nullableString(),
   has_azure_credentials: Joi.boolean(),
+  signature_scheme: Joi.string().valid('service', 'standard_webhooks').description('How deliveries are signed (README "Verifying a signature")'),
   level: Joi.string().valid('organization', 'project', 'assessment'),
   project_id: nullableId('prj'),
   assessment_id: nullableId('asm'),

@@ -433,12 +433,17 @@ describe('dashboard in Chromium', () => {
       await page.getByLabel('Splunk index').fill('security');
       await page.getByLabel(/Splunk request channel/).fill('6f9619ff-8b86-d011-b42d-00cf4fc964ff');
       await page.getByLabel('Authorization header (optional)').fill(hecToken);
+      await page.getByRole('checkbox', { name: /Indexer acknowledgement \(hec_ack\)/ }).check();
       await page.getByRole('button', { name: 'Create subscription' }).click();
       await page.getByRole('link', { name: 'Open splunk' }).click();
       await page.getByRole('heading', { name: 'Subscription splunk' }).waitFor();
       await page.getByText('6f9619ff-8b86-d011-b42d-00cf4fc964ff').waitFor();
       await page.getByRole('definition').getByText('security', { exact: true }).waitFor();
+      await page.getByTestId('hec-ack').getByText('on', { exact: true }).waitFor();
+      const withAck = await w.h.deps.prisma.webhookSubscription.findFirstOrThrow({ where: { organizationId: w.org.id, name: 'splunk' } });
+      expect(withAck.hecAck).toBe(true);
       await page.getByRole('button', { name: 'Edit' }).click();
+      expect(await page.getByRole('checkbox', { name: /Indexer acknowledgement \(hec_ack\)/ }).isChecked()).toBe(true);
       expect(await page.getByLabel('Authorization header (set; type to replace)').inputValue()).toBe('');
       expect(await page.content()).not.toContain(hecToken);
       await storageIsEmpty();

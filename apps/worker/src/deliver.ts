@@ -4,7 +4,16 @@
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
 import { Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
-import { isNotificationKind, isPayloadFormat, renderNotification, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
+import {
+  hecAckIdOf,
+  hecAckSchedule,
+  isNotificationKind,
+  isPayloadFormat,
+  renderNotification,
+  renderPayload,
+  type Envelope,
+  type RenderedPayload,
+} from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
 import { outcomeOfHttp, recordedHeaders, type AttemptOutcome } from './http/outcome';
@@ -19,6 +28,7 @@ import {
   failHeldBackDelivery,
   failPendingDelivery,
   recordAttempt,
+  recordAwaitingAck,
   type AttemptRecord,
   type AttemptRecorder,
   type AttemptWrite,
@@ -35,6 +45,7 @@ import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './is
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
 import { heldBackMarker } from '@svc/outbox';
+import { ACK_MISSING_ERROR, awaitsHecAck, pollHecAck } from './hec-ack';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -120,9 +131,11 @@ export type DeliveryResult =
   /** Held back without an attempt (breaker open, in-flight cap, throttle): the job waits until `until`. */
   | { status: 'postponed'; reason: WaitReason; until: Date; subscriptionId: string }
   | { status: 'conflict' }
+  /** Accepted by Splunk HEC, its indexer acknowledgement awaited: the job comes back at `until` to poll (not an attempt). */
+  | { status: 'awaiting_ack'; until: Date }
   | { status: 'succeeded' | 'failed'; attempt: number; outcome: AttemptOutcome };
 
-type LoadedDelivery = WebhookDelivery & { subscription: WebhookSubscription };
+export type LoadedDelivery = WebhookDelivery & { subscription: WebhookSubscription };
 
 /** Facts of the attempt in progress. */
 interface AttemptInProgress {
@@ -137,13 +150,14 @@ interface AttemptInProgress {
 const DELIVERY_COLUMNS = [
   'id', 'organization_id', 'subscription_id', 'event_id', 'event_type', 'payload', 'payload_format', 'status', 'attempt_count',
   'next_attempt_at', 'wait_reason', 'enqueued_at', 'completed_at', 'failure_reason', 'redelivery_of', 'recovered_at', 'created_at', 'updated_at',
+  'hec_ack_id', 'hec_ack_deadline',
 ] as const;
 const SUBSCRIPTION_COLUMNS = [
   'id', 'organization_id', 'level', 'project_id', 'assessment_id', 'name', 'url', 'events', 'status', 'severity_filter',
   'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format', 'splunk_index', 'secret_enc',
   'previous_secret_enc', 'previous_secret_expires_at', 'authorization_enc', 'azure_credentials_enc', 'splunk_channel',
   'consecutive_failures', 'first_failure_at', 'disabled_reason', 'rate_limit', 'breaker_state', 'breaker_until', 'deleted_at',
-  'created_at', 'updated_at', 'signature_scheme',
+  'created_at', 'updated_at', 'signature_scheme', 'hec_ack',
 ] as const;
 const ENUM_COLUMNS = new Set(['status', 'level']);
 const column = (table: string, name: string, alias: string) =>
@@ -176,6 +190,8 @@ export async function loadDeliveries(prisma: WorkerDeps['prisma'], ids: string[]
   const loaded = new Map<string, LoadedDelivery>();
   for (const row of rows) {
     const delivery = pick(row, DELIVERY_FIELDS) as unknown as WebhookDelivery;
+    // int8 arrives as a string from pg and as a bigint from Prisma: the model's type either way.
+    if (delivery.hecAckId !== null) delivery.hecAckId = BigInt(delivery.hecAckId);
     loaded.set(delivery.id, { ...delivery, subscription: pick(row, SUBSCRIPTION_FIELDS) as unknown as WebhookSubscription });
   }
   return ids.map((id) => loaded.get(id) ?? null);
@@ -186,6 +202,8 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
   if (!delivery) return skipDelivery(ctx, deliveryId, null, 'delivery not found');
   const skip = reasonToSkip(delivery, ctx.config.webhooks.maxAttempts);
   if (skip !== null) return skipDelivery(ctx, deliveryId, delivery, skip);
+  // An attempt accepted by Splunk HEC waits for its indexer acknowledgement: this run is a poll, not an attempt.
+  if (delivery.hecAckId !== null) return pollHecAck(ctx, delivery);
   const held = await admit(ctx, delivery);
   if (held) return held;
   const run: AttemptInProgress = {
@@ -271,7 +289,25 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
   }
   const sent = await send(ctx, run, rendered, check.target);
   if ('tokenError' in sent) return conclude(ctx, run, noResponse(run, new Error(sent.tokenError)), 'token_error');
-  return conclude(ctx, run, sent.result, outcomeOfHttp(sent.result));
+  const outcome = outcomeOfHttp(sent.result);
+  if (outcome === 'success' && awaitsHecAck(run.delivery)) return awaitHecAck(ctx, run, sent.result);
+  return conclude(ctx, run, sent.result, outcome);
+}
+
+/**
+ * Splunk accepted the events of a hec_ack subscription: the attempt is recorded `ack_pending` with the ackId kept on
+ * the delivery, and the job comes back to poll (hec-ack.ts). An answer without an ackId is a failed attempt.
+ */
+async function awaitHecAck(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult): Promise<DeliveryResult> {
+  const ackId = hecAckIdOf(result.body);
+  if (ackId === null) return conclude(ctx, run, result, 'ack_missing');
+  run.outcome = 'success'; // for the isolation: the receiver answered, and fast
+  const record = attemptRecord(run, result, 'ack_pending');
+  logAttempt(ctx, run, record);
+  const now = ctx.clock.now();
+  const ack = { ackId, ...hecAckSchedule(now, ctx.config.webhooks.hecAck) };
+  await recordAwaitingAck(ctx.prisma, { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now }, ack);
+  return { status: 'awaiting_ack', until: ack.firstPollAt };
 }
 
 /** Why this delivery gets no attempt, or null when it should get one. */
@@ -282,7 +318,7 @@ function reasonToSkip(delivery: LoadedDelivery, maxAttempts: number): string | n
   if (subscription.status === 'disabled') {
     return `subscription disabled${subscription.disabledReason ? ` (${subscription.disabledReason})` : ''}`;
   }
-  if (delivery.attemptCount >= maxAttempts) return `all ${maxAttempts} attempts made`;
+  if (delivery.attemptCount >= maxAttempts && delivery.hecAckId === null) return `all ${maxAttempts} attempts made`;
   return null;
 }
 
@@ -346,6 +382,7 @@ function describeError(result: HttpResult, outcome: AttemptOutcome): string | nu
     return code && !result.error.message.includes(code) ? `${code}: ${result.error.message}` : result.error.message;
   }
   if (outcome === 'redirect') return 'redirects are not followed';
+  if (outcome === 'ack_missing') return ACK_MISSING_ERROR;
   return null;
 }
 

@@ -6032,8 +6032,12 @@ export interface operations {
                             splunk_index: string | null;
                             has_authorization: boolean;
                             splunk_channel: string | null;
+                            hec_ack: boolean;
                             has_azure_credentials: boolean;
-                            /** @enum {string} */
+                            /**
+                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @enum {string}
+                             */
                             signature_scheme: "service" | "standard_webhooks";
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
@@ -6089,6 +6093,9 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
                     signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
@@ -6121,8 +6128,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -6189,8 +6200,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -6274,6 +6289,9 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
                     signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
@@ -6306,8 +6324,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -6488,7 +6510,7 @@ export interface operations {
                             /** Format: date-time */
                             next_attempt_at: string | null;
                             /** @enum {string|null} */
-                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -6595,7 +6617,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6656,7 +6678,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6808,8 +6830,12 @@ export interface operations {
                             splunk_index: string | null;
                             has_authorization: boolean;
                             splunk_channel: string | null;
+                            hec_ack: boolean;
                             has_azure_credentials: boolean;
-                            /** @enum {string} */
+                            /**
+                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @enum {string}
+                             */
                             signature_scheme: "service" | "standard_webhooks";
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
@@ -6867,6 +6893,9 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
                     signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
@@ -6899,8 +6928,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -6968,8 +7001,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -7055,6 +7092,9 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
                     signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
@@ -7087,8 +7127,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -7274,7 +7318,7 @@ export interface operations {
                             /** Format: date-time */
                             next_attempt_at: string | null;
                             /** @enum {string|null} */
-                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -7383,7 +7427,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -7445,7 +7489,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -7598,8 +7642,12 @@ export interface operations {
                             splunk_index: string | null;
                             has_authorization: boolean;
                             splunk_channel: string | null;
+                            hec_ack: boolean;
                             has_azure_credentials: boolean;
-                            /** @enum {string} */
+                            /**
+                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @enum {string}
+                             */
                             signature_scheme: "service" | "standard_webhooks";
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
@@ -7657,6 +7705,9 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
                     signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
@@ -7689,8 +7740,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -7758,8 +7813,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -7845,6 +7904,9 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
                     signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
@@ -7877,8 +7939,12 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
-                        /** @enum {string} */
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
                         signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
@@ -8064,7 +8130,7 @@ export interface operations {
                             /** Format: date-time */
                             next_attempt_at: string | null;
                             /** @enum {string|null} */
-                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -8173,7 +8239,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -8235,7 +8301,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;

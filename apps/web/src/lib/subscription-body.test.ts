@@ -30,6 +30,7 @@ describe('subscriptionBody', () => {
       status_filter: null,
       splunk_index: null,
       splunk_channel: null,
+      hec_ack: false,
       rate_limit: null,
     });
   });
@@ -40,6 +41,12 @@ describe('subscriptionBody', () => {
     for (const bad of ['0', '-1', '2.5', 'fast', '10000']) {
       expect(subscriptionBody(form({ rateLimit: bad }))).toEqual({ problem: expect.stringMatching(/rate limit/) });
     }
+  });
+
+  it('sends hec_ack for splunk_hec only, and asks for the channel it needs before sending', () => {
+    expect(bodyOf({ payloadFormat: 'splunk_hec', hecAck: true })).toMatchObject({ hec_ack: true, splunk_channel: '0f8fad5b-d9cb-469f-a165-70867728950e' });
+    expect(bodyOf({ payloadFormat: 'cef', hecAck: true })).toMatchObject({ hec_ack: false, splunk_channel: null });
+    expect(subscriptionBody(form({ payloadFormat: 'splunk_hec', hecAck: true, splunkChannel: ' ' }))).toEqual({ problem: expect.stringMatching(/request channel/) });
   });
 
   it('sends the chosen signature scheme', () => {
@@ -95,6 +102,7 @@ describe('subscriptionForm', () => {
         splunk_index: 'sec',
         splunk_channel: null,
         signature_scheme: 'standard_webhooks',
+        hec_ack: true,
       }),
     ).toEqual({
       ...subscriptionForm(),
@@ -105,6 +113,7 @@ describe('subscriptionForm', () => {
       severity: 'critical, high',
       splunkIndex: 'sec',
       signatureScheme: 'standard_webhooks',
+      hecAck: true,
     });
   });
 

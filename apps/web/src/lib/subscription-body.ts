@@ -13,6 +13,8 @@ export interface SubscriptionFormState {
   status: string;
   splunkIndex: string;
   splunkChannel: string;
+  /** Splunk HEC indexer acknowledgement (splunk_hec with a channel). */
+  hecAck: boolean;
   /** Deliveries per second the receiver accepts; '' for no throttle. */
   rateLimit: string;
   /** Write-only: '' leaves the stored value alone. */
@@ -36,6 +38,7 @@ export interface StoredSubscription {
   status_filter?: string[] | null;
   splunk_index?: string | null;
   splunk_channel?: string | null;
+  hec_ack?: boolean;
   rate_limit?: number | null;
 }
 
@@ -50,6 +53,7 @@ export function subscriptionForm(initial?: StoredSubscription): SubscriptionForm
     status: (initial?.status_filter ?? []).join(', '),
     splunkIndex: initial?.splunk_index ?? '',
     splunkChannel: initial?.splunk_channel ?? '',
+    hecAck: initial?.hec_ack ?? false,
     rateLimit: initial?.rate_limit ? String(initial.rate_limit) : '',
     authorization: '',
     removeAuthorization: false,
@@ -71,6 +75,7 @@ export function subscriptionBody(form: SubscriptionFormState): { body: Record<st
   const sentinel = form.payloadFormat === 'microsoft_sentinel';
   const rate = form.rateLimit.trim();
   if (rate && !/^[1-9]\d{0,3}$/.test(rate)) return { problem: 'The rate limit is a whole number of deliveries per second (1 to 1000), or empty.' };
+  if (splunk && form.hecAck && !form.splunkChannel.trim()) return { problem: 'Indexer acknowledgement needs the Splunk request channel.' };
   const body: Record<string, unknown> = {
     name: form.name.trim(),
     url: form.url.trim(),
@@ -82,6 +87,8 @@ export function subscriptionBody(form: SubscriptionFormState): { body: Record<st
     // Splunk fields belong to splunk_hec only: another format clears them.
     splunk_index: splunk ? form.splunkIndex.trim() || null : null,
     splunk_channel: splunk ? form.splunkChannel.trim() || null : null,
+    // Indexer acknowledgement is asked on the channel: off for other formats.
+    hec_ack: splunk && form.hecAck,
     rate_limit: rate ? Number(rate) : null,
   };
   if (form.removeAuthorization) body.authorization = null;

@@ -100,6 +100,11 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
             onChange={set('splunkChannel')}
             placeholder="xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
           />
+          <Check
+            label="Indexer acknowledgement (hec_ack): succeed only once Splunk reports the events indexed"
+            checked={form.hecAck}
+            onChange={set('hecAck')}
+          />
           <p className="hint">The HEC token goes in the Authorization header below, as "Splunk &lt;token&gt;".</p>
         </fieldset>
       )}
@@ -314,6 +319,7 @@ export function SubscriptionPage() {
               <>
                 <dt>Splunk index</dt><dd>{s.splunk_index ?? '—'}</dd>
                 <dt>Splunk channel</dt><dd>{s.splunk_channel ?? '—'}</dd>
+                <dt>Indexer acknowledgement</dt><dd data-testid="hec-ack">{s.hec_ack ? 'on' : 'off'}</dd>
               </>
             )}
             {s.payload_format === 'microsoft_sentinel' && (

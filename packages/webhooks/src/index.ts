@@ -12,3 +12,4 @@ export * from './sentinel-url';
 export * from './notifications';
 export * from './issues';
 export * from './credential-destination';
+export * from './hec-ack';

@@ -571,6 +571,24 @@ describe('filing, failing and retrying', () => {
     await api().post(`${BASE}/${filed.id}/cancel`).set(bearer(org.admin.token));
   });
 
+  it('an invitation does not make an account of another organization known: no name or id of it, and the account is never erased', async () => {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const s = uniqueSuffix();
+    const bob = await member(b, `Private Person`, `private-${s}@partner.test`);
+    // Bob leaves B: his account belongs to no organization. A's admin invites his address (anyone can be invited).
+    await api().delete(`/api/v1/members/${bob.id}`).set(bearer(b.owner.token)).expect((r) => expect(r.status).toBeLessThan(300));
+    expect((await api().post('/api/v1/invitations').set(bearer(a.admin.token)).send({ email: bob.email, role: 'member' })).status).toBe(201);
+    const candidates = await api().get(`/api/v1/governance/erasure-candidates?q=${encodeURIComponent(bob.email)}`).set(bearer(a.admin.token));
+    expect(candidates.body.data).toEqual([{ user_id: null, name: null, email: bob.email, kind: 'invitee', role: null }]);
+    expect((await file(a.admin.token, { user_id: bob.id })).status).toBe(404);
+    const account = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: bob.id } });
+    const done = await eraseFully(a.admin.token, { email: bob.email });
+    expect(done).toMatchObject({ subject: 'email', user_id: null, receipt: { account_erased: false } });
+    expect(await h.deps.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).toEqual(account);
+    expect(await rowsContaining(a.id, bob.email)).toEqual([]);
+  });
+
   it('finds candidates by name or e-mail among the organization\'s people only', async () => {
     const s = uniqueSuffix();
     const p = await member(org, `Findable ${s}`);

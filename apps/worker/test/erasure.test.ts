@@ -589,6 +589,20 @@ describe('filing, failing and retrying', () => {
     expect(await rowsContaining(a.id, bob.email)).toEqual([]);
   });
 
+  it('erases the e-mail and name at the start of a line of JSON text (after an escaped newline or tab)', async () => {
+    const a = await createOrg(h);
+    const s = uniqueSuffix();
+    const p = await member(a, 'Linda Newline', `linda-${s}@example.test`);
+    const note = (email: string, name: string) => `Reported by:\n${email}\n\t${name}`;
+    const event = await h.deps.prisma.event.create({
+      data: { id: newId('event'), organizationId: a.id, type: 'finding.updated', data: { note: note(p.email, p.name) } },
+    });
+    const done = await eraseFully(a.admin.token, { user_id: p.id });
+    expect(await rowsContaining(a.id, p.email)).toEqual([]);
+    const after = await h.deps.prisma.event.findUniqueOrThrow({ where: { id: event.id } });
+    expect((after.data as { note: string }).note).toBe(note(done.pseudonym.email, done.pseudonym.name));
+  });
+
   it('finds candidates by name or e-mail among the organization\'s people only', async () => {
     const s = uniqueSuffix();
     const p = await member(org, `Findable ${s}`);

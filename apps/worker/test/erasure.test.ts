@@ -18,6 +18,7 @@ import { createKey, insertAssessmentIn, insertFinding, insertReadyReport } from 
 import { loginRequest } from '../../api/test/support/auth-helpers';
 import type { WorkerDeps } from '../src/deps';
 import { runErasures } from '../src/erasure';
+import { CONFIGURER_LOST_ROLE_REASON } from '../../api/src/modules/access/event-routing';
 import { renderReport } from '../src/reports/report-job';
 import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
 import { startWorker } from '../src/worker';
@@ -587,6 +588,18 @@ describe('filing, failing and retrying', () => {
     expect(done).toMatchObject({ subject: 'email', user_id: null, receipt: { account_erased: false } });
     expect(await h.deps.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).toEqual(account);
     expect(await rowsContaining(a.id, bob.email)).toEqual([]);
+  });
+
+  it('disables the routes the erased person last configured, as removing them from the organization does', async () => {
+    const a = await createOrg(h);
+    const x = await member(a, 'Route Maker', `routes-${uniqueSuffix()}@example.test`, 'admin');
+    const { subscription } = await traces(a, []);
+    await h.deps.prisma.webhookSubscription.update({ where: { id: subscription.id }, data: { configuredByUserId: x.id } });
+    await eraseFully(a.owner.token, { user_id: x.id });
+    const route = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect({ status: route.status, reason: route.disabledReason }).toEqual({ status: 'disabled', reason: CONFIGURER_LOST_ROLE_REASON });
+    const audited = await h.deps.prisma.auditEvent.count({ where: { organizationId: a.id, action: 'webhook.subscription_disabled', targetId: subscription.id } });
+    expect(audited).toBe(1);
   });
 
   it('erases the e-mail and name at the start of a line of JSON text (after an escaped newline or tab)', async () => {

@@ -5,7 +5,7 @@
 // request while it is open (the job needs them), never in its readable fields or its audit entries.
 //
 // A person can be erased when the organization knows them: a current member, a former one (someone who acted or
-// was acted on in its audit log, was invited, was assigned a finding, or was the subject of an erasure request), or
+// was acted on in its audit log, was assigned a finding, or was the subject of an erasure request), or
 // a person without an account known by e-mail (an invitee, a report share grantee, a notification recipient). The
 // owner cannot be erased while owning the organization (409). One open (or completed) request per person.
 import { erasureEmailKey, newId, Prisma, sealErasureSubject, scopedTo, type ErasureRequest, type ErasureSubject } from '@svc/db';

@@ -3,6 +3,7 @@
 // goes through it as a CONNECT to the checked address (never a name), TLS stays end to end (SNI and certificate
 // of the receiver's host name, verified by the worker inside the tunnel), a target resolving to a private address
 // is refused before the proxy is asked anything, and a failing proxy is a failed attempt that says why.
+import { credentialDestination } from '@svc/webhooks';
 import type { Lookup } from '@svc/net';
 import { seal } from '@svc/db';
 import { createRedis } from '@svc/queue';
@@ -57,6 +58,14 @@ afterAll(async () => {
   await proxy?.close();
 });
 
+/**
+ * A stored URL set directly, as if the destination had been given with it (its credentials bound to it): these tests
+ * are about names the API's system DNS does not know, not about moved credentials.
+ */
+function movedTo<T extends { url: string } | { baseUrl: string }>(data: T): T & { credentialDestination: string | null } {
+  return { ...data, credentialDestination: credentialDestination('url' in data ? data.url : data.baseUrl) };
+}
+
 /** The stored URL points at a name the API's system DNS does not know: set it directly. */
 async function subscribeTo(url: string, name: string) {
   const sub = await w.subscribe({ name, url: w.receiver.url('/placeholder'), events: ['report.ready'] });
@@ -90,9 +99,9 @@ it("sends an issue export's create request and its lookup for the marker through
   });
   const project = await insertProject(w.h, w.org.id);
   const finding = await insertFinding(w.h, await insertAssessment(w.h, w.org.id, project.id), { title: 'Proxied' });
-  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.manager.token)).send({ name: 'proxied', ...tracker.targetFields });
+  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.admin.token)).send({ name: 'proxied', ...tracker.targetFields });
   expect(target.status).toBe(201);
-  await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.body.id }, data: { baseUrl: `https://${RECEIVER_HOSTNAME}:${w.receiver.port}/ghe-proxied/api/v3` } });
+  await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.body.id }, data: movedTo({ baseUrl: `https://${RECEIVER_HOSTNAME}:${w.receiver.port}/ghe-proxied/api/v3` }) });
   const exportOnce = async () => {
     const res = await w.api().post(`/api/v1/findings/${finding.id}/issue-exports`).set(bearer(w.org.admin.token)).send({ target_id: target.body.id });
     expect(res.status).toBe(202);
@@ -142,7 +151,7 @@ describe('Splunk HEC indexer acknowledgement (hec_ack) polls', () => {
       name, url: w.receiver.url('/services/collector/event'), events: ['report.ready'],
       payload_format: 'splunk_hec', splunk_channel: CHANNEL, authorization: 'Splunk hec-token', hec_ack: true,
     });
-    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: `https://${host}:${w.receiver.port}/services/collector/event` } });
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: movedTo({ url: `https://${host}:${w.receiver.port}/services/collector/event` }) });
     return sub;
   }
 
@@ -166,7 +175,7 @@ describe('Splunk HEC indexer acknowledgement (hec_ack) polls', () => {
     const deliveryId = await w.deliveryFor(published, sub.id);
     await w.receiver.waitForRequests('/services/collector/event', 2);
     // The name now resolves to a private address (a DNS rebinding): every later poll is refused before the proxy.
-    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: `https://${INTERNAL_HOSTNAME}:${w.receiver.port}/services/collector/event` } });
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: movedTo({ url: `https://${INTERNAL_HOSTNAME}:${w.receiver.port}/services/collector/event` }) });
     indexed = true;
     const delivery = await w.waitForDelivery(deliveryId);
     expect(delivery.status).toBe('failed');

@@ -49,6 +49,9 @@ async function newFinding(assessmentId: string, title: string): Promise<string> 
  * The mail outbox, read again when it caught a message the in-process worker is still writing (the harness parses
  * every file; the retry waits so the worker can finish).
  */
+/** Who a message went to: its visible recipient, or its Bcc list (e-mail targets address recipients in Bcc). */
+const recipientsOf = (m: { to?: string; bcc?: string[] }): string => m.to ?? (m.bcc ?? []).join(', ');
+
 async function mail(): Promise<ReturnType<World['h']['mail']>> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -68,7 +71,7 @@ async function everythingMentioning(text: string, label?: string) {
   const requests = w.receiver.requests()
     .filter((r) => (label ? r.path.startsWith(`/${label}`) : r.path !== CONTROL) && r.body.toString('utf8').includes(text));
   const mails = (await mail())
-    .filter((m) => (label ? m.to.includes(`${label}@`) : true) && `${m.to}\n${m.subject}\n${m.text}`.includes(text));
+    .filter((m) => (label ? recipientsOf(m).includes(`${label}@`) : true) && `${recipientsOf(m)}\n${m.subject}\n${m.text}`.includes(text));
   return { requests, mails };
 }
 
@@ -154,7 +157,7 @@ describe('a manager with a read grant on P1 only', () => {
       expect(await routesGiven(id)).toEqual(['control']);
       expect(await everythingMentioning(id)).toEqual({ requests: [], mails: [] });
     }
-    expect((await mail()).filter((m) => m.to.includes(OUTSIDE))).toEqual([]);
+    expect((await mail()).filter((m) => recipientsOf(m).includes(OUTSIDE))).toEqual([]);
     expect(w.receiver.requests().filter((r) => r.path.startsWith('/outside') || r.path.startsWith('/ghe'))).toEqual([]);
   });
 });
@@ -311,7 +314,7 @@ describe('the migration that records who configured each route', () => {
     }
     expect(await w.subscription(byAdmin)).toMatchObject({ status: 'active', configuredByUserId: w.org.admin.id });
     const p2 = await newFinding(A2, 'after-migration');
-    await poll(async () => (await mail()).filter((m) => m.to.includes('admin-list@example.com') && m.text.includes(p2)), (m) => m.length === 1, 20_000, "the admin's target's mail");
-    expect((await mail()).filter((m) => m.to.includes(OUTSIDE))).toEqual([]);
+    await poll(async () => (await mail()).filter((m) => recipientsOf(m).includes('admin-list@example.com') && m.text.includes(p2)), (m) => m.length === 1, 20_000, "the admin's target's mail");
+    expect((await mail()).filter((m) => recipientsOf(m).includes(OUTSIDE))).toEqual([]);
   });
 });

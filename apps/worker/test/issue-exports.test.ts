@@ -2,6 +2,7 @@
 // a finding exported by the real in-process worker to loopback HTTPS servers speaking GitHub's
 // POST /repos/{owner}/{repo}/issues and Jira's POST /rest/api/3/issue; retries, idempotency, sealed credentials,
 // scopes, roles, tenancy and URL safety. Exactly one issue after unknown outcomes: issue-exports-exactly-once.test.ts.
+import { credentialDestination } from '@svc/webhooks';
 import type { Lookup } from '@svc/net';
 import type { Finding } from '@svc/db';
 import { bearer, createOrg, insertAssessment, insertProject, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
@@ -268,7 +269,7 @@ describe('URL safety', () => {
 
   it('refuses at export time a site whose name now resolves to a private address: no request, export failed', async () => {
     const target = await createTarget({ kind: 'jira', name: 'rebind', base_url: w.receiver.url('/jira-rebind'), project_key: 'SEC', email: 'bot@acme.com', api_token: JIRA_TOKEN });
-    await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.id }, data: { baseUrl: 'https://jira.internal.test' } });
+    await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.id }, data: { baseUrl: 'https://jira.internal.test', credentialDestination: credentialDestination('https://jira.internal.test') } });
     const res = await exportTo(target.id);
     const done = await waitForExport(res.body.id);
     expect(done).toMatchObject({ status: 'failed', attemptCount: 1 });

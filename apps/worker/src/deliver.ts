@@ -34,7 +34,7 @@ import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
-import { heldBackMarker } from '@svc/outbox';
+import { enqueueAfterCommit, heldBackMarker, outboxDeps, type DeliveryRef } from '@svc/outbox';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -53,6 +53,8 @@ export interface DeliveryContext extends WorkerDeps {
   recorder: AttemptRecorder;
   /** Puts a subscription whose deliveries are being held back behind everyone else's at enqueue (the fair share). */
   markHeldBack: (subscriptionId: string) => void;
+  /** Enqueues the committed deliveries of operational events (without a queue: the outbox relay does). */
+  enqueueEvents: (deliveries: DeliveryRef[]) => Promise<void>;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
@@ -101,6 +103,10 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   const postponements = new PostponementWriter(deps);
   const loads = new Coalescer((ids: string[]) => loadDeliveries(deps.prisma, ids));
   const recorder = attemptRecorder(deps.prisma);
+  const outbox = deliveryQueue ? outboxDeps(deps, deliveryQueue) : null;
+  const enqueueEvents = async (deliveries: DeliveryRef[]) => {
+    if (outbox && deliveries.length > 0) await enqueueAfterCommit(outbox, deliveries);
+  };
   return {
     ...deps,
     post,
@@ -112,6 +118,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     loads,
     recorder,
     markHeldBack,
+    enqueueEvents,
   };
 }
 
@@ -216,14 +223,16 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   const now = ctx.clock.now();
   const { subscription } = delivery;
   const admission = await ctx.isolation.admit(subscription, delivery.id, now);
-  if (admission.transition) await recordBreakerTransition(ctx, subscription, admission.transition, null, now);
+  if (admission.transition) await ctx.enqueueEvents(await recordBreakerTransition(ctx, subscription, admission.transition, null, now));
   if (admission.admitted) return null;
   const { reason } = admission;
   const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
   const wakeAt = new Date(admission.until.getTime() + (reason === 'rate_limit' ? 0 : wakeJitterMs(waitMs)));
   const decision = postponeOrFail(reason, wakeAt, delivery.createdAt, now, webhookRetryPolicy(ctx.config));
   if (decision.action === 'fail') {
-    const change = await failHeldBackDelivery(ctx.prisma, delivery, decision.detail, ctx.config.webhooks.health, now);
+    const published: DeliveryRef[] = [];
+    const change = await failHeldBackDelivery(ctx.prisma, delivery, decision.detail, ctx.config.webhooks.health, now, published);
+    await ctx.enqueueEvents(published);
     ctx.logger.info('Delivery held back past its retry window: failed', { delivery_id: delivery.id, reason });
     if (change) await notifyHealthChange(ctx, change, { responseStatus: null, outcome: 'held_back', error: decision.detail });
     return { status: 'skipped', reason: decision.detail };
@@ -241,7 +250,10 @@ async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outco
   }
   const now = ctx.clock.now();
   const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, durationMs, now);
-  if (release.transition) await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now);
+  if (release.transition) {
+    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now, outcome === 'success' ? null : outcome);
+    await ctx.enqueueEvents(published);
+  }
   ctx.onRelease(release, now);
 }
 
@@ -406,7 +418,9 @@ async function finishWithoutRequest(
 }
 
 async function recordAndNotify(ctx: DeliveryContext, write: AttemptWrite): Promise<void> {
-  const change = await recordAttempt(ctx.prisma, write, ctx.recorder);
+  const published: DeliveryRef[] = [];
+  const change = await recordAttempt(ctx.prisma, write, ctx.recorder, published);
+  await ctx.enqueueEvents(published);
   if (change) await notifyHealthChange(ctx, change, write.attempt);
 }
 

@@ -11,3 +11,4 @@ export * from './sentinel-schema';
 export * from './sentinel-url';
 export * from './notifications';
 export * from './issues';
+export * from './operational';

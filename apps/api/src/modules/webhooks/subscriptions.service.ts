@@ -21,6 +21,7 @@ import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
+import { refuseOperationalBelowOrganization } from './operational-events';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
 
@@ -181,6 +182,7 @@ function levelOf(ctx: LevelContext) {
 }
 
 export async function createSubscription(deps: AppDeps, ctx: LevelContext, input: SubscriptionInput, by: Acting) {
+  refuseOperationalBelowOrganization(input.events, ctx.level);
   const columns = await toColumns(deps, input);
   const secret = generateSigningSecret();
   const now = deps.clock.now();
@@ -233,6 +235,7 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
 export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
   const current = await findSubscription(deps, ctx, id);
   const before = current;
+  refuseOperationalBelowOrganization(input.events, current.level);
   const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {

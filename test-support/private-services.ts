@@ -38,19 +38,27 @@ export function portAnswers(port: number): Promise<boolean> {
 
 export interface PrivateRedis {
   url: string;
-  /** Stops the server (its data is gone: it keeps nothing on disk, like the machine's own Redis). */
+  /**
+   * Kills the server. Its data is gone (it keeps nothing on disk, like the machine's own Redis), unless started with
+   * `appendOnly`: then it reloads its append-only file when started again, as a production Redis with AOF does.
+   */
   stop(): Promise<void>;
   start(): Promise<void>;
   /** Freezes the process (SIGSTOP): connections stay open but nothing answers. */
   pause(): void;
   resume(): void;
+  /** Kills the server and removes its files. */
+  close(): Promise<void>;
 }
 
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+export async function startPrivateRedis({ appendOnly = false } = {}): Promise<PrivateRedis> {
   const port = await freePort();
+  // Every write is on disk before it is acknowledged (appendfsync always): a kill loses nothing the service was told.
+  const dir = appendOnly ? mkdtempSync(path.join(tmpdir(), 'svc-redis-aof-')) : undefined;
+  const persistence = dir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir] : ['--appendonly', 'no'];
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence], {
       stdio: 'ignore',
     });
     await waitFor('redis-server', () => portAnswers(port));
@@ -71,6 +79,10 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     stop,
     pause: () => child?.kill('SIGSTOP'),
     resume: () => child?.kill('SIGCONT'),
+    close: async () => {
+      await stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
   };
 }
 

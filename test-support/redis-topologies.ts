@@ -41,13 +41,29 @@ async function stopAll(servers: Server[], dir: string): Promise<void> {
 
 const DATA_OPTIONS = ['--save', '', '--appendonly', 'no'];
 
+export interface Failover {
+  oldMaster: number;
+  newMaster: number;
+  /** When (Date.now()) the sentinel that ran the failover first named the new master. */
+  promotedAt: number;
+}
+
 export interface SentinelSet {
   masterName: string;
   /** REDIS_SENTINELS for the service. */
   sentinels: string;
   masterPort(): Promise<number>;
-  /** SENTINEL FAILOVER, waits until the sentinels name the replica as master, then kills the old master. */
-  failOver(): Promise<{ oldMaster: number; newMaster: number }>;
+  /**
+   * SENTINEL FAILOVER (on the `via`-th sentinel), waits until every sentinel names the replica as master, then kills
+   * the old master, or with `keepOldMaster` makes it a replica of the new one (as Sentinel itself would, a little
+   * later), so that the set can fail over again once it is in sync (`replicaInSync`).
+   */
+  failOver(options?: { keepOldMaster?: boolean; via?: number }): Promise<Failover>;
+  /** Resolves when the replica has a live link to the master (a forced failover needs a good replica). */
+  replicaInSync(): Promise<void>;
+  /** SIGSTOP / SIGCONT of the i-th sentinel of `sentinels`: it keeps accepting connections but answers nothing. */
+  pauseSentinel(i: number): void;
+  resumeSentinel(i: number): void;
   close(): Promise<void>;
 }
 
@@ -61,6 +77,7 @@ export async function startSentinelSet(masterName = 'svc-main'): Promise<Sentine
     servers.push(
       await startServer(dir, replicaPort, [...DATA_OPTIONS, '--dbfilename', 'replica.rdb', '--replicaof', '127.0.0.1', String(master.port)]),
     );
+    const dataPorts = [master.port, replicaPort];
     const sentinelPorts: number[] = [];
     for (let i = 0; i < 3; i += 1) {
       const port = await freePort();
@@ -78,7 +95,10 @@ export async function startSentinelSet(masterName = 'svc-main'): Promise<Sentine
       servers.push(await startServer(dir, port, [config, '--sentinel']));
       sentinelPorts.push(port);
     }
-    const masterPort = async () => Number((await redisCli(sentinelPorts[0], 'SENTINEL', 'get-master-addr-by-name', masterName)).split('\n')[1]);
+    const masterOf = async (sentinelPort: number) =>
+      Number((await redisCli(sentinelPort, 'SENTINEL', 'get-master-addr-by-name', masterName)).split('\n')[1]);
+    const masterPort = () => masterOf(sentinelPorts[0]);
+    const sentinelServer = (i: number) => servers.find((s) => s.port === sentinelPorts[i])!;
     // A failover needs the sentinels to know the replica and each other.
     await waitFor(
       'the sentinels to see the replica and each other',
@@ -93,18 +113,53 @@ export async function startSentinelSet(masterName = 'svc-main'): Promise<Sentine
       },
       30_000,
     );
+    const replicaInSync = async () => {
+      const current = await masterPort();
+      const replica = dataPorts.find((p) => p !== current)!;
+      await waitFor(
+        `the replica on ${replica} to sync with ${current}`,
+        async () => {
+          const info = await redisCli(replica, 'INFO', 'replication');
+          return info.includes(`master_port:${current}`) && info.includes('master_link_status:up');
+        },
+        30_000,
+      );
+    };
     return {
       masterName,
       sentinels: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','),
       masterPort,
-      async failOver() {
-        const oldMaster = await masterPort();
-        await redisCli(sentinelPorts[0], 'SENTINEL', 'FAILOVER', masterName);
-        await waitFor('the sentinels to promote the replica', async () => (await masterPort()) !== oldMaster, 30_000);
-        await kill(servers.find((s) => s.port === oldMaster)!);
-        return { oldMaster, newMaster: await masterPort() };
+      replicaInSync,
+      async failOver({ keepOldMaster = false, via = 0 } = {}) {
+        const sentinelPort = sentinelPorts[via];
+        const oldMaster = await masterOf(sentinelPort);
+        // Right after a failover the sentinels may still be settling (INPROG, NOGOODSLAVE): ask again.
+        await waitFor('a sentinel to accept SENTINEL FAILOVER', async () => {
+          const answer = await redisCli(sentinelPort, 'SENTINEL', 'FAILOVER', masterName);
+          if (answer !== 'OK') await new Promise((r) => setTimeout(r, 200));
+          return answer === 'OK';
+        }, 30_000);
+        const deadline = Date.now() + 30_000;
+        while ((await masterOf(sentinelPort)) === oldMaster) {
+          if (Date.now() > deadline) throw new Error('the sentinels did not promote the replica within 30000 ms');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const promotedAt = Date.now();
+        const newMaster = await masterOf(sentinelPort);
+        if (keepOldMaster) await redisCli(oldMaster, 'REPLICAOF', '127.0.0.1', String(newMaster));
+        else await kill(servers.find((s) => s.port === oldMaster)!);
+        await waitFor('every sentinel to name the new master', async () => {
+          for (const port of sentinelPorts) if ((await masterOf(port)) !== newMaster) return false;
+          return true;
+        }, 30_000);
+        return { oldMaster, newMaster, promotedAt };
       },
-      close: () => stopAll(servers, dir),
+      pauseSentinel: (i) => void sentinelServer(i).child.kill('SIGSTOP'),
+      resumeSentinel: (i) => void sentinelServer(i).child.kill('SIGCONT'),
+      close: async () => {
+        for (let i = 0; i < sentinelPorts.length; i += 1) sentinelServer(i).child.kill('SIGCONT');
+        await stopAll(servers, dir);
+      },
     };
   } catch (err) {
     await stopAll(servers, dir);
@@ -115,15 +170,42 @@ export async function startSentinelSet(masterName = 'svc-main'): Promise<Sentine
 export interface RedisCluster {
   /** REDIS_CLUSTER_NODES for the service. */
   nodes: string;
+  /**
+   * SIGKILLs the master that owns `key`'s slot and waits until the cluster has promoted its replica and is ok again
+   * (needs `replicas`).
+   */
+  killMasterOf(key: string): Promise<{ oldMaster: number; newMaster: number; promotedAt: number }>;
   close(): Promise<void>;
 }
 
-/** Three masters, no replicas, slots spread by `redis-cli --cluster create`. */
-export async function startRedisCluster(): Promise<RedisCluster> {
+interface ClusterNode {
+  port: number;
+  master: boolean;
+  failed: boolean;
+  slots: Array<[number, number]>;
+}
+
+function clusterNodes(text: string): ClusterNode[] {
+  return text.split('\n').filter(Boolean).map((line) => {
+    const [, address, flags, , , , , , ...slots] = line.split(' ');
+    return {
+      port: Number(address.split('@')[0].split(':')[1]),
+      master: flags.split(',').includes('master'),
+      failed: /fail/.test(flags),
+      slots: slots.filter((s) => /^\d/.test(s)).map((s) => {
+        const [from, to] = s.split('-').map(Number);
+        return [from, to ?? from] as [number, number];
+      }),
+    };
+  });
+}
+
+/** Three masters (with `replicas`, one replica each), slots spread by `redis-cli --cluster create`. */
+export async function startRedisCluster({ replicas = false } = {}): Promise<RedisCluster> {
   const dir = mkdtempSync(path.join(tmpdir(), 'svc-cluster-'));
   const servers: Server[] = [];
   try {
-    for (let i = 0; i < 3; i += 1) {
+    for (let i = 0; i < (replicas ? 6 : 3); i += 1) {
       const port = await freePort();
       servers.push(
         await startServer(dir, port, [
@@ -136,17 +218,42 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       );
     }
     const nodes = servers.map((s) => `127.0.0.1:${s.port}`);
-    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
-    await waitFor(
-      'the cluster to be ok on every node',
-      async () => {
-        for (const s of servers) if (!(await redisCli(s.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
+    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', replicas ? '1' : '0', '--cluster-yes']);
+    const alive = () => servers.filter((s) => s.child.exitCode === null && s.child.signalCode === null);
+    const clusterOk = async () => {
+      for (const s of alive()) if (!(await redisCli(s.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok')) return false;
+      return true;
+    };
+    await waitFor('the cluster to be ok on every node', clusterOk, 30_000);
+    if (replicas) {
+      await waitFor('every replica to sync with its master', async () => {
+        for (const node of clusterNodes(await redisCli(servers[0].port, 'CLUSTER', 'NODES'))) {
+          if (!node.master && !(await redisCli(node.port, 'INFO', 'replication')).includes('master_link_status:up')) return false;
+        }
         return true;
-      },
-      30_000,
-    );
+      }, 30_000);
+    }
+    const ownerOf = async (slot: number, askPort: number) =>
+      clusterNodes(await redisCli(askPort, 'CLUSTER', 'NODES')).find(
+        (n) => n.master && !n.failed && n.slots.some(([from, to]) => slot >= from && slot <= to),
+      )?.port;
     return {
       nodes: nodes.join(','),
+      async killMasterOf(key) {
+        const slot = Number(await redisCli(servers[0].port, 'CLUSTER', 'KEYSLOT', key));
+        const oldMaster = (await ownerOf(slot, servers[0].port))!;
+        await kill(servers.find((s) => s.port === oldMaster)!);
+        const witness = alive()[0].port;
+        const deadline = Date.now() + 30_000;
+        let newMaster: number | undefined;
+        while ((newMaster = await ownerOf(slot, witness)) === undefined || newMaster === oldMaster) {
+          if (Date.now() > deadline) throw new Error(`no replica took over slot ${slot} within 30000 ms`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const promotedAt = Date.now();
+        await waitFor('the cluster to be ok again', clusterOk, 30_000);
+        return { oldMaster, newMaster, promotedAt };
+      },
       close: () => stopAll(servers, dir),
     };
   } catch (err) {

@@ -6,6 +6,7 @@ import { systemClock } from '@svc/domain';
 import { warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createStorage } from '@svc/storage';
+import { sweepTempFilesAtStart } from './modules/source/temp-files';
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -14,6 +15,8 @@ async function main(): Promise<void> {
   const { prisma, redis, deliveryQueue, reportQueue } = connections;
   void warmUpQueryCompiler(prisma);
   const mailer = createMailer(config.mail);
+  // Upload leftovers of an earlier process that was killed mid-upload (README "Source").
+  await sweepTempFilesAtStart(config.source, logger);
   const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
 
   const server = app.listen(config.port, config.host, () => {

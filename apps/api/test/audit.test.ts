@@ -571,7 +571,7 @@ describe('CSV fields', () => {
       'notification_target.revoked', 'notification_target.updated', 'organization.ownership_transferred',
       'report.published', 'report.share_downloaded', 'report.share_granted', 'report.share_revoked', 'report.share_viewed',
       'report.unpublished',
-      'erasure.cancelled', 'erasure.completed', 'erasure.failed', 'erasure.requested', 'erasure.retried',
+      'erasure.cancelled', 'erasure.completed', 'erasure.confirmed', 'erasure.failed', 'erasure.requested', 'erasure.retried',
       'integration.connected', 'integration.disconnected', 'integration.team_bound', 'integration.team_unbound',
       'source.personal_connected', 'source.personal_disconnected',
       'webhook.breaker_opened', // delivery isolation (issue 20)

@@ -6,13 +6,12 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 // apps/web does not depend on the workspace packages; the test reads the signature rules from their source.
 import { verifySignature } from '../../../packages/webhooks/src';
-import { bearer, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
+import { bearer, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
 import { enableTotp } from '../../api/test/support/oauth-flow';
 import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
 import { createWorld, type World } from '../../worker/test/support/world';
 import { freePort, launchChromium, logIn as logInAs, SCREENSHOTS, step as stepOf } from './support/browser';
-import { runErasures } from '../../worker/src/erasure';
 
 let w: World;
 let gh: LoopbackGithub;
@@ -548,51 +547,7 @@ describe('dashboard in Chromium', () => {
     });
   }, 60_000);
 
-  it('erasure requests: an admin files one, cancels it, files again; the job runs and the page shows the receipt', async () => {
-    const person = await createUserInOrg(w.h, w.org.id, 'member', 'dash-erasee');
-    await step('erasure', async () => {
-      await logIn(w.org.admin.email, TEST_PASSWORD);
-      await page.getByRole('heading', { name: 'Projects' }).waitFor();
-      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Erasure' }).click();
-      await page.getByRole('heading', { name: 'Erasure requests' }).waitFor();
-      // The owner is refused with the API's reason.
-      await page.getByLabel('User id of the person').fill(w.org.owner.id);
-      await page.getByRole('button', { name: 'File erasure request' }).click();
-      await page.getByRole('alert').getByText(/owner cannot be erased/).waitFor();
-      await page.getByRole('button', { name: 'dash-erasee user (member)' }).click();
-      expect(await page.getByLabel('User id of the person').inputValue()).toBe(person.id);
-      await page.getByRole('button', { name: 'File erasure request' }).click();
-      const first = await poll(async () => (await w.h.deps.prisma.erasureRequest.findFirst({ where: { subjectUserId: person.id } })) ?? undefined, 'the request');
-      const row = page.getByTestId(`erasure-${first.id}`);
-      await row.getByText('pending').waitFor();
-      await row.getByRole('button', { name: `Cancel ${first.id}` }).click();
-      await row.getByText('cancelled').waitFor();
-
-      await page.getByLabel('User id of the person').fill(person.id);
-      await page.getByRole('button', { name: 'File erasure request' }).click();
-      const second = await poll(
-        async () => (await w.h.deps.prisma.erasureRequest.findFirst({ where: { subjectUserId: person.id, status: 'pending' } })) ?? undefined,
-        'the second request',
-      );
-      await page.getByTestId(`erasure-${second.id}`).getByText('pending').waitFor();
-      expect(await runErasures(w.workerDeps)).toEqual({ completed: 1, failed: 0 });
-      await page.reload();
-      const done = page.getByTestId(`erasure-${second.id}`);
-      await done.getByText('completed').waitFor();
-      await done.getByText(/member removed, account erased/).click();
-      await done.getByText('users.email: 1 row').waitFor();
-      expect(await page.content()).not.toContain(person.email);
-    });
-    await step('erasure-member', async () => {
-      await context.clearCookies();
-      await logIn(w.org.member.email, TEST_PASSWORD);
-      await page.getByRole('heading', { name: 'Projects' }).waitFor();
-      expect(await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Erasure' }).count()).toBe(0);
-      await page.goto(`${base}/governance/erasure`);
-      await page.getByRole('alert').getByText(/governance:read/).waitFor();
-      expect(await page.getByRole('button', { name: 'File erasure request' }).count()).toBe(0);
-    });
-  }, 60_000);
+  // The erasure page (find the person, preview, confirm) has its own browser test: apps/web/test/erasure.test.ts.
 
   it('a member is offered no webhook pages, and a direct visit names the missing scope', async () => {
     await step('member', async () => {

@@ -119,6 +119,8 @@ it('an admin attaches a repository, uploads source with progress, browses it and
     const seen = (await page.evaluate('window.__progress')) as number[];
     expect(seen.length).toBeGreaterThan(0);
     expect(await page.getByTestId('source-archive').textContent()).toContain(sha);
+    // The organization's stored source against its quota (SOURCE_ORG_QUOTA_BYTES, 10 GiB by default).
+    await page.getByTestId('source-usage').filter({ hasText: 'Organization source storage: 3 MiB of 10 GiB used' }).waitFor();
   });
 
   await step('artifacts browser', async () => {

@@ -215,8 +215,8 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
 }
 
 /**
- * Takes an isolation slot for the attempt, or holds the delivery back without one: postponed (not an attempt), or
- * failed for good once held back past its retry window. Null: go ahead.
+ * Takes an isolation slot for the attempt, or holds the delivery back without one: postponed (not an attempt), or,
+ * behind an open breaker only, failed for good once held back past its retry window. Null: go ahead.
  */
 async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<DeliveryResult | null> {
   if (!ctx.isolation) return null;
@@ -228,10 +228,12 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   const { reason } = admission;
   const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
   const wakeAt = new Date(admission.until.getTime() + (reason === 'rate_limit' ? 0 : wakeJitterMs(waitMs)));
-  const decision = postponeOrFail(reason, wakeAt, delivery.createdAt, now, webhookRetryPolicy(ctx.config));
+  const hold = { reason, until: wakeAt, endpointFailures: admission.endpointFailures };
+  const decision = postponeOrFail(hold, delivery.createdAt, now, webhookRetryPolicy(ctx.config));
   if (decision.action === 'fail') {
+    const health = decision.countsForHealth ? ctx.config.webhooks.health : null;
     const published: DeliveryRef[] = [];
-    const change = await failHeldBackDelivery(ctx.prisma, delivery, decision.detail, ctx.config.webhooks.health, now, published);
+    const change = await failHeldBackDelivery(ctx.prisma, delivery, decision.detail, health, now, published);
     await ctx.enqueueEvents(published);
     ctx.logger.info('Delivery held back past its retry window: failed', { delivery_id: delivery.id, reason });
     if (change) await notifyHealthChange(ctx, change, { responseStatus: null, outcome: 'held_back', error: decision.detail });

@@ -6,6 +6,7 @@ import type { Db } from '@svc/db';
 import type { Mailer } from '@svc/mail';
 import type { Lookup } from '@svc/net';
 import type { Clock } from '@svc/domain';
+import type { ObjectStorage } from '@svc/storage';
 
 export interface WorkerDeps {
   config: Config;
@@ -18,4 +19,6 @@ export interface WorkerDeps {
   lookup?: Lookup;
   /** Outgoing mail (API-key expiry warnings); built from config.mail when absent. */
   mailer?: Mailer;
+  /** Stored source objects (the orphan sweep); built from config.storage when absent. */
+  storage?: ObjectStorage;
 }

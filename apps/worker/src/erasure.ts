@@ -1,114 +1,145 @@
-// The GDPR erasure job (governance:erase). Each run takes the pending erasure requests, oldest first, and erases
-// each one in ONE transaction that also marks it completed: a worker killed midway rolls everything back and the
-// request is still pending for the next run (restarts lose nothing). A request the job cannot complete (the person
-// now owns the organization, a database error) is marked failed with the reason and waits for a retry.
+// The GDPR erasure job (governance:erase). Each run
+// 1. previews the requests in `previewing`: what the erasure would change, counted per table and column with a few
+//    masked samples (reads only), then the request waits in `awaiting_confirmation` for an owner or admin;
+// 2. erases the confirmed requests (`erasing`) step by step, in short transactions: each transaction takes the
+//    request row (FOR UPDATE SKIP LOCKED: one worker per request), does one step or one keyset batch of a table,
+//    and records the progress in the request row. A worker killed midway loses at most the batch in flight; the
+//    next run resumes after the last recorded key. A request that cannot go on (the person now owns the
+//    organization, a database error) is `failed` with the reason, and a retry resumes where it stopped.
 //
-// What one erasure does, in the request's organization:
-// - a current member is removed (membership, team memberships, direct grants; sessions and API keys revoked);
-// - every text, JSON and text-array column of every table with an organization_id has the person's e-mail and
-//   name replaced with the request's pseudonym in that organization's rows (found through information_schema, so
-//   tables added later are covered without changing this job);
-// - when the person belongs to no other organization, the account itself is erased: the users row takes the
-//   pseudonym, its password, 2FA secret, sign-in identities, personal source connections and tokens go, and the tables without an
-//   organization_id are swept too. A person still a member elsewhere keeps their account there: those
-//   organizations' records are theirs to erase.
-// Audit entries stay (the log is append-only and not hash-chained): only the identifying text in them changes.
-// The erasure is recorded as `erasure.completed` by `system`, naming the request and the pseudonym only.
+// What is written, and only in the request's organization (DESIGN.md "Trust boundaries"): the columns the
+// personal-data inventory (@svc/domain personal-data-inventory) classifies, selected by the organization's key,
+// plus the person's own account when the request names a user who belongs to no other organization. Steps:
+// membership (removed as DELETE /members/:id would), references (the person's audit entries: label pseudonymized,
+// IP and user agent cleared), e-mail keyed rows (invitations, share grants, notification recipients), the free
+// text of each table (exact e-mail always, the name when `searchableName` accepts it), report PDFs rendered from
+// changed text (regenerated), the account, then the receipt.
 import { recordAudit, SYSTEM_ACTOR } from '@svc/audit';
-import { Prisma, type Tx } from '@svc/db';
-import { erasureReplacements, type TextReplacement } from '@svc/domain';
-import { bumpAuthEpochs } from '@svc/queue';
+import { openErasureSubject, Prisma, sealErasureSubject, type ErasureSubject, type Tx } from '@svc/db';
+import { erasureReplacements, freeTextPasses, normalizedEmail, previewWithoutSamples, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
+import { bumpAuthEpochs, createReportQueue, enqueueReport } from '@svc/queue';
 import type { WorkerDeps } from './deps';
+import { freeTextBatch, freeTextPreview, type PreviewColumn } from './erasure-sql';
 
-/** Requests taken per run; the next run takes the rest. */
-const BATCH_SIZE = 20;
-/** One erasure scans every text column of the organization: give it time. */
-const ERASURE_TRANSACTION_TIMEOUT_MS = 5 * 60 * 1000;
+/** Requests previewed or erased per run; the next run takes the rest. */
+const REQUESTS_PER_RUN = 20;
 
 export class ErasureRefused extends Error {}
-
-interface TextColumn {
-  table: string;
-  column: string;
-  kind: 'text' | 'json' | 'jsonb' | 'text_array';
-  organizationScoped: boolean;
-}
 
 export interface ErasureReceipt {
   membership_removed: boolean;
   account_erased: boolean;
   sessions_revoked: number;
   api_keys_revoked: number;
-  /** Rows changed per table and column, e.g. {table: 'audit_events', column: 'actor_label', rows: 3}. */
+  /** The person's audit entries whose actor label was pseudonymized and IP and user agent cleared. */
+  audit_entries_scrubbed: number;
+  /** Report PDFs rendered from text that named the person: set back to pending and rendered again. */
+  reports_regenerated: string[];
+  /** Rows changed per table and column, e.g. {table: 'findings', column: 'description', rows: 3}. */
   replaced: Array<{ table: string; column: string; rows: number }>;
 }
 
-const quote = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
-
-/** Every column of the current schema that can hold text, with whether its table has an organization_id. */
-async function textColumns(tx: Tx): Promise<TextColumn[]> {
-  const rows = await tx.$queryRaw<Array<{ table_name: string; column_name: string; data_type: string; udt_name: string; org: boolean }>>`
-    SELECT c.table_name, c.column_name, c.data_type, c.udt_name,
-           EXISTS (SELECT 1 FROM information_schema.columns o
-                   WHERE o.table_schema = c.table_schema AND o.table_name = c.table_name AND o.column_name = 'organization_id') AS org
-    FROM information_schema.columns c
-    JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'
-    WHERE c.table_schema = current_schema()
-      AND c.table_name <> '_prisma_migrations'
-      AND (c.data_type IN ('text', 'character varying', 'json', 'jsonb')
-           OR (c.data_type = 'ARRAY' AND c.udt_name IN ('_text', '_varchar')))
-    ORDER BY c.table_name, c.column_name`;
-  return rows.map((r) => ({
-    table: r.table_name,
-    column: r.column_name,
-    kind: r.data_type === 'ARRAY' ? 'text_array' : r.data_type === 'json' || r.data_type === 'jsonb' ? (r.data_type as 'json' | 'jsonb') : 'text',
-    organizationScoped: r.org,
-  }));
+export interface ErasurePreview {
+  membership: boolean;
+  /** The account row itself would be erased (a user who belongs to no other organization). */
+  account: boolean;
+  /** The name is searched in free text (see searchableName); otherwise only the exact e-mail. */
+  name_searched: boolean;
+  audit_entries: number;
+  reports: number;
+  columns: PreviewColumn[];
 }
 
-/** One UPDATE replacing a pattern in one column; returns the rows changed. */
-async function replaceInColumn(tx: Tx, col: TextColumn, r: TextReplacement, organizationId: string | null): Promise<number> {
-  const c = quote(col.column);
-  const inOrg = organizationId === null ? '' : ' AND "organization_id" = $3';
-  const params: unknown[] = [col.kind === 'json' || col.kind === 'jsonb' ? r.jsonPattern : r.pattern, r.replacement];
-  if (organizationId !== null) params.push(organizationId);
-  let set: string;
-  let match: string;
-  switch (col.kind) {
-    case 'text':
-      set = `regexp_replace(${c}, $1, $2, 'gi')`;
-      match = `${c} ~* $1`;
-      break;
-    case 'json':
-    case 'jsonb':
-      set = `regexp_replace(${c}::text, $1, $2, 'gi')::${col.kind}`;
-      match = `${c}::text ~* $1`;
-      break;
-    case 'text_array':
-      set = `ARRAY(SELECT regexp_replace(x, $1, $2, 'gi') FROM unnest(${c}) WITH ORDINALITY AS u(x, n) ORDER BY n)`;
-      match = `array_to_string(${c}, chr(10)) ~* $1`;
-      break;
-  }
-  return tx.$executeRawUnsafe(`UPDATE ${quote(col.table)} SET ${c} = ${set} WHERE ${match}${inOrg}`, ...params);
+interface Progress {
+  step: string;
+  /** The last key done of the current free-text pass (keyset), null at its start. */
+  cursor: string | null;
+  counts: Record<string, number>;
+  receipt: Omit<ErasureReceipt, 'replaced'>;
 }
 
-async function sweep(tx: Tx, replacements: TextReplacement[], organizationId: string, wholeDatabase: boolean) {
-  const replaced = new Map<string, number>();
-  for (const col of await textColumns(tx)) {
-    if (!col.organizationScoped && !wholeDatabase) continue;
-    for (const r of replacements) {
-      const rows = await replaceInColumn(tx, col, r, col.organizationScoped ? organizationId : null);
-      if (rows > 0) {
-        const key = `${col.table}.${col.column}`;
-        replaced.set(key, (replaced.get(key) ?? 0) + rows);
-      }
-    }
-  }
-  return [...replaced].map(([key, rows]) => {
-    const [table, column] = key.split('.');
-    return { table, column, rows };
-  });
+interface RequestRow {
+  id: string;
+  organization_id: string;
+  subject_user_id: string | null;
+  subject_enc: string | null;
+  pseudonym_name: string;
+  pseudonym_email: string;
+  progress: Progress | null;
 }
+
+const FIRST_STEPS = ['membership', 'references', 'email_keyed'] as const;
+const LAST_STEPS = ['reports', 'account', 'finish'] as const;
+const passStep = (pass: FreeTextPass) => `free_text:${pass.table}`;
+
+function stepNames(passes: FreeTextPass[]): string[] {
+  return [...FIRST_STEPS, ...passes.map(passStep), ...LAST_STEPS];
+}
+
+function freshProgress(): Progress {
+  return {
+    step: FIRST_STEPS[0],
+    cursor: null,
+    counts: {},
+    receipt: { membership_removed: false, account_erased: false, sessions_revoked: 0, api_keys_revoked: 0, audit_entries_scrubbed: 0, reports_regenerated: [] },
+  };
+}
+
+/** The person: sealed in the request; requests filed before subjects were sealed read the account. */
+async function subjectOf(deps: WorkerDeps, tx: Tx, req: RequestRow): Promise<ErasureSubject> {
+  if (req.subject_enc) return openErasureSubject(req.subject_enc, deps.config.encryptionKey);
+  const user = req.subject_user_id ? await tx.user.findUnique({ where: { id: req.subject_user_id }, select: { name: true, email: true } }) : null;
+  if (!user) throw new ErasureRefused('The person of this request can no longer be found.');
+  return { userId: req.subject_user_id, name: user.name, email: user.email };
+}
+
+async function refuseOwner(tx: Tx, organizationId: string, subject: ErasureSubject) {
+  if (!subject.userId) return;
+  const membership = await tx.membership.findFirst({ where: { organizationId, userId: subject.userId }, select: { role: true } });
+  if (membership?.role === 'owner') throw new ErasureRefused('The person owns the organization: transfer ownership, then retry the erasure.');
+}
+
+const replacementsFor = (subject: ErasureSubject, pseudonym: Pseudonym): TextReplacement[] =>
+  erasureReplacements({ name: subject.name, email: subject.email }, pseudonym);
+
+// ---- references and e-mail keyed rows ----
+
+/** Audit entries whose actor is the person: as a user, through one of their API keys, or through their share grant. */
+function personsAuditEntries(organizationId: string, subject: ErasureSubject) {
+  const email = normalizedEmail(subject.email);
+  return Prisma.sql`
+    organization_id = ${organizationId} AND (
+      (actor_type = 'user' AND actor_id = ${subject.userId ?? ''})
+      OR (actor_type = 'api_key' AND actor_id IN (SELECT id FROM api_keys WHERE organization_id = ${organizationId} AND user_id = ${subject.userId ?? ''}))
+      OR (actor_type = 'report_share' AND actor_id IN (SELECT id FROM report_shares WHERE organization_id = ${organizationId} AND kind = 'email' AND lower(email) = ${email})))`;
+}
+
+async function scrubReferences(tx: Tx, organizationId: string, subject: ErasureSubject, pseudonym: Pseudonym): Promise<number> {
+  return tx.$executeRaw`
+    UPDATE audit_events SET
+      actor_label = CASE WHEN actor_type IN ('user', 'report_share') THEN ${pseudonym.email} ELSE actor_label END,
+      ip = NULL, user_agent = NULL
+    WHERE ${personsAuditEntries(organizationId, subject)}`;
+}
+
+async function replaceEmailKeyed(tx: Tx, organizationId: string, subject: ErasureSubject, pseudonym: Pseudonym, now: Date) {
+  const email = normalizedEmail(subject.email);
+  // An invitation to the address can no longer be accepted; a share grant to it is revoked.
+  const invitations = await tx.$executeRaw`
+    UPDATE invitations SET email = ${pseudonym.email}, expires_at = LEAST(expires_at, ${now})
+    WHERE organization_id = ${organizationId} AND lower(email) = ${email}`;
+  const shares = await tx.$executeRaw`
+    UPDATE report_shares SET email = ${pseudonym.email}, revoked_at = COALESCE(revoked_at, ${now})
+    WHERE organization_id = ${organizationId} AND kind = 'email' AND lower(email) = ${email}`;
+  // The address leaves the recipient lists (the other recipients stay, in order).
+  const recipients = await tx.$executeRaw`
+    UPDATE webhook_subscriptions SET email_recipients = ARRAY(
+      SELECT x FROM unnest(email_recipients) WITH ORDINALITY AS u(x, n) WHERE lower(x) <> ${email} ORDER BY n)
+    WHERE organization_id = ${organizationId} AND EXISTS (SELECT 1 FROM unnest(email_recipients) AS r(x) WHERE lower(x) = ${email})`;
+  return { 'invitations.email': invitations, 'report_shares.email': shares, 'webhook_subscriptions.email_recipients': recipients };
+}
+
+// ---- membership, reports and account ----
 
 /** Removes a current member from the organization, as DELETE /members/:id does. */
 async function removeMembership(tx: Tx, organizationId: string, userId: string, now: Date) {
@@ -123,88 +154,256 @@ async function removeMembership(tx: Tx, organizationId: string, userId: string, 
   return { removed: count > 0, sessions: sessions.count, apiKeys: keys.count };
 }
 
+/** Ready reports of the organization whose PDF was rendered from text matching `needle` (a regex). */
+function reportsRenderedFrom(organizationId: string, needle: string) {
+  return Prisma.sql`
+    SELECT r.id FROM reports r
+    JOIN assessments a ON a.id = r.assessment_id
+    JOIN projects p ON p.id = a.project_id
+    WHERE r.organization_id = ${organizationId} AND r.status = 'ready' AND (
+      r.title ~* ${needle} OR a.name ~* ${needle} OR p.name ~* ${needle}
+      OR EXISTS (SELECT 1 FROM findings f WHERE f.assessment_id = a.id
+                 AND (f.title ~* ${needle} OR f.location ~* ${needle} OR f.description ~* ${needle})))
+    ORDER BY r.id`;
+}
+
+const anyPattern = (replacements: TextReplacement[]) => replacements.map((r) => `(?:${r.pattern})`).join('|');
+const escapeRegex = (s: string) => s.replace(/[\\^$.|?*+()[\]{}]/g, (c) => `\\${c}`);
+
+/** After the free text changed, the reports rendered before it hold the person: they are rendered again. */
+async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseudonym): Promise<string[]> {
+  const needle = `${escapeRegex(pseudonym.email)}|${escapeRegex(pseudonym.name)}`;
+  const rows = await tx.$queryRaw<Array<{ id: string }>>(reportsRenderedFrom(organizationId, needle));
+  if (rows.length === 0) return [];
+  const ids = rows.map((r) => r.id);
+  await tx.report.updateMany({
+    where: { id: { in: ids }, organizationId, status: 'ready' },
+    data: { status: 'pending', pdf: null, sizeBytes: null, readyAt: null, error: null },
+  });
+  return ids;
+}
+
 /** The account goes: no credential, no sign-in identity, no token is left; the row keeps only the pseudonym. */
-async function eraseAccount(tx: Tx, userId: string, pseudonym: { name: string; email: string }, now: Date) {
+async function eraseAccount(tx: Tx, userId: string, pseudonym: Pseudonym, now: Date) {
   await tx.oAuthIdentity.deleteMany({ where: { userId } });
   await tx.personalSourceConnection.deleteMany({ where: { userId } });
   await tx.emailToken.deleteMany({ where: { userId } });
   const sessions = await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
   await tx.user.update({
     where: { id: userId },
-    data: {
-      name: pseudonym.name,
-      email: pseudonym.email,
-      passwordHash: null,
-      totpSecretEnc: null,
-      totpPendingEnc: null,
-      totpEnabled: false,
-      totpLastStep: null,
-    },
+    data: { name: pseudonym.name, email: pseudonym.email, passwordHash: null, totpSecretEnc: null, totpPendingEnc: null, totpEnabled: false, totpLastStep: null },
   });
   return sessions.count;
 }
 
-interface ClaimedRequest {
-  id: string;
-  organization_id: string;
-  subject_user_id: string;
-  pseudonym_name: string;
-  pseudonym_email: string;
+// ---- preview ----
+
+async function preview(deps: WorkerDeps, tx: Tx, req: RequestRow, subject: ErasureSubject): Promise<ErasurePreview> {
+  await refuseOwner(tx, req.organization_id, subject);
+  const pseudonym = { name: req.pseudonym_name, email: req.pseudonym_email };
+  const replacements = replacementsFor(subject, pseudonym);
+  const columns: PreviewColumn[] = [];
+  const email = normalizedEmail(subject.email);
+  const keyed = await tx.$queryRaw<Array<{ t: string; n: number }>>`
+    SELECT 'invitations' AS t, count(*)::int AS n FROM invitations WHERE organization_id = ${req.organization_id} AND lower(email) = ${email}
+    UNION ALL SELECT 'report_shares', count(*)::int FROM report_shares WHERE organization_id = ${req.organization_id} AND kind = 'email' AND lower(email) = ${email}
+    UNION ALL SELECT 'webhook_subscriptions', count(*)::int FROM webhook_subscriptions
+      WHERE organization_id = ${req.organization_id} AND EXISTS (SELECT 1 FROM unnest(email_recipients) AS r(x) WHERE lower(x) = ${email})`;
+  for (const k of keyed) {
+    if (k.n > 0) columns.push({ table: k.t, column: k.t === 'webhook_subscriptions' ? 'email_recipients' : 'email', rows: k.n, samples: [] });
+  }
+  for (const pass of freeTextPasses()) columns.push(...(await freeTextPreview(tx, pass, req.organization_id, replacements)));
+  const [audit] = await tx.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM audit_events WHERE ${personsAuditEntries(req.organization_id, subject)}`;
+  const reports = await tx.$queryRaw<Array<{ id: string }>>(reportsRenderedFrom(req.organization_id, anyPattern(replacements)));
+  const membership = subject.userId ? (await tx.membership.count({ where: { organizationId: req.organization_id, userId: subject.userId } })) > 0 : false;
+  const elsewhere = subject.userId
+    ? await tx.membership.count({ where: { userId: subject.userId, organizationId: { not: req.organization_id } } })
+    : 1;
+  return {
+    membership,
+    account: subject.userId !== null && elsewhere === 0,
+    name_searched: replacements.some((r) => r.what === 'name'),
+    audit_entries: audit.n,
+    reports: reports.length,
+    columns,
+  };
 }
 
-/** Erases one request in one transaction; false when another worker took it or it is no longer pending. */
-async function eraseOne(deps: WorkerDeps, requestId: string): Promise<{ done: boolean; userId?: string; organizationId?: string }> {
-  return deps.prisma.$transaction(
-    async (tx) => {
-      // The row lock holds off a concurrent cancel and any other worker until this erasure commits or rolls back.
-      const [req] = await tx.$queryRaw<ClaimedRequest[]>`
-        SELECT id, organization_id, subject_user_id, pseudonym_name, pseudonym_email FROM erasure_requests
-        WHERE id = ${requestId} AND status = 'pending' FOR UPDATE SKIP LOCKED`;
-      if (!req) return { done: false };
-      const now = deps.clock.now();
-      const pseudonym = { name: req.pseudonym_name, email: req.pseudonym_email };
-      const membership = await tx.membership.findFirst({ where: { organizationId: req.organization_id, userId: req.subject_user_id } });
-      if (membership?.role === 'owner') {
-        throw new ErasureRefused('The person owns the organization: transfer ownership, then retry the erasure.');
-      }
-      const user = await tx.user.findUnique({ where: { id: req.subject_user_id }, select: { name: true, email: true } });
-      const removal = await removeMembership(tx, req.organization_id, req.subject_user_id, now);
-      const elsewhere = await tx.membership.count({ where: { userId: req.subject_user_id } });
-      const accountErased = user !== null && elsewhere === 0;
-      const replaced = user ? await sweep(tx, erasureReplacements(user, pseudonym), req.organization_id, accountErased) : [];
-      const accountSessions = accountErased ? await eraseAccount(tx, req.subject_user_id, pseudonym, now) : 0;
-      const receipt: ErasureReceipt = {
-        membership_removed: removal.removed,
-        account_erased: accountErased,
-        sessions_revoked: removal.sessions + accountSessions,
-        api_keys_revoked: removal.apiKeys,
-        replaced,
-      };
-      await tx.erasureRequest.update({
-        where: { id: req.id },
-        data: { status: 'completed', receipt: receipt as unknown as Prisma.InputJsonValue, completedAt: now, error: null, attempts: { increment: 1 } },
-      });
-      await recordAudit(tx, {
-        organizationId: req.organization_id,
-        actor: SYSTEM_ACTOR,
-        action: 'erasure.completed',
-        target: { type: 'erasure_request', id: req.id },
-        metadata: { subject_user_id: req.subject_user_id, pseudonym: pseudonym.name, tables: replaced.length, account_erased: accountErased },
-        at: now,
-      });
-      return { done: true, userId: req.subject_user_id, organizationId: req.organization_id };
+/** Reads only, outside any transaction; the result is stored only if the request is still being previewed. */
+async function previewOne(deps: WorkerDeps, requestId: string): Promise<boolean> {
+  const [req] = await deps.prisma.$queryRaw<RequestRow[]>`
+    SELECT id, organization_id, subject_user_id, subject_enc, pseudonym_name, pseudonym_email, progress FROM erasure_requests
+    WHERE id = ${requestId} AND status = 'previewing'`;
+  if (!req) return false;
+  const subject = await subjectOf(deps, deps.prisma, req);
+  const result = await preview(deps, deps.prisma, req, subject);
+  const { count } = await deps.prisma.erasureRequest.updateMany({
+    where: { id: req.id, status: 'previewing' },
+    data: {
+      status: 'awaiting_confirmation',
+      preview: result as unknown as Prisma.InputJsonValue,
+      error: null,
+      // A request filed before subjects were sealed gets its subject now: the erasure must find the person even
+      // after the account row took the pseudonym.
+      ...(req.subject_enc === null && { subjectEnc: sealErasureSubject(subject, deps.config.encryptionKey) }),
     },
-    { timeout: ERASURE_TRANSACTION_TIMEOUT_MS, maxWait: 30_000 },
-  );
+  });
+  return count === 1;
 }
 
-async function markFailed(deps: WorkerDeps, requestId: string, err: unknown): Promise<void> {
+// ---- erasing, one step or batch per transaction ----
+
+async function claim(tx: Tx, requestId: string, status: string): Promise<RequestRow | null> {
+  const [req] = await tx.$queryRaw<RequestRow[]>`
+    SELECT id, organization_id, subject_user_id, subject_enc, pseudonym_name, pseudonym_email, progress FROM erasure_requests
+    WHERE id = ${requestId} AND status = ${status} FOR UPDATE SKIP LOCKED`;
+  return req ?? null;
+}
+
+type StepOutcome = { progress: Progress; done: boolean; authChanged?: { organizationId: string; userId: string } };
+
+/** Runs the current step (or one batch of it) and returns the progress to record. */
+async function advance(deps: WorkerDeps, tx: Tx, req: RequestRow, passes: FreeTextPass[]): Promise<StepOutcome> {
+  const progress: Progress = req.progress ?? freshProgress();
+  const steps = stepNames(passes);
+  const subject = await subjectOf(deps, tx, req);
+  const pseudonym = { name: req.pseudonym_name, email: req.pseudonym_email };
+  const now = deps.clock.now();
+  const next = (): Progress => ({ ...progress, step: steps[steps.indexOf(progress.step) + 1] ?? 'finish', cursor: null });
+  const add = (key: string, n: number) => {
+    if (n > 0) progress.counts[key] = (progress.counts[key] ?? 0) + n;
+  };
+  let authChanged: StepOutcome['authChanged'];
+
+  if (!steps.includes(progress.step)) {
+    // The inventory changed between two runs (a deployment): the free text is walked again (replacing is idempotent).
+    return { progress: { ...progress, step: passStep(passes[0]), cursor: null }, done: false };
+  }
+  switch (progress.step) {
+    case 'membership': {
+      await refuseOwner(tx, req.organization_id, subject);
+      if (subject.userId) {
+        const removal = await removeMembership(tx, req.organization_id, subject.userId, now);
+        progress.receipt.membership_removed = removal.removed;
+        progress.receipt.sessions_revoked += removal.sessions;
+        progress.receipt.api_keys_revoked += removal.apiKeys;
+        authChanged = { organizationId: req.organization_id, userId: subject.userId };
+      }
+      return { progress: next(), done: false, authChanged };
+    }
+    case 'references':
+      progress.receipt.audit_entries_scrubbed += await scrubReferences(tx, req.organization_id, subject, pseudonym);
+      return { progress: next(), done: false };
+    case 'email_keyed':
+      for (const [key, n] of Object.entries(await replaceEmailKeyed(tx, req.organization_id, subject, pseudonym, now))) add(key, n);
+      return { progress: next(), done: false };
+    case 'reports':
+      progress.receipt.reports_regenerated = await regenerateReports(tx, req.organization_id, pseudonym);
+      return { progress: next(), done: false };
+    case 'account': {
+      const elsewhere = subject.userId ? await tx.membership.count({ where: { userId: subject.userId } }) : 1;
+      if (subject.userId && elsewhere === 0) {
+        add('users.email', 1);
+        add('users.name', 1);
+        progress.receipt.sessions_revoked += await eraseAccount(tx, subject.userId, pseudonym, now);
+        progress.receipt.account_erased = true;
+      }
+      return { progress: next(), done: false };
+    }
+    case 'finish':
+      await finish(tx, req, progress, subject, now);
+      return { progress, done: true };
+    default: {
+      const pass = passes.find((p) => passStep(p) === progress.step)!;
+      const batch = await freeTextBatch(tx, pass, req.organization_id, replacementsFor(subject, pseudonym), progress.cursor, deps.config.erasure.batchSize);
+      pass.columns.forEach((c, i) => add(`${pass.table}.${c.column}`, batch.changed[i]));
+      if (batch.lastKey === null) return { progress: next(), done: false };
+      return { progress: { ...progress, cursor: batch.lastKey }, done: false };
+    }
+  }
+}
+
+function receiptOf(progress: Progress): ErasureReceipt {
+  const replaced = Object.entries(progress.counts).map(([key, rows]) => {
+    const [table, column] = key.split('.');
+    return { table, column, rows };
+  });
+  return { ...progress.receipt, replaced };
+}
+
+async function finish(tx: Tx, req: RequestRow, progress: Progress, subject: ErasureSubject, now: Date) {
+  const receipt = receiptOf(progress);
+  const [{ preview }] = await tx.$queryRaw<Array<{ preview: unknown }>>`SELECT preview FROM erasure_requests WHERE id = ${req.id}`;
+  await tx.erasureRequest.update({
+    where: { id: req.id },
+    // The sealed name and e-mail go, and so do the preview's excerpts: nothing of the person is left in the request.
+    data: {
+      status: 'completed',
+      receipt: receipt as unknown as Prisma.InputJsonValue,
+      preview: preview ? (previewWithoutSamples(preview) as Prisma.InputJsonValue) : Prisma.DbNull,
+      progress: Prisma.DbNull,
+      subjectEnc: null,
+      completedAt: now,
+      error: null,
+      attempts: { increment: 1 },
+    },
+  });
+  await recordAudit(tx, {
+    organizationId: req.organization_id,
+    actor: SYSTEM_ACTOR,
+    action: 'erasure.completed',
+    target: { type: 'erasure_request', id: req.id },
+    metadata: {
+      subject_user_id: subject.userId,
+      pseudonym: req.pseudonym_name,
+      tables: new Set(receipt.replaced.map((r) => r.table)).size,
+      account_erased: receipt.account_erased,
+      reports_regenerated: receipt.reports_regenerated,
+    },
+    at: now,
+  });
+}
+
+interface EraseOutcome {
+  completed: boolean;
+  reports: string[];
+  authChanged: Array<{ organizationId: string; userId: string }>;
+}
+
+/** Erases one confirmed request, batch after batch, until it completes or another worker holds it. */
+async function eraseOne(deps: WorkerDeps, requestId: string): Promise<EraseOutcome> {
+  const passes = freeTextPasses();
+  const outcome: EraseOutcome = { completed: false, reports: [], authChanged: [] };
+  for (;;) {
+    const step = await deps.prisma.$transaction(
+      async (tx) => {
+        const req = await claim(tx, requestId, 'erasing');
+        if (!req) return null;
+        const result = await advance(deps, tx, req, passes);
+        if (!result.done) {
+          await tx.erasureRequest.update({ where: { id: req.id }, data: { progress: result.progress as unknown as Prisma.InputJsonValue } });
+        }
+        return result;
+      },
+      { timeout: 60_000, maxWait: 30_000 },
+    );
+    if (!step) return outcome;
+    if (step.authChanged) outcome.authChanged.push(step.authChanged);
+    if (step.done) {
+      outcome.completed = true;
+      outcome.reports = step.progress.receipt.reports_regenerated;
+      return outcome;
+    }
+  }
+}
+
+async function markFailed(deps: WorkerDeps, requestId: string, from: 'previewing' | 'erasing', err: unknown): Promise<void> {
   const now = deps.clock.now();
   const reason = err instanceof ErasureRefused ? err.message : 'The erasure could not be completed; retry it.';
   deps.logger.error('Erasure failed', { erasure_request_id: requestId, error: err instanceof Error ? err.message : String(err) });
   await deps.prisma.$transaction(async (tx) => {
     const { count } = await tx.erasureRequest.updateMany({
-      where: { id: requestId, status: 'pending' },
+      where: { id: requestId, status: from },
       data: { status: 'failed', error: reason, attempts: { increment: 1 } },
     });
     if (count !== 1) return;
@@ -221,46 +420,63 @@ async function markFailed(deps: WorkerDeps, requestId: string, err: unknown): Pr
 }
 
 export interface ErasureRunResult {
+  previewed: number;
   completed: number;
   failed: number;
 }
 
-/** One run of the erasure job: every pending request of the batch, each on its own. */
-export async function runErasures(deps: WorkerDeps): Promise<ErasureRunResult> {
-  const pending = await deps.prisma.erasureRequest.findMany({
-    where: { status: 'pending' },
-    select: { id: true },
-    orderBy: { createdAt: 'asc' },
-    take: BATCH_SIZE,
-  });
-  const result: ErasureRunResult = { completed: 0, failed: 0 };
-  let redis: ReturnType<WorkerDeps['redis']> | undefined;
+/** After commit: API caches forget the removed member's keys and sessions; regenerated reports are rendered. */
+async function afterErasure(deps: WorkerDeps, requestId: string, outcome: EraseOutcome, redis: () => ReturnType<WorkerDeps['redis']>) {
   try {
-    for (const { id } of pending) {
-      let outcome: Awaited<ReturnType<typeof eraseOne>>;
+    for (const a of outcome.authChanged) {
+      await bumpAuthEpochs(redis(), deps.config.redisPrefix, { organizationIds: [a.organizationId], userIds: [a.userId] });
+    }
+    if (outcome.reports.length > 0) {
+      const queue = createReportQueue(redis(), deps.config);
       try {
-        outcome = await eraseOne(deps, id);
+        for (const id of outcome.reports) await enqueueReport(queue, id);
+      } finally {
+        await queue.close();
+      }
+    }
+  } catch (err) {
+    // The report relay renders pending reports it finds without a job; API caches expire within their TTL.
+    deps.logger.error('Could not notify the API caches or enqueue regenerated reports after an erasure', { erasure_request_id: requestId, error: String(err) });
+  }
+}
+
+/** One run of the erasure job: previews, then confirmed erasures, each request on its own. */
+export async function runErasures(deps: WorkerDeps): Promise<ErasureRunResult> {
+  const result: ErasureRunResult = { previewed: 0, completed: 0, failed: 0 };
+  const waiting = await deps.prisma.erasureRequest.findMany({
+    where: { status: { in: ['previewing', 'erasing'] } },
+    select: { id: true, status: true },
+    orderBy: { createdAt: 'asc' },
+    take: REQUESTS_PER_RUN,
+  });
+  let connection: ReturnType<WorkerDeps['redis']> | undefined;
+  const redis = () => (connection ??= deps.redis());
+  try {
+    for (const { id, status } of waiting) {
+      const from = status as 'previewing' | 'erasing';
+      try {
+        if (from === 'previewing') {
+          if (await previewOne(deps, id)) result.previewed += 1;
+          continue;
+        }
+        const outcome = await eraseOne(deps, id);
+        await afterErasure(deps, id, outcome, redis);
+        if (outcome.completed) {
+          result.completed += 1;
+          deps.logger.info('Erasure completed', { erasure_request_id: id });
+        }
       } catch (err) {
         result.failed += 1;
-        await markFailed(deps, id, err);
-        continue;
-      }
-      if (!outcome.done) continue;
-      result.completed += 1;
-      deps.logger.info('Erasure completed', { erasure_request_id: id });
-      // API instances cache principals: new epochs refuse the erased member's keys and sessions at once.
-      try {
-        redis ??= deps.redis();
-        await bumpAuthEpochs(redis, deps.config.redisPrefix, { organizationIds: [outcome.organizationId!], userIds: [outcome.userId!] });
-      } catch (err) {
-        deps.logger.error('Could not bump the authentication epochs after an erasure; API caches expire within their TTL', {
-          erasure_request_id: id,
-          error: String(err),
-        });
+        await markFailed(deps, id, from, err);
       }
     }
   } finally {
-    await redis?.quit().catch(() => undefined);
+    await connection?.quit().catch(() => undefined);
   }
   return result;
 }

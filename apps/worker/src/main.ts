@@ -4,6 +4,7 @@ import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createPrismaClient, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
+import { createStorage } from '@svc/storage';
 import type { RedisOptions } from 'ioredis';
 import { systemClock } from '@svc/domain';
 import { MetricsPortInUseError, startMetricsServer } from './metrics';
@@ -19,7 +20,15 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
   const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
   void warmUpQueryCompiler(prisma);
-  const deps = { config, logger, prisma, redis: (options?: RedisOptions) => createRedis(config.redis, options), clock: systemClock, mailer: createMailer(config.mail) };
+  const deps = {
+    config,
+    logger,
+    prisma,
+    redis: (options?: RedisOptions) => createRedis(config.redis, options),
+    clock: systemClock,
+    mailer: createMailer(config.mail),
+    storage: createStorage(config.storage),
+  };
   const running = await startWorker(deps);
   const metrics =
     config.metrics.port > 0

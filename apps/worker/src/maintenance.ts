@@ -1,8 +1,9 @@
 // Scheduled jobs of the worker: the outbox relay (enqueue deliveries and issue exports whose enqueue was lost; its own
 // queue and worker, so no other job delays it), and on the maintenance queue the retention purge (retention.ts,
 // bounded in time per run; with it the 24-hour sweep of Idempotency-Keys, idempotency-sweep.ts), the API-key
-// lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts) and GDPR erasure (erasure.ts).
-// BullMQ job schedulers create one job per tick in Redis, so each runs once per tick however many workers are up.
+// lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts), GDPR erasure (erasure.ts)
+// and the orphan sweep of stored source (source-sweep.ts). BullMQ job schedulers create one job per tick in Redis,
+// so each runs once per tick however many workers are up.
 import type { Queue } from 'bullmq';
 import { outboxDeps, relayOverdueDeliveries, relayOverdueIssueExports } from '@svc/outbox';
 import { scanSlaBreaches } from './sla-scan';
@@ -10,6 +11,7 @@ import { RELAY_JOB, type DeliveryJobData, type MaintenanceJobName } from '@svc/q
 import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
 import { runErasures, type ErasureRunResult } from './erasure';
+import { sweepOrphanedSource, type SourceSweepResult } from './source-sweep';
 
 import { purgeExpired, type PurgeResult } from './retention';
 import { sweepIdempotencyKeys } from './idempotency-sweep';
@@ -76,6 +78,7 @@ export const MAINTENANCE_SCHEDULES: ReadonlyArray<{ name: MaintenanceJobName; ev
   { name: 'key-lifecycle', everyMs: (deps) => deps.config.keyLifecycle.intervalMs },
   { name: 'sla-scan', everyMs: (deps) => deps.config.slaScan.intervalMs },
   { name: 'erasure', everyMs: (deps) => deps.config.erasure.intervalMs },
+  { name: 'source-sweep', everyMs: (deps) => deps.config.source.orphanSweepIntervalMs },
 ];
 
 const SCHEDULED_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: 100 };
@@ -104,7 +107,7 @@ export async function runMaintenanceJob(
   deps: WorkerDeps,
   deliveryQueue: Queue<DeliveryJobData>,
   name: string,
-): Promise<number | PurgeResult | KeyLifecycleResult | ErasureRunResult> {
+): Promise<number | PurgeResult | KeyLifecycleResult | ErasureRunResult | SourceSweepResult> {
   // A relay job an older version queued here before the relay had its own queue.
   if (name === RELAY_JOB) return runOutboxRelay(deps, deliveryQueue);
   switch (name as MaintenanceJobName) {
@@ -120,6 +123,8 @@ export async function runMaintenanceJob(
       return runSlaScan(deps, deliveryQueue);
     case 'erasure':
       return runErasures(deps);
+    case 'source-sweep':
+      return sweepOrphanedSource(deps);
     default:
       throw new Error(`Unknown maintenance job ${name}`);
   }

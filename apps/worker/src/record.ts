@@ -324,15 +324,15 @@ async function recordInOneStatement(prisma: Db, writes: AttemptWrite[]): Promise
 }
 
 /**
- * Ends a delivery the isolation held back past its retry window: a terminal failure without a further attempt, which
- * counts for the subscription's health like any terminal failure (a dead endpoint still reaches failing and
- * disabled on schedule).
+ * Ends a delivery an open breaker held back past its retry window: a terminal failure without a further attempt. With
+ * `rules` it counts for the subscription's health like any terminal failure (a dead endpoint still reaches failing
+ * and disabled on schedule); null when it must not (the endpoint's last attempts did not fail).
  */
 export async function failHeldBackDelivery(
   prisma: Db,
   delivery: { id: string; subscriptionId: string; attemptCount: number },
   reason: string,
-  rules: HealthRules,
+  rules: HealthRules | null,
   now: Date,
   published: DeliveryRef[] = [],
 ): Promise<HealthChange | null> {
@@ -344,6 +344,7 @@ export async function failHeldBackDelivery(
     if (count !== 1) return null;
     const exhausted = { id: delivery.id, subscriptionId: delivery.subscriptionId, attempts: delivery.attemptCount };
     await publishDeliveryExhausted(tx, exhausted, reason, published, now);
+    if (!rules) return null;
     return applySubscriptionEffect(tx, delivery.subscriptionId, { kind: 'terminal_failure', rules }, now, reason, published);
   });
 }

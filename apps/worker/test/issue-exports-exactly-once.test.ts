@@ -37,7 +37,7 @@ function newTracker(kind: 'github' | 'jira', behaviour: Behaviour): FakeTracker 
 }
 
 async function exportTo(tracker: FakeTracker): Promise<string> {
-  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.manager.token)).send({ name: `tracker ${trackers}`, ...tracker.targetFields });
+  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.admin.token)).send({ name: `tracker ${trackers}`, ...tracker.targetFields });
   if (target.status !== 201) throw new Error(`Creating a target answered ${target.status}: ${JSON.stringify(target.body)}`);
   const res = await w.api().post(`/api/v1/findings/${finding.id}/issue-exports`).set(bearer(w.org.admin.token)).send({ target_id: target.body.id });
   if (res.status !== 202) throw new Error(`Exporting answered ${res.status}: ${JSON.stringify(res.body)}`);

@@ -23,6 +23,7 @@ it('registers the relay (on its own queue) and the maintenance jobs as job sched
       ['key-lifecycle', 3_600_000],
       ['retention-purge', 60_000],
       ['sla-scan', 900_000],
+      ['source-sweep', 3_600_000],
     ]);
     const relay = await w.worker!.relayQueue.getJobSchedulers();
     expect(relay.map((s) => [s.key, s.every])).toEqual([['outbox-relay', 200]]);

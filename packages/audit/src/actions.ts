@@ -40,6 +40,7 @@ export const AUDIT_ACTIONS = [
   'report.share_viewed',
   'report.share_downloaded',
   'erasure.requested',
+  'erasure.confirmed',
   'erasure.cancelled',
   'erasure.retried',
   'erasure.completed',

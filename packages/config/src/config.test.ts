@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { ConfigError, loadConfig } from './config';
 
 const productionSecrets = {
@@ -117,7 +118,13 @@ describe('loadConfig', () => {
       maxUncompressedBytes: 512 * 1024 * 1024,
       maxRatio: 200,
       textMaxBytes: 1024 * 1024,
+      orgQuotaBytes: 10 * 1024 * 1024 * 1024,
+      tempDir: os.tmpdir(),
+      tempGraceMs: 60 * 60 * 1000,
+      orphanGraceMs: 6 * 60 * 60 * 1000,
+      orphanSweepIntervalMs: 60 * 60 * 1000,
     });
+    expect(() => loadConfig({ SOURCE_ORG_QUOTA_BYTES: '0' })).toThrow(/SOURCE_ORG_QUOTA_BYTES/);
   });
 
   it('reads the S3 settings, and names what S3 is missing', () => {

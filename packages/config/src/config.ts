@@ -1,5 +1,6 @@
 // The one configuration module of the service. Every setting comes from the environment, is validated with joi
 // at start-up, and a missing or malformed one stops the process with a message naming it.
+import os from 'node:os';
 import Joi from 'joi';
 import { DEFAULT_HEALTH_RULES } from '@svc/domain';
 
@@ -178,6 +179,7 @@ const schema = Joi.object({
   // How often the worker looks for findings past their remediation SLA (finding.sla_breached).
   SLA_SCAN_INTERVAL_MS: Joi.number().integer().min(1000).default(15 * 60 * 1000),
   ERASURE_INTERVAL_MS: Joi.number().integer().min(1000).default(30 * 1000),
+  ERASURE_BATCH_SIZE: Joi.number().integer().min(1).max(100000).default(2000),
 
   // OAuth sign-in. A provider without a client id is disabled; with one, its secret is required. Endpoint URLs
   // default to the real providers and are settings only so tests can point them at servers on loopback.
@@ -215,6 +217,15 @@ const schema = Joi.object({
   SOURCE_MAX_ENTRIES: Joi.number().integer().min(1).default(5000),
   SOURCE_MAX_UNCOMPRESSED_BYTES: Joi.number().integer().min(1).default(512 * 1024 * 1024),
   SOURCE_MAX_RATIO: Joi.number().min(1).default(200),
+  // Uncompressed bytes of source an organization may keep stored, all its archives together (422 past it).
+  SOURCE_ORG_QUOTA_BYTES: Joi.number().integer().min(1).default(10 * 1024 * 1024 * 1024),
+  // Upload spools (svc-upload-*) and extraction folders (svc-extract-*) live here; the API sweeps its own
+  // leftovers older than SOURCE_TEMP_GRACE_MS at start (younger ones may be another API process's live upload).
+  SOURCE_TEMP_DIR: Joi.string().default(os.tmpdir()),
+  SOURCE_TEMP_GRACE_MS: Joi.number().integer().min(0).default(60 * 60 * 1000),
+  // The worker's orphan sweep: stored objects under no archive row, and local .partial files, older than the grace.
+  SOURCE_ORPHAN_GRACE_MS: Joi.number().integer().min(0).default(6 * 60 * 60 * 1000),
+  SOURCE_ORPHAN_SWEEP_INTERVAL_MS: Joi.number().integer().min(1000).default(60 * 60 * 1000),
   // Largest file the artifacts route answers as text; larger or binary files are served as downloads.
   SOURCE_TEXT_MAX_BYTES: Joi.number().integer().min(1).default(1024 * 1024),
 }).unknown(true);
@@ -285,7 +296,7 @@ export interface Config {
   keyLifecycle: { intervalMs: number };
   slaScan: { intervalMs: number };
   /** How often the worker takes pending GDPR erasure requests. */
-  erasure: { intervalMs: number };
+  erasure: { intervalMs: number; batchSize: number };
   metrics: { enabled: boolean; token?: string; port: number };
   storage: StorageConfig;
   source: SourceLimits;
@@ -316,9 +327,15 @@ export interface SourceLimits {
   maxUploadBytes: number;
   maxEntries: number;
   maxUncompressedBytes: number;
-  /** Largest uncompressed/compressed ratio of one entry. */
+  /** Largest uncompressed/compressed ratio of one entry, and of the archive as a whole. */
   maxRatio: number;
   textMaxBytes: number;
+  /** Uncompressed bytes an organization may keep stored across all its archives. */
+  orgQuotaBytes: number;
+  tempDir: string;
+  tempGraceMs: number;
+  orphanGraceMs: number;
+  orphanSweepIntervalMs: number;
 }
 
 function storageConfig(value: Record<string, any>): StorageConfig {
@@ -491,7 +508,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     azure: { authorityHost: value.AZURE_AUTHORITY_HOST.replace(/\/+$/, '') },
     keyLifecycle: { intervalMs: value.KEY_LIFECYCLE_INTERVAL_MS },
     slaScan: { intervalMs: value.SLA_SCAN_INTERVAL_MS },
-    erasure: { intervalMs: value.ERASURE_INTERVAL_MS },
+    erasure: { intervalMs: value.ERASURE_INTERVAL_MS, batchSize: value.ERASURE_BATCH_SIZE },
     metrics: { enabled: value.METRICS_ENABLED, token: value.METRICS_TOKEN || undefined, port: value.METRICS_PORT },
     storage: storageConfig(value),
     source: {
@@ -500,6 +517,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxUncompressedBytes: value.SOURCE_MAX_UNCOMPRESSED_BYTES,
       maxRatio: value.SOURCE_MAX_RATIO,
       textMaxBytes: value.SOURCE_TEXT_MAX_BYTES,
+      orgQuotaBytes: value.SOURCE_ORG_QUOTA_BYTES,
+      tempDir: value.SOURCE_TEMP_DIR,
+      tempGraceMs: value.SOURCE_TEMP_GRACE_MS,
+      orphanGraceMs: value.SOURCE_ORPHAN_GRACE_MS,
+      orphanSweepIntervalMs: value.SOURCE_ORPHAN_SWEEP_INTERVAL_MS,
     },
     oauth: {
       stateTtlSeconds: value.OAUTH_STATE_TTL_SECONDS,

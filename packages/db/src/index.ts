@@ -71,6 +71,7 @@ export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$trans
 export type Db = PrismaClient;
 export * from './ids';
 export * from './sealed';
+export * from './erasure-subject';
 export * from './errors';
 export * from './tenancy';
 export * from './sql';

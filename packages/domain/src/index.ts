@@ -10,6 +10,8 @@ export * from './sla';
 export * from './retry-policy';
 export * from './delivery-operations';
 export * from './source-archive';
+export * from './source-sweep';
 export * from './isolation-policy';
 export * from './erasure';
 export * from './idempotency';
+export * from './personal-data-inventory';

@@ -1,4 +1,4 @@
-import { describeDuration, fairSharePriority, DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, farWakeMs, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs } from './isolation-policy';
+import { describeDuration, fairSharePriority, DEFAULT_ISOLATION_RULES, breakerOpenPeriodMs, breakerOpenPeriodsMs, breakerSignalOf, farWakeMs, holdBackDeadline, postponeOrFail, retryWindowMs, wakeJitterMs, type WaitReason } from './isolation-policy';
 
 describe('breakerSignalOf', () => {
   it.each([
@@ -49,16 +49,27 @@ describe('postponeOrFail', () => {
   const policy = { baseMs: 1000, maxMs: 1000, maxAttempts: 3, jitter: 0 }; // window 2 s
   const created = new Date('2026-11-24T00:00:00Z');
   const at = (ms: number) => new Date(created.getTime() + ms);
+  const hold = (reason: WaitReason, until: number, endpointFailures = 0) => ({ reason, until: at(until), endpointFailures });
   it('postpones until the asked time within the window', () => {
-    expect(postponeOrFail('breaker_open', at(1500), created, at(100), policy)).toEqual({ action: 'postpone', until: at(1500) });
+    expect(postponeOrFail(hold('breaker_open', 1500, 3), created, at(100), policy)).toEqual({ action: 'postpone', until: at(1500) });
   });
-  it('never postpones past the deadline', () => {
-    expect(postponeOrFail('in_flight_cap', at(60_000), created, at(100), policy)).toEqual({ action: 'postpone', until: at(2000) });
+  it('never postpones a delivery behind an open breaker past the deadline', () => {
+    expect(postponeOrFail(hold('breaker_open', 60_000, 3), created, at(100), policy)).toEqual({ action: 'postpone', until: at(2000) });
   });
-  it('fails once the deadline has passed, saying why', () => {
-    const decision = postponeOrFail('breaker_open', at(3000), created, at(2000), policy);
-    expect(decision.action).toBe('fail');
-    expect(decision.action === 'fail' && decision.detail).toMatch(/held back \(breaker open\) past its retry window/);
+  it('fails a delivery behind an open breaker once the deadline has passed, saying why, counting for health', () => {
+    expect(postponeOrFail(hold('breaker_open', 3000, 3), created, at(2000), policy)).toEqual({
+      action: 'fail',
+      detail: 'held back (breaker open) past its retry window of 2 s',
+      countsForHealth: true,
+    });
+  });
+  it('does not count a held-back failure against an endpoint whose last attempts did not fail', () => {
+    const decision = postponeOrFail(hold('breaker_open', 3000, 0), created, at(2000), policy);
+    expect(decision).toMatchObject({ action: 'fail', countsForHealth: false });
+  });
+  it.each(['in_flight_cap', 'rate_limit'] as const)('never fails a delivery waiting for the %s, and lets it wait its turn', (reason) => {
+    expect(postponeOrFail(hold(reason, 60_000), created, at(100), policy)).toEqual({ action: 'postpone', until: at(60_000) });
+    expect(postponeOrFail(hold(reason, 90_000, 5), created, at(80_000), policy)).toEqual({ action: 'postpone', until: at(90_000) });
   });
 });
 

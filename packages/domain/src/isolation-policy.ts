@@ -66,7 +66,7 @@ export function breakerOpenPeriodsMs(rules: IsolationRules, n = 16): number[] {
 
 /**
  * The window a delivery's attempts would span at the longest: every backoff wait between its attempts at the top of
- * its jitter. A delivery still held back past it fails terminally (its backlog stays bounded).
+ * its jitter. A delivery still held back by an open breaker past it fails terminally (its backlog stays bounded).
  */
 export function retryWindowMs(policy: RetryPolicy = {}): number {
   const maxAttempts = policy.maxAttempts ?? MAX_ATTEMPTS;
@@ -81,21 +81,38 @@ export function holdBackDeadline(createdAt: Date, policy: RetryPolicy = {}): Dat
   return new Date(createdAt.getTime() + retryWindowMs(policy));
 }
 
-export type PostponeDecision = { action: 'postpone'; until: Date } | { action: 'fail'; detail: string };
+export type PostponeDecision =
+  | { action: 'postpone'; until: Date }
+  | { action: 'fail'; detail: string; countsForHealth: boolean };
+
+/** What is holding a delivery back, as the shared isolation state saw it at admission. */
+export interface HoldBack {
+  reason: WaitReason;
+  /** When to look again. */
+  until: Date;
+  /** The endpoint's own consecutive failed attempts (timeouts, refused or reset connections) at the time. */
+  endpointFailures: number;
+}
 
 /**
- * A delivery the isolation holds back until `until`: postponed, no later than its deadline; once the deadline has
- * passed it fails terminally, saying why.
+ * A delivery the isolation holds back (DESIGN.md "Delivery isolation", amended 2026-11-26). Only an open breaker
+ * (the endpoint itself failing) bounds the wait: postponed no later than the deadline its attempts would have spanned,
+ * and failed terminally once that has passed. One waiting for the in-flight cap or the throttle waits its turn,
+ * however long: the cap and the throttle postpone only while that receiver is being served, and after an outage of
+ * the service's own (a Redis restart that left slots taken until they expire) failing them punished a healthy
+ * receiver. A held-back failure counts for the subscription's health only when the endpoint's last attempts failed.
  */
-export function postponeOrFail(reason: WaitReason, until: Date, createdAt: Date, now: Date, policy: RetryPolicy = {}): PostponeDecision {
+export function postponeOrFail(hold: HoldBack, createdAt: Date, now: Date, policy: RetryPolicy = {}): PostponeDecision {
+  if (hold.reason !== 'breaker_open') return { action: 'postpone', until: hold.until };
   const deadline = holdBackDeadline(createdAt, policy);
   if (now.getTime() >= deadline.getTime()) {
     return {
       action: 'fail',
-      detail: `held back (${reason.replace(/_/g, ' ')}) past its retry window of ${describeDuration(retryWindowMs(policy))}`,
+      detail: `held back (${hold.reason.replace(/_/g, ' ')}) past its retry window of ${describeDuration(retryWindowMs(policy))}`,
+      countsForHealth: hold.endpointFailures > 0,
     };
   }
-  return { action: 'postpone', until: until.getTime() > deadline.getTime() ? deadline : until };
+  return { action: 'postpone', until: hold.until.getTime() > deadline.getTime() ? deadline : hold.until };
 }
 
 /** 17.8 h, 12 min, 3 s: a duration as a person reads it in a failure reason. */

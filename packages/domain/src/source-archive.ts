@@ -5,7 +5,7 @@
 export interface SourceArchiveLimits {
   maxEntries: number;
   maxUncompressedBytes: number;
-  /** Largest uncompressed/compressed ratio of one entry of at least RATIO_FLOOR_BYTES. */
+  /** Largest uncompressed/compressed ratio of one entry, and of the whole archive, from RATIO_FLOOR_BYTES up. */
   maxRatio: number;
 }
 
@@ -17,8 +17,11 @@ export interface ZipEntryFacts {
   unixMode: number;
 }
 
-/** Entries smaller than this are never a bomb by ratio alone (a short, repetitive source file compresses well). */
-export const RATIO_FLOOR_BYTES = 1024 * 1024;
+/**
+ * Entries smaller than this are not held to the ratio alone (a short, repetitive source file compresses well);
+ * many of them still count towards the ratio of the whole archive.
+ */
+export const RATIO_FLOOR_BYTES = 4 * 1024;
 
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
@@ -67,20 +70,49 @@ export interface ArchiveFileEntry {
   size: number;
 }
 
-/** Throws ArchiveRefusal naming the first entry that makes the archive unsafe or too large; returns the files. */
-export function checkArchiveEntries(entryCount: number, entries: ZipEntryFacts[], limits: SourceArchiveLimits): ArchiveFileEntry[] {
+/**
+ * The key two names collide under: NFC, then full case folding (upper then lower, so "ß" meets "SS"). Two entries
+ * with one key would overwrite each other when extracted on a case-insensitive or normalising file system.
+ */
+export function entryNameKey(path: string): string {
+  return path.normalize('NFC').toUpperCase().toLowerCase().normalize('NFC');
+}
+
+/**
+ * Throws ArchiveRefusal naming the first entry that makes the archive unsafe or too large; returns the files.
+ * archiveBytes is the archive's own size: the whole archive may expand at most maxRatio times it.
+ */
+export function checkArchiveEntries(
+  entryCount: number,
+  entries: ZipEntryFacts[],
+  limits: SourceArchiveLimits,
+  archiveBytes = entries.reduce((sum, e) => sum + e.compressedSize, 0),
+): ArchiveFileEntry[] {
   refuseEntryCount(entryCount, limits);
   let total = 0;
   const files: ArchiveFileEntry[] = [];
-  const seen = new Set<string>();
+  const fileNames = new Map<string, string>();
+  const folders = new Map<string, string>();
   for (const [index, entry] of entries.entries()) {
     const reason = unsafeEntryName(entry.name) ?? unsafeEntryType(entry);
     if (reason) throw new ArchiveRefusal(`Entry "${printable(entry.name)}" ${reason}: the archive is refused.`);
-    if (isDirectoryEntry(entry)) continue;
     const path = normalizedEntryPath(entry.name);
+    if (isDirectoryEntry(entry)) {
+      if (path !== '') folders.set(entryNameKey(path), entry.name);
+      continue;
+    }
     if (path === '') throw new ArchiveRefusal(`Entry "${printable(entry.name)}" has no file name: the archive is refused.`);
-    if (seen.has(path)) throw new ArchiveRefusal(`Entry "${printable(entry.name)}" appears twice: the archive is refused.`);
-    seen.add(path);
+    const key = entryNameKey(path);
+    const twin = fileNames.get(key);
+    if (twin !== undefined) {
+      throw new ArchiveRefusal(
+        twin === path
+          ? `Entry "${printable(entry.name)}" appears twice: the archive is refused.`
+          : `Entries "${printable(twin)}" and "${printable(path)}" differ only in letter case or Unicode normalisation: the archive is refused.`,
+      );
+    }
+    fileNames.set(key, path);
+    for (const folder of ancestorsOf(path)) if (!folders.has(entryNameKey(folder))) folders.set(entryNameKey(folder), `${folder}/`);
     total += entry.uncompressedSize;
     if (total > limits.maxUncompressedBytes) {
       throw new ArchiveRefusal(
@@ -90,7 +122,25 @@ export function checkArchiveEntries(entryCount: number, entries: ZipEntryFacts[]
     refuseRatio(entry, limits);
     files.push({ index, path, size: entry.uncompressedSize });
   }
+  refuseFileFolderClash(fileNames, folders);
+  refuseArchiveRatio(total, archiveBytes, limits);
   return files;
+}
+
+/** "a/b/c" -> ["a", "a/b"]. */
+function ancestorsOf(path: string): string[] {
+  const segments = path.split('/');
+  return segments.slice(0, -1).map((_, i) => segments.slice(0, i + 1).join('/'));
+}
+
+/** A name that is a file and also a folder ("a" and "a/b"): one of them cannot be extracted. */
+function refuseFileFolderClash(fileNames: Map<string, string>, folders: Map<string, string>): void {
+  for (const [key, path] of fileNames) {
+    const folder = folders.get(key);
+    if (folder !== undefined) {
+      throw new ArchiveRefusal(`Entry "${printable(path)}" is a file and also a folder ("${printable(folder)}"): the archive is refused.`);
+    }
+  }
 }
 
 export function refuseEntryCount(entryCount: number, limits: SourceArchiveLimits): void {
@@ -107,6 +157,70 @@ function refuseRatio(entry: ZipEntryFacts, limits: SourceArchiveLimits): void {
       `Entry "${printable(entry.name)}" expands ${Math.round(ratio)} times (at most ${limits.maxRatio}): refused as a possible zip bomb.`,
     );
   }
+}
+
+/** Many small entries each under the floor, or each just under the ratio, still add up: the whole is held too. */
+function refuseArchiveRatio(total: number, archiveBytes: number, limits: SourceArchiveLimits): void {
+  if (total < RATIO_FLOOR_BYTES) return;
+  const ratio = total / Math.max(archiveBytes, 1);
+  if (ratio > limits.maxRatio) {
+    throw new ArchiveRefusal(
+      `The archive expands ${Math.round(ratio)} times its size (${total} bytes from ${archiveBytes}; at most ${limits.maxRatio} times): refused as a possible zip bomb.`,
+    );
+  }
+}
+
+/**
+ * Refuses an upload that would take the organization past its quota of stored uncompressed bytes. usedBytes is
+ * what its archives hold now; replacedBytes what this upload replaces (that archive goes once this one is stored).
+ */
+export function refuseOverQuota(q: { usedBytes: number; replacedBytes: number; incomingBytes: number; quotaBytes: number }): void {
+  const after = q.usedBytes - q.replacedBytes + q.incomingBytes;
+  if (after > q.quotaBytes) {
+    throw new QuotaRefusal(
+      `The organization's source storage quota is ${q.quotaBytes} uncompressed bytes (SOURCE_ORG_QUOTA_BYTES); ` +
+        `${q.usedBytes} are used and this archive expands to ${q.incomingBytes}: refused. Delete assessments or archives you no longer need.`,
+    );
+  }
+}
+
+export class QuotaRefusal extends ArchiveRefusal {
+  constructor(detail: string) {
+    super(detail);
+    this.name = 'QuotaRefusal';
+  }
+}
+
+/** Fixed part of a zip local file header; the name follows it. */
+export const LOCAL_HEADER_BYTES = 30;
+const LOCAL_HEADER_SIGNATURE = 0x04034b50;
+const UTF8_FLAG = 0x800;
+
+/**
+ * Compares an entry's local file header (its first LOCAL_HEADER_BYTES + centralName.length bytes, read at the
+ * offset the central directory gives) with the central directory's record: the name bytes and their encoding flag
+ * must be the same. Extractors that walk local headers (streaming unzip, some scanners) would otherwise see other
+ * names than the ones judged here.
+ */
+export function refuseLocalHeaderMismatch(
+  local: Uint8Array,
+  central: { rawName: Uint8Array; flags: number; name: string },
+): void {
+  const view = new DataView(local.buffer, local.byteOffset, local.byteLength);
+  const refuse = (why: string) => {
+    throw new ArchiveRefusal(`Entry "${printable(central.name)}" ${why}: the archive is refused.`);
+  };
+  if (local.byteLength < LOCAL_HEADER_BYTES || view.getUint32(0, true) !== LOCAL_HEADER_SIGNATURE) {
+    refuse('has no local header where the central directory points');
+  }
+  const nameLength = view.getUint16(26, true);
+  const localName = local.subarray(LOCAL_HEADER_BYTES, LOCAL_HEADER_BYTES + nameLength);
+  const same =
+    nameLength === central.rawName.byteLength &&
+    localName.byteLength === nameLength &&
+    localName.every((byte, i) => byte === central.rawName[i]) &&
+    (view.getUint16(6, true) & UTF8_FLAG) === (central.flags & UTF8_FLAG);
+  if (!same) refuse('has another name in its local header than in the central directory');
 }
 
 /** Entry names go into error messages: control characters are shown escaped, long names cut. */

@@ -1,7 +1,7 @@
 // Queue names, job shapes and Redis connections shared by the API (producer) and the worker (consumer).
 import { readFileSync } from 'node:fs';
 import { Job, Queue, type JobsOptions } from 'bullmq';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, SentinelConnector, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config, RedisNodeAuth, RedisTarget } from '@svc/config';
 
 export const DELIVERY_QUEUE = 'webhook-deliveries';
@@ -17,7 +17,7 @@ export interface DeliveryJobData {
   deliveryId: string;
 }
 
-export type MaintenanceJobName = 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure';
+export type MaintenanceJobName = 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure' | 'source-sweep';
 
 /** Where to connect: a `redis://` URL (tests, single server) or the configuration's target. */
 export type RedisWhere = string | RedisTarget;
@@ -27,6 +27,52 @@ export type RedisWhere = string | RedisTarget;
  * READONLY on writes: reconnect (Sentinel then names the new master) and resend the command.
  */
 const reconnectOnReadonly = (err: Error) => (err.message.startsWith('READONLY') ? 2 : false);
+
+/**
+ * ioredis's SentinelConnector, with the failover detector of the previous connection dropped when a new connection
+ * attempt starts. Works around redis/ioredis#1362 as it bites on a failover (in 6.0.0; fixed upstream by
+ * redis/ioredis#2198, which ties the cleanup to the stream's close; drop this class once on a release with it): the
+ * detector (subscribed to `+switch-master` on every sentinel) is cleaned up only
+ * when the client itself disconnects, not when the server closes the connection (a master killed, or demoted by
+ * Sentinel with `CLIENT KILL TYPE normal`). The reconnection then asks a sentinel for the master while that stale
+ * detector still listens; a `+switch-master` arriving in that moment (each sentinel publishes its own, up to a hello
+ * period apart) makes it call `disconnect()` on the connector mid-resolve, `connect()` rejects with "Connection is
+ * closed", and ioredis sets the client to `end`: it never reconnects. A BullMQ worker whose blocking connection
+ * ended fetches no job again (issue 35: 45 of 60 deliveries stuck after a forced failover). Here the detector goes
+ * when its connection closes, whoever closed it (as in #2198; a `quit()` no longer leaves its sentinel connections
+ * open either), and in any case before a new connection asks the sentinels: only the client's own `disconnect()` can
+ * abort a resolve. The new connection gets a detector of its own once its stream connects. Set as `Connector`, so
+ * BullMQ's `duplicate()`s get it too.
+ */
+class ResumingSentinelConnector extends SentinelConnector {
+  override async connect(eventEmitter: Parameters<SentinelConnector['connect']>[0]) {
+    this.dropFailoverDetector();
+    const stream = await super.connect(eventEmitter);
+    stream.once('close', () => this.dropFailoverDetector());
+    return stream;
+  }
+
+  private dropFailoverDetector(): void {
+    const self = this as unknown as { failoverDetector: { cleanup(): void } | null };
+    self.failoverDetector?.cleanup();
+    self.failoverDetector = null;
+  }
+}
+
+/**
+ * How soon a connection notices that Redis is back (issue 35: a /readyz that stayed 503 for more than 10 s after a
+ * Redis restart with AOF). ioredis's defaults wait up to 2 s between reconnection attempts and, when the server
+ * answers that it is still loading its AOF or RDB, wait the server's loading estimate, up to 10 s, before asking again:
+ * a reconnection that met a Redis a moment into loading stayed down for seconds after the load had ended. Here at
+ * most 500 ms between attempts and 250 ms between readiness checks.
+ */
+const comeBackQuickly: RedisOptions = {
+  retryStrategy: (times: number) => Math.min(times * 50, 500),
+  maxLoadingRetryTime: 250,
+};
+
+/** A sentinel that accepts the connection and never answers (frozen, overloaded) is passed over after this. */
+const SENTINEL_COMMAND_TIMEOUT_MS = 2_000;
 
 function tlsOptions(enabled: boolean, caFile: string | undefined): RedisOptions['tls'] {
   if (!enabled) return undefined;
@@ -48,7 +94,7 @@ function connect(where: RedisWhere, options: RedisOptions): Redis {
   const target: RedisTarget = typeof where === 'string' ? { mode: 'single', url: where } : where;
   switch (target.mode) {
     case 'single':
-      return new Redis(target.url, { reconnectOnError: reconnectOnReadonly, ...singleTls(target), ...options });
+      return new Redis(target.url, { reconnectOnError: reconnectOnReadonly, ...comeBackQuickly, ...singleTls(target), ...options });
     case 'sentinel':
       return new Redis({
         sentinels: target.sentinels,
@@ -58,7 +104,10 @@ function connect(where: RedisWhere, options: RedisOptions): Redis {
         enableTLSForSentinelMode: target.sentinelTls,
         sentinelTLS: tlsOptions(target.sentinelTls, target.tlsCaFile),
         failoverDetector: true,
+        Connector: ResumingSentinelConnector as unknown as RedisOptions['Connector'],
+        sentinelCommandTimeout: SENTINEL_COMMAND_TIMEOUT_MS,
         reconnectOnError: reconnectOnReadonly,
+        ...comeBackQuickly,
         ...nodeOptions(target),
         ...options,
       });
@@ -76,7 +125,7 @@ function clusterClient(target: Extract<RedisTarget, { mode: 'cluster' }>, option
   const clusterOptions: ClusterOptions = {
     // Managed clusters announce node names their TLS certificates carry; keep them as given.
     dnsLookup: (address, callback) => callback(null, address),
-    redisOptions: { reconnectOnError: reconnectOnReadonly, ...nodeOptions(target), ...perNode },
+    redisOptions: { reconnectOnError: reconnectOnReadonly, maxLoadingRetryTime: comeBackQuickly.maxLoadingRetryTime, ...nodeOptions(target), ...perNode },
     ...(enableOfflineQueue !== undefined && { enableOfflineQueue }),
     ...(enableAutoPipelining !== undefined && { enableAutoPipelining }),
   };

@@ -9,7 +9,7 @@ import { breakerOpenPeriodsMs, breakerSignalOf, farWakeMs, type BreakerState, ty
 
 // KEYS: 1 state (hash), 2 in flight (zset: token -> expiry ms), 3 waiting (zset: delivery id -> wake ms)
 // ARGV: now, token, expiry ms of this attempt, min cap, max cap, slow ms, throttle interval ms (0: none), far wake ms
-// Returns {'ok', state} | {reason, until ms, transition}
+// Returns {'ok', state} | {reason, until ms, transition, the endpoint's consecutive failed attempts}
 const ADMIT = `
 local now = tonumber(ARGV[1])
 local token = ARGV[2]
@@ -17,12 +17,12 @@ local expiry = tonumber(ARGV[3])
 local minCap, maxCap = tonumber(ARGV[4]), tonumber(ARGV[5])
 local slowMs, interval, far = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local st = redis.call('HMGET', KEYS[1], 'state', 'until', 'limit', 'next_send', 'probe', 'prober_until')
+local st = redis.call('HMGET', KEYS[1], 'state', 'until', 'limit', 'next_send', 'probe', 'prober_until', 'failures')
 local state = st[1] or 'closed'
 local untilMs = tonumber(st[2] or '0')
 local transition = ''
 local function wait(reason, at)
-  return {reason, tostring(at), transition}
+  return {reason, tostring(at), transition, st[7] or '0'}
 end
 if state == 'open' then
   if now < untilMs then
@@ -56,13 +56,13 @@ else
     -- and is let through when it comes back then.
     local reserved = redis.call('HGET', KEYS[1], 'r:' .. token)
     if reserved then
-      if now < tonumber(reserved) then return {'rate_limit', reserved, transition} end
+      if now < tonumber(reserved) then return wait('rate_limit', reserved) end
       redis.call('HDEL', KEYS[1], 'r:' .. token)
     else
       local nextSend = tonumber(st[4] or '0')
       if now < nextSend then
         redis.call('HSET', KEYS[1], 'next_send', nextSend + interval, 'r:' .. token, nextSend)
-        return {'rate_limit', tostring(nextSend), transition}
+        return wait('rate_limit', nextSend)
       end
       redis.call('HSET', KEYS[1], 'next_send', now + interval)
     end
@@ -184,7 +184,14 @@ function isolationKeys(prefix: string, subscriptionId: string): [string, string,
 
 export type Admission =
   | { admitted: true; transition: BreakerState | null }
-  | { admitted: false; reason: WaitReason; until: Date; transition: BreakerState | null };
+  | {
+      admitted: false;
+      reason: WaitReason;
+      until: Date;
+      transition: BreakerState | null;
+      /** The endpoint's consecutive failed attempts (timeouts, connection failures) when it was held back. */
+      endpointFailures: number;
+    };
 
 export interface Release {
   /** The breaker opened or closed with this attempt. */
@@ -238,7 +245,7 @@ export class IsolationState {
   async admit(subscription: SubscriptionRef, token: string, now: Date): Promise<Admission> {
     const t = now.getTime();
     const interval = subscription.rateLimit ? Math.ceil(1000 / subscription.rateLimit) : 0;
-    const [reason, until, transition] = await this.redis.isolationAdmit(
+    const [reason, until, transition, failures] = await this.redis.isolationAdmit(
       ...this.keys(subscription.id),
       t,
       token,
@@ -251,7 +258,13 @@ export class IsolationState {
     );
     const moved = transition ? (transition as BreakerState) : null;
     if (reason === 'ok') return { admitted: true, transition: moved };
-    return { admitted: false, reason: reason as WaitReason, until: new Date(Number(until)), transition: moved };
+    return {
+      admitted: false,
+      reason: reason as WaitReason,
+      until: new Date(Number(until)),
+      transition: moved,
+      endpointFailures: Number(failures ?? 0),
+    };
   }
 
   /** Frees the slot of an attempt and moves the breaker and the cap by its outcome. */

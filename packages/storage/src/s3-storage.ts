@@ -9,7 +9,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import { ObjectNotFoundError, assertSafeKey, type ObjectStorage } from './storage';
+import { ObjectNotFoundError, assertSafeKey, type ObjectStorage, type StoredEntry } from './storage';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -68,28 +68,38 @@ export class S3Storage implements ObjectStorage {
   }
 
   async list(prefix: string): Promise<string[]> {
+    return (await this.scan(prefix)).map((entry) => entry.key);
+  }
+
+  async scan(prefix: string): Promise<StoredEntry[]> {
     assertSafeKey(prefix, { prefix: true });
-    const keys: string[] = [];
+    const entries: StoredEntry[] = [];
     let token: string | undefined;
     do {
       const page = await this.client.send(
         new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
       );
-      for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key);
+      for (const object of page.Contents ?? []) {
+        if (object.Key) entries.push({ key: object.Key, modifiedAt: object.LastModified ?? new Date(0), partial: false });
+      }
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
-    return keys.sort();
+    return entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   async deletePrefix(prefix: string): Promise<void> {
-    const keys = await this.list(prefix);
+    await this.deleteKeys(await this.list(prefix));
+  }
+
+  async deleteKeys(keys: string[]): Promise<void> {
+    keys.forEach((key) => assertSafeKey(key));
     for (let i = 0; i < keys.length; i += DELETE_BATCH) {
       const batch = keys.slice(i, i + DELETE_BATCH);
       const out = await this.client.send(
         new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
       );
       if (out.Errors && out.Errors.length > 0) {
-        throw new Error(`Could not delete ${out.Errors.length} stored objects under ${prefix}: ${out.Errors[0]!.Code}`);
+        throw new Error(`Could not delete ${out.Errors.length} stored objects (${out.Errors[0]!.Key}): ${out.Errors[0]!.Code}`);
       }
     }
   }

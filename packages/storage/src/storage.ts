@@ -13,8 +13,22 @@ export interface ObjectStorage {
   list(prefix: string): Promise<string[]>;
   /** Deletes every object under a prefix ending in '/'; a prefix without objects is fine. */
   deletePrefix(prefix: string): Promise<void>;
+  /**
+   * Everything stored under a prefix with its last modification, for the orphan sweep: the objects, and (local
+   * storage) the temporary `.partial` files of puts that never finished, marked as such.
+   */
+  scan(prefix: string): Promise<StoredEntry[]>;
+  /** Deletes these keys (objects or `.partial` entries from scan); a key already gone is fine. */
+  deleteKeys(keys: string[]): Promise<void>;
   /** Releases connections (S3); the storage is not used afterwards. */
   close(): void;
+}
+
+export interface StoredEntry {
+  key: string;
+  modifiedAt: Date;
+  /** A local put's temporary file: never an object, only ever left behind by a put that died. */
+  partial: boolean;
 }
 
 export class ObjectNotFoundError extends Error {
@@ -25,6 +39,11 @@ export class ObjectNotFoundError extends Error {
 }
 
 const SAFE_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+
+/** True when every segment of the key is a plain name (what assertSafeKey insists on). */
+export function isSafeKey(key: string): boolean {
+  return key.split('/').every((segment) => SAFE_SEGMENT.test(segment));
+}
 
 /** Throws unless every segment of the key is a plain name (no '..', no empty segment, no odd characters). */
 export function assertSafeKey(key: string, { prefix = false } = {}): void {

@@ -11,6 +11,21 @@ export interface ZipEntrySpec {
   deflate?: boolean;
   /** Declared uncompressed size, when the header should lie about it. */
   declaredSize?: number;
+  /** Another name in the local header than in the central directory (which the service judges). */
+  localName?: string;
+  /** A body deflated once for many entries (see deflatedOnce): the data is not deflated again. */
+  deflated?: DeflatedBody;
+}
+
+export interface DeflatedBody {
+  compressed: Buffer;
+  crc: number;
+  size: number;
+}
+
+/** One deflate of `data`, for archives of many identical entries (400 x 1,000,000 zero bytes in a blink). */
+export function deflatedOnce(data: Buffer): DeflatedBody {
+  return { compressed: deflateRawSync(data, { level: 9 }), crc: crc32(data), size: data.length };
 }
 
 const REGULAR_FILE = 0o100644;
@@ -76,15 +91,16 @@ export function buildZip(entries: ZipEntrySpec[]): Buffer {
   for (const entry of entries) {
     const name = Buffer.from(entry.name, 'utf8');
     const data = entry.data ?? Buffer.alloc(0);
-    const compressed = entry.deflate ? deflateRawSync(data, { level: 9 }) : data;
+    const deflated = entry.deflated ?? (entry.deflate ? deflatedOnce(data) : undefined);
+    const compressed = deflated ? deflated.compressed : data;
     const body: Body = {
       offset,
-      crc: crc32(data),
+      crc: deflated ? deflated.crc : crc32(data),
       compressedSize: compressed.length,
-      uncompressedSize: entry.declaredSize ?? data.length,
-      method: entry.deflate ? 8 : 0,
+      uncompressedSize: entry.declaredSize ?? (deflated ? deflated.size : data.length),
+      method: deflated ? 8 : 0,
     };
-    const local = localHeader(name, body);
+    const local = localHeader(entry.localName === undefined ? name : Buffer.from(entry.localName, 'utf8'), body);
     parts.push(local, compressed);
     central.push(centralHeader(name, body, entry.mode ?? REGULAR_FILE));
     offset += local.length + compressed.length;
@@ -110,4 +126,17 @@ export function overlappingBomb(copies: number, kernelBytes: number): Buffer {
   const cd = Buffer.concat(central);
   const cdOffset = local.length + compressed.length;
   return Buffer.concat([local, compressed, cd, endOfCentralDirectory(copies, cd.length, cdOffset)]);
+}
+
+/**
+ * Overlapping entries without compression: `copies` central records all point at ONE stored body. Each entry
+ * expands 1:1, yet the archive as a whole declares copies x its size.
+ */
+export function overlappingStored(copies: number, data: Buffer): Buffer {
+  const name = Buffer.from('body.bin');
+  const body: Body = { offset: 0, crc: crc32(data), compressedSize: data.length, uncompressedSize: data.length, method: 0 };
+  const local = localHeader(name, body);
+  const central = Array.from({ length: copies }, (_, i) => centralHeader(Buffer.from(`copy-${String(i).padStart(4, '0')}.bin`), body, REGULAR_FILE));
+  const cd = Buffer.concat(central);
+  return Buffer.concat([local, data, cd, endOfCentralDirectory(copies, cd.length, local.length + data.length)]);
 }

@@ -2096,6 +2096,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/governance/erasure-candidates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the people the organization knows (members, former members, invitees, share grantees, notification recipients) by name or e-mail
+         * @description Requires the `governance:erase` scope.
+         */
+        get: operations["getGovernanceErasureCandidates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/governance/erasure-requests": {
         parameters: {
             query?: never;
@@ -2110,7 +2130,7 @@ export interface paths {
         get: operations["getGovernanceErasureRequests"];
         put?: never;
         /**
-         * File a GDPR erasure request for a member or former member: 202, pending until the worker erases; 409 for the owner
+         * File a GDPR erasure request for a person (user_id, or email for a person without an account): 202 previewing; the worker writes the preview and nothing changes until an owner or admin confirms. 409 for the owner
          * @description Requires the `governance:erase` scope.
          */
         post: operations["postGovernanceErasureRequests"];
@@ -2128,12 +2148,32 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Read an erasure request: status and, once completed, the receipt of what was erased
+         * Read an erasure request: status, the preview, and once completed the receipt of what was erased
          * @description Requires the `governance:read` scope.
          */
         get: operations["getGovernanceErasureRequestsId"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/governance/erasure-requests/{id}/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm a previewed erasure request (owner or admin): the worker erases; 409 unless it awaits confirmation
+         * @description Requires the `governance:erase` scope.
+         */
+        post: operations["postGovernanceErasureRequestsIdConfirm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2150,7 +2190,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancel a pending erasure request; 409 once it completed, failed or was cancelled
+         * Cancel an erasure request not yet confirmed (previewing or awaiting confirmation); 409 otherwise
          * @description Requires the `governance:erase` scope.
          */
         post: operations["postGovernanceErasureRequestsIdCancel"];
@@ -2170,7 +2210,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Retry a failed erasure request (back to pending); 409 unless it failed
+         * Retry a failed erasure request: back to previewing, or, once confirmed, erasing from where it stopped; 409 unless it failed
          * @description Requires the `governance:erase` scope.
          */
         post: operations["postGovernanceErasureRequestsIdRetry"];
@@ -2468,7 +2508,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. 404 for unknown, expired or revoked tokens alike; rate limited per token and per IP; audited
+         * A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. 404 for unknown, expired or revoked tokens alike; 409 while the report is regenerated after a GDPR erasure; rate limited per token and per IP; audited
          * @description No credential required.
          */
         get: operations["getSharedReportsToken"];
@@ -2778,10 +2818,30 @@ export interface paths {
         get: operations["getAssessmentsIdSource"];
         put?: never;
         /**
-         * Upload the zipped source of a draft or queued assessment as the raw body (Content-Type: application/zip). 413 past SOURCE_UPLOAD_MAX_BYTES, 422 naming an unsafe entry or for a zip bomb, 409 in other states. A different archive replaces the previous one; the same bytes again answer the stored one (duplicate: true)
+         * Upload the zipped source of a draft or queued assessment as the raw body (Content-Type: application/zip). 413 past SOURCE_UPLOAD_MAX_BYTES, 422 naming an unsafe entry, for a zip bomb or past the organization's quota (SOURCE_ORG_QUOTA_BYTES), 409 in other states. A different archive replaces the previous one; the same bytes again answer the stored one (duplicate: true)
          * @description Requires the `source:upload_zip` scope.
          */
         post: operations["postAssessmentsIdSource"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/organization/source-usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Uncompressed bytes of source the organization's archives hold, and its quota (SOURCE_ORG_QUOTA_BYTES)
+         * @description Requires the `source:read_artifacts` scope.
+         */
+        get: operations["getOrganizationSourceUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3821,7 +3881,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.confirmed" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;
@@ -9954,12 +10014,53 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    getGovernanceErasureCandidates: {
+        parameters: {
+            query: {
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description null: a person without an account, erased by e-mail */
+                            user_id: string | null;
+                            name: string | null;
+                            email: string;
+                            /** @enum {string} */
+                            kind: "member" | "former_member" | "invitee" | "share_grantee" | "recipient";
+                            /** @description The member's role; the owner cannot be erased */
+                            role: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     getGovernanceErasureRequests: {
         parameters: {
             query?: {
                 limit?: number;
                 cursor?: string;
-                status?: "pending" | "completed" | "failed" | "cancelled";
+                status?: "previewing" | "awaiting_confirmation" | "erasing" | "completed" | "failed" | "cancelled";
             };
             header?: never;
             path?: never;
@@ -9976,17 +10077,48 @@ export interface operations {
                     "application/json": {
                         data: {
                             id: string;
-                            user_id: string;
+                            /**
+                             * @description A user account, or a person known by e-mail only
+                             * @enum {string}
+                             */
+                            subject: "user" | "email";
+                            user_id: string | null;
                             /** @enum {string} */
-                            status: "pending" | "completed" | "failed" | "cancelled";
+                            status: "previewing" | "awaiting_confirmation" | "erasing" | "completed" | "failed" | "cancelled";
                             /** @description What replaces the name and e-mail */
                             pseudonym: {
                                 name: string;
                                 email: string;
                             };
                             requested_by_user_id: string | null;
+                            confirmed_by_user_id: string | null;
                             attempts: number;
                             error: string | null;
+                            /** @description What the erasure would change, written by the worker; null while previewing */
+                            preview: {
+                                /** @description The person is a member and would be removed */
+                                membership?: boolean;
+                                /** @description The account itself would be erased (a user who belongs to no other organization) */
+                                account?: boolean;
+                                /** @description The name is searched in free text (a full name); otherwise only the exact e-mail is */
+                                name_searched?: boolean;
+                                /** @description The person's audit entries that lose IP and user agent */
+                                audit_entries?: number;
+                                /** @description Report PDFs rendered from text naming the person: regenerated */
+                                reports?: number;
+                                columns?: {
+                                    table: string;
+                                    column: string;
+                                    rows: number;
+                                    /** @description A few excerpts, the person masked as [name] or [e-mail] */
+                                    samples: {
+                                        id: string;
+                                        excerpt: string;
+                                    }[];
+                                }[];
+                            } | null;
+                            /** @description While erasing (or failed): the step reached, e.g. free_text:webhook_attempts */
+                            progress_step: string | null;
                             receipt: {
                                 /** @description The person was a member and was removed */
                                 membership_removed?: boolean;
@@ -9994,7 +10126,11 @@ export interface operations {
                                 account_erased?: boolean;
                                 sessions_revoked?: number;
                                 api_keys_revoked?: number;
-                                /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                                /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
+                                audit_entries_scrubbed?: number;
+                                /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
+                                reports_regenerated?: string[];
+                                /** @description Every column where the name or e-mail was replaced, with the rows changed */
                                 replaced?: {
                                     table: string;
                                     column: string;
@@ -10003,6 +10139,8 @@ export interface operations {
                             } | null;
                             /** Format: date-time */
                             created_at: string;
+                            /** Format: date-time */
+                            confirmed_at: string | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             /** Format: date-time */
@@ -10036,7 +10174,12 @@ export interface operations {
             content: {
                 "application/json": {
                     /** @description The person to erase: a member or a former member of the organization */
-                    user_id: string;
+                    user_id?: string;
+                    /**
+                     * Format: email
+                     * @description Or a person by e-mail: the account the organization knows with this address, else an invitee, share grantee or notification recipient without one
+                     */
+                    email?: string;
                 };
             };
         };
@@ -10051,17 +10194,48 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
-                        user_id: string;
+                        /**
+                         * @description A user account, or a person known by e-mail only
+                         * @enum {string}
+                         */
+                        subject: "user" | "email";
+                        user_id: string | null;
                         /** @enum {string} */
-                        status: "pending" | "completed" | "failed" | "cancelled";
+                        status: "previewing" | "awaiting_confirmation" | "erasing" | "completed" | "failed" | "cancelled";
                         /** @description What replaces the name and e-mail */
                         pseudonym: {
                             name: string;
                             email: string;
                         };
                         requested_by_user_id: string | null;
+                        confirmed_by_user_id: string | null;
                         attempts: number;
                         error: string | null;
+                        /** @description What the erasure would change, written by the worker; null while previewing */
+                        preview: {
+                            /** @description The person is a member and would be removed */
+                            membership?: boolean;
+                            /** @description The account itself would be erased (a user who belongs to no other organization) */
+                            account?: boolean;
+                            /** @description The name is searched in free text (a full name); otherwise only the exact e-mail is */
+                            name_searched?: boolean;
+                            /** @description The person's audit entries that lose IP and user agent */
+                            audit_entries?: number;
+                            /** @description Report PDFs rendered from text naming the person: regenerated */
+                            reports?: number;
+                            columns?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                                /** @description A few excerpts, the person masked as [name] or [e-mail] */
+                                samples: {
+                                    id: string;
+                                    excerpt: string;
+                                }[];
+                            }[];
+                        } | null;
+                        /** @description While erasing (or failed): the step reached, e.g. free_text:webhook_attempts */
+                        progress_step: string | null;
                         receipt: {
                             /** @description The person was a member and was removed */
                             membership_removed?: boolean;
@@ -10069,7 +10243,11 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
-                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
+                            audit_entries_scrubbed?: number;
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
+                            reports_regenerated?: string[];
+                            /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
                                 table: string;
                                 column: string;
@@ -10078,6 +10256,8 @@ export interface operations {
                         } | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** Format: date-time */
+                        confirmed_at: string | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         /** Format: date-time */
@@ -10114,17 +10294,48 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
-                        user_id: string;
+                        /**
+                         * @description A user account, or a person known by e-mail only
+                         * @enum {string}
+                         */
+                        subject: "user" | "email";
+                        user_id: string | null;
                         /** @enum {string} */
-                        status: "pending" | "completed" | "failed" | "cancelled";
+                        status: "previewing" | "awaiting_confirmation" | "erasing" | "completed" | "failed" | "cancelled";
                         /** @description What replaces the name and e-mail */
                         pseudonym: {
                             name: string;
                             email: string;
                         };
                         requested_by_user_id: string | null;
+                        confirmed_by_user_id: string | null;
                         attempts: number;
                         error: string | null;
+                        /** @description What the erasure would change, written by the worker; null while previewing */
+                        preview: {
+                            /** @description The person is a member and would be removed */
+                            membership?: boolean;
+                            /** @description The account itself would be erased (a user who belongs to no other organization) */
+                            account?: boolean;
+                            /** @description The name is searched in free text (a full name); otherwise only the exact e-mail is */
+                            name_searched?: boolean;
+                            /** @description The person's audit entries that lose IP and user agent */
+                            audit_entries?: number;
+                            /** @description Report PDFs rendered from text naming the person: regenerated */
+                            reports?: number;
+                            columns?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                                /** @description A few excerpts, the person masked as [name] or [e-mail] */
+                                samples: {
+                                    id: string;
+                                    excerpt: string;
+                                }[];
+                            }[];
+                        } | null;
+                        /** @description While erasing (or failed): the step reached, e.g. free_text:webhook_attempts */
+                        progress_step: string | null;
                         receipt: {
                             /** @description The person was a member and was removed */
                             membership_removed?: boolean;
@@ -10132,7 +10343,11 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
-                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
+                            audit_entries_scrubbed?: number;
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
+                            reports_regenerated?: string[];
+                            /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
                                 table: string;
                                 column: string;
@@ -10141,6 +10356,108 @@ export interface operations {
                         } | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** Format: date-time */
+                        confirmed_at: string | null;
+                        /** Format: date-time */
+                        completed_at: string | null;
+                        /** Format: date-time */
+                        cancelled_at: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    postGovernanceErasureRequestsIdConfirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /**
+                         * @description A user account, or a person known by e-mail only
+                         * @enum {string}
+                         */
+                        subject: "user" | "email";
+                        user_id: string | null;
+                        /** @enum {string} */
+                        status: "previewing" | "awaiting_confirmation" | "erasing" | "completed" | "failed" | "cancelled";
+                        /** @description What replaces the name and e-mail */
+                        pseudonym: {
+                            name: string;
+                            email: string;
+                        };
+                        requested_by_user_id: string | null;
+                        confirmed_by_user_id: string | null;
+                        attempts: number;
+                        error: string | null;
+                        /** @description What the erasure would change, written by the worker; null while previewing */
+                        preview: {
+                            /** @description The person is a member and would be removed */
+                            membership?: boolean;
+                            /** @description The account itself would be erased (a user who belongs to no other organization) */
+                            account?: boolean;
+                            /** @description The name is searched in free text (a full name); otherwise only the exact e-mail is */
+                            name_searched?: boolean;
+                            /** @description The person's audit entries that lose IP and user agent */
+                            audit_entries?: number;
+                            /** @description Report PDFs rendered from text naming the person: regenerated */
+                            reports?: number;
+                            columns?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                                /** @description A few excerpts, the person masked as [name] or [e-mail] */
+                                samples: {
+                                    id: string;
+                                    excerpt: string;
+                                }[];
+                            }[];
+                        } | null;
+                        /** @description While erasing (or failed): the step reached, e.g. free_text:webhook_attempts */
+                        progress_step: string | null;
+                        receipt: {
+                            /** @description The person was a member and was removed */
+                            membership_removed?: boolean;
+                            /** @description The account itself was erased (the person belonged to no other organization) */
+                            account_erased?: boolean;
+                            sessions_revoked?: number;
+                            api_keys_revoked?: number;
+                            /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
+                            audit_entries_scrubbed?: number;
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
+                            reports_regenerated?: string[];
+                            /** @description Every column where the name or e-mail was replaced, with the rows changed */
+                            replaced?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                            }[];
+                        } | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        confirmed_at: string | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         /** Format: date-time */
@@ -10177,17 +10494,48 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
-                        user_id: string;
+                        /**
+                         * @description A user account, or a person known by e-mail only
+                         * @enum {string}
+                         */
+                        subject: "user" | "email";
+                        user_id: string | null;
                         /** @enum {string} */
-                        status: "pending" | "completed" | "failed" | "cancelled";
+                        status: "previewing" | "awaiting_confirmation" | "erasing" | "completed" | "failed" | "cancelled";
                         /** @description What replaces the name and e-mail */
                         pseudonym: {
                             name: string;
                             email: string;
                         };
                         requested_by_user_id: string | null;
+                        confirmed_by_user_id: string | null;
                         attempts: number;
                         error: string | null;
+                        /** @description What the erasure would change, written by the worker; null while previewing */
+                        preview: {
+                            /** @description The person is a member and would be removed */
+                            membership?: boolean;
+                            /** @description The account itself would be erased (a user who belongs to no other organization) */
+                            account?: boolean;
+                            /** @description The name is searched in free text (a full name); otherwise only the exact e-mail is */
+                            name_searched?: boolean;
+                            /** @description The person's audit entries that lose IP and user agent */
+                            audit_entries?: number;
+                            /** @description Report PDFs rendered from text naming the person: regenerated */
+                            reports?: number;
+                            columns?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                                /** @description A few excerpts, the person masked as [name] or [e-mail] */
+                                samples: {
+                                    id: string;
+                                    excerpt: string;
+                                }[];
+                            }[];
+                        } | null;
+                        /** @description While erasing (or failed): the step reached, e.g. free_text:webhook_attempts */
+                        progress_step: string | null;
                         receipt: {
                             /** @description The person was a member and was removed */
                             membership_removed?: boolean;
@@ -10195,7 +10543,11 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
-                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
+                            audit_entries_scrubbed?: number;
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
+                            reports_regenerated?: string[];
+                            /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
                                 table: string;
                                 column: string;
@@ -10204,6 +10556,8 @@ export interface operations {
                         } | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** Format: date-time */
+                        confirmed_at: string | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         /** Format: date-time */
@@ -10245,17 +10599,48 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
-                        user_id: string;
+                        /**
+                         * @description A user account, or a person known by e-mail only
+                         * @enum {string}
+                         */
+                        subject: "user" | "email";
+                        user_id: string | null;
                         /** @enum {string} */
-                        status: "pending" | "completed" | "failed" | "cancelled";
+                        status: "previewing" | "awaiting_confirmation" | "erasing" | "completed" | "failed" | "cancelled";
                         /** @description What replaces the name and e-mail */
                         pseudonym: {
                             name: string;
                             email: string;
                         };
                         requested_by_user_id: string | null;
+                        confirmed_by_user_id: string | null;
                         attempts: number;
                         error: string | null;
+                        /** @description What the erasure would change, written by the worker; null while previewing */
+                        preview: {
+                            /** @description The person is a member and would be removed */
+                            membership?: boolean;
+                            /** @description The account itself would be erased (a user who belongs to no other organization) */
+                            account?: boolean;
+                            /** @description The name is searched in free text (a full name); otherwise only the exact e-mail is */
+                            name_searched?: boolean;
+                            /** @description The person's audit entries that lose IP and user agent */
+                            audit_entries?: number;
+                            /** @description Report PDFs rendered from text naming the person: regenerated */
+                            reports?: number;
+                            columns?: {
+                                table: string;
+                                column: string;
+                                rows: number;
+                                /** @description A few excerpts, the person masked as [name] or [e-mail] */
+                                samples: {
+                                    id: string;
+                                    excerpt: string;
+                                }[];
+                            }[];
+                        } | null;
+                        /** @description While erasing (or failed): the step reached, e.g. free_text:webhook_attempts */
+                        progress_step: string | null;
                         receipt: {
                             /** @description The person was a member and was removed */
                             membership_removed?: boolean;
@@ -10263,7 +10648,11 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
-                            /** @description Every column where the name or e-mail was replaced by the pseudonym, with the rows changed */
+                            /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
+                            audit_entries_scrubbed?: number;
+                            /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
+                            reports_regenerated?: string[];
+                            /** @description Every column where the name or e-mail was replaced, with the rows changed */
                             replaced?: {
                                 table: string;
                                 column: string;
@@ -10272,6 +10661,8 @@ export interface operations {
                         } | null;
                         /** Format: date-time */
                         created_at: string;
+                        /** Format: date-time */
+                        confirmed_at: string | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         /** Format: date-time */
@@ -12128,6 +12519,39 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
+    getOrganizationSourceUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Uncompressed bytes of all the organization's stored source archives */
+                        used_bytes: number;
+                        /** @description SOURCE_ORG_QUOTA_BYTES: an upload that would go past it is refused (422) */
+                        quota_bytes: number;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             503: components["responses"]["E503"];

@@ -102,6 +102,10 @@ export function AssessmentSourceSection({ assessmentId, status, projectId }: { a
         : Promise.resolve(null),
     [assessmentId, readable],
   );
+  const usage = useLoad(
+    () => (readable ? unwrap(client.GET('/api/v1/organization/source-usage')) : Promise.resolve(null)),
+    [readable],
+  );
   const [file, setFile] = useState<File | null>(null);
   const [progress, setProgress] = useState<number | null>(null);
   const [notice, setNotice] = useState('');
@@ -116,6 +120,7 @@ export function AssessmentSourceSection({ assessmentId, status, projectId }: { a
         const stored = await uploadZip(assessmentId, file, setProgress);
         setNotice(stored.duplicate ? 'This archive was already uploaded: nothing changed.' : `Uploaded: SHA-256 ${stored.sha256}`);
         archive.reload();
+        usage.reload();
       } finally {
         setProgress(null);
       }
@@ -157,9 +162,26 @@ export function AssessmentSourceSection({ assessmentId, status, projectId }: { a
       )}
       {notice && <p role="status">{notice}</p>}
       <ErrorBox error={action.error} />
+      {usage.data && (
+        <p data-testid="source-usage">
+          Organization source storage: {formatBytes(usage.data.used_bytes)} of {formatBytes(usage.data.quota_bytes)} used
+        </p>
+      )}
       {a && readable && <ArtifactsBrowser assessmentId={assessmentId} archiveId={a.id} />}
     </section>
   );
+}
+
+/** Bytes for people: 1.5 MiB, 10 GiB. */
+export function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} bytes` : `${Number(value.toFixed(1))} ${units[unit]}`;
 }
 
 type SourceFile = { path: string; size_bytes: number; sha256: string };

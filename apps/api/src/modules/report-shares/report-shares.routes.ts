@@ -64,7 +64,7 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'public',
       summary:
         'A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. ' +
-        '404 for unknown, expired or revoked tokens alike; rate limited per token and per IP; audited',
+        '404 for unknown, expired or revoked tokens alike; 409 while the report is regenerated after a GDPR erasure; rate limited per token and per IP; audited',
       response: sharedReportResponse,
       handler: (req) => viewSharedReport(deps, limiters, req, token(req)),
     },

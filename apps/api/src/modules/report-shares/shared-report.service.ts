@@ -8,7 +8,7 @@ import { scopedTo } from '@svc/db';
 import type { AuditAction } from '@svc/audit';
 import type { AppDeps } from '../../app-deps';
 import { hashShareToken, looksLikeShareToken } from '../../auth/share-token';
-import { notFound } from '../../http/errors';
+import { conflict, notFound } from '../../http/errors';
 import { consumeOrThrow, redisRateLimiter } from '../../http/rate-limit';
 import { recordInOrganizations, requestMeta } from '../audit/audit.context';
 import { sendReportPdf } from '../reports/reports.service';
@@ -35,7 +35,7 @@ export function createShareLimiters(deps: AppDeps): ShareLimiters {
 
 const NOT_FOUND = () => notFound('Report');
 
-/** The live share of `token` with its ready report (without the PDF); 404 alike for every reason it is not. */
+/** The live share of `token` with its ready report (without the PDF); 404 alike for every reason it is not (409 while regenerated). */
 async function openShare(deps: AppDeps, limiters: ShareLimiters, req: Request, token: string) {
   await consumeOrThrow(limiters.perIp, `ip:${req.ip}`);
   if (!looksLikeShareToken(token)) throw NOT_FOUND();
@@ -56,7 +56,13 @@ async function openShare(deps: AppDeps, limiters: ShareLimiters, req: Request, t
       },
     },
   });
-  if (!share || share.revokedAt || (share.expiresAt && share.expiresAt <= now) || share.report.status !== 'ready') throw NOT_FOUND();
+  if (!share || share.revokedAt || (share.expiresAt && share.expiresAt <= now)) throw NOT_FOUND();
+  // A shared report is pending again only when an erasure took a person out of it (apps/worker/src/erasure.ts):
+  // the live link says so until the new PDF is ready.
+  if (share.report.status === 'pending') {
+    throw conflict('This report is being regenerated because personal data was erased from it; open the link again in a few minutes.');
+  }
+  if (share.report.status !== 'ready') throw NOT_FOUND();
   return share;
 }
 

@@ -3,11 +3,19 @@
 // holds each entry to its declared size while reading, so the sizes judged are the sizes extracted.
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
-import { ArchiveRefusal, checkArchiveEntries, refuseEntryCount, type SourceArchiveLimits, type ZipEntryFacts } from '@svc/domain';
+import {
+  ArchiveRefusal,
+  LOCAL_HEADER_BYTES,
+  checkArchiveEntries,
+  refuseEntryCount,
+  refuseLocalHeaderMismatch,
+  type SourceArchiveLimits,
+  type ZipEntryFacts,
+} from '@svc/domain';
 import type { ObjectStorage } from '@svc/storage';
 
 export interface ExtractedFile {
@@ -59,13 +67,31 @@ function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<NodeJS.Reada
   );
 }
 
+/** Every entry's local header must name it as the central directory does (read here: yauzl skips those names). */
+async function checkLocalHeaders(file: string, entries: Array<{ facts: ZipEntryFacts; entry: yauzl.Entry }>): Promise<void> {
+  const handle = await open(file, 'r');
+  try {
+    for (const { facts, entry } of entries) {
+      const rawName = entry.fileName as unknown as Buffer;
+      const local = Buffer.alloc(LOCAL_HEADER_BYTES + rawName.length);
+      const { bytesRead } = await handle.read(local, 0, local.length, entry.relativeOffsetOfLocalHeader);
+      refuseLocalHeaderMismatch(local.subarray(0, bytesRead), { rawName, flags: entry.generalPurposeBitFlag, name: facts.name });
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
- * Judges the archive, then stores each file under `${prefix}files/<sha256>` (identical files once). Throws
- * ArchiveRefusal (a 422) naming the offending entry; the caller removes whatever was stored under the prefix.
+ * Judges the archive (central directory, then every local header), lets `admit` refuse its total (the quota), then
+ * stores each file under `${prefix}files/<sha256>` (identical files once). Throws ArchiveRefusal (a 422) naming the
+ * offending entry; the caller removes whatever was stored under the prefix.
  */
 export async function extractArchive(
   file: string,
+  archiveBytes: number,
   limits: SourceArchiveLimits,
+  admit: (uncompressedBytes: number) => Promise<void>,
   storage: ObjectStorage,
   prefix: string,
   scratchFile: string,
@@ -74,7 +100,9 @@ export async function extractArchive(
   try {
     refuseEntryCount(zip.entryCount, limits);
     const entries = await readCentralDirectory(zip);
-    const files = checkArchiveEntries(zip.entryCount, entries.map((e) => e.facts), limits);
+    const files = checkArchiveEntries(zip.entryCount, entries.map((e) => e.facts), limits, archiveBytes);
+    await checkLocalHeaders(file, entries);
+    await admit(files.reduce((sum, f) => sum + f.size, 0));
     const stored = new Set<string>();
     const out: ExtractedFile[] = [];
     for (const file of files) {

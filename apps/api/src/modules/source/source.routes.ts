@@ -3,9 +3,17 @@ import { principalOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
 import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
-import { projectSourceBody, projectSourceResponse, listSourceFilesQuery, sourceArchiveResponse, sourceFileQuery, sourceFileResponse } from './source.schemas';
+import {
+  projectSourceBody,
+  projectSourceResponse,
+  listSourceFilesQuery,
+  sourceArchiveResponse,
+  sourceFileQuery,
+  sourceFileResponse,
+  sourceUsageResponse,
+} from './source.schemas';
 import { removeProjectSource, setProjectSource } from './project-source.service';
-import { getSourceArchive, listSourceFiles, sendSourceArchive, sendSourceFile, uploadSourceArchive } from './source.service';
+import { getSourceArchive, getSourceUsage, listSourceFiles, sendSourceArchive, sendSourceFile, uploadSourceArchive } from './source.service';
 
 export function sourceRoutes(deps: AppDeps): RouteSpec[] {
   return [
@@ -33,11 +41,20 @@ export function sourceRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'source:upload_zip',
       summary:
         'Upload the zipped source of a draft or queued assessment as the raw body (Content-Type: application/zip). ' +
-        '413 past SOURCE_UPLOAD_MAX_BYTES, 422 naming an unsafe entry or for a zip bomb, 409 in other states. ' +
+        '413 past SOURCE_UPLOAD_MAX_BYTES, 422 naming an unsafe entry, for a zip bomb or past the organization\'s ' +
+        'quota (SOURCE_ORG_QUOTA_BYTES), 409 in other states. ' +
         'A different archive replaces the previous one; the same bytes again answer the stored one (duplicate: true)',
       requestMediaType: 'application/zip',
       response: sourceArchiveResponse,
       handler: (req, res) => uploadSourceArchive(deps, principalOf(req), idParam(req), req, res),
+    },
+    {
+      method: 'get',
+      path: '/organization/source-usage',
+      scope: 'source:read_artifacts',
+      summary: "Uncompressed bytes of source the organization's archives hold, and its quota (SOURCE_ORG_QUOTA_BYTES)",
+      response: sourceUsageResponse,
+      handler: (req) => getSourceUsage(deps, principalOf(req)),
     },
     {
       method: 'get',

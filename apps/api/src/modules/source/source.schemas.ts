@@ -56,3 +56,8 @@ export const listSourceFilesQuery = Joi.object({
 export const sourceFileQuery = Joi.object({
   path: Joi.string().min(1).max(4096).required().description('Path of the file in the archive, as listed'),
 });
+
+export const sourceUsageResponse = Joi.object({
+  used_bytes: Joi.number().integer().description("Uncompressed bytes of all the organization's stored source archives"),
+  quota_bytes: Joi.number().integer().description('SOURCE_ORG_QUOTA_BYTES: an upload that would go past it is refused (422)'),
+});

@@ -3,12 +3,11 @@
 // replaces it, the same bytes again answer the stored one.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Request, Response } from 'express';
-import { newId, scopedTo, type SourceArchive } from '@svc/db';
-import { ArchiveRefusal } from '@svc/domain';
+import { newId, organizationOf, scopedTo, type ScopedDb, type SourceArchive } from '@svc/db';
+import { ArchiveRefusal, refuseOverQuota } from '@svc/domain';
 import { ObjectNotFoundError } from '@svc/storage';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -20,6 +19,7 @@ import type { AssessmentState } from '../assessments/assessment-lifecycle';
 import { extractArchive, type ExtractedFile } from './archive-extraction';
 import { archiveKeyOf, fileKeyOf, uploadPrefixOf } from './stored-objects';
 import { closeAfterAnswer, spoolUpload } from './upload-spool';
+import { EXTRACT_PREFIX } from './temp-files';
 
 /** Source can be handed over until the engine starts: while the assessment is a draft or launched (queued). */
 export const ACCEPTS_SOURCE: readonly AssessmentState[] = ['draft', 'queued'];
@@ -52,7 +52,7 @@ export async function uploadSourceArchive(deps: AppDeps, principal: Principal, a
     requireZipBody(req);
     const assessment = await requireAssessmentAccess(deps, principal, assessmentId, 'write');
     requireAcceptsSource(assessment.status);
-    const upload = await spoolUpload(req, deps.config.source.maxUploadBytes);
+    const upload = await spoolUpload(req, deps.config.source.maxUploadBytes, deps.config.source.tempDir);
     try {
       const db = scopedTo(deps.prisma, principal);
       const same = await db.sourceArchive.findFirst({ where: { assessmentId: assessment.id, sha256: upload.sha256 } });
@@ -84,22 +84,29 @@ async function storeArchive(
   const archiveId = newId('src');
   const owner = { organizationId: assessment.organizationId, projectId: assessment.projectId, assessmentId: assessment.id };
   const prefix = uploadPrefixOf(owner, archiveId);
-  const scratch = await mkdtemp(path.join(tmpdir(), 'svc-extract-'));
+  const scratch = await mkdtemp(path.join(deps.config.source.tempDir, EXTRACT_PREFIX));
   let previous: SourceArchive | null = null;
   let created: SourceArchive;
+  // Before a byte is stored: the quota as it stands (checked again, under a lock, where the row is written).
+  const admit = async (incomingBytes: number) =>
+    refuseOverQuota({ ...(await quotaStanding(scopedTo(deps.prisma, principal), assessment.id)), incomingBytes, quotaBytes: deps.config.source.orgQuotaBytes });
   try {
-    const files = await extractArchive(upload.file, deps.config.source, deps.storage, prefix, path.join(scratch, 'entry'));
+    const files = await extractArchive(upload.file, upload.size, deps.config.source, admit, deps.storage, prefix, path.join(scratch, 'entry'));
     await deps.storage.put(archiveKeyOf(prefix), createReadStream(upload.file), upload.size);
     ({ previous, created } = await recordArchive(deps, principal, meta, assessment, archiveId, prefix, upload, files));
   } catch (err) {
-    await deps.storage.deletePrefix(prefix);
+    // The refusal is the answer; objects a failed delete leaves have no row, and the orphan sweep takes them.
+    await deps.storage.deletePrefix(prefix).catch((deleteErr: Error) =>
+      deps.logger.warn('could not delete a refused upload\'s objects; the orphan sweep will', { prefix, error: deleteErr.message }),
+    );
     throw err;
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
   if (previous) {
+    // No row references these objects any more: the worker's orphan sweep removes whatever this leaves behind.
     await deps.storage.deletePrefix(previous.storagePrefix).catch((err: Error) =>
-      deps.logger.warn('could not delete a replaced source archive', { archive_id: previous!.id, error: err.message }),
+      deps.logger.warn('could not delete a replaced source archive; the orphan sweep will', { archive_id: previous!.id, error: err.message }),
     );
   }
   return presentArchive(created);
@@ -120,8 +127,23 @@ async function recordArchive(
     const fresh = await tx.assessment.findFirst({ where: { id: assessment.id }, select: { status: true } });
     if (!fresh) throw notFound('Assessment');
     requireAcceptsSource(fresh.status);
+    // Uploads of one organization are serialised here, so two at once cannot both fit under the quota.
+    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${organizationOf(tx)} FOR UPDATE`;
+    const incomingBytes = files.reduce((sum, f) => sum + f.size, 0);
+    refuseOverQuota({ ...(await quotaStanding(tx, assessment.id)), incomingBytes, quotaBytes: deps.config.source.orgQuotaBytes });
     const previous = await tx.sourceArchive.findFirst({ where: { assessmentId: assessment.id } });
-    if (previous) await tx.sourceArchive.deleteMany({ where: { id: previous.id } });
+    if (previous) {
+      // Projects whose source was that archive lose it with the row (a cascade): said in the audit log.
+      const orphanedSources = await tx.projectSource.findMany({ where: { archiveId: previous.id }, select: { projectId: true } });
+      await tx.sourceArchive.deleteMany({ where: { id: previous.id } });
+      for (const source of orphanedSources) {
+        await recordAs(tx, principal, meta, deps.clock.now(), {
+          action: 'project.source_removed',
+          target: { type: 'project', id: source.projectId },
+          metadata: { reason: 'archive_replaced', archive_id: previous.id, replaced_by: archiveId },
+        });
+      }
+    }
     const created = await tx.sourceArchive.create({
       data: {
         id: archiveId,
@@ -131,7 +153,7 @@ async function recordArchive(
         sha256: upload.sha256,
         sizeBytes: BigInt(upload.size),
         fileCount: files.length,
-        uncompressedBytes: BigInt(files.reduce((sum, f) => sum + f.size, 0)),
+        uncompressedBytes: BigInt(incomingBytes),
         storagePrefix: prefix,
         createdById: principal.userId,
       },
@@ -152,6 +174,25 @@ async function recordArchive(
     });
     return { previous, created };
   });
+}
+
+/** What the organization's archives hold, and what the assessment's current archive (replaced by an upload) holds. */
+async function quotaStanding(db: Pick<ScopedDb, 'sourceArchive'>, assessmentId: string): Promise<{ usedBytes: number; replacedBytes: number }> {
+  const [usedBytes, replaced] = await Promise.all([
+    usedSourceBytes(db),
+    db.sourceArchive.findFirst({ where: { assessmentId }, select: { uncompressedBytes: true } }),
+  ]);
+  return { usedBytes, replacedBytes: Number(replaced?.uncompressedBytes ?? 0n) };
+}
+
+async function usedSourceBytes(db: Pick<ScopedDb, 'sourceArchive'>): Promise<number> {
+  const used = await db.sourceArchive.aggregate({ _sum: { uncompressedBytes: true } });
+  return Number(used._sum.uncompressedBytes ?? 0n);
+}
+
+/** The organization's stored uncompressed source bytes and its quota (the dashboard's source page shows both). */
+export async function getSourceUsage(deps: AppDeps, principal: Principal) {
+  return { used_bytes: await usedSourceBytes(scopedTo(deps.prisma, principal)), quota_bytes: deps.config.source.orgQuotaBytes };
 }
 
 async function requireArchive(deps: AppDeps, principal: Principal, assessmentId: string): Promise<SourceArchive> {

@@ -3,11 +3,11 @@
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { Request, Response } from 'express';
 import { HttpError } from '../../http/errors';
+import { UPLOAD_PREFIX } from './temp-files';
 
 export interface SpooledUpload {
   file: string;
@@ -35,10 +35,10 @@ class CappedHasher extends Transform {
   }
 }
 
-export async function spoolUpload(req: Request, maxBytes: number): Promise<SpooledUpload> {
+export async function spoolUpload(req: Request, maxBytes: number, tempDir: string): Promise<SpooledUpload> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) throw uploadTooLarge(maxBytes);
-  const dir = await mkdtemp(path.join(tmpdir(), 'svc-upload-'));
+  const dir = await mkdtemp(path.join(tempDir, UPLOAD_PREFIX));
   const discard = () => rm(dir, { recursive: true, force: true });
   const file = path.join(dir, 'archive.zip');
   const counter = new CappedHasher(maxBytes);
@@ -53,6 +53,8 @@ export async function spoolUpload(req: Request, maxBytes: number): Promise<Spool
 
 /** Not `pipeline`: on a refusal it would destroy the request, and with it the socket the 413 goes out on. */
 function receive(req: Request, counter: CappedHasher, file: string): Promise<void> {
+  // A client gone while the request waited (access checks) closed it before the listeners below: 'close' is past.
+  if (req.destroyed && !req.readableEnded) return Promise.reject(new HttpError(400, 'The upload was interrupted before its end.'));
   return new Promise((resolve, reject) => {
     const out = createWriteStream(file);
     let settled = false;

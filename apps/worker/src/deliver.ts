@@ -376,7 +376,8 @@ async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: Ht
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
   logAttempt(ctx, run, record);
   if (outcome === 'success') {
-    await recordAndNotify(ctx, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
+    const subscriptionFailing = run.delivery.subscription.status === 'failing';
+    await recordAndNotify(ctx, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' }, subscriptionFailing });
     return { status: 'succeeded', attempt: run.number, outcome };
   }
   const decision = nextAttempt(run.number, receiverSignals(record, now), webhookRetryPolicy(ctx.config));

@@ -48,6 +48,8 @@ export interface AttemptWrite {
   delivery: DeliveryUpdate;
   subscription: SubscriptionEffect;
   now: Date;
+  /** The subscription was failing when the delivery was loaded: a success is recorded with its recovery, atomically. */
+  subscriptionFailing?: boolean;
 }
 
 /** Another worker recorded this attempt number first; this run's result is dropped. */
@@ -175,7 +177,7 @@ async function auditHealthChange(tx: Tx, subscriptionId: string, next: Subscript
 /**
  * Records an attempt. A success or a failure to retry (neither can turn a subscription failing or disabled) goes
  * through `recorder` when given, batched with the records of the worker's other slots (attemptRecorder); the rest in a
- * transaction of its own.
+ * transaction of its own (with the operational events they cause), as does a success to a failing subscription.
  */
 export async function recordAttempt(
   prisma: Db,
@@ -185,7 +187,7 @@ export async function recordAttempt(
 ): Promise<HealthChange | null> {
   const { attempt } = write;
   try {
-    if (write.subscription.kind === 'none' || write.subscription.kind === 'success') {
+    if (write.subscription.kind === 'none' || (write.subscription.kind === 'success' && !write.subscriptionFailing)) {
       const answer = await (recorder ? recorder.run(write) : recordCommonAttempt(prisma, write));
       if (answer instanceof Error) throw answer;
       if (answer === RECOVERING) await recoverSubscription(prisma, write, published);
@@ -221,9 +223,10 @@ export async function recordAttempt(
 }
 
 /**
- * A success to a failing subscription: recorded by the common statement (which leaves a failing subscription's
- * health alone), then the subscription turned active again in a transaction of its own that publishes
- * webhook.subscription_recovered. A crash in between leaves it failing until its next success.
+ * A success to a subscription that turned failing after its delivery was loaded (the worker records a success to a
+ * subscription it saw failing in one transaction with its recovery): recorded by the common statement, which leaves a
+ * failing subscription's health alone, then the subscription turned active again in a transaction of its own that
+ * publishes webhook.subscription_recovered. A crash in between leaves it failing until its next success.
  */
 async function recoverSubscription(prisma: Db, write: AttemptWrite, published: DeliveryRef[]): Promise<void> {
   await prisma.$transaction((tx) => applySubscriptionEffect(tx, write.subscriptionId, { kind: 'success' }, write.now, null, published));

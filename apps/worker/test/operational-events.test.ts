@@ -7,6 +7,9 @@ import { bearer } from '../../api/test/support/fixtures';
 import { OPERATIONAL_EVENT_TYPES } from '@svc/webhooks';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 import type { ReceivedRequest } from './support/receiver';
+import { publishEvent } from '@svc/outbox';
+import type { DeliveryRef } from '@svc/outbox';
+import { recordAttempt, attemptRecorder } from '../src/record';
 
 const ok = () => ({ status: 200, headers: { 'content-type': 'text/plain' }, body: 'ok' });
 
@@ -121,6 +124,9 @@ describe('subscription health', () => {
 
     down = false;
     expect(await publishReport(w, flaky.id, 'flaky-3')).toMatchObject({ status: 'succeeded' });
+    // Recorded with the success, in its transaction: the moment the delivery shows succeeded, so do these.
+    expect(await w.subscription(flaky.id)).toMatchObject({ status: 'active', consecutiveFailures: 0 });
+    expect(await w.h.deps.prisma.event.count({ where: { type: 'webhook.subscription_recovered', data: { path: ['subscription_id'], equals: flaky.id } } })).toBe(1);
     const [recovered] = await waitForEvent(w, observer.path, flaky.id, 'webhook.subscription_recovered');
     expect(recovered.data).toMatchObject({ subscription_id: flaky.id, last_error: null });
     expect((await w.subscription(flaky.id))).toMatchObject({ status: 'active', consecutiveFailures: 0 });
@@ -168,6 +174,37 @@ describe('subscription health', () => {
     await waitForEvent(w, observer.path, dead.id, 'webhook.subscription_failing');
     await waitForEvent(w, observer.path, dead.id, 'webhook.delivery_exhausted', 3);
     expect(w.receiver.requests('/dead').map(envelopeOf).every((e) => e.type === 'report.ready')).toBe(true);
+  });
+
+  it('recovers, with its event, a subscription that turned failing after its successful delivery was loaded', async () => {
+    w.receiver.script('/raced', ok);
+    const raced = await subject(w, '/raced');
+    // A delivery that no worker runs (published without an enqueue), then the subscription turns failing.
+    const event = await w.h.deps.prisma.$transaction((tx) =>
+      publishEvent(tx, { type: 'report.ready', organizationId: w.org.id, projectId: null, assessmentId: null, data: { report_id: 'rep_raced' } }),
+    );
+    const deliveryId = await w.deliveryFor(event, raced.id);
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: raced.id }, data: { status: 'failing', consecutiveFailures: 2, firstFailureAt: new Date() } });
+    const published: DeliveryRef[] = [];
+    const now = w.h.clock.now();
+    await recordAttempt(
+      w.h.deps.prisma,
+      {
+        deliveryId,
+        subscriptionId: raced.id,
+        attempt: { number: 1, startedAt: now, durationMs: 5, outcome: 'success', responseStatus: 200, responseHeaders: {}, responseBody: 'ok', error: null, retryAfterMs: null },
+        delivery: { status: 'succeeded' },
+        subscription: { kind: 'success' },
+        now,
+      },
+      attemptRecorder(w.h.deps.prisma),
+      published,
+    );
+    expect(await w.subscription(raced.id)).toMatchObject({ status: 'active', consecutiveFailures: 0, firstFailureAt: null });
+    const recovered = await w.h.deps.prisma.event.findMany({ where: { type: 'webhook.subscription_recovered', data: { path: ['subscription_id'], equals: raced.id } } });
+    expect(recovered).toHaveLength(1);
+    expect(published.map((d) => d.subscriptionId)).toContain(observer.subscription.id);
+    expect(published.map((d) => d.subscriptionId)).not.toContain(raced.id);
   });
 
   it('does not loop between two dead receivers that listen to each other', async () => {

@@ -12,3 +12,5 @@ export * from './sentinel-url';
 export * from './notifications';
 export * from './issues';
 export * from './operational';
+export * from './credential-destination';
+export * from './hec-ack';

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { EVENT_TYPES } from '@svc/webhooks';
+import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from '@svc/webhooks';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { createAssessment, createProject } from './support/resources';
@@ -220,12 +220,33 @@ describe('the 25-subscription limit', () => {
 });
 
 describe('events, test deliveries and delivery logs', () => {
-  it('lists the twelve event types with a description each', async () => {
+  it("lists SPEC's twelve event types and the six operational events, with a description each", async () => {
     const res = await request(h.app).get(`${base.org()}/events`).set(bearer(org.admin.token));
     expect(res.status).toBe(200);
     expect(res.body.data.map((e: { type: string }) => e.type).sort()).toEqual([...EVENT_TYPES].sort());
-    expect(res.body.data).toHaveLength(12);
+    expect(res.body.data).toHaveLength(18);
     for (const e of res.body.data) expect(e.description.length).toBeGreaterThan(10);
+  });
+
+  it('offers and accepts the operational events at the organization level only (422 below it, nothing changed)', async () => {
+    const projectEvents = await request(h.app).get(`${base.project()}/events`).set(bearer(org.admin.token));
+    expect(projectEvents.body.data.map((e: { type: string }) => e.type).sort()).toEqual(
+      EVENT_TYPES.filter((t) => !(OPERATIONAL_EVENT_TYPES as readonly string[]).includes(t)).sort(),
+    );
+    const refused = await create(base.project(), org.admin.token, { events: ['report.ready', 'webhook.subscription_disabled'] });
+    expect(refused.status).toBe(422);
+    expect(refused.body.detail).toMatch(/webhook\.subscription_disabled are organization-level events/);
+    const project = await create(base.project(), org.admin.token, { events: ['report.ready'] });
+    expect(project.status).toBe(201);
+    const patched = await request(h.app)
+      .patch(`${base.project()}/subscriptions/${project.body.id}`)
+      .set(bearer(org.admin.token))
+      .send({ events: ['webhook.breaker_opened'] });
+    expect(patched.status).toBe(422);
+    const unchanged = await request(h.app).get(`${base.project()}/subscriptions/${project.body.id}`).set(bearer(org.admin.token));
+    expect(unchanged.body.events).toEqual(['report.ready']);
+    const org_ = await create(base.org(), org.admin.token, { events: [...OPERATIONAL_EVENT_TYPES] });
+    expect(org_.status).toBe(201);
   });
 
   it('the test route creates one webhook.test delivery for that subscription only', async () => {

@@ -46,7 +46,7 @@ import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
-import { heldBackMarker } from '@svc/outbox';
+import { enqueueAfterCommit, heldBackMarker, outboxDeps, type DeliveryRef } from '@svc/outbox';
 import { ACK_MISSING_ERROR, awaitsHecAck, pollHecAck } from './hec-ack';
 
 export interface DeliveryContext extends WorkerDeps {
@@ -66,6 +66,8 @@ export interface DeliveryContext extends WorkerDeps {
   recorder: AttemptRecorder;
   /** Puts a subscription whose deliveries are being held back behind everyone else's at enqueue (the fair share). */
   markHeldBack: (subscriptionId: string) => void;
+  /** Enqueues the committed deliveries of operational events (without a queue: the outbox relay does). */
+  enqueueEvents: (deliveries: DeliveryRef[]) => Promise<void>;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
@@ -114,6 +116,10 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   const postponements = new PostponementWriter(deps);
   const loads = new Coalescer((ids: string[]) => loadDeliveries(deps.prisma, ids));
   const recorder = attemptRecorder(deps.prisma);
+  const outbox = deliveryQueue ? outboxDeps(deps, deliveryQueue) : null;
+  const enqueueEvents = async (deliveries: DeliveryRef[]) => {
+    if (outbox && deliveries.length > 0) await enqueueAfterCommit(outbox, deliveries);
+  };
   return {
     ...deps,
     post,
@@ -125,6 +131,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     loads,
     recorder,
     markHeldBack,
+    enqueueEvents,
   };
 }
 
@@ -236,7 +243,7 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   const now = ctx.clock.now();
   const { subscription } = delivery;
   const admission = await ctx.isolation.admit(subscription, delivery.id, now);
-  if (admission.transition) await recordBreakerTransition(ctx, subscription, admission.transition, null, now);
+  if (admission.transition) await ctx.enqueueEvents(await recordBreakerTransition(ctx, subscription, admission.transition, null, now));
   if (admission.admitted) return null;
   const { reason } = admission;
   const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
@@ -245,7 +252,9 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   const decision = postponeOrFail(hold, delivery.createdAt, now, webhookRetryPolicy(ctx.config));
   if (decision.action === 'fail') {
     const health = decision.countsForHealth ? ctx.config.webhooks.health : null;
-    const change = await failHeldBackDelivery(ctx.prisma, delivery, decision.detail, health, now);
+    const published: DeliveryRef[] = [];
+    const change = await failHeldBackDelivery(ctx.prisma, delivery, decision.detail, health, now, published);
+    await ctx.enqueueEvents(published);
     ctx.logger.info('Delivery held back past its retry window: failed', { delivery_id: delivery.id, reason });
     if (change) await notifyHealthChange(ctx, change, { responseStatus: null, outcome: 'held_back', error: decision.detail });
     return { status: 'skipped', reason: decision.detail };
@@ -263,7 +272,10 @@ async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outco
   }
   const now = ctx.clock.now();
   const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, durationMs, now);
-  if (release.transition) await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now);
+  if (release.transition) {
+    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now, outcome === 'success' ? null : outcome);
+    await ctx.enqueueEvents(published);
+  }
   ctx.onRelease(release, now);
 }
 
@@ -413,7 +425,8 @@ async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: Ht
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
   logAttempt(ctx, run, record);
   if (outcome === 'success') {
-    await recordAndNotify(ctx, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' } });
+    const subscriptionFailing = run.delivery.subscription.status === 'failing';
+    await recordAndNotify(ctx, { ...write, delivery: { status: 'succeeded' }, subscription: { kind: 'success' }, subscriptionFailing });
     return { status: 'succeeded', attempt: run.number, outcome };
   }
   const decision = nextAttempt(run.number, receiverSignals(record, now), webhookRetryPolicy(ctx.config));
@@ -457,7 +470,9 @@ async function finishWithoutRequest(
 }
 
 async function recordAndNotify(ctx: DeliveryContext, write: AttemptWrite): Promise<void> {
-  const change = await recordAttempt(ctx.prisma, write, ctx.recorder);
+  const published: DeliveryRef[] = [];
+  const change = await recordAttempt(ctx.prisma, write, ctx.recorder, published);
+  await ctx.enqueueEvents(published);
   if (change) await notifyHealthChange(ctx, change, write.attempt);
 }
 

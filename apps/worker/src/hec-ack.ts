@@ -10,6 +10,7 @@ import { nextAttempt } from '@svc/domain';
 import { HEC_ACK_PATH, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
 import { credentialsBoundElsewhere, type DeliveryContext, type DeliveryResult, type LoadedDelivery } from './deliver';
 import { notifyHealthChange } from './health-notify';
+import type { DeliveryRef } from '@svc/outbox';
 import { postponeAckPoll, settleAck, type AwaitedAck, type SubscriptionEffect } from './record';
 import { USER_AGENT } from './request';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
@@ -72,7 +73,9 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
     return { status: 'awaiting_ack', until: decision.at };
   }
   if (decision.action === 'succeed') {
-    const { settled } = await settleAck(ctx.prisma, awaited, { outcome: 'success', delivery: { status: 'succeeded' } }, now);
+    const published: DeliveryRef[] = [];
+    const { settled } = await settleAck(ctx.prisma, awaited, { outcome: 'success', delivery: { status: 'succeeded' } }, now, published);
+    await ctx.enqueueEvents(published);
     if (!settled) return { status: 'conflict' };
     ctx.logger.debug('HEC ack: indexed', { delivery_id: delivery.id, attempt: awaited.number });
     return { status: 'succeeded', attempt: awaited.number, outcome: 'success' };
@@ -89,7 +92,9 @@ async function giveUp(ctx: DeliveryContext, awaited: AwaitedAck, ackId: number, 
   if (decision.action === 'stop') {
     const effect: SubscriptionEffect = { kind: 'terminal_failure', rules: ctx.config.webhooks.health };
     const reason = `${decision.detail}; last: ack_timeout: ${error}`;
-    const { settled, change } = await settleAck(ctx.prisma, awaited, { outcome: 'ack_timeout', error, delivery: { status: 'failed', reason }, effect }, now);
+    const published: DeliveryRef[] = [];
+    const { settled, change } = await settleAck(ctx.prisma, awaited, { outcome: 'ack_timeout', error, delivery: { status: 'failed', reason }, effect }, now, published);
+    await ctx.enqueueEvents(published);
     if (!settled) return { status: 'conflict' };
     if (change) await notifyHealthChange(ctx, change, last);
     return { status: 'failed', attempt: awaited.number, outcome: 'ack_timeout' };

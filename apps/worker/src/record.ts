@@ -3,7 +3,9 @@
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import { Coalescer, Prisma, isUniqueViolation, newId, queryRows, type Db, type Tx } from '@svc/db';
+import type { DeliveryRef } from '@svc/outbox';
 import type { AttemptOutcome } from './http/outcome';
+import { lastErrorOf, publishDeliveryExhausted, publishOperationalEvent } from './operational-events';
 import {
   healthAfterSuccess,
   healthAfterTerminalFailure,
@@ -46,6 +48,8 @@ export interface AttemptWrite {
   delivery: DeliveryUpdate;
   subscription: SubscriptionEffect;
   now: Date;
+  /** The subscription was failing when the delivery was loaded: a success is recorded with its recovery, atomically. */
+  subscriptionFailing?: boolean;
 }
 
 /** Another worker recorded this attempt number first; this run's result is dropped. */
@@ -91,7 +95,18 @@ export interface HealthChange {
   reason: string | null;
 }
 
-async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: SubscriptionEffect, now: Date): Promise<HealthChange | null> {
+/**
+ * Applies an attempt's effect on the subscription's health under its row lock; a change of status publishes its
+ * operational event (failing, disabled, recovered) in the same transaction, its deliveries added to `published`.
+ */
+async function applySubscriptionEffect(
+  tx: Tx,
+  subscriptionId: string,
+  effect: SubscriptionEffect,
+  now: Date,
+  lastError: string | null = null,
+  published: DeliveryRef[] = [],
+): Promise<HealthChange | null> {
   if (effect.kind === 'none') return null;
   // Deliveries of one subscription finish concurrently: read-modify-write under the row lock.
   await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscriptionId} FOR UPDATE`;
@@ -103,11 +118,38 @@ async function applySubscriptionEffect(tx: Tx, subscriptionId: string, effect: S
   const next = nextHealth(current, effect, now);
   const unchanged = (Object.keys(next) as Array<keyof SubscriptionHealth>).every((k) => next[k] === current[k]);
   if (!unchanged) await tx.webhookSubscription.update({ where: { id: subscriptionId }, data: next });
+  if (next.status !== current.status) await publishHealthChange(tx, subscriptionId, current, next, lastError, published, now);
   if (next.status !== current.status && (next.status === 'failing' || next.status === 'disabled')) {
     await auditHealthChange(tx, subscriptionId, next, now);
     return { subscriptionId, status: next.status, reason: next.disabledReason };
   }
   return null;
+}
+
+async function publishHealthChange(
+  tx: Tx,
+  subscriptionId: string,
+  current: SubscriptionHealth,
+  next: SubscriptionHealth,
+  lastError: string | null,
+  published: DeliveryRef[],
+  now: Date,
+): Promise<void> {
+  const publish = (type: Parameters<typeof publishOperationalEvent>[1], error: string | null, extra: Record<string, unknown>) =>
+    publishOperationalEvent(tx, type, subscriptionId, error, extra, published, now);
+  if (next.status === 'failing') {
+    await publish('webhook.subscription_failing', lastError, {
+      consecutive_failures: next.consecutiveFailures,
+      first_failure_at: next.firstFailureAt?.toISOString() ?? null,
+    });
+  } else if (next.status === 'disabled') {
+    await publish('webhook.subscription_disabled', lastError, {
+      disabled_reason: next.disabledReason,
+      consecutive_failures: next.consecutiveFailures,
+    });
+  } else if (next.status === 'active' && current.status === 'failing') {
+    await publish('webhook.subscription_recovered', null, {});
+  }
 }
 
 /** A subscription turning failing or disabled is recorded once, by `system`, in the transaction that turned it. */
@@ -135,14 +177,20 @@ async function auditHealthChange(tx: Tx, subscriptionId: string, next: Subscript
 /**
  * Records an attempt. A success or a failure to retry (neither can turn a subscription failing or disabled) goes
  * through `recorder` when given, batched with the records of the worker's other slots (attemptRecorder); the rest in a
- * transaction of its own.
+ * transaction of its own (with the operational events they cause), as does a success to a failing subscription.
  */
-export async function recordAttempt(prisma: Db, write: AttemptWrite, recorder?: AttemptRecorder): Promise<HealthChange | null> {
+export async function recordAttempt(
+  prisma: Db,
+  write: AttemptWrite,
+  recorder?: AttemptRecorder,
+  published: DeliveryRef[] = [],
+): Promise<HealthChange | null> {
   const { attempt } = write;
   try {
-    if (write.subscription.kind === 'none' || write.subscription.kind === 'success') {
-      const failure = await (recorder ? recorder.run(write) : recordCommonAttempt(prisma, write));
-      if (failure) throw failure;
+    if (write.subscription.kind === 'none' || (write.subscription.kind === 'success' && !write.subscriptionFailing)) {
+      const answer = await (recorder ? recorder.run(write) : recordCommonAttempt(prisma, write));
+      if (answer instanceof Error) throw answer;
+      if (answer === RECOVERING) await recoverSubscription(prisma, write, published);
       return null;
     }
     return await prisma.$transaction(async (tx) => {
@@ -161,7 +209,12 @@ export async function recordAttempt(prisma: Db, write: AttemptWrite, recorder?: 
           error: storableText(attempt.error),
         },
       });
-      return applySubscriptionEffect(tx, write.subscriptionId, write.subscription, write.now);
+      const lastError = lastErrorOf(attempt);
+      if (write.delivery.status === 'failed') {
+        const exhausted = { id: write.deliveryId, subscriptionId: write.subscriptionId, attempts: attempt.number };
+        await publishDeliveryExhausted(tx, exhausted, lastError, published, write.now);
+      }
+      return applySubscriptionEffect(tx, write.subscriptionId, write.subscription, write.now, lastError, published);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
@@ -169,22 +222,40 @@ export async function recordAttempt(prisma: Db, write: AttemptWrite, recorder?: 
   }
 }
 
+/**
+ * A success to a subscription that turned failing after its delivery was loaded (the worker records a success to a
+ * subscription it saw failing in one transaction with its recovery): recorded by the common statement, which leaves a
+ * failing subscription's health alone, then the subscription turned active again in a transaction of its own that
+ * publishes webhook.subscription_recovered. A crash in between leaves it failing until its next success.
+ */
+async function recoverSubscription(prisma: Db, write: AttemptWrite, published: DeliveryRef[]): Promise<void> {
+  await prisma.$transaction((tx) => applySubscriptionEffect(tx, write.subscriptionId, { kind: 'success' }, write.now, null, published));
+}
+
+/** The answer of a common success whose subscription was failing: recorded, and it is to be recovered. */
+export const RECOVERING = 'recovering' as const;
+type CommonAnswer = Error | null | typeof RECOVERING;
+
 const conflictOf = (write: AttemptWrite) => new AttemptConflictError(`Attempt ${write.attempt.number} of ${write.deliveryId} was already recorded`);
 
-/** Records successes and failures to retry, many per statement when many finish together; per item: null or why not. */
-export type AttemptRecorder = Coalescer<AttemptWrite, Error | null>;
+/** Records successes and failures to retry, many per statement when many finish together; per item: null (or RECOVERING) or why not. */
+export type AttemptRecorder = Coalescer<AttemptWrite, CommonAnswer>;
 
 /** Per write: null when recorded, else why not (a conflict for a delivery another writer claimed first). */
-async function answersOf(prisma: Db, writes: AttemptWrite[]): Promise<Array<Error | null>> {
+async function answersOf(prisma: Db, writes: AttemptWrite[]): Promise<CommonAnswer[]> {
   const claimed = await recordInOneStatement(prisma, writes);
-  return writes.map((write) => (claimed.has(write.deliveryId) ? null : conflictOf(write)));
+  return writes.map((write) => {
+    const recovering = claimed.get(write.deliveryId);
+    if (recovering === undefined) return conflictOf(write);
+    return recovering ? RECOVERING : null;
+  });
 }
 
 /** One common attempt on its own statement, answered as the recorder answers it. */
-function recordCommonAttempt(prisma: Db, write: AttemptWrite): Promise<Error | null> {
+function recordCommonAttempt(prisma: Db, write: AttemptWrite): Promise<CommonAnswer> {
   return answersOf(prisma, [write]).then(
     ([answer]) => answer,
-    (err: unknown) => (isUniqueViolation(err) ? conflictOf(write) : (err as Error)),
+    (err: unknown): CommonAnswer => (isUniqueViolation(err) ? conflictOf(write) : (err as Error)),
   );
 }
 
@@ -201,9 +272,10 @@ export function attemptRecorder(prisma: Db): AttemptRecorder {
  * delivery by its attempt count, insert the attempts and, after a success, reset the subscription's health (the
  * same rules as healthAfterSuccess), without the per-query cost of an interactive transaction (a delivery's hot
  * path spent most of its CPU there). The values arrive as arrays: one text for any count, so one prepared
- * statement. Answers the ids of the deliveries it claimed.
+ * statement. A failing subscription's health is left to recoverSubscription (its recovery is an event). Answers the
+ * deliveries it claimed, each with whether it was a success to a failing subscription.
  */
-async function recordInOneStatement(prisma: Db, writes: AttemptWrite[]): Promise<Set<string>> {
+async function recordInOneStatement(prisma: Db, writes: AttemptWrite[]): Promise<Map<string, boolean>> {
   const column = <T>(of: (write: AttemptWrite) => T) => writes.map(of);
   const iso = (at: Date | null) => (at === null ? null : at.toISOString());
   const statement = Prisma.sql`
@@ -243,14 +315,15 @@ async function recordInOneStatement(prisma: Db, writes: AttemptWrite[]): Promise
       UPDATE webhook_subscriptions s
          SET consecutive_failures = 0,
              first_failure_at = NULL,
-             status = CASE WHEN s.status = 'failing' THEN 'active'::"SubscriptionStatus" ELSE s.status END,
              updated_at = (SELECT max(now) FROM v) AT TIME ZONE 'UTC'
        WHERE s.id IN (SELECT v.subscription_id FROM v JOIN claimed c ON c.id = v.id WHERE v.resets_health)
-         AND (s.consecutive_failures <> 0 OR s.first_failure_at IS NOT NULL OR s.status = 'failing')
+         AND s.status <> 'failing'
+         AND (s.consecutive_failures <> 0 OR s.first_failure_at IS NOT NULL)
     )
-    SELECT id FROM claimed`;
-  const rows = await queryRows<{ id: string }>(prisma, statement, 'worker_record_attempts');
-  return new Set(rows.map((row) => row.id));
+    SELECT c.id, (v.resets_health AND s.status = 'failing') AS recovering
+      FROM claimed c JOIN v ON v.id = c.id LEFT JOIN webhook_subscriptions s ON s.id = v.subscription_id`;
+  const rows = await queryRows<{ id: string; recovering: boolean | null }>(prisma, statement, 'worker_record_attempts');
+  return new Map(rows.map((row) => [row.id, row.recovering === true]));
 }
 
 /**
@@ -264,14 +337,18 @@ export async function failHeldBackDelivery(
   reason: string,
   rules: HealthRules | null,
   now: Date,
+  published: DeliveryRef[] = [],
 ): Promise<HealthChange | null> {
   return prisma.$transaction(async (tx) => {
     const { count } = await tx.webhookDelivery.updateMany({
       where: { id: delivery.id, status: 'pending', attemptCount: delivery.attemptCount },
       data: { status: 'failed', nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: reason },
     });
-    if (count !== 1 || !rules) return null;
-    return applySubscriptionEffect(tx, delivery.subscriptionId, { kind: 'terminal_failure', rules }, now);
+    if (count !== 1) return null;
+    const exhausted = { id: delivery.id, subscriptionId: delivery.subscriptionId, attempts: delivery.attemptCount };
+    await publishDeliveryExhausted(tx, exhausted, reason, published, now);
+    if (!rules) return null;
+    return applySubscriptionEffect(tx, delivery.subscriptionId, { kind: 'terminal_failure', rules }, now, reason, published);
   });
 }
 
@@ -343,6 +420,7 @@ export async function settleAck(
   awaited: AwaitedAck,
   result: { outcome: 'success'; delivery: { status: 'succeeded' } } | { outcome: 'ack_timeout'; error: string; delivery: DeliveryUpdate; effect: SubscriptionEffect },
   now: Date,
+  published: DeliveryRef[] = [],
 ): Promise<{ settled: boolean; change: HealthChange | null }> {
   return prisma.$transaction(async (tx) => {
     const claimed = await tx.webhookDelivery.updateMany({
@@ -355,7 +433,12 @@ export async function settleAck(
       data: { outcome: result.outcome, error: result.outcome === 'success' ? null : storableText(result.error) },
     });
     const effect: SubscriptionEffect = result.outcome === 'success' ? { kind: 'success' } : result.effect;
-    return { settled: true, change: await applySubscriptionEffect(tx, awaited.subscriptionId, effect, now) };
+    const lastError = result.outcome === 'success' ? null : `ack_timeout: ${result.error}`;
+    if (result.delivery.status === 'failed') {
+      const exhausted = { id: awaited.deliveryId, subscriptionId: awaited.subscriptionId, attempts: awaited.number };
+      await publishDeliveryExhausted(tx, exhausted, lastError, published, now);
+    }
+    return { settled: true, change: await applySubscriptionEffect(tx, awaited.subscriptionId, effect, now, lastError, published) };
   });
 }
 

@@ -4,7 +4,10 @@
 // and checked there: signature (verifySignature), headers, `type`, `data.kind`, the event's own fields, and
 // nothing in `data` but public identifiers (no internal ids, tokens, keys or secrets). A per-project and a
 // per-assessment subscription receive exactly the events of their project / assessment.
-import { EVENT_TYPES, renderPayload, verifySignature } from '@svc/webhooks';
+import { EVENT_TYPES as ALL_EVENT_TYPES, isOperationalEventType, renderPayload, verifySignature } from '@svc/webhooks';
+
+/** SPEC's twelve event types: the operational events (operational-events.test.ts) come only when a delivery fails. */
+const EVENT_TYPES = ALL_EVENT_TYPES.filter((type) => !isOperationalEventType(type));
 import { scanSlaBreaches } from '../src/sla-scan';
 import { outboxDeps } from '@svc/outbox';
 import { bearer } from '../../api/test/support/fixtures';

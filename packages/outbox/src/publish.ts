@@ -13,6 +13,8 @@ export interface PublishEventInput {
   data: Record<string, unknown>;
   /** The test route: deliver to this subscription only, whatever its event list and filters. */
   onlySubscriptionId?: string;
+  /** An operational event about this subscription: never delivered to it (it would feed its own failures). */
+  exceptSubscriptionId?: string;
 }
 
 /** A delivery to enqueue: its id, and its subscription for the fair share of backlogs and the breaker. */
@@ -103,8 +105,9 @@ async function candidateSubscriptions(tx: Tx, input: PublishEventInput): Promise
       WHERE id = ${input.onlySubscriptionId} AND organization_id = ${input.organizationId} AND deleted_at IS NULL`);
   }
   const at = { organizationId: input.organizationId, projectId: input.projectId ?? null, assessmentId: input.assessmentId ?? null };
+  const except = input.exceptSubscriptionId === undefined ? Prisma.empty : Prisma.sql`AND id <> ${input.exceptSubscriptionId}`;
   return queryRows<CandidateSubscription>(tx, Prisma.sql`
-    SELECT ${columns} FROM webhook_subscriptions WHERE ${liveSubscriptionsFor(input.type, at)} ORDER BY id`);
+    SELECT ${columns} FROM webhook_subscriptions WHERE ${liveSubscriptionsFor(input.type, at)} ${except} ORDER BY id`);
 }
 
 /** Of the candidates, those whose filters match the event (the test route's one subscription always does). */

@@ -5,13 +5,15 @@ import {
   FINDING_EVENT_TYPES,
   isEventType,
   isFindingEventType,
+  isOperationalEventType,
   isPayloadFormat,
+  OPERATIONAL_EVENT_TYPES,
   PAYLOAD_FORMATS,
 } from './events';
 import { FINDING_STATUSES, isFindingStatus, isSeverity, SEVERITIES } from '@svc/domain';
 
 describe('event catalogue', () => {
-  it('has the twelve event types of SPEC, each once', () => {
+  it('has the twelve event types of SPEC, then the six operational events, each once', () => {
     expect(EVENT_TYPES).toEqual([
       'assessment.completed',
       'finding.created',
@@ -25,8 +27,15 @@ describe('event catalogue', () => {
       'spend.cap_reached',
       'monitoring.regression',
       'webhook.test',
+      'webhook.subscription_failing',
+      'webhook.subscription_disabled',
+      'webhook.subscription_recovered',
+      'webhook.delivery_exhausted',
+      'webhook.breaker_opened',
+      'webhook.breaker_closed',
     ]);
-    expect(new Set(EVENT_TYPES).size).toBe(12);
+    expect(new Set(EVENT_TYPES).size).toBe(18);
+    expect(EVENT_TYPES.filter(isOperationalEventType)).toEqual([...OPERATIONAL_EVENT_TYPES]);
   });
 
   it('lists every type with a non-empty one-line description', () => {

@@ -1,7 +1,7 @@
 // The event catalogue of SPEC "Events", plus the value lists DESIGN.md fixes for filters and formats.
 import { isOneOf } from '@svc/domain';
 
-/** The twelve customer-facing event types, in SPEC's order. */
+/** The twelve customer-facing event types, in SPEC's order, then the operational events about delivery itself. */
 export const EVENT_TYPES = [
   'assessment.completed',
   'finding.created',
@@ -15,6 +15,12 @@ export const EVENT_TYPES = [
   'spend.cap_reached',
   'monitoring.regression',
   'webhook.test',
+  'webhook.subscription_failing',
+  'webhook.subscription_disabled',
+  'webhook.subscription_recovered',
+  'webhook.delivery_exhausted',
+  'webhook.breaker_opened',
+  'webhook.breaker_closed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -32,6 +38,12 @@ const EVENT_DESCRIPTIONS: Readonly<Record<EventType, string>> = {
   'spend.cap_reached': 'Organization or project spend reached a configured cap',
   'monitoring.regression': 'A fixed vulnerability has regressed',
   'webhook.test': 'Synthetic event sent on demand by the test route',
+  'webhook.subscription_failing': 'A webhook subscription or notification target started failing (consecutive terminal failures)',
+  'webhook.subscription_disabled': 'A webhook subscription or notification target was disabled (410 Gone, unsafe URL, too many failures)',
+  'webhook.subscription_recovered': 'A failing webhook subscription or notification target delivered again and is active',
+  'webhook.delivery_exhausted': 'A delivery failed for good: its attempts are used up or its receiver refused it',
+  'webhook.breaker_opened': "A subscription's circuit breaker opened: its deliveries wait for a probe",
+  'webhook.breaker_closed': "A subscription's circuit breaker closed again after a successful probe",
 };
 
 export interface EventCatalogueEntry {
@@ -53,6 +65,25 @@ export const FINDING_EVENT_TYPES = [
 ] as const satisfies readonly EventType[];
 
 export type FindingEventType = (typeof FINDING_EVENT_TYPES)[number];
+
+/**
+ * The operational events: about the delivery system itself, one subscription (or notification target) each.
+ * Organization-level only, and never delivered to the subscription they are about (README, Operational events).
+ */
+export const OPERATIONAL_EVENT_TYPES = [
+  'webhook.subscription_failing',
+  'webhook.subscription_disabled',
+  'webhook.subscription_recovered',
+  'webhook.delivery_exhausted',
+  'webhook.breaker_opened',
+  'webhook.breaker_closed',
+] as const satisfies readonly EventType[];
+
+export type OperationalEventType = (typeof OPERATIONAL_EVENT_TYPES)[number];
+
+export function isOperationalEventType(value: unknown): value is OperationalEventType {
+  return isOneOf(OPERATIONAL_EVENT_TYPES, value);
+}
 
 export const PAYLOAD_FORMATS = ['service', 'splunk_hec', 'microsoft_sentinel', 'cef'] as const;
 export type PayloadFormat = (typeof PAYLOAD_FORMATS)[number];

@@ -11,5 +11,6 @@ export * from './sentinel-schema';
 export * from './sentinel-url';
 export * from './notifications';
 export * from './issues';
+export * from './operational';
 export * from './credential-destination';
 export * from './hec-ack';

@@ -25,6 +25,16 @@ const EXAMPLE_FINDING = findingEventData({
   fingerprint: 'fp_example',
 });
 
+const OPERATIONAL_EXAMPLE = {
+  subscription_id: 'whsub_example',
+  subscription_kind: 'webhook',
+  level: 'organization',
+  project_id: 'prj_example',
+  assessment_id: 'asm_example',
+  url_host: 'siem.example.com',
+  last_error: 'HTTP 503',
+};
+
 /**
  * One `data` per event type with every field the publishers set, each with a non-null value of its type (the
  * publishers build these shapes: finding events through findingEventData, the others in their services).
@@ -93,6 +103,18 @@ export const EXAMPLE_EVENT_DATA: Readonly<Record<EventType, Record<string, unkno
     previous_fixed_at: '2026-10-01T00:00:00.000Z',
   },
   'webhook.test': { subscription_id: 'whsub_example', message: 'This is a test delivery.' },
+  'webhook.subscription_failing': { ...OPERATIONAL_EXAMPLE, consecutive_failures: 3, first_failure_at: '2026-11-01T09:00:00.000Z' },
+  'webhook.subscription_disabled': { ...OPERATIONAL_EXAMPLE, disabled_reason: 'endpoint returned 410 Gone', consecutive_failures: 0 },
+  'webhook.subscription_recovered': OPERATIONAL_EXAMPLE,
+  'webhook.delivery_exhausted': {
+    ...OPERATIONAL_EXAMPLE,
+    exhausted_delivery_id: 'whdel_exhausted',
+    exhausted_event_id: 'event_exhausted',
+    exhausted_event_type: 'finding.created',
+    attempts: 8,
+  },
+  'webhook.breaker_opened': { ...OPERATIONAL_EXAMPLE, probe_at: '2026-11-01T10:01:00.000Z' },
+  'webhook.breaker_closed': OPERATIONAL_EXAMPLE,
 };
 
 export function exampleEnvelope(type: EventType): Envelope {

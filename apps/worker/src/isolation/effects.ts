@@ -6,6 +6,8 @@ import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import { Prisma, queryRows } from '@svc/db';
 import type { BreakerState, WaitReason } from '@svc/domain';
 import { redelayDeliveryJob, type DeliveryJobData } from '@svc/queue';
+import type { DeliveryRef } from '@svc/outbox';
+import { publishOperationalEvent } from '../operational-events';
 import type { WorkerDeps } from '../deps';
 import { breakerTransitions } from '../metrics';
 
@@ -78,19 +80,32 @@ export class PostponementWriter {
   }
 }
 
-/** Mirrors a breaker transition on the subscription row; an opening is logged and audited by `system`. */
+/**
+ * Mirrors a breaker transition on the subscription row; an opening is logged and audited by `system`. An opening
+ * and a closing publish webhook.breaker_opened / webhook.breaker_closed in the same transaction; answers their
+ * deliveries, to enqueue.
+ */
 export async function recordBreakerTransition(
   deps: WorkerDeps,
   subscription: { id: string; organizationId: string },
   to: BreakerState,
   until: Date | null,
   now: Date,
-): Promise<void> {
+  lastError: string | null = null,
+): Promise<DeliveryRef[]> {
   breakerTransitions.inc({ to });
   const breakerUntil = to === 'open' ? until : null;
-  if (to !== 'open') {
+  const published: DeliveryRef[] = [];
+  if (to === 'half_open') {
     await deps.prisma.webhookSubscription.updateMany({ where: { id: subscription.id }, data: { breakerState: to, breakerUntil } });
-    return;
+    return published;
+  }
+  if (to === 'closed') {
+    await deps.prisma.$transaction(async (tx) => {
+      const { count } = await tx.webhookSubscription.updateMany({ where: { id: subscription.id }, data: { breakerState: to, breakerUntil } });
+      if (count === 1) await publishOperationalEvent(tx, 'webhook.breaker_closed', subscription.id, null, {}, published, now);
+    });
+    return published;
   }
   deps.logger.warn('Circuit breaker opened: deliveries to this subscription are postponed until the probe', {
     subscription_id: subscription.id,
@@ -106,7 +121,10 @@ export async function recordBreakerTransition(
       metadata: { probe_at: until?.toISOString() ?? null },
       at: now,
     });
+    const extra = { probe_at: until?.toISOString() ?? null };
+    await publishOperationalEvent(tx, 'webhook.breaker_opened', subscription.id, lastError, extra, published, now);
   });
+  return published;
 }
 
 /** The waiting delivery chosen to probe a breaker that just opened comes back at the probe time. */

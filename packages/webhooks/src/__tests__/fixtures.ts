@@ -5,6 +5,16 @@ import { EVENT_TYPES, type EventType } from '../events';
 export const CREATED_AT = '2026-11-02T10:15:30.123Z';
 export const CREATED_AT_MS = Date.parse(CREATED_AT);
 
+const OPERATIONAL = {
+  subscription_id: 'whsub_01',
+  subscription_kind: 'webhook',
+  level: 'organization',
+  project_id: null,
+  assessment_id: null,
+  url_host: 'siem.example.com',
+  last_error: null,
+};
+
 const SAMPLE_DATA: Record<EventType, Record<string, unknown>> = {
   'assessment.completed': { assessment_id: 'asm_01', project_id: 'prj_01', findings_count: 12, duration_seconds: 842.5 },
   'finding.created': {
@@ -35,6 +45,19 @@ const SAMPLE_DATA: Record<EventType, Record<string, unknown>> = {
   'spend.cap_reached': { cap_usd: 1000, spend_usd: 1000, scope: 'project', project_id: 'prj_03' },
   'monitoring.regression': { finding_id: 'fnd_06', project_id: 'prj_01', severity: 'info', status: 'regressed' },
   'webhook.test': { message: 'This is a test delivery' },
+  'webhook.subscription_failing': { ...OPERATIONAL, last_error: 'HTTP 503', consecutive_failures: 3, first_failure_at: '2026-11-02T09:15:30.123Z' },
+  'webhook.subscription_disabled': { ...OPERATIONAL, last_error: 'HTTP 410', disabled_reason: 'endpoint returned 410 Gone', consecutive_failures: 0 },
+  'webhook.subscription_recovered': OPERATIONAL,
+  'webhook.delivery_exhausted': {
+    ...OPERATIONAL,
+    last_error: 'timeout: no response in 10000 ms',
+    exhausted_delivery_id: 'whdel_01EXHAUSTED',
+    exhausted_event_id: 'event_01EXHAUSTED',
+    exhausted_event_type: 'finding.created',
+    attempts: 8,
+  },
+  'webhook.breaker_opened': { ...OPERATIONAL, last_error: 'timeout', probe_at: '2026-11-02T10:16:30.123Z' },
+  'webhook.breaker_closed': OPERATIONAL,
 };
 
 export function sampleEnvelope(type: EventType, overrides: Record<string, unknown> = {}): Envelope {

@@ -1,7 +1,7 @@
 // What a person reads about an event, whatever the channel: a headline, labelled facts and a link back to the
 // dashboard. Built from the delivery envelope only (pure), so every channel says the same thing.
 import type { Envelope } from '../envelope';
-import { describeEventType, isFindingEventType } from '../events';
+import { describeEventType, isFindingEventType, isOperationalEventType, type OperationalEventType } from '../events';
 
 export interface NotificationFact {
   label: string;
@@ -56,7 +56,27 @@ function headlineOf(envelope: Envelope): string {
     return `${what[type]}: ${title}`;
   }
   if (type === 'webhook.test') return 'Test notification from the Security Assessment Service';
+  if (isOperationalEventType(type)) return operationalHeadline(type, data);
   return title ? `${describeEventType(type)}: ${title}` : describeEventType(type);
+}
+
+const OPERATIONAL_HEADLINES: Readonly<Record<OperationalEventType, (subject: string) => string>> = {
+  'webhook.subscription_failing': (subject) => `${subject} is failing`,
+  'webhook.subscription_disabled': (subject) => `${subject} was disabled`,
+  'webhook.subscription_recovered': (subject) => `${subject} recovered and is delivering again`,
+  'webhook.delivery_exhausted': (subject) => `${subject} could not deliver an event: attempts exhausted`,
+  'webhook.breaker_opened': (subject) => `Circuit breaker opened for ${subject}: deliveries are held back`,
+  'webhook.breaker_closed': (subject) => `Circuit breaker closed for ${subject}: delivering again`,
+};
+
+/** E.g. `Webhook subscription to siem.example.com was disabled: endpoint returned 410 Gone`. */
+function operationalHeadline(type: OperationalEventType, data: Record<string, unknown>): string {
+  const target = typeof data.subscription_kind === 'string' && data.subscription_kind !== 'webhook';
+  const kind = target ? `${String(data.subscription_kind)} notification target` : 'webhook subscription';
+  const where = typeof data.url_host === 'string' && data.url_host !== '' ? ` to ${data.url_host}` : '';
+  const headline = OPERATIONAL_HEADLINES[type](`${kind}${where}`);
+  const why = type === 'webhook.subscription_disabled' && typeof data.disabled_reason === 'string' ? `: ${data.disabled_reason}` : '';
+  return `${headline.charAt(0).toUpperCase()}${headline.slice(1)}${why}`;
 }
 
 function factsOf(envelope: Envelope): NotificationFact[] {
@@ -77,12 +97,25 @@ export function dashboardLink(envelope: Envelope, dashboardUrl: string): string 
   const data = envelope.data as Record<string, unknown>;
   const id = (key: string) => (typeof data[key] === 'string' && data[key] !== '' ? encodeURIComponent(data[key] as string) : null);
   const base = dashboardUrl.replace(/\/+$/, '');
+  if (isOperationalEventType(envelope.type)) return subscriptionLink(data, id, base);
   const assessment = id('assessment_id');
   const finding = id('finding_id');
   if (assessment) return `${base}/assessments/${assessment}${finding ? `#finding-${finding}` : ''}`;
   const project = id('project_id');
   if (project) return `${base}/projects/${project}`;
   return `${base}/`;
+}
+
+/** An operational event links to the subscription's page (at its level), or to the notification targets. */
+function subscriptionLink(data: Record<string, unknown>, id: (key: string) => string | null, base: string): string {
+  const subscription = id('subscription_id');
+  if (data.subscription_kind !== undefined && data.subscription_kind !== 'webhook') return `${base}/notification-targets`;
+  if (!subscription) return `${base}/webhooks`;
+  const project = id('project_id');
+  const assessment = id('assessment_id');
+  if (data.level === 'project' && project) return `${base}/projects/${project}/webhooks/${subscription}`;
+  if (data.level === 'assessment' && assessment) return `${base}/assessments/${assessment}/webhooks/${subscription}`;
+  return `${base}/webhooks/${subscription}`;
 }
 
 export function notificationMessage(envelope: Envelope, options: NotificationOptions): NotificationMessage {

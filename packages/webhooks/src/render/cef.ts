@@ -54,6 +54,12 @@ export const CEF_UNKNOWN_FINDING_SEVERITY = 5;
  * | spend.cap_reached       | 7        | work may stop until someone acts                 |
  * | monitoring.regression   | 8        | a fixed vulnerability is back                    |
  * | webhook.test            | 0        | synthetic                                        |
+ * | webhook.subscription_failing   | 5 | deliveries are failing; it will be disabled   |
+ * | webhook.subscription_disabled  | 7 | events no longer reach that destination       |
+ * | webhook.subscription_recovered | 2 | informational: delivering again               |
+ * | webhook.delivery_exhausted     | 4 | one event did not reach its destination       |
+ * | webhook.breaker_opened         | 5 | deliveries wait for a probe                   |
+ * | webhook.breaker_closed         | 2 | informational: delivering again               |
  */
 export const CEF_EVENT_SEVERITY: Readonly<Record<Exclude<EventType, `finding.${string}`>, number>> = Object.freeze({
   'assessment.completed': 3,
@@ -64,6 +70,12 @@ export const CEF_EVENT_SEVERITY: Readonly<Record<Exclude<EventType, `finding.${s
   'spend.cap_reached': 7,
   'monitoring.regression': 8,
   'webhook.test': 0,
+  'webhook.subscription_failing': 5,
+  'webhook.subscription_disabled': 7,
+  'webhook.subscription_recovered': 2,
+  'webhook.delivery_exhausted': 4,
+  'webhook.breaker_opened': 5,
+  'webhook.breaker_closed': 2,
 });
 
 export const CEF_LIMITS = Object.freeze({

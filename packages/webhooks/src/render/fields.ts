@@ -54,6 +54,18 @@ const FIELD_DEFINITIONS = {
   spent_credits: { type: 'credits', cef: { key: 'cfp3', label: 'spentCredits' } },
   previous_fixed_at: { type: 'datetime', cef: { key: 'deviceCustomDate2', label: 'previousFixedAt' } },
   subscription_id: { type: 'string', cef: { key: 'svcSubscriptionId' } },
+  subscription_kind: { type: 'string', cef: { key: 'svcSubscriptionKind' } },
+  level: { type: 'string', cef: { key: 'svcSubscriptionLevel' } },
+  url_host: { type: 'string', cef: { key: 'dhost' } },
+  last_error: { type: 'string', cef: { key: 'svcLastError' } },
+  consecutive_failures: { type: 'int', cef: { key: 'cn3', label: 'consecutiveFailures' } },
+  first_failure_at: { type: 'datetime', cef: { key: 'svcFirstFailureAt' } },
+  disabled_reason: { type: 'string', cef: { key: 'reason' } },
+  exhausted_delivery_id: { type: 'string', cef: { key: 'svcExhaustedDeliveryId' } },
+  exhausted_event_id: { type: 'string', cef: { key: 'svcExhaustedEventId' } },
+  exhausted_event_type: { type: 'string', cef: { key: 'svcExhaustedEventType' } },
+  attempts: { type: 'int', cef: { key: 'svcAttempts' } },
+  probe_at: { type: 'datetime', cef: { key: 'svcProbeAt' } },
   started_at: { type: 'datetime', cef: { key: 'start' } },
   completed_at: { type: 'datetime', cef: { key: 'end' } },
   'findings_by_severity.critical': { type: 'int', cef: { key: 'svcFindingsCritical' } },
@@ -71,6 +83,9 @@ const FIELD_OVERRIDES: Partial<Record<EventType, Partial<Record<DataFieldPath, C
 };
 
 const FINDING_FIELDS: DataFieldPath[] = ['finding_id', 'assessment_id', 'project_id', 'title', 'severity', 'status', 'location', 'fingerprint'];
+
+/** What every operational event's data carries (operational.ts operationalEventData). */
+const OPERATIONAL_FIELDS: DataFieldPath[] = ['subscription_id', 'subscription_kind', 'level', 'project_id', 'assessment_id', 'url_host', 'last_error'];
 
 const EVENT_FIELD_PATHS: Readonly<Record<EventType, readonly DataFieldPath[]>> = {
   'assessment.completed': [
@@ -98,6 +113,12 @@ const EVENT_FIELD_PATHS: Readonly<Record<EventType, readonly DataFieldPath[]>> =
   'spend.cap_reached': ['limit_id', 'scope', 'project_id', 'cap_credits', 'spent_credits'],
   'monitoring.regression': ['finding_id', 'assessment_id', 'project_id', 'title', 'severity', 'location', 'previous_fixed_at'],
   'webhook.test': ['subscription_id', 'message'],
+  'webhook.subscription_failing': [...OPERATIONAL_FIELDS, 'consecutive_failures', 'first_failure_at'],
+  'webhook.subscription_disabled': [...OPERATIONAL_FIELDS, 'disabled_reason', 'consecutive_failures'],
+  'webhook.subscription_recovered': OPERATIONAL_FIELDS,
+  'webhook.delivery_exhausted': [...OPERATIONAL_FIELDS, 'exhausted_delivery_id', 'exhausted_event_id', 'exhausted_event_type', 'attempts'],
+  'webhook.breaker_opened': [...OPERATIONAL_FIELDS, 'probe_at'],
+  'webhook.breaker_closed': OPERATIONAL_FIELDS,
 };
 
 /** The `data` fields of an event type (besides `kind`), with their type and CEF target. */

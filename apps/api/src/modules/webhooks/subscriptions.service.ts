@@ -25,6 +25,7 @@ import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
 import { destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
+import { refuseOperationalBelowOrganization } from './operational-events';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
 
@@ -212,6 +213,7 @@ function levelOf(ctx: LevelContext) {
 }
 
 export async function createSubscription(deps: AppDeps, ctx: LevelContext, input: SubscriptionInput, by: Acting) {
+  refuseOperationalBelowOrganization(input.events, ctx.level);
   const columns = await toColumns(deps, input);
   const secret = generateSigningSecret();
   const now = deps.clock.now();
@@ -264,6 +266,7 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
 export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
   const current = await findSubscription(deps, ctx, id);
   const before = current;
+  refuseOperationalBelowOrganization(input.events, current.level);
   refuseCredentialLeftBehind('url', current.url, input.url, [
     { field: 'authorization', stored: current.authorizationEnc !== null, supplied: input.authorization !== undefined },
     { field: 'azure_tenant_id, azure_client_id and azure_client_secret', stored: current.azureCredentialsEnc !== null, supplied: input.azure_client_secret !== undefined },

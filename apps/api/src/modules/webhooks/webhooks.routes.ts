@@ -1,7 +1,6 @@
 // The webhook management routes (SPEC's ten plus read, resend and recover), mounted once per level (org-wide, per project, per assessment)
 // from one table: only the base path and the access rule differ between levels.
 import type { Request } from 'express';
-import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
@@ -39,6 +38,8 @@ import {
   updateSubscriptionBody,
 } from './webhooks.schemas';
 
+import { eventCatalogueAt } from './operational-events';
+
 type Handler = (ctx: LevelContext, req: Request) => unknown;
 
 interface WebhookRoute extends Omit<RouteSpec, 'handler' | 'path'> {
@@ -52,7 +53,7 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
       method: 'get', suffix: '/events', scope: 'webhooks:read', summary: 'List the supported event types',
       schemas: { params: levelParams },
       response: eventTypesResponse,
-      handle: () => ({ data: EVENT_CATALOGUE.map((e) => ({ type: e.type, description: e.description })) }),
+      handle: (ctx) => ({ data: eventCatalogueAt(ctx.level).map((e) => ({ type: e.type, description: e.description })) }),
     },
     {
       method: 'post', suffix: '/subscriptions', scope: 'webhooks:create', status: 201,

@@ -118,18 +118,18 @@ async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, cre
     }
     if (read.found || !read.nextPage) return { found: read.found };
   }
-  if (config.kind === 'github') return searchGitHubFurtherBack(ctx, config, credentials, exportId);
+  if (config.kind === 'github') return searchGitHubFurtherBack(ctx, config, credentials, exportId, since);
   return { failure: { status: null, error: 'the tracker listed more issues than expected', retryAfter: null }, outcome: 'http_error' };
 }
 
 /** More issues since the first request than the list's pages hold: GitHub's search, whose lag is harmless this far back. */
-async function searchGitHubFurtherBack(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string): Promise<Lookup> {
+async function searchGitHubFurtherBack(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): Promise<Lookup> {
   const sent = await send(ctx, githubMarkerSearchRequest(config, credentials, exportId), LOOKUP_RESPONSE_LIMIT_BYTES);
   if ('unsafe' in sent) return sent;
   const outcome = outcomeOfHttp(sent.result);
   if (outcome !== 'success') return { failure: failureOf(sent.result), outcome };
   try {
-    const read = readGithubMarkerSearch(config, exportId, sent.result.body);
+    const read = readGithubMarkerSearch(config, exportId, sent.result.body, since);
     // Never create after a search that could not finish: a second issue is what this is all about.
     if (read.found || read.complete) return { found: read.found };
     return { failure: { status: null, error: 'GitHub search results were incomplete', retryAfter: null }, outcome: 'http_error' };

@@ -95,6 +95,12 @@ describe('parseCreatedIssue', () => {
     expect(() => parseCreatedIssue(jira, Buffer.from('{}'))).toThrow(/issue key/);
     expect(() => parseCreatedIssue(jira, Buffer.from('<html>'))).toThrow(SyntaxError);
   });
+
+  it('refuses an html_url that is not a web address (it is shown to users as the issue\'s link)', () => {
+    for (const html_url of ['javascript:alert(document.cookie)', 'data:text/html,<script>alert(1)</script>', '//evil.example/x', 'not a url']) {
+      expect(() => parseCreatedIssue(github, Buffer.from(JSON.stringify({ number: 7, html_url })))).toThrow(/html_url/);
+    }
+  });
 });
 
 describe('export markers', () => {
@@ -152,6 +158,20 @@ describe('looking for an export\'s issue', () => {
     });
   });
 
+  it('GitHub: never adopts an issue created before the first request, even one edited since to carry the marker', () => {
+    // Anyone who may edit an older issue of the repository (its author, in a public one) can paste the marker
+    // there once they have read it in the export's issue: oldest by number, it would win.
+    const marker = githubExportMarker('iexj_01abc');
+    const page = [issue(12, `x\n${marker}`), issue(11, 'no marker'), issue(3, `edited\n${marker}`, '2025-01-01T00:00:00Z')];
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(page)))).toEqual({
+      found: { key: 'acme/web#12', url: 'https://ghe.example.com/acme/web/issues/12' },
+    });
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(3, marker, '2025-01-01T00:00:00Z')])))).toEqual({ found: null, nextPage: false });
+    const answer = Buffer.from(JSON.stringify({ incomplete_results: false, items: [issue(3, marker, '2025-01-01T00:00:00Z'), issue(12, marker)] }));
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer, since)).toEqual({ found: { key: 'acme/web#12', url: 'https://ghe.example.com/acme/web/issues/12' }, complete: true });
+    expect(() => readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(12, marker, undefined, { html_url: 'javascript:alert(1)' })])))).toThrow(/html_url/);
+  });
+
   it('GitHub: reads on only while a full page still reaches back to the first request', () => {
     const full = (createdAt: string) => Buffer.from(JSON.stringify(Array.from({ length: GITHUB_LOOKUP_PAGE_SIZE }, (_, i) => issue(100 - i, 'no marker', createdAt))));
     expect(readIssueLookup(github, query, full('2026-11-26T10:00:05Z'))).toEqual({ found: null, nextPage: true });
@@ -169,12 +189,12 @@ describe('looking for an export\'s issue', () => {
     expect(url.searchParams.get('q')).toBe('"svc-export:iexj_01abc" repo:acme/web in:body is:issue');
     const marker = githubExportMarker('iexj_01abc');
     const answer = (items: unknown[], incomplete = false) => Buffer.from(JSON.stringify({ total_count: items.length, incomplete_results: incomplete, items }));
-    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([issue(12, `x ${marker}`), issue(3, `y ${marker}`), issue(2, 'mentions svc-export:iexj_01abc in prose')]))).toEqual({
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([issue(12, `x ${marker}`), issue(3, `y ${marker}`), issue(2, 'mentions svc-export:iexj_01abc in prose')]), since)).toEqual({
       found: { key: 'acme/web#3', url: 'https://ghe.example.com/acme/web/issues/3' },
       complete: true,
     });
-    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([], true))).toEqual({ found: null, complete: false });
-    expect(() => readGithubMarkerSearch(github, 'iexj_01abc', Buffer.from('{"message":"x"}'))).toThrow(/without items/);
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([], true), since)).toEqual({ found: null, complete: false });
+    expect(() => readGithubMarkerSearch(github, 'iexj_01abc', Buffer.from('{"message":"x"}'), since)).toThrow(/without items/);
   });
 
   it('Jira: a JQL search on the marker label in the project, read back by key', () => {

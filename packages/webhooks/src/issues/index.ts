@@ -170,10 +170,20 @@ export function parseCreatedIssue(target: IssueTarget, body: Buffer): CreatedIss
   return readIssue(target, JSON.parse(body.toString('utf8')));
 }
 
+function isWebAddress(url: string): boolean {
+  try {
+    return ['https:', 'http:'].includes(new URL(url).protocol);
+  } catch {
+    return false;
+  }
+}
+
 function readIssue(target: IssueTarget, parsed: unknown): CreatedIssue {
   const issue = (parsed ?? {}) as Record<string, unknown>;
   if (target.kind === 'github') {
     if (typeof issue.number !== 'number' || typeof issue.html_url !== 'string') throw new Error('GitHub answered without number and html_url');
+    // The URL is shown to users as the issue's link: a web address, never javascript: or data:.
+    if (!isWebAddress(issue.html_url)) throw new Error('GitHub answered an html_url that is not an http(s) address');
     return { key: `${target.repository}#${issue.number}`, url: issue.html_url };
   }
   if (typeof issue.key !== 'string') throw new Error('Jira answered without an issue key');
@@ -234,16 +244,28 @@ export function githubMarkerSearchRequest(target: IssueTarget, credentials: Issu
 }
 
 /** The oldest marked issue the search found; `complete` is false when GitHub says its results are incomplete. */
-export function readGithubMarkerSearch(target: IssueTarget, exportId: string, body: Buffer): { found: CreatedIssue | null; complete: boolean } {
+export function readGithubMarkerSearch(target: IssueTarget, exportId: string, body: Buffer, since: Date): { found: CreatedIssue | null; complete: boolean } {
   const parsed = JSON.parse(body.toString('utf8')) as { items?: unknown; incomplete_results?: unknown };
   if (!Array.isArray(parsed.items)) throw new Error('GitHub answered the search without items');
-  const found = oldestMarked(parsed.items, githubExportMarker(exportId));
+  const found = oldestMarked(parsed.items, githubExportMarker(exportId), since);
   return { found: found ? readIssue(target, found) : null, complete: parsed.incomplete_results !== true };
 }
 
-function oldestMarked(issues: unknown[], marker: string): Record<string, unknown> | null {
+/**
+ * Only issues created since the first request (less the clock margin) count: an older issue whose body someone
+ * edited to carry the marker (read off the export's own issue) would otherwise be the oldest, and adopted.
+ */
+function oldestMarked(issues: unknown[], marker: string, since: Date): Record<string, unknown> | null {
+  const earliest = since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
   const marked = (issues as Array<Record<string, unknown>>).filter(
-    (issue) => issue && !issue.pull_request && typeof issue.body === 'string' && issue.body.includes(marker) && typeof issue.number === 'number',
+    (issue) =>
+      issue &&
+      !issue.pull_request &&
+      typeof issue.body === 'string' &&
+      issue.body.includes(marker) &&
+      typeof issue.number === 'number' &&
+      typeof issue.created_at === 'string' &&
+      Date.parse(issue.created_at) >= earliest,
   );
   return marked.length === 0 ? null : marked.reduce((a, b) => ((a.number as number) <= (b.number as number) ? a : b));
 }
@@ -253,7 +275,7 @@ export function readIssueLookup(target: IssueTarget, query: IssueLookupQuery, bo
   const parsed = JSON.parse(body.toString('utf8')) as unknown;
   if (target.kind === 'github') {
     if (!Array.isArray(parsed)) throw new Error('GitHub answered the issue list without an array');
-    const oldest = oldestMarked(parsed, githubExportMarker(query.exportId));
+    const oldest = oldestMarked(parsed, githubExportMarker(query.exportId), query.since);
     if (oldest) return { found: readIssue(target, oldest) };
     const earliest = query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
     const last = parsed[parsed.length - 1] as Record<string, unknown> | undefined;

@@ -104,6 +104,7 @@ async function recordCreateSent(ctx: DeliveryContext, row: FindingIssueExport): 
 
 /** Asks the tracker for the issue carrying the export's marker (see @svc/webhooks issueLookupRequest for how). */
 async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): Promise<Lookup> {
+  let found: CreatedIssue | null = null;
   for (let page = 1; page <= GITHUB_LOOKUP_MAX_PAGES; page++) {
     const query = { exportId, since, page };
     const sent = await send(ctx, issueLookupRequest(config, credentials, query), LOOKUP_RESPONSE_LIMIT_BYTES);
@@ -116,8 +117,11 @@ async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, cre
     } catch (err) {
       return { failure: { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null }, outcome: 'http_error' };
     }
-    if (read.found || !read.nextPage) return { found: read.found };
+    // Pages run newest first: a later page's marked issue is older, and the oldest is the export's own.
+    if (read.found) found = read.found;
+    if (!read.nextPage) return { found };
   }
+  if (found) return { found };
   if (config.kind === 'github') return searchGitHubFurtherBack(ctx, config, credentials, exportId, since);
   return { failure: { status: null, error: 'the tracker listed more issues than expected', retryAfter: null }, outcome: 'http_error' };
 }

@@ -175,6 +175,22 @@ describe('a public GitHub repository', () => {
     await expectOneIssue(tracker, id);
     expect(tracker.creates()).toHaveLength(1);
   }, 60_000);
+
+  it('adopts its own issue, not a newer one carrying its marker that 29 more issues pushed onto the first page', async () => {
+    // Newest first: the copy and 29 others fill the list's first page, the export's own issue is on the second.
+    const tracker: FakeTracker = newTracker('github', {
+      answer: (n, normal) => {
+        if (n > 1) return normal;
+        const marker = /<!-- svc-export:[^ ]+ -->/.exec(tracker.issues[0].text)![0];
+        tracker.addIssue(`Looks like yours.\n\n${marker}`, new Date());
+        tracker.addIssues(29);
+        return { status: 502, body: 'bad gateway' };
+      },
+    });
+    const id = await exportTo(tracker);
+    await expectOneIssue(tracker, id);
+    expect(tracker.creates()).toHaveLength(1);
+  }, 60_000);
 });
 
 describe('a worker SIGKILLed between the tracker\'s answer and its record', () => {

@@ -155,6 +155,7 @@ describe('looking for an export\'s issue', () => {
     ];
     expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(page)))).toEqual({
       found: { key: 'acme/web#5', url: 'https://ghe.example.com/acme/web/issues/5' },
+      nextPage: false,
     });
   });
 
@@ -165,6 +166,7 @@ describe('looking for an export\'s issue', () => {
     const page = [issue(12, `x\n${marker}`), issue(11, 'no marker'), issue(3, `edited\n${marker}`, '2025-01-01T00:00:00Z')];
     expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(page)))).toEqual({
       found: { key: 'acme/web#12', url: 'https://ghe.example.com/acme/web/issues/12' },
+      nextPage: false,
     });
     expect(readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(3, marker, '2025-01-01T00:00:00Z')])))).toEqual({ found: null, nextPage: false });
     const answer = Buffer.from(JSON.stringify({ incomplete_results: false, items: [issue(3, marker, '2025-01-01T00:00:00Z'), issue(12, marker)] }));
@@ -175,6 +177,9 @@ describe('looking for an export\'s issue', () => {
   it('GitHub: reads on only while a full page still reaches back to the first request', () => {
     const full = (createdAt: string) => Buffer.from(JSON.stringify(Array.from({ length: GITHUB_LOOKUP_PAGE_SIZE }, (_, i) => issue(100 - i, 'no marker', createdAt))));
     expect(readIssueLookup(github, query, full('2026-11-26T10:00:05Z'))).toEqual({ found: null, nextPage: true });
+    // A hit on a full page still reads on: the next page's issues are older, and a marked one there is the export's.
+    const marked = Array.from({ length: GITHUB_LOOKUP_PAGE_SIZE }, (_, i) => issue(100 - i, i === 3 ? githubExportMarker('iexj_01abc') : 'no'));
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(marked)))).toEqual({ found: { key: 'acme/web#97', url: 'https://ghe.example.com/acme/web/issues/97' }, nextPage: true });
     expect(readIssueLookup(github, query, full('2026-11-26T09:00:00Z'))).toEqual({ found: null, nextPage: false });
     expect(readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(1, 'no')])))).toEqual({ found: null, nextPage: false });
     expect(() => readIssueLookup(github, query, Buffer.from('{"message":"x"}'))).toThrow(/array/);
@@ -206,7 +211,7 @@ describe('looking for an export\'s issue', () => {
       maxResults: 10,
     });
     const answer = { issues: [{ id: '10002', key: 'SEC-13', fields: { labels: ['security', 'svc-export-iexj_01abc'] } }], isLast: true };
-    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(answer)))).toEqual({ found: { key: 'SEC-13', url: 'https://acme.atlassian.net/browse/SEC-13' } });
+    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(answer)))).toEqual({ found: { key: 'SEC-13', url: 'https://acme.atlassian.net/browse/SEC-13' }, nextPage: false });
     expect(readIssueLookup(jira, query, Buffer.from('{"issues":[],"isLast":true}'))).toEqual({ found: null, nextPage: false });
     const unlabelled = { issues: [{ key: 'SEC-1', fields: { labels: ['svc-export-iexj_01abcd'] } }] };
     expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(unlabelled)))).toEqual({ found: null, nextPage: false });

@@ -214,9 +214,8 @@ export interface IssueLookupQuery {
   page: number;
 }
 
-export type IssueLookupPage =
-  | { found: CreatedIssue }
-  | { found: null; nextPage: boolean };
+/** found: the oldest marked issue of this page; nextPage: whether a later page may still hold an older one. */
+export type IssueLookupPage = { found: CreatedIssue | null; nextPage: boolean };
 
 export function issueLookupRequest(target: IssueTarget, credentials: IssueCredentials, query: IssueLookupQuery): IssueRequest {
   if (target.kind === 'github') {
@@ -276,16 +275,17 @@ export function readIssueLookup(target: IssueTarget, query: IssueLookupQuery, bo
   if (target.kind === 'github') {
     if (!Array.isArray(parsed)) throw new Error('GitHub answered the issue list without an array');
     const oldest = oldestMarked(parsed, githubExportMarker(query.exportId), query.since);
-    if (oldest) return { found: readIssue(target, oldest) };
+    const found = oldest ? readIssue(target, oldest) : null;
     const earliest = query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
     const last = parsed[parsed.length - 1] as Record<string, unknown> | undefined;
     const lastCreated = last && typeof last.created_at === 'string' ? Date.parse(last.created_at) : Number.NaN;
     // Newest first: once a page ends before the first request (or the list ends), no later page can hold the issue.
-    return { found: null, nextPage: parsed.length >= GITHUB_LOOKUP_PAGE_SIZE && !(lastCreated < earliest) };
+    // Read on even after a hit: a copy of the marker on a newer issue must not hide the export's own, older one.
+    return { found, nextPage: parsed.length >= GITHUB_LOOKUP_PAGE_SIZE && !(lastCreated < earliest) };
   }
   const issues = (parsed as { issues?: unknown }).issues;
   if (!Array.isArray(issues)) throw new Error('Jira answered the search without issues');
   const label = jiraExportLabel(query.exportId);
   const marked = issues.find((issue: { fields?: { labels?: unknown } }) => Array.isArray(issue?.fields?.labels) && issue.fields.labels.includes(label));
-  return marked ? { found: readIssue(target, marked) } : { found: null, nextPage: false };
+  return { found: marked ? readIssue(target, marked) : null, nextPage: false };
 }

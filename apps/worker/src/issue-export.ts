@@ -128,7 +128,7 @@ async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, cre
 
 /** More issues since the first request than the list's pages hold: GitHub's search, whose lag is harmless this far back. */
 async function searchGitHubFurtherBack(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): Promise<Lookup> {
-  const sent = await send(ctx, githubMarkerSearchRequest(config, credentials, exportId), LOOKUP_RESPONSE_LIMIT_BYTES);
+  const sent = await send(ctx, githubMarkerSearchRequest(config, credentials, exportId, since), LOOKUP_RESPONSE_LIMIT_BYTES);
   if ('unsafe' in sent) return sent;
   const outcome = outcomeOfHttp(sent.result);
   if (outcome !== 'success') return { failure: failureOf(sent.result), outcome };

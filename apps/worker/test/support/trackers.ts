@@ -91,14 +91,17 @@ function githubSite(receiver: Receiver, apiBase: string): Map<string, GitHubIssu
     const site = new Map<string, GitHubIssue[]>();
     repos = site;
     sites.set(apiBase, site);
-    // The search index: qualifiers repo:, in:body, is:issue and one quoted phrase, as GitHub's q= syntax.
+    // The search index: qualifiers repo:, in:body, is:issue, created:>= and one quoted phrase, as GitHub's q= syntax.
     receiver.script(`${apiBase}/search/issues`, (req) => {
       if (!req.headers.authorization?.startsWith('Bearer ')) return unauthorized();
       const q = new URLSearchParams(req.query).get('q') ?? '';
       const phrase = /"([^"]+)"/.exec(q)?.[1];
       const repo = /repo:(\S+)/.exec(q)?.[1];
       if (!phrase || !repo) return json(422, { message: 'Validation Failed', errors: [{ message: 'The search is longer than 256 characters.' }] });
-      const items = (site.get(repo) ?? []).filter((i) => i.body.includes(phrase)).sort((a, b) => a.number - b.number);
+      const createdFrom = /created:>=(\S+)/.exec(q)?.[1];
+      const items = (site.get(repo) ?? [])
+        .filter((i) => i.body.includes(phrase) && (!createdFrom || Date.parse(i.created_at as string) >= Date.parse(createdFrom)))
+        .sort((a, b) => a.number - b.number);
       return json(200, { total_count: items.length, incomplete_results: false, items: items.map((i) => ({ ...i, score: 1 })) });
     });
   }

@@ -187,11 +187,13 @@ describe('looking for an export\'s issue', () => {
   });
 
   it('GitHub, further back than the list reaches: the search API on the marker phrase in the repository\'s bodies', () => {
-    const request = githubMarkerSearchRequest(github, { token: 'ghp_secret' }, 'iexj_01abc');
+    const request = githubMarkerSearchRequest(github, { token: 'ghp_secret' }, 'iexj_01abc', since);
     const url = new URL(request.url);
     expect(request.method).toBe('GET');
     expect(url.origin + url.pathname).toBe('https://ghe.example.com/api/v3/search/issues');
-    expect(url.searchParams.get('q')).toBe('"svc-export:iexj_01abc" repo:acme/web in:body is:issue');
+    // Only issues created since the first request (less the margin): older ones edited to carry the marker would
+    // otherwise fill the 10 results, oldest first, and hide the export's own.
+    expect(url.searchParams.get('q')).toBe('"svc-export:iexj_01abc" repo:acme/web in:body is:issue created:>=2026-11-26T09:45:00Z');
     const marker = githubExportMarker('iexj_01abc');
     const answer = (items: unknown[], incomplete = false) => Buffer.from(JSON.stringify({ total_count: items.length, incomplete_results: incomplete, items }));
     expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([issue(12, `x ${marker}`), issue(3, `y ${marker}`), issue(2, 'mentions svc-export:iexj_01abc in prose')]), since)).toEqual({

@@ -236,8 +236,10 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
 }
 
 /** GitHub's search for the marker in the repository's issue bodies (older issues than the list reached). */
-export function githubMarkerSearchRequest(target: IssueTarget, credentials: IssueCredentials, exportId: string): IssueRequest {
-  const q = `"svc-export:${exportId}" repo:${target.repository ?? ''} in:body is:issue`;
+export function githubMarkerSearchRequest(target: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): IssueRequest {
+  // Created since the first request: older issues edited to carry the marker must not fill the results.
+  const from = new Date(since.getTime() - LOOKUP_CLOCK_MARGIN_MS).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const q = `"svc-export:${exportId}" repo:${target.repository ?? ''} in:body is:issue created:>=${from}`;
   const params = new URLSearchParams({ q, sort: 'created', order: 'asc', per_page: '10' });
   return { method: 'GET', url: `${trimSlash(target.baseUrl)}/search/issues?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
 }

@@ -208,13 +208,22 @@ describe('looking for an export\'s issue', () => {
     const request = issueLookupRequest(jira, { email: 'bot@acme.com', api_token: 'jira-secret' }, query);
     expect(request).toMatchObject({ method: 'POST', url: 'https://acme.atlassian.net/rest/api/3/search/jql' });
     expect(JSON.parse(request.body.toString())).toEqual({
-      jql: 'project = "SEC" AND labels = "svc-export-iexj_01abc" ORDER BY created ASC',
+      // JQL dates are in the account's time zone: 14 h more margin covers every zone.
+      jql: 'project = "SEC" AND labels = "svc-export-iexj_01abc" AND created >= "2026-11-25 19:45" ORDER BY created ASC',
       fields: ['labels', 'created'],
       maxResults: 10,
     });
-    const answer = { issues: [{ id: '10002', key: 'SEC-13', fields: { labels: ['security', 'svc-export-iexj_01abc'] } }], isLast: true };
+    const answer = { issues: [{ id: '10002', key: 'SEC-13', fields: { labels: ['security', 'svc-export-iexj_01abc'], created: '2026-11-26T10:00:01.000+0000' } }], isLast: true };
     expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(answer)))).toEqual({ found: { key: 'SEC-13', url: 'https://acme.atlassian.net/browse/SEC-13' }, nextPage: false });
     expect(readIssueLookup(jira, query, Buffer.from('{"issues":[],"isLast":true}'))).toEqual({ found: null, nextPage: false });
+    // An older issue someone labelled since is never adopted: only issues created since the first request count.
+    const relabelled = {
+      issues: [
+        { key: 'SEC-2', fields: { labels: ['svc-export-iexj_01abc'], created: '2026-11-26T01:00:00.000+0000' } },
+        { key: 'SEC-14', fields: { labels: ['svc-export-iexj_01abc'], created: '2026-11-26T10:00:02.000+0000' } },
+      ],
+    };
+    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(relabelled)))).toEqual({ found: { key: 'SEC-14', url: 'https://acme.atlassian.net/browse/SEC-14' }, nextPage: false });
     const unlabelled = { issues: [{ key: 'SEC-1', fields: { labels: ['svc-export-iexj_01abcd'] } }] };
     expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(unlabelled)))).toEqual({ found: null, nextPage: false });
     expect(() => readIssueLookup(jira, query, Buffer.from('{"errorMessages":["x"]}'))).toThrow(/without issues/);

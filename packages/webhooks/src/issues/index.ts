@@ -224,7 +224,7 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
     return { method: 'GET', url: `${githubIssuesUrl(target)}?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
   }
   if (target.kind === 'jira') {
-    const jql = `project = "${target.projectKey}" AND labels = "${jiraExportLabel(query.exportId)}" ORDER BY created ASC`;
+    const jql = `project = "${target.projectKey}" AND labels = "${jiraExportLabel(query.exportId)}" AND created >= "${jqlDate(query.since)}" ORDER BY created ASC`;
     return {
       method: 'POST',
       url: `${trimSlash(target.baseUrl)}/rest/api/3/search/jql`,
@@ -233,6 +233,12 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
     };
   }
   return unknownTracker(target);
+}
+
+/** JQL reads dates in the account's time zone (UTC-12 to UTC+14): 14 h more margin, in UTC, is early enough in all. */
+function jqlDate(since: Date): string {
+  const from = new Date(since.getTime() - LOOKUP_CLOCK_MARGIN_MS - 14 * 3600_000).toISOString();
+  return `${from.slice(0, 10)} ${from.slice(11, 16)}`;
 }
 
 /** GitHub's search for the marker in the repository's issue bodies (older issues than the list reached). */
@@ -288,6 +294,14 @@ export function readIssueLookup(target: IssueTarget, query: IssueLookupQuery, bo
   const issues = (parsed as { issues?: unknown }).issues;
   if (!Array.isArray(issues)) throw new Error('Jira answered the search without issues');
   const label = jiraExportLabel(query.exportId);
-  const marked = issues.find((issue: { fields?: { labels?: unknown } }) => Array.isArray(issue?.fields?.labels) && issue.fields.labels.includes(label));
+  const earliest = query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
+  // As on GitHub, only an issue created since the first request: not an older one someone labelled since.
+  const marked = issues.find(
+    (issue: { fields?: { labels?: unknown; created?: unknown } }) =>
+      Array.isArray(issue?.fields?.labels) &&
+      issue.fields.labels.includes(label) &&
+      typeof issue.fields.created === 'string' &&
+      Date.parse(issue.fields.created) >= earliest,
+  );
   return { found: marked ? readIssue(target, marked) : null, nextPage: false };
 }

@@ -12,6 +12,7 @@ import {
   LOCAL_HEADER_BYTES,
   checkArchiveEntries,
   refuseEntryCount,
+  refuseHeaderNames,
   refuseLocalHeaderMismatch,
   type SourceArchiveLimits,
   type ZipEntryFacts,
@@ -105,10 +106,7 @@ export async function extractArchive(
     refuseEntryCount(zip.entryCount, limits);
     const entries = await readCentralDirectory(zip);
     const files = checkArchiveEntries(zip.entryCount, entries.map((e) => e.facts), limits, archiveBytes);
-    if (entries.some((e) => e.headerName !== e.facts.name)) {
-      // Other extractors would see the headers' own names: those must pass the same rules.
-      checkArchiveEntries(zip.entryCount, entries.map((e) => ({ ...e.facts, name: e.headerName })), limits, archiveBytes);
-    }
+    if (entries.some((e) => e.headerName !== e.facts.name)) refuseHeaderNames(entries);
     await checkLocalHeaders(file, entries);
     await admit(files.reduce((sum, f) => sum + f.size, 0));
     const stored = new Set<string>();

@@ -88,7 +88,7 @@ it("sends an issue export's create request and its lookup for the marker through
   });
   const project = await insertProject(w.h, w.org.id);
   const finding = await insertFinding(w.h, await insertAssessment(w.h, w.org.id, project.id), { title: 'Proxied' });
-  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.manager.token)).send({ name: 'proxied', ...tracker.targetFields });
+  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.admin.token)).send({ name: 'proxied', ...tracker.targetFields });
   expect(target.status).toBe(201);
   await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.body.id }, data: { baseUrl: `https://${RECEIVER_HOSTNAME}:${w.receiver.port}/ghe-proxied/api/v3` } });
   const exportOnce = async () => {

@@ -3,7 +3,8 @@ import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createApp } from './app';
 import { openApiConnections } from './connections';
 import { systemClock } from '@svc/domain';
-import { warmUpQueryCompiler } from '@svc/db';
+import { credentialDestination } from '@svc/webhooks';
+import { secureStoredSecrets, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createStorage } from '@svc/storage';
 import { sweepTempFilesAtStart } from './modules/source/temp-files';
@@ -14,6 +15,11 @@ async function main(): Promise<void> {
   const connections = openApiConnections(config, logger);
   const { prisma, redis, deliveryQueue, reportQueue } = connections;
   void warmUpQueryCompiler(prisma);
+  // Rows stored before chat URLs were sealed and credentials bound to their destination (packages/db
+  // stored-credentials.ts): secured once, in the background.
+  void secureStoredSecrets(prisma, config.encryptionKey, credentialDestination)
+    .then((done) => (done.chatUrlsSealed > 0 || done.credentialsBound > 0) && logger.info('Secured stored secrets', { chat_urls_sealed: done.chatUrlsSealed, credentials_bound: done.credentialsBound }))
+    .catch((err: unknown) => logger.warn('Securing stored secrets failed; the next start-up tries again', { error: err instanceof Error ? err.message : String(err) }));
   const mailer = createMailer(config.mail);
   // Upload leftovers of an earlier process that was killed mid-upload (README "Source").
   await sweepTempFilesAtStart(config.source, logger);

@@ -49,6 +49,17 @@ describe('a retry with the same key and request', () => {
     expect(await projectsNamed(org.id, name)).toBe(1);
   });
 
+  it('answers the first request in full on a route whose handler writes its own response (a grant: 201 or 200)', async () => {
+    const project = await insertProject(h, org.id);
+    const key = newKey();
+    const body = { user_id: org.member.id, access: 'read' };
+    const first = await api().post(`/api/v1/projects/${project.id}/access`).set(withKey(org.admin.token, key)).send(body);
+    expect([first.status, first.body.user_id]).toEqual([201, org.member.id]);
+    const again = await api().post(`/api/v1/projects/${project.id}/access`).set(withKey(org.admin.token, key)).send(body);
+    expect([again.status, again.headers['idempotent-replayed']]).toEqual([201, 'true']);
+    expect(again.body).toEqual(first.body);
+  });
+
   it('replays a stored 4xx answer too (the request itself was refused), and a fixed request needs a new key', async () => {
     const key = newKey();
     const missing = 'prj_00000000000000000000000000';

@@ -37,10 +37,12 @@ describe('creating subscriptions', () => {
   it('returns the whsec_ secret once; reads and lists never show it', async () => {
     const res = await create(base.org(), org.admin.token, { severity_filter: ['critical', 'high'] });
     expect(res.status).toBe(201);
-    expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    // Standard base64 of 32 bytes: the form the Standard Webhooks libraries decode.
+    expect(res.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(res.body).toMatchObject({
       name: 'SIEM', url: PUBLIC_URL, events: ['finding.created'], active: true, status: 'active',
       severity_filter: ['critical', 'high'], status_filter: null, payload_format: 'service', level: 'organization',
+      signature_scheme: 'service',
     });
     const read = await request(h.app).get(`${base.org()}/subscriptions/${res.body.id}`).set(bearer(org.admin.token));
     expect(read.status).toBe(200);
@@ -62,6 +64,7 @@ describe('creating subscriptions', () => {
     ['a severity outside the list', { severity_filter: ['urgent'] }],
     ['a status outside the list', { status_filter: ['closed'] }],
     ['an unknown payload format', { payload_format: 'xml' }],
+    ['an unknown signature scheme', { signature_scheme: 'svix' }],
   ])('refuses %s with 422 and creates nothing', async (_label, body) => {
     const before = await h.deps.prisma.webhookSubscription.count({ where: { organizationId: org.id } });
     const res = await create(base.org(), org.admin.token, body);
@@ -152,6 +155,28 @@ describe('updating, rotating, deleting', () => {
     const row = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: body.id } });
     expect(row.consecutiveFailures).toBe(0);
     expect((await request(h.app).patch(url).set(bearer(org.admin.token)).send({})).status).toBe(400);
+  });
+
+  it('signature_scheme: chosen at creation, changed by PATCH, shown on read; an unknown scheme answers 422 and changes nothing', async () => {
+    const created = await create(base.org(), org.admin.token, { signature_scheme: 'standard_webhooks' });
+    expect(created.status).toBe(201);
+    expect(created.body.signature_scheme).toBe('standard_webhooks');
+    const url = `${base.org()}/subscriptions/${created.body.id}`;
+    expect((await request(h.app).get(url).set(bearer(org.admin.token))).body.signature_scheme).toBe('standard_webhooks');
+    const bad = await request(h.app).patch(url).set(bearer(org.admin.token)).send({ signature_scheme: 'hex' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail).toMatch(/signature_scheme must be one of service, standard_webhooks/);
+    expect((await request(h.app).get(url).set(bearer(org.admin.token))).body.signature_scheme).toBe('standard_webhooks');
+    const back = await request(h.app).patch(url).set(bearer(org.admin.token)).send({ signature_scheme: 'service' });
+    expect(back.status).toBe(200);
+    expect(back.body.signature_scheme).toBe('service');
+    const listed = await request(h.app).get(`${base.org()}/subscriptions`).set(bearer(org.admin.token));
+    expect(listed.body.data.find((s: { id: string }) => s.id === created.body.id).signature_scheme).toBe('service');
+    const audit = await h.deps.prisma.auditEvent.findFirstOrThrow({
+      where: { targetId: created.body.id, action: 'webhook.subscription_updated' },
+      orderBy: { createdAt: 'desc' },
+    });
+    expect(audit.metadata).toMatchObject({ fields: ['signature_scheme'], signature_scheme: 'service' });
   });
 
   it('rotate-secret returns a new secret and keeps the previous one for 72 hours', async () => {

@@ -6,7 +6,8 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 // apps/web does not depend on the workspace packages; the test reads the signature rules from their source.
 import { verifySignature } from '../../../packages/webhooks/src';
-import { bearer, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { bearer, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
 import { enableTotp } from '../../api/test/support/oauth-flow';
 import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
@@ -198,6 +199,7 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('cell', { name: 'org receiver' }).waitFor();
     });
 
+    let projectSecret = '';
     await step('project-webhook', async () => {
       await page.getByRole('link', { name: 'Projects' }).click();
       await page.getByLabel('Create project: name').fill('Storefront');
@@ -210,11 +212,14 @@ describe('dashboard in Chromium', () => {
       await page.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/dash'));
       await page.getByLabel('finding.created', { exact: true }).check();
       await page.getByLabel(/^Rate limit/).fill('5');
+      await page.getByLabel('Signature scheme').selectOption('standard_webhooks');
       await page.getByRole('button', { name: 'Create subscription' }).click();
-      expect(await page.getByTestId('secret-value').textContent()).toMatch(/^whsec_/);
+      projectSecret = (await page.getByTestId('secret-value').textContent()) ?? '';
+      expect(projectSecret).toMatch(/^whsec_/);
       await page.getByRole('link', { name: 'Open project receiver' }).click();
       await page.getByRole('heading', { name: 'Subscription project receiver' }).waitFor();
       await page.getByTestId('subscription-status').getByText('active').waitFor();
+      await page.getByTestId('signature-scheme').getByText('standard_webhooks').waitFor();
       await page.getByText('5 per second').waitFor();
       await page.getByTestId('breaker-state').getByText(/^closed/).waitFor();
       await page.getByRole('button', { name: 'Disable' }).click();
@@ -226,7 +231,9 @@ describe('dashboard in Chromium', () => {
     await step('test-delivery', async () => {
       await page.getByRole('button', { name: 'Send test delivery' }).click();
       await page.getByText(/Test delivery whdel_\w+ queued\./).waitFor();
-      await w.receiver.waitForRequests('/dash', 1, 20_000);
+      const [sent] = await w.receiver.waitForRequests('/dash', 1, 20_000);
+      // Chosen on the form: the reference Standard Webhooks verifier accepts it with the secret the page showed.
+      expect(() => new StandardWebhook(projectSecret).verify(sent.body, sent.headers as Record<string, string>)).not.toThrow();
       await page.getByRole('link', { name: 'Deliveries of this subscription' }).click();
       await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
       await poll(async () => {
@@ -425,12 +432,17 @@ describe('dashboard in Chromium', () => {
       await page.getByLabel('Splunk index').fill('security');
       await page.getByLabel(/Splunk request channel/).fill('6f9619ff-8b86-d011-b42d-00cf4fc964ff');
       await page.getByLabel('Authorization header (optional)').fill(hecToken);
+      await page.getByRole('checkbox', { name: /Indexer acknowledgement \(hec_ack\)/ }).check();
       await page.getByRole('button', { name: 'Create subscription' }).click();
       await page.getByRole('link', { name: 'Open splunk' }).click();
       await page.getByRole('heading', { name: 'Subscription splunk' }).waitFor();
       await page.getByText('6f9619ff-8b86-d011-b42d-00cf4fc964ff').waitFor();
       await page.getByRole('definition').getByText('security', { exact: true }).waitFor();
+      await page.getByTestId('hec-ack').getByText('on', { exact: true }).waitFor();
+      const withAck = await w.h.deps.prisma.webhookSubscription.findFirstOrThrow({ where: { organizationId: w.org.id, name: 'splunk' } });
+      expect(withAck.hecAck).toBe(true);
       await page.getByRole('button', { name: 'Edit' }).click();
+      expect(await page.getByRole('checkbox', { name: /Indexer acknowledgement \(hec_ack\)/ }).isChecked()).toBe(true);
       expect(await page.getByLabel('Authorization header (set; type to replace)').inputValue()).toBe('');
       expect(await page.content()).not.toContain(hecToken);
       await storageIsEmpty();

@@ -3,8 +3,19 @@
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
-import { Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
-import { isNotificationKind, isPayloadFormat, renderNotification, renderPayload, type Envelope, type RenderedPayload } from '@svc/webhooks';
+import { chatUrlOf, Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import {
+  credentialBoundElsewhere,
+  credentialDestination,
+  hecAckIdOf,
+  hecAckSchedule,
+  isNotificationKind,
+  isPayloadFormat,
+  renderNotification,
+  renderPayload,
+  type Envelope,
+  type RenderedPayload,
+} from '@svc/webhooks';
 import type { WorkerDeps } from './deps';
 import { createPostWebhook, type HttpResult, type PostWebhook } from './http/post';
 import { outcomeOfHttp, recordedHeaders, type AttemptOutcome } from './http/outcome';
@@ -19,6 +30,7 @@ import {
   failHeldBackDelivery,
   failPendingDelivery,
   recordAttempt,
+  recordAwaitingAck,
   type AttemptRecord,
   type AttemptRecorder,
   type AttemptWrite,
@@ -28,13 +40,14 @@ import {
 import { deliveryHeaders } from './request';
 import { nextAttempt, postponeOrFail, wakeJitterMs, type WaitReason } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
-import { signatureHeader, signatureTimestamp, type OpenSealed } from './signing';
+import { attemptSignatures, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
 import { heldBackMarker } from '@svc/outbox';
+import { ACK_MISSING_ERROR, awaitsHecAck, pollHecAck } from './hec-ack';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -120,9 +133,11 @@ export type DeliveryResult =
   /** Held back without an attempt (breaker open, in-flight cap, throttle): the job waits until `until`. */
   | { status: 'postponed'; reason: WaitReason; until: Date; subscriptionId: string }
   | { status: 'conflict' }
+  /** Accepted by Splunk HEC, its indexer acknowledgement awaited: the job comes back at `until` to poll (not an attempt). */
+  | { status: 'awaiting_ack'; until: Date }
   | { status: 'succeeded' | 'failed'; attempt: number; outcome: AttemptOutcome };
 
-type LoadedDelivery = WebhookDelivery & { subscription: WebhookSubscription };
+export type LoadedDelivery = WebhookDelivery & { subscription: WebhookSubscription };
 
 /** Facts of the attempt in progress. */
 interface AttemptInProgress {
@@ -137,13 +152,14 @@ interface AttemptInProgress {
 const DELIVERY_COLUMNS = [
   'id', 'organization_id', 'subscription_id', 'event_id', 'event_type', 'payload', 'payload_format', 'status', 'attempt_count',
   'next_attempt_at', 'wait_reason', 'enqueued_at', 'completed_at', 'failure_reason', 'redelivery_of', 'recovered_at', 'created_at', 'updated_at',
+  'hec_ack_id', 'hec_ack_deadline',
 ] as const;
 const SUBSCRIPTION_COLUMNS = [
   'id', 'organization_id', 'level', 'project_id', 'assessment_id', 'name', 'url', 'events', 'status', 'severity_filter',
   'status_filter', 'has_severity_filter', 'has_status_filter', 'payload_format', 'splunk_index', 'secret_enc',
   'previous_secret_enc', 'previous_secret_expires_at', 'authorization_enc', 'azure_credentials_enc', 'splunk_channel',
   'consecutive_failures', 'first_failure_at', 'disabled_reason', 'rate_limit', 'breaker_state', 'breaker_until', 'deleted_at',
-  'created_at', 'updated_at',
+  'created_at', 'updated_at', 'url_enc', 'credential_destination', 'signature_scheme', 'hec_ack',
 ] as const;
 const ENUM_COLUMNS = new Set(['status', 'level']);
 const column = (table: string, name: string, alias: string) =>
@@ -176,6 +192,8 @@ export async function loadDeliveries(prisma: WorkerDeps['prisma'], ids: string[]
   const loaded = new Map<string, LoadedDelivery>();
   for (const row of rows) {
     const delivery = pick(row, DELIVERY_FIELDS) as unknown as WebhookDelivery;
+    // int8 arrives as a string from pg and as a bigint from Prisma: the model's type either way.
+    if (delivery.hecAckId !== null) delivery.hecAckId = BigInt(delivery.hecAckId);
     loaded.set(delivery.id, { ...delivery, subscription: pick(row, SUBSCRIPTION_FIELDS) as unknown as WebhookSubscription });
   }
   return ids.map((id) => loaded.get(id) ?? null);
@@ -186,6 +204,8 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
   if (!delivery) return skipDelivery(ctx, deliveryId, null, 'delivery not found');
   const skip = reasonToSkip(delivery, ctx.config.webhooks.maxAttempts);
   if (skip !== null) return skipDelivery(ctx, deliveryId, delivery, skip);
+  // An attempt accepted by Splunk HEC waits for its indexer acknowledgement: this run is a poll, not an attempt.
+  if (delivery.hecAckId !== null) return pollHecAck(ctx, delivery);
   const held = await admit(ctx, delivery);
   if (held) return held;
   const run: AttemptInProgress = {
@@ -263,7 +283,8 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
     const mailed = await sendNotificationMail(ctx, subscription.id, rendered);
     return conclude(ctx, run, mailed, mailed.error ? 'network_error' : 'success');
   }
-  const check = await resolveWebhookTarget(subscription.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  const url = chatUrlOf(subscription, ctx.openSealed);
+  const check = await resolveWebhookTarget(url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok && check.reason === 'unresolvable') {
     return conclude(ctx, run, noResponse(run, new Error('the host does not resolve')), 'network_error');
   }
@@ -271,9 +292,36 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
     const message = describeTargetRejection(check.reason);
     return finishWithoutRequest(ctx, run, 'unsafe_url', message, { kind: 'unsafe_url', reason: message });
   }
+  const elsewhere = credentialsBoundElsewhere(subscription, url);
+  if (elsewhere) return finishWithoutRequest(ctx, run, 'unsafe_url', elsewhere, { kind: 'unsafe_url', reason: elsewhere });
   const sent = await send(ctx, run, rendered, check.target);
   if ('tokenError' in sent) return conclude(ctx, run, noResponse(run, new Error(sent.tokenError)), 'token_error');
-  return conclude(ctx, run, sent.result, outcomeOfHttp(sent.result));
+  const outcome = outcomeOfHttp(sent.result);
+  if (outcome === 'success' && awaitsHecAck(run.delivery)) return awaitHecAck(ctx, run, sent.result);
+  return conclude(ctx, run, sent.result, outcome);
+}
+
+/**
+ * Splunk accepted the events of a hec_ack subscription: the attempt is recorded `ack_pending` with the ackId kept on
+ * the delivery, and the job comes back to poll (hec-ack.ts). An answer without an ackId is a failed attempt.
+ */
+async function awaitHecAck(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult): Promise<DeliveryResult> {
+  const ackId = hecAckIdOf(result.body);
+  if (ackId === null) return conclude(ctx, run, result, 'ack_missing');
+  run.outcome = 'success'; // for the isolation: the receiver answered, and fast
+  const record = attemptRecord(run, result, 'ack_pending');
+  logAttempt(ctx, run, record);
+  const now = ctx.clock.now();
+  const ack = { ackId, ...hecAckSchedule(now, ctx.config.webhooks.hecAck) };
+  await recordAwaitingAck(ctx.prisma, { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now }, ack);
+  return { status: 'awaiting_ack', until: ack.firstPollAt };
+}
+
+/** Why the subscription's stored credentials must not go to `url` (bound to another destination), or null. */
+export function credentialsBoundElsewhere(subscription: WebhookSubscription, url: string): string | null {
+  if (subscription.authorizationEnc === null && subscription.azureCredentialsEnc === null) return null;
+  if (!credentialBoundElsewhere(subscription.credentialDestination, url)) return null;
+  return `the stored credentials were given for ${subscription.credentialDestination}, not ${credentialDestination(url) ?? 'this URL'}: give them again with the URL`;
 }
 
 /** Why this delivery gets no attempt, or null when it should get one. */
@@ -284,7 +332,7 @@ function reasonToSkip(delivery: LoadedDelivery, maxAttempts: number): string | n
   if (subscription.status === 'disabled') {
     return `subscription disabled${subscription.disabledReason ? ` (${subscription.disabledReason})` : ''}`;
   }
-  if (delivery.attemptCount >= maxAttempts) return `all ${maxAttempts} attempts made`;
+  if (delivery.attemptCount >= maxAttempts && delivery.hecAckId === null) return `all ${maxAttempts} attempts made`;
   return null;
 }
 
@@ -316,8 +364,8 @@ function render(ctx: DeliveryContext, delivery: LoadedDelivery): RenderedPayload
 
 async function send(ctx: DeliveryContext, run: AttemptInProgress, rendered: RenderedPayload, target: ResolvedTarget): Promise<AuthorizedResult> {
   const timestamp = signatureTimestamp(run.startedAt);
-  const signature = signatureHeader(rendered.body, timestamp, run.delivery.subscription, run.startedAt, ctx.openSealed);
-  const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, signature }, ctx.openSealed);
+  const signatures = attemptSignatures(run.delivery.id, rendered.body, timestamp, run.delivery.subscription, run.startedAt, ctx.openSealed);
+  const headers = deliveryHeaders(run.delivery, run.delivery.subscription, { rendered, timestamp, ...signatures }, ctx.openSealed);
   const post = (extra: Record<string, string>) =>
     ctx.post({ url: target.url, address: target.address, family: target.family, headers: { ...headers, ...extra }, body: rendered.body });
   return sendAuthorized(ctx.entraTokens, run.delivery.subscription, post);
@@ -348,6 +396,7 @@ function describeError(result: HttpResult, outcome: AttemptOutcome): string | nu
     return code && !result.error.message.includes(code) ? `${code}: ${result.error.message}` : result.error.message;
   }
   if (outcome === 'redirect') return 'redirects are not followed';
+  if (outcome === 'ack_missing') return ACK_MISSING_ERROR;
   return null;
 }
 

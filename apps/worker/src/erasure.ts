@@ -16,7 +16,7 @@
 // changed text (regenerated), the account, then the receipt.
 import { recordAudit, SYSTEM_ACTOR } from '@svc/audit';
 import { openErasureSubject, Prisma, sealErasureSubject, type ErasureSubject, type Tx } from '@svc/db';
-import { erasureReplacements, freeTextPasses, normalizedEmail, previewWithoutSamples, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
+import { CONFIGURER_LOST_ROLE_REASON, erasureReplacements, freeTextPasses, normalizedEmail, previewWithoutSamples, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
 import { bumpAuthEpochs, createReportQueue, enqueueReport } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { freeTextBatch, freeTextPreview, type PreviewColumn } from './erasure-sql';
@@ -151,7 +151,29 @@ async function removeMembership(tx: Tx, organizationId: string, userId: string, 
     where: { organizationId, userId, revokedAt: null },
     data: { revokedAt: now, revokedReason: 'member_erased' },
   });
+  await disableRoutesConfiguredBy(tx, organizationId, userId, now);
   return { removed: count > 0, sessions: sessions.count, apiKeys: keys.count };
+}
+
+/** The routes they last configured stop, as when DELETE /members/:id removes them (README "Who may route events"). */
+async function disableRoutesConfiguredBy(tx: Tx, organizationId: string, userId: string, now: Date) {
+  const where = { organizationId, configuredByUserId: userId, deletedAt: null, status: { not: 'disabled' as const } };
+  const routes = await tx.webhookSubscription.findMany({ where, select: { id: true, kind: true, level: true, projectId: true, assessmentId: true } });
+  if (routes.length === 0) return;
+  await tx.webhookSubscription.updateMany({
+    where: { ...where, id: { in: routes.map((r) => r.id) } },
+    data: { status: 'disabled', disabledReason: CONFIGURER_LOST_ROLE_REASON },
+  });
+  for (const r of routes) {
+    await recordAudit(tx, {
+      organizationId,
+      actor: SYSTEM_ACTOR,
+      action: 'webhook.subscription_disabled',
+      target: { type: r.kind === 'webhook' ? 'webhook_subscription' : 'notification_target', id: r.id },
+      metadata: { kind: r.kind, level: r.level, project_id: r.projectId, assessment_id: r.assessmentId, disabled_reason: CONFIGURER_LOST_ROLE_REASON },
+      at: now,
+    });
+  }
 }
 
 /** Ready reports of the organization whose PDF was rendered from text matching `needle` (a regex). */

@@ -9,14 +9,25 @@ const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
 /** The subscription's page in the dashboard (served by the API at PUBLIC_BASE_URL, as the e-mailed links are). */
 export function dashboardLink(
   publicBaseUrl: string,
-  subscription: { id: string; level: string; projectId: string | null; assessmentId: string | null },
+  subscription: { id: string; level: string; projectId: string | null; assessmentId: string | null; kind?: string },
 ): string {
   const id = encodeURIComponent(subscription.id);
+  if (subscription.kind !== undefined && subscription.kind !== 'webhook') return `${publicBaseUrl}/notification-targets`;
   if (subscription.level === 'project' && subscription.projectId) return `${publicBaseUrl}/projects/${encodeURIComponent(subscription.projectId)}/webhooks/${id}`;
   if (subscription.level === 'assessment' && subscription.assessmentId) {
     return `${publicBaseUrl}/assessments/${encodeURIComponent(subscription.assessmentId)}/webhooks/${id}`;
   }
   return `${publicBaseUrl}/webhooks/${id}`;
+}
+
+/** Where the deliveries go, without anything that could be a credential (a chat URL's path) or a recipient's address. */
+function destinationLine(subscription: { kind: string; url: string; emailRecipients: string[] }): string {
+  if (subscription.kind === 'email') return `Recipients: ${subscription.emailRecipients.length} e-mail address${subscription.emailRecipients.length === 1 ? '' : 'es'}`;
+  try {
+    return `URL host: ${new URL(subscription.url).host}`;
+  } catch {
+    return 'URL host: (none)';
+  }
 }
 
 export async function notifyHealthChange(
@@ -35,14 +46,15 @@ export async function notifyHealthChange(
     });
     const level = subscription.level === 'organization' ? 'organization' : `${subscription.level} ${subscription.projectId ?? subscription.assessmentId}`;
     const lastError = last.responseStatus !== null ? `HTTP ${last.responseStatus}` : `${last.outcome}${last.error ? `: ${last.error}` : ''}`;
-    const subject = `Webhook subscription "${oneLine(subscription.name)}" of ${oneLine(subscription.organization.name)} is ${change.status}`;
+    const what = subscription.kind === 'webhook' ? 'webhook subscription' : `${subscription.kind === 'email' ? 'e-mail' : subscription.kind} notification target`;
+    const subject = `${what[0].toUpperCase()}${what.slice(1)} "${oneLine(subscription.name)}" of ${oneLine(subscription.organization.name)} is ${change.status}`;
     const text = [
-      `The webhook subscription "${oneLine(subscription.name)}" (${subscription.id}, ${level} level) is now ${change.status}.`,
+      `The ${what} "${oneLine(subscription.name)}" (${subscription.id}, ${level} level) is now ${change.status}.`,
       change.status === 'disabled'
         ? `Why: ${change.reason ?? 'disabled'}. It receives nothing until it is re-enabled (PATCH active: true).`
         : `Why: ${subscription.consecutiveFailures} consecutive deliveries failed. It still receives deliveries; it is disabled if failures continue.`,
       `Last error: ${oneLine(lastError)}`,
-      `URL host: ${new URL(subscription.url).host}`,
+      destinationLine(subscription),
       `Open it in the dashboard: ${dashboardLink(deps.config.publicBaseUrl, subscription)}`,
     ].join('\n');
     const mailer = deps.mailer ?? createMailer(deps.config.mail);

@@ -12,6 +12,8 @@ import { resolveWebhookTarget, describeTargetRejection } from '@svc/net';
 import { nextAttempt } from '@svc/domain';
 import { unseal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
 import {
+  credentialBoundElsewhere,
+  credentialDestination,
   GITHUB_LOOKUP_MAX_PAGES,
   githubMarkerSearchRequest,
   issueCreateRequest,
@@ -54,6 +56,11 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
   if (!finding) return finish(ctx, row, target, attempt, 'render_error', { status: 'failed', error: 'the finding no longer exists' });
 
   const config: IssueTarget = { kind: target.kind as IssueTrackerKind, baseUrl: target.baseUrl, repository: target.repository, projectKey: target.projectKey, issueType: target.issueType };
+  // The credentials go only where they were given for: neither a lookup nor a create follows a moved base_url.
+  if (credentialBoundElsewhere(target.credentialDestination, target.baseUrl)) {
+    const error = `the stored credentials were given for ${target.credentialDestination}, not ${credentialDestination(target.baseUrl) ?? 'this URL'}: give them again with the URL`;
+    return finish(ctx, row, target, attempt, 'unsafe_url', { status: 'failed', error });
+  }
   const credentials = JSON.parse(unseal(target.credentialsEnc, ctx.config.encryptionKey)) as IssueCredentials;
 
   if (row.createSentAt) {

@@ -1,12 +1,13 @@
 // The worker process: configuration, logger, Prisma, Redis, the delivery and maintenance workers. SIGTERM or
 // SIGINT stops taking jobs, lets in-flight attempts finish, disconnects and exits.
 import { createLogger, loadConfigOrExit } from '@svc/config';
-import { createPrismaClient, warmUpQueryCompiler } from '@svc/db';
+import { createPrismaClient, secureStoredSecrets, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { createStorage } from '@svc/storage';
 import type { RedisOptions } from 'ioredis';
 import { systemClock } from '@svc/domain';
+import { credentialDestination } from '@svc/webhooks';
 import { MetricsPortInUseError, startMetricsServer } from './metrics';
 import { startWorker } from './worker';
 
@@ -20,6 +21,11 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
   const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
   void warmUpQueryCompiler(prisma);
+  // Rows stored before chat URLs were sealed and credentials bound to their destination (packages/db
+  // stored-credentials.ts): secured once, in the background.
+  void secureStoredSecrets(prisma, config.encryptionKey, credentialDestination)
+    .then((done) => (done.chatUrlsSealed > 0 || done.credentialsBound > 0) && logger.info('Secured stored secrets', { chat_urls_sealed: done.chatUrlsSealed, credentials_bound: done.credentialsBound }))
+    .catch((err: unknown) => logger.warn('Securing stored secrets failed; the next start-up tries again', { error: err instanceof Error ? err.message : String(err) }));
   const deps = {
     config,
     logger,

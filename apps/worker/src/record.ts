@@ -279,7 +279,90 @@ export async function failHeldBackDelivery(
 export async function failPendingDelivery(prisma: Db, deliveryId: string, reason: string, now: Date): Promise<boolean> {
   const { count } = await prisma.webhookDelivery.updateMany({
     where: { id: deliveryId, status: 'pending' },
-    data: { status: 'failed', nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: reason },
+    // An awaited Splunk ack (hec_ack) ends with the delivery.
+    data: { status: 'failed', nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: reason, hecAckId: null, hecAckDeadline: null },
   });
   return count === 1;
+}
+
+// ---- Splunk HEC indexer acknowledgement (hec-ack.ts): an accepted event POST is attempt N, recorded as `ack_pending`
+// with the delivery still pending and its ackId saved; a later poll turns attempt N into a success or an `ack_timeout`.
+
+/** Attempt N's event POST was accepted with an ackId: record it, the delivery pending until the first poll. */
+export async function recordAwaitingAck(
+  prisma: Db,
+  write: Omit<AttemptWrite, 'delivery' | 'subscription'>,
+  ack: { ackId: number; deadline: Date; firstPollAt: Date },
+): Promise<void> {
+  const { attempt } = write;
+  try {
+    await prisma.$transaction(async (tx) => {
+      const claimed = await tx.webhookDelivery.updateMany({
+        where: { id: write.deliveryId, status: 'pending', attemptCount: attempt.number - 1 },
+        data: {
+          attemptCount: attempt.number,
+          nextAttemptAt: ack.firstPollAt,
+          waitReason: 'hec_ack',
+          hecAckId: BigInt(ack.ackId),
+          hecAckDeadline: ack.deadline,
+        },
+      });
+      if (claimed.count !== 1) throw conflictOf(write as AttemptWrite);
+      await tx.webhookAttempt.create({
+        data: {
+          id: newId('whatt', write.now.getTime()),
+          deliveryId: write.deliveryId,
+          ...attempt,
+          responseHeaders: attempt.responseHeaders ?? undefined,
+          responseBody: storableText(attempt.responseBody),
+          error: storableText(attempt.error),
+        },
+      });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflictOf(write as AttemptWrite);
+    throw err;
+  }
+}
+
+/** The delivery awaiting ackId `ackId` on attempt `number`, as claimed by the poll that settles it. */
+export interface AwaitedAck {
+  deliveryId: string;
+  subscriptionId: string;
+  number: number;
+  ackId: bigint;
+}
+
+/**
+ * Settles an awaited ack: `indexed` makes attempt N a success and the delivery succeeded; a timeout makes attempt N
+ * an `ack_timeout` failure and the delivery pending again (a new attempt re-sends it) or failed. Claimed by the
+ * ackId, so two pollers cannot both settle it: false when another one did.
+ */
+export async function settleAck(
+  prisma: Db,
+  awaited: AwaitedAck,
+  result: { outcome: 'success'; delivery: { status: 'succeeded' } } | { outcome: 'ack_timeout'; error: string; delivery: DeliveryUpdate; effect: SubscriptionEffect },
+  now: Date,
+): Promise<{ settled: boolean; change: HealthChange | null }> {
+  return prisma.$transaction(async (tx) => {
+    const claimed = await tx.webhookDelivery.updateMany({
+      where: { id: awaited.deliveryId, status: 'pending', attemptCount: awaited.number, hecAckId: awaited.ackId },
+      data: { ...deliveryColumns(result.delivery, awaited.number, now), hecAckId: null, hecAckDeadline: null },
+    });
+    if (claimed.count !== 1) return { settled: false, change: null };
+    await tx.webhookAttempt.updateMany({
+      where: { deliveryId: awaited.deliveryId, number: awaited.number },
+      data: { outcome: result.outcome, error: result.outcome === 'success' ? null : storableText(result.error) },
+    });
+    const effect: SubscriptionEffect = result.outcome === 'success' ? { kind: 'success' } : result.effect;
+    return { settled: true, change: await applySubscriptionEffect(tx, awaited.subscriptionId, effect, now) };
+  });
+}
+
+/** Moves the next poll of an awaited ack (the delivery's next_attempt_at shows it). */
+export async function postponeAckPoll(prisma: Db, awaited: AwaitedAck, at: Date): Promise<void> {
+  await prisma.webhookDelivery.updateMany({
+    where: { id: awaited.deliveryId, status: 'pending', attemptCount: awaited.number, hecAckId: awaited.ackId },
+    data: { nextAttemptAt: at },
+  });
 }

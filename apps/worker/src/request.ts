@@ -10,6 +10,8 @@ export interface SignedAttempt {
   rendered: RenderedPayload;
   timestamp: number;
   signature: string;
+  /** The Standard Webhooks headers (standard_webhooks subscriptions), else empty. */
+  standard?: Record<string, string>;
 }
 
 export function deliveryHeaders(
@@ -26,6 +28,7 @@ export function deliveryHeaders(
     'X-Service-Signature': signed.signature,
     'X-Service-Format': delivery.payloadFormat,
     'User-Agent': USER_AGENT,
+    ...signed.standard,
     ...(subscription.authorizationEnc && { Authorization: open(subscription.authorizationEnc) }),
     // HEC tokens with indexer acknowledgement refuse requests without a channel.
     ...(subscription.splunkChannel && { 'X-Splunk-Request-Channel': subscription.splunkChannel }),

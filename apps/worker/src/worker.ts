@@ -57,6 +57,11 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
     const process = job.name === ISSUE_EXPORT_JOB ? processIssueExport : processDelivery;
     const result = await runWithLogContext({ jobId: job.id }, () => process(ctx, job.data.deliveryId));
+    if (result.status === 'awaiting_ack') {
+      // Splunk's indexer acknowledgement is polled later: the job waits without a slot, BullMQ's attempt count unchanged.
+      await job.moveToDelayed(result.until.getTime(), token);
+      throw new DelayedError();
+    }
     if (result.status !== 'postponed') return result;
     // A postponement is not an attempt: the job goes back to wait, BullMQ's attempt count unchanged.
     deliveriesPostponed.inc({ reason: result.reason });

@@ -42,6 +42,8 @@ beforeAll(async () => {
       WEBHOOK_ALLOWED_HOSTS: `127.0.0.1,${RECEIVER_HOSTNAME},${UNTRUSTED_HOSTNAME}`,
       WEBHOOK_EGRESS_PROXY: proxy.url,
       WEBHOOK_MAX_ATTEMPTS: '1',
+      WEBHOOK_HEC_ACK_POLL_MS: '100',
+      WEBHOOK_HEC_ACK_TIMEOUT_MS: '1500',
     },
   });
   // A receiver whose certificate no trusted CA signed: only a client that checks the certificate itself notices.
@@ -125,6 +127,55 @@ it('verifies the receiver certificate inside the tunnel: a certificate no truste
   expect(delivery.attempts).toEqual([expect.objectContaining({ outcome: 'tls_error', responseStatus: null })]);
   expect(proxy.connectTargets()).toContain(`127.0.0.1:${untrusted.port}`);
   expect(untrusted.requests()).toHaveLength(0);
+});
+
+describe('Splunk HEC indexer acknowledgement (hec_ack) polls', () => {
+  const CHANNEL = '0f8fad5b-d9cb-469f-a165-70867728950e';
+  let indexed = true;
+  beforeAll(() => {
+    w.receiver.script('/services/collector/event', () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"text":"Success","code":0,"ackId":0}' }));
+    w.receiver.script('/services/collector/ack', () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ acks: { 0: indexed } }) }));
+  });
+
+  async function hecSubscription(host: string, name: string) {
+    const sub = await w.subscribe({
+      name, url: w.receiver.url('/services/collector/event'), events: ['report.ready'],
+      payload_format: 'splunk_hec', splunk_channel: CHANNEL, authorization: 'Splunk hec-token', hec_ack: true,
+    });
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: `https://${host}:${w.receiver.port}/services/collector/event` } });
+    return sub;
+  }
+
+  it('go through the proxy too, as a CONNECT to the checked address, TLS to the host name', async () => {
+    indexed = true;
+    const sub = await hecSubscription(RECEIVER_HOSTNAME, 'hec-proxied');
+    const delivery = await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: 'rep_hec' } });
+    expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+    const [ack] = w.receiver.requests('/services/collector/ack');
+    expect(ack.remoteAddress).toBe(PROXY_SOURCE_ADDRESS);
+    expect(ack.servername).toBe(RECEIVER_HOSTNAME);
+    expect(ack.headers).toMatchObject({ authorization: 'Splunk hec-token', 'x-splunk-request-channel': CHANNEL });
+    expect(proxy.log()).not.toContain(RECEIVER_HOSTNAME);
+  });
+
+  it('are never sent to a host that turned private after the event POST: the ack times out instead', async () => {
+    indexed = false;
+    const sub = await hecSubscription(RECEIVER_HOSTNAME, 'hec-rebound');
+    const polls = w.receiver.requests('/services/collector/ack').length;
+    const published = await w.publish({ type: 'report.ready', data: { report_id: 'rep_rebound' } });
+    const deliveryId = await w.deliveryFor(published, sub.id);
+    await w.receiver.waitForRequests('/services/collector/event', 2);
+    // The name now resolves to a private address (a DNS rebinding): every later poll is refused before the proxy.
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: `https://${INTERNAL_HOSTNAME}:${w.receiver.port}/services/collector/event` } });
+    indexed = true;
+    const delivery = await w.waitForDelivery(deliveryId);
+    expect(delivery.status).toBe('failed');
+    expect(delivery.attempts.map((a) => a.outcome)).toEqual(['ack_timeout']);
+    expect(proxy.log()).not.toContain('10.20.30.40');
+    expect(proxy.connectTargets().some((t) => t.startsWith('10.20.30.40'))).toBe(false);
+    // At most a poll that was already on its way before the change reached the receiver.
+    expect(w.receiver.requests('/services/collector/ack').length - polls).toBeLessThanOrEqual(1);
+  });
 });
 
 it('records a proxy that is down as a failed attempt naming the proxy, without its credentials', async () => {

@@ -18,6 +18,7 @@ import { createKey, insertAssessmentIn, insertFinding, insertReadyReport } from 
 import { loginRequest } from '../../api/test/support/auth-helpers';
 import type { WorkerDeps } from '../src/deps';
 import { runErasures } from '../src/erasure';
+import { CONFIGURER_LOST_ROLE_REASON } from '../../api/src/modules/access/event-routing';
 import { renderReport } from '../src/reports/report-job';
 import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
 import { startWorker } from '../src/worker';
@@ -569,6 +570,50 @@ describe('filing, failing and retrying', () => {
     const list = await api().get(`${BASE}?status=previewing`).set(bearer(org.owner.token));
     expect(list.body.data.map((r: { id: string }) => r.id)).toContain(filed.id);
     await api().post(`${BASE}/${filed.id}/cancel`).set(bearer(org.admin.token));
+  });
+
+  it('an invitation does not make an account of another organization known: no name or id of it, and the account is never erased', async () => {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const s = uniqueSuffix();
+    const bob = await member(b, `Private Person`, `private-${s}@partner.test`);
+    // Bob leaves B: his account belongs to no organization. A's admin invites his address (anyone can be invited).
+    await api().delete(`/api/v1/members/${bob.id}`).set(bearer(b.owner.token)).expect((r) => expect(r.status).toBeLessThan(300));
+    expect((await api().post('/api/v1/invitations').set(bearer(a.admin.token)).send({ email: bob.email, role: 'member' })).status).toBe(201);
+    const candidates = await api().get(`/api/v1/governance/erasure-candidates?q=${encodeURIComponent(bob.email)}`).set(bearer(a.admin.token));
+    expect(candidates.body.data).toEqual([{ user_id: null, name: null, email: bob.email, kind: 'invitee', role: null }]);
+    expect((await file(a.admin.token, { user_id: bob.id })).status).toBe(404);
+    const account = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: bob.id } });
+    const done = await eraseFully(a.admin.token, { email: bob.email });
+    expect(done).toMatchObject({ subject: 'email', user_id: null, receipt: { account_erased: false } });
+    expect(await h.deps.prisma.user.findUniqueOrThrow({ where: { id: bob.id } })).toEqual(account);
+    expect(await rowsContaining(a.id, bob.email)).toEqual([]);
+  });
+
+  it('disables the routes the erased person last configured, as removing them from the organization does', async () => {
+    const a = await createOrg(h);
+    const x = await member(a, 'Route Maker', `routes-${uniqueSuffix()}@example.test`, 'admin');
+    const { subscription } = await traces(a, []);
+    await h.deps.prisma.webhookSubscription.update({ where: { id: subscription.id }, data: { configuredByUserId: x.id } });
+    await eraseFully(a.owner.token, { user_id: x.id });
+    const route = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscription.id } });
+    expect({ status: route.status, reason: route.disabledReason }).toEqual({ status: 'disabled', reason: CONFIGURER_LOST_ROLE_REASON });
+    const audited = await h.deps.prisma.auditEvent.count({ where: { organizationId: a.id, action: 'webhook.subscription_disabled', targetId: subscription.id } });
+    expect(audited).toBe(1);
+  });
+
+  it('erases the e-mail and name at the start of a line of JSON text (after an escaped newline or tab)', async () => {
+    const a = await createOrg(h);
+    const s = uniqueSuffix();
+    const p = await member(a, 'Linda Newline', `linda-${s}@example.test`);
+    const note = (email: string, name: string) => `Reported by:\n${email}\n\t${name}`;
+    const event = await h.deps.prisma.event.create({
+      data: { id: newId('event'), organizationId: a.id, type: 'finding.updated', data: { note: note(p.email, p.name) } },
+    });
+    const done = await eraseFully(a.admin.token, { user_id: p.id });
+    expect(await rowsContaining(a.id, p.email)).toEqual([]);
+    const after = await h.deps.prisma.event.findUniqueOrThrow({ where: { id: event.id } });
+    expect((after.data as { note: string }).note).toBe(note(done.pseudonym.email, done.pseudonym.name));
   });
 
   it('finds candidates by name or e-mail among the organization\'s people only', async () => {

@@ -2,6 +2,7 @@
 // the real in-process worker through the webhook pipeline (outbox, retries, attempt log, health) to real HTTPS
 // receivers speaking the chat webhooks' shapes, and to the mail outbox; scopes, roles, tenancy and URL safety.
 import type { Lookup } from '@svc/net';
+import { sealedChatUrl } from '@svc/db';
 import { bearer, createOrg, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
 import { createWorld, type World } from './support/world';
 
@@ -118,7 +119,7 @@ describe('Microsoft Teams', () => {
 });
 
 describe('e-mail', () => {
-  it('sends one plain-text message to every recipient through the mail transport', async () => {
+  it('sends one plain-text message to every recipient through the mail transport, in Bcc (no one sees the others)', async () => {
     const target = await createTarget({ kind: 'email', name: 'Sec team', recipients: ['sec@example.com', 'lead@example.com'], events: ['finding.created'] });
     expect(target).toMatchObject({ kind: 'email', url_host: null, recipients: ['sec@example.com', 'lead@example.com'] });
     const before = w.h.mail().length;
@@ -126,7 +127,8 @@ describe('e-mail', () => {
     expect(delivery).toMatchObject({ status: 'succeeded', payloadFormat: 'email' });
     const mails = w.h.mail().slice(before);
     expect(mails).toHaveLength(1);
-    expect(mails[0]).toMatchObject({ to: 'sec@example.com, lead@example.com', subject: '[Security] New high finding: SQL injection in login' });
+    expect(mails[0]).toMatchObject({ bcc: ['sec@example.com', 'lead@example.com'], subject: '[Security] New high finding: SQL injection in login' });
+    expect(mails[0].to).toBeUndefined();
     expect(mails[0].text).toContain('Location:   src/login.ts:42');
     expect(mails[0].text).toContain(`Open in the dashboard: https://security.example.com/assessments/${FINDING.assessment_id}#finding-${FINDING.finding_id}`);
   });
@@ -146,7 +148,7 @@ describe('e-mail', () => {
     expect(delivery.attempts[0]).toMatchObject({ outcome: 'network_error', responseStatus: null });
     expect(delivery.attempts[0].error).toMatch(/^EMAIL: mail: /);
     expect(delivery.attempts.at(-1)!.outcome).toBe('success');
-    expect(w.h.mail().filter((m: { to: string }) => m.to === 'retry@example.com')).toHaveLength(1);
+    expect(w.h.mail().filter((m) => m.bcc?.includes('retry@example.com'))).toHaveLength(1);
   });
 
   it('refuses a url on an e-mail target and recipients on a chat target', async () => {
@@ -257,7 +259,7 @@ describe('URL safety', () => {
 
   it('refuses at send time a name that now resolves to a private address: no request, target disabled', async () => {
     const target = await createTarget({ kind: 'slack', name: 'rebind', url: w.receiver.url('/rebind'), events: ['report.ready'] });
-    await w.h.deps.prisma.webhookSubscription.update({ where: { id: target.id }, data: { url: 'https://chat.internal.test/services/x' } });
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: target.id }, data: sealedChatUrl('https://chat.internal.test/services/x', w.h.config.encryptionKey) });
     const delivery = await w.publishTo(target.id, { type: 'report.ready', data: { report_id: 'rpt_3' } });
     expect(delivery).toMatchObject({ status: 'failed', attemptCount: 1 });
     expect(delivery.attempts).toEqual([expect.objectContaining({ outcome: 'unsafe_url', responseStatus: null })]);

@@ -39,6 +39,8 @@ describe('redactMetadata', () => {
       redactMetadata({
         note: `leaked ${apiKey} here`,
         webhook: 'whsec_abcdefghijklmnop',
+        // A signing secret in standard base64 (Standard Webhooks form) is masked whole, + / = included.
+        standard: 'secret whsec_ab+/cdEFgh+/ijKLmn/+opQRst/+uvWXyz01+/234567890ab= end',
         link: 'https://x.example/shared/reports/rshare_abcdefghijklmnopqrstuvwxyz-_0123',
         header: 'Bearer abc.def',
         jwt,
@@ -49,6 +51,7 @@ describe('redactMetadata', () => {
     ).toEqual({
       note: `leaked ${REDACTED} here`,
       webhook: REDACTED,
+      standard: `secret ${REDACTED} end`,
       link: `https://x.example/shared/reports/${REDACTED}`,
       header: REDACTED,
       jwt: REDACTED,

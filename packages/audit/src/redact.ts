@@ -5,7 +5,7 @@
 const SECRET_KEY = /(secret|token|password|passwd|passphrase|authorization|cookie|credentials?|hash|otp|^key|_key|^code|_enc)$/i;
 
 /** Values that are credentials whatever their key: API keys, report share tokens, webhook secrets, bearer tokens and JWTs. */
-const SECRET_VALUE = [/sk-svc-[A-Za-z0-9_-]{12,}/g, /rshare_[A-Za-z0-9_-]{12,}/g, /whsec_[A-Za-z0-9_-]{8,}/g, /\bBearer\s+\S+/gi, /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g];
+const SECRET_VALUE = [/sk-svc-[A-Za-z0-9_-]{12,}/g, /rshare_[A-Za-z0-9_-]{12,}/g, /whsec_[A-Za-z0-9_+/=-]{8,}/g, /\bBearer\s+\S+/gi, /\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g];
 
 export const REDACTED = '[redacted]';
 

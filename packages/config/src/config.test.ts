@@ -28,10 +28,17 @@ describe('loadConfig', () => {
       maxPayloadBytes: 256 * 1024,
       allowedHosts: [],
       secretGraceHours: 72,
+      hecAck: { timeoutMs: 60_000, pollMs: 5_000 },
       health: { failingAfterFailures: 3, disableAfterFailures: 10, disableMinSpanMs: 24 * 3600 * 1000 },
       retentionDays: 30,
     });
     expect(config.encryptionKey).toHaveLength(32);
+  });
+
+  it('reads the HEC acknowledgement timeout and poll interval, and refuses values too small to mean anything', () => {
+    expect(loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_HEC_ACK_POLL_MS: '2000' }).webhooks.hecAck).toEqual({ timeoutMs: 30_000, pollMs: 2_000 });
+    expect(() => loadConfig({ WEBHOOK_HEC_ACK_POLL_MS: '0' })).toThrow(/WEBHOOK_HEC_ACK_POLL_MS/);
+    expect(() => loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: 'soon' })).toThrow(/WEBHOOK_HEC_ACK_TIMEOUT_MS/);
   });
 
   it('sizes the per-subscription in-flight cap to one worker by default, so a lone busy subscription uses every slot', () => {

@@ -147,6 +147,10 @@ const schema = Joi.object({
   // HTTP CONNECT proxy every outbound call to a customer-configured address goes through (README "Egress proxy").
   WEBHOOK_EGRESS_PROXY: egressProxyUrl,
   WEBHOOK_SECRET_GRACE_HOURS: Joi.number().min(0).default(72),
+  // Splunk HEC indexer acknowledgement (subscriptions with hec_ack): how long after an accepted event POST Splunk has
+  // to report it indexed before the delivery is sent again, and the wait between two polls of the ack endpoint.
+  WEBHOOK_HEC_ACK_TIMEOUT_MS: Joi.number().integer().min(100).default(60_000),
+  WEBHOOK_HEC_ACK_POLL_MS: Joi.number().integer().min(50).default(5_000),
   // Microsoft Entra ID authority for Sentinel subscriptions' client-credentials tokens (sovereign clouds, tests).
   AZURE_AUTHORITY_HOST: Joi.string().uri({ scheme: ['https'] }).default('https://login.microsoftonline.com'),
   // Subscription health: consecutive terminal delivery failures that make it `failing`, and that disable it
@@ -280,6 +284,8 @@ export interface Config {
     /** HTTP CONNECT proxy for every outbound call to a customer-configured address (WEBHOOK_EGRESS_PROXY). */
     egressProxy?: URL;
     secretGraceHours: number;
+    /** Splunk HEC indexer acknowledgement: deadline after the event POST, and the wait between polls. */
+    hecAck: { timeoutMs: number; pollMs: number };
     health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
     connectTimeoutMs: number;
@@ -483,6 +489,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       extraCaFile: value.WEBHOOK_EXTRA_CA_FILE || undefined,
       egressProxy: value.WEBHOOK_EGRESS_PROXY ? new URL(value.WEBHOOK_EGRESS_PROXY) : undefined,
       secretGraceHours: value.WEBHOOK_SECRET_GRACE_HOURS,
+      hecAck: { timeoutMs: value.WEBHOOK_HEC_ACK_TIMEOUT_MS, pollMs: value.WEBHOOK_HEC_ACK_POLL_MS },
       health: {
         failingAfterFailures: value.WEBHOOK_FAILING_AFTER_FAILURES,
         disableAfterFailures: value.WEBHOOK_DISABLE_AFTER_FAILURES,

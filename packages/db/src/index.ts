@@ -72,6 +72,8 @@ export type Db = PrismaClient;
 export * from './ids';
 export * from './sealed';
 export * from './erasure-subject';
+export * from './chat-urls';
+export * from './stored-credentials';
 export * from './errors';
 export * from './tenancy';
 export * from './sql';

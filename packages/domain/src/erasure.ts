@@ -72,6 +72,9 @@ const NAME_BEFORE = '(?<![[:alnum:]_])';
 const NAME_AFTER = '(?![[:alnum:]_])';
 const EMAIL_BEFORE = '(?<![[:alnum:]_.+-])';
 const EMAIL_AFTER = '(?![[:alnum:]_-])(?!\\.[[:alnum:]])';
+// In JSON text a line break or tab inside a string is written `\n`, `\t`...: its letter is no part of the word after it.
+const JSON_ESCAPE_BEFORE = '(?<=\\\\[bfnrt])';
+const jsonBefore = (before: string) => `(?:${before}|${JSON_ESCAPE_BEFORE})`;
 
 export interface TextReplacement {
   what: 'email' | 'name';
@@ -90,7 +93,7 @@ export function erasureReplacements(person: { name: string | null; email: string
     out.push({
       what: 'email',
       pattern: EMAIL_BEFORE + escapePgRegex(email) + EMAIL_AFTER,
-      jsonPattern: EMAIL_BEFORE + escapePgRegex(jsonEscaped(email)) + EMAIL_AFTER,
+      jsonPattern: jsonBefore(EMAIL_BEFORE) + escapePgRegex(jsonEscaped(email)) + EMAIL_AFTER,
       replacement: pseudonym.email,
     });
   }
@@ -100,7 +103,7 @@ export function erasureReplacements(person: { name: string | null; email: string
     out.push({
       what: 'name',
       pattern: NAME_BEFORE + words.map(escapePgRegex).join('[[:space:]]+') + NAME_AFTER,
-      jsonPattern: NAME_BEFORE + words.map((w) => escapePgRegex(jsonEscaped(w))).join('[[:space:]]+') + NAME_AFTER,
+      jsonPattern: jsonBefore(NAME_BEFORE) + words.map((w) => escapePgRegex(jsonEscaped(w))).join('[[:space:]]+') + NAME_AFTER,
       replacement: pseudonym.name,
     });
   }

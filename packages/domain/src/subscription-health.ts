@@ -6,6 +6,10 @@
 export const SUBSCRIPTION_STATUSES = ['active', 'failing', 'disabled'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
+/** Why a route was disabled when the person who last configured it lost the organization-wide role or left. */
+export const CONFIGURER_LOST_ROLE_REASON =
+  'configured by someone without an organization-wide role: an owner or admin must re-enable it';
+
 /** The thresholds; defaults are DESIGN.md's, and the config module's defaults (WEBHOOK_*_FAILURES, ...) come from here. */
 export interface HealthRules {
   failingAfterFailures: number;

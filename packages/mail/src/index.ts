@@ -2,15 +2,15 @@
 // through nodemailer when SMTP_URL is set; otherwise every message is written as a JSON file in the outbox folder,
 // so a developer (or a test) can read the links it carries.
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
 
-export interface MailMessage {
-  to: string;
-  subject: string;
-  text: string;
-}
+/**
+ * One message. `to` is a single visible recipient; `bcc` sends one message to several people without any of them
+ * seeing the others (SMTP: envelope recipients only, no Bcc header; the outbox file lists them as `bcc`).
+ */
+export type MailMessage = { subject: string; text: string } & ({ to: string; bcc?: undefined } | { to?: undefined; bcc: string[] });
 
 export interface Mailer {
   send(message: MailMessage): Promise<void>;
@@ -28,7 +28,10 @@ export function createMailer(options: MailerOptions): Mailer {
     async send(message) {
       await mkdir(options.outboxDir, { recursive: true });
       const file = `${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(6).toString('base64url')}.json`;
-      await writeFile(path.join(options.outboxDir, file), JSON.stringify({ from: options.from, ...message }, null, 2));
+      // Written aside, then renamed: a reader of the folder never sees a half-written message.
+      const partial = path.join(options.outboxDir, `.${file}.partial`);
+      await writeFile(partial, JSON.stringify({ from: options.from, ...message }, null, 2));
+      await rename(partial, path.join(options.outboxDir, file));
     },
   };
 }

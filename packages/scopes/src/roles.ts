@@ -22,9 +22,6 @@ const ADMIN: readonly Scope[] = ALL_SCOPES.filter(
   (s) => s !== 'org:delete' && s !== 'org:transfer_ownership',
 );
 
-// The specification lists the manager's reads but not profile:update or api_keys:read, while a
-// member has both. Roles form a ladder (every member scope is also a manager scope), so both are
-// included; "may create and revoke API keys" gives api_keys:create and api_keys:revoke, not rotate.
 // SPEC's role table is the source (DESIGN.md, trust boundaries): read only on issue exports, notification targets
 // and source artifacts, so a manager decides neither where findings are exported or notified nor what source an
 // assessment receives. The specification lists the manager's reads but not profile:update or api_keys:read, while a

@@ -11,3 +11,5 @@ export * from './sentinel-schema';
 export * from './sentinel-url';
 export * from './notifications';
 export * from './issues';
+export * from './credential-destination';
+export * from './hec-ack';

@@ -1,14 +1,21 @@
 import { createHmac } from 'node:crypto';
 import Stripe from 'stripe';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { allSampleEnvelopes, NASTY_STRINGS, sampleEnvelope } from './__tests__/fixtures';
 import { PAYLOAD_FORMATS } from './events';
 import { renderPayload } from './render';
 import {
   buildSignatureHeader,
+  buildStandardWebhookSignature,
   generateSigningSecret,
+  isSignatureScheme,
   isValidSignature,
   parseSignatureHeader,
   signPayload,
+  signStandardWebhook,
+  standardWebhookHeaders,
+  standardWebhooksKey,
+  standardWebhooksSecret,
   verifySignature,
 } from './signing';
 
@@ -81,12 +88,15 @@ describe('buildSignatureHeader', () => {
 });
 
 describe('generateSigningSecret', () => {
-  it('is whsec_ + 32 random bytes in base64url', () => {
+  it('is whsec_ + 32 random bytes in standard base64 with padding, the key the Standard Webhooks library reads', () => {
     const secrets = new Set<string>();
     for (let i = 0; i < 20; i += 1) {
       const secret = generateSigningSecret();
-      expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
-      expect(Buffer.from(secret.slice(6), 'base64url')).toHaveLength(32);
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+      const key = Buffer.from(secret.slice(6), 'base64');
+      expect(key).toHaveLength(32);
+      expect(Buffer.from((new StandardWebhook(secret) as unknown as { key: Uint8Array }).key).equals(key)).toBe(true);
+      expect(standardWebhooksKey(secret).equals(key)).toBe(true);
       secrets.add(secret);
     }
     expect(secrets.size).toBe(20);
@@ -234,5 +244,122 @@ describe('verifySignature header parsing', () => {
   it('refuses to verify without a secret', () => {
     expect(() => verifySignature(body, `t=${T},v1=${sig}`, [], { now: NOW })).toThrow(TypeError);
     expect(() => verifySignature(body, `t=${T},v1=${sig}`, '', { now: NOW })).toThrow(TypeError);
+  });
+});
+
+// The Standard Webhooks scheme, checked by the reference verifier (the `standardwebhooks` package), which reads the
+// clock itself: each check runs with Date.now() at the signature's time plus `ageSeconds`.
+describe('Standard Webhooks signatures', () => {
+  const ID = 'whdel_01JDEXAMPLE0000000000000';
+  const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const ROTATED = generateSigningSecret();
+
+  function referenceAccepts(body: Buffer | string, headers: Record<string, string>, secret: string, ageSeconds = 0): boolean {
+    const clock = jest.spyOn(Date, 'now').mockReturnValue((Number(headers['webhook-timestamp']) + ageSeconds) * 1000);
+    try {
+      // jsonParse off: CEF bodies and the plain strings here are not JSON.
+      new StandardWebhook(secret).verify(body, headers, { jsonParse: false });
+      return true;
+    } catch {
+      return false;
+    } finally {
+      clock.mockRestore();
+    }
+  }
+
+  it('signs base64 HMAC-SHA256 of "<id>.<t>.<body>" keyed with the decoded secret', () => {
+    const key = Buffer.from('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'base64');
+    const expected = createHmac('sha256', key).update(`${ID}.${T}.{"a":1}`).digest('base64');
+    expect(signStandardWebhook(ID, T, '{"a":1}', SECRET)).toBe(expected);
+    expect(signStandardWebhook(ID, T, Buffer.from('{"a":1}'), SECRET)).toBe(expected);
+    // The same value the reference library computes for the same message.
+    expect(new StandardWebhook(SECRET).sign(ID, new Date(T * 1000), '{"a":1}')).toBe(`v1,${expected}`);
+  });
+
+  it('is not SPEC\'s signature: the key is the decoded bytes, not the whsec_ string', () => {
+    expect(signStandardWebhook(ID, T, 'b', SECRET)).not.toBe(createHmac('sha256', SECRET).update(`${ID}.${T}.b`).digest('base64'));
+  });
+
+  it.each(allSampleEnvelopes().map((e) => [e.type, e] as const))('is accepted by the reference verifier for a %s service body', (_type, envelope) => {
+    for (const format of PAYLOAD_FORMATS) {
+      const { body } = renderPayload(format, envelope, { splunkIndex: 'main' });
+      const headers = standardWebhookHeaders(ID, T, body, [ROTATED]);
+      expect(referenceAccepts(body, headers, ROTATED)).toBe(true);
+    }
+  });
+
+  it('has the header shapes: webhook-id, webhook-timestamp in Unix seconds, webhook-signature "v1,<base64>"', () => {
+    const headers = standardWebhookHeaders(ID, T, 'body', [SECRET]);
+    expect(headers).toEqual({ 'webhook-id': ID, 'webhook-timestamp': String(T), 'webhook-signature': `v1,${signStandardWebhook(ID, T, 'body', SECRET)}` });
+    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+  });
+
+  it('carries both signatures, space-separated and new first, during a rotation: each secret alone verifies', () => {
+    const headers = standardWebhookHeaders(ID, T, 'body', [ROTATED, SECRET]);
+    const parts = headers['webhook-signature'].split(' ');
+    expect(parts).toEqual([`v1,${signStandardWebhook(ID, T, 'body', ROTATED)}`, `v1,${signStandardWebhook(ID, T, 'body', SECRET)}`]);
+    expect(referenceAccepts('body', headers, ROTATED)).toBe(true);
+    expect(referenceAccepts('body', headers, SECRET)).toBe(true);
+    expect(referenceAccepts('body', headers, generateSigningSecret())).toBe(false);
+    // After the window only the new one is sent: the previous secret no longer verifies.
+    const after = standardWebhookHeaders(ID, T, 'body', [ROTATED]);
+    expect(referenceAccepts('body', after, ROTATED)).toBe(true);
+    expect(referenceAccepts('body', after, SECRET)).toBe(false);
+  });
+
+  it('signs secrets with the same key bytes once', () => {
+    const legacy = 'whsec_' + Buffer.from(standardWebhooksKey(ROTATED)).toString('base64url');
+    expect(buildStandardWebhookSignature(ID, T, 'b', [ROTATED, legacy])).toBe(buildStandardWebhookSignature(ID, T, 'b', [ROTATED]));
+  });
+
+  it('fails in the reference verifier for a changed body, id, timestamp, or a stale message', () => {
+    const body = Buffer.from('{"type":"finding.created"}');
+    const headers = standardWebhookHeaders(ID, T, body, [SECRET]);
+    expect(referenceAccepts(body, headers, SECRET)).toBe(true);
+    expect(referenceAccepts(tamper(body), headers, SECRET)).toBe(false);
+    expect(referenceAccepts(body, { ...headers, 'webhook-id': `${ID}x` }, SECRET)).toBe(false);
+    expect(referenceAccepts(body, { ...headers, 'webhook-timestamp': String(T + 1) }, SECRET)).toBe(false);
+    expect(referenceAccepts(body, headers, SECRET, 301)).toBe(false);
+    expect(referenceAccepts(body, headers, SECRET, 299)).toBe(true);
+  });
+
+  it('signs UTF-8 bodies with non-ASCII text as the bytes sent', () => {
+    for (const text of NASTY_STRINGS) {
+      const body = JSON.stringify({ title: text });
+      const headers = standardWebhookHeaders(ID, T, Buffer.from(body, 'utf8'), [SECRET]);
+      expect(referenceAccepts(body, headers, SECRET)).toBe(true);
+    }
+  });
+
+  it('reads older base64url secrets too, and re-encodes them into the form the reference library takes', () => {
+    const key = Buffer.from('fb-_'.repeat(8), 'base64url');
+    const legacy = `whsec_${key.toString('base64url')}`;
+    expect(legacy).toMatch(/[-_]/);
+    expect(() => new StandardWebhook(legacy)).toThrow();
+    expect(standardWebhooksKey(legacy).equals(key)).toBe(true);
+    const converted = standardWebhooksSecret(legacy);
+    expect(converted).toBe(`whsec_${key.toString('base64')}`);
+    expect(standardWebhooksSecret(converted)).toBe(converted);
+    const headers = standardWebhookHeaders(ID, T, 'x', [legacy]);
+    expect(referenceAccepts('x', headers, converted)).toBe(true);
+  });
+
+  it('refuses a secret that is not base64, an empty one, a bad id or timestamp, and no secrets', () => {
+    expect(() => standardWebhooksKey('whsec_not base64!')).toThrow(TypeError);
+    expect(() => standardWebhooksKey('whsec_')).toThrow(TypeError);
+    expect(() => standardWebhooksKey('')).toThrow(TypeError);
+    expect(() => signStandardWebhook('', T, 'b', SECRET)).toThrow(TypeError);
+    expect(() => signStandardWebhook('a b', T, 'b', SECRET)).toThrow(TypeError);
+    expect(() => signStandardWebhook('a\nb', T, 'b', SECRET)).toThrow(TypeError);
+    expect(() => signStandardWebhook(ID, -1, 'b', SECRET)).toThrow(RangeError);
+    expect(() => signStandardWebhook(ID, 1.5, 'b', SECRET)).toThrow(RangeError);
+    expect(() => buildStandardWebhookSignature(ID, T, 'b', [])).toThrow(TypeError);
+  });
+
+  it('names the two schemes', () => {
+    expect(isSignatureScheme('service')).toBe(true);
+    expect(isSignatureScheme('standard_webhooks')).toBe(true);
+    expect(isSignatureScheme('svix')).toBe(false);
+    expect(isSignatureScheme(undefined)).toBe(false);
   });
 });

@@ -1,15 +1,29 @@
 // SPEC "Signing": signature = lowercase hex HMAC-SHA256 of `<t>.<raw body>` keyed with the signing secret;
 // header `t=<unix>,v1=<hex>[,v1=<hex>]` (new secret first during the 72 h rotation window), no spaces,
 // because common receivers (the `stripe` package among them) split on `,` and `=` without trimming.
+// Opt-in per subscription, the Standard Webhooks scheme (https://www.standardwebhooks.com): `webhook-signature:
+// v1,<base64>` over `<id>.<timestamp>.<body>`, keyed with the base64-decoded bytes after `whsec_`.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const SIGNING_SECRET_PREFIX = 'whsec_';
 export const SIGNATURE_SCHEME = 'v1';
 export const DEFAULT_TOLERANCE_SECONDS = 300;
 
-/** `whsec_` + 32 random bytes, base64url without padding. */
+/** How a subscription's deliveries are signed: SPEC's X-Service-Signature only, or Standard Webhooks as well. */
+export const SIGNATURE_SCHEMES = ['service', 'standard_webhooks'] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+export function isSignatureScheme(value: unknown): value is SignatureScheme {
+  return typeof value === 'string' && (SIGNATURE_SCHEMES as readonly string[]).includes(value);
+}
+
+/**
+ * `whsec_` + 32 random bytes in standard base64 with padding: the form the Standard Webhooks libraries decode (their
+ * key is those 32 bytes), while SPEC's scheme keys its HMAC with the whole string as before. Secrets made before
+ * standard_webhooks existed are base64url (README "Verifying a signature").
+ */
 export function generateSigningSecret(): string {
-  return SIGNING_SECRET_PREFIX + randomBytes(32).toString('base64url');
+  return SIGNING_SECRET_PREFIX + randomBytes(32).toString('base64');
 }
 
 function checkTimestamp(timestamp: number): void {
@@ -179,4 +193,78 @@ export function isValidSignature(
   options: VerifySignatureOptions = {},
 ): boolean {
   return verifySignature(rawBody, signatureHeader, secretOrSecrets, options).ok;
+}
+
+const STANDARD_SIGNATURE_VERSION = 'v1';
+const BASE64_ANY = /^[A-Za-z0-9+/_-]+={0,2}$/;
+
+/**
+ * The HMAC key of the Standard Webhooks scheme: the bytes the text after `whsec_` encodes. Standard base64 (what
+ * generateSigningSecret makes) and base64url (older secrets) are both read, so every stored secret can sign.
+ */
+export function standardWebhooksKey(secret: string): Buffer {
+  checkSecret(secret);
+  const encoded = secret.startsWith(SIGNING_SECRET_PREFIX) ? secret.slice(SIGNING_SECRET_PREFIX.length) : secret;
+  if (!BASE64_ANY.test(encoded)) {
+    throw new TypeError('A Standard Webhooks secret is whsec_ followed by base64');
+  }
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length === 0) throw new TypeError('A Standard Webhooks secret must encode at least one byte');
+  return key;
+}
+
+/**
+ * The same secret as the Standard Webhooks libraries read it: `whsec_` + standard base64 with padding. A secret made
+ * that way comes back unchanged; an older base64url one comes back re-encoded (same key bytes).
+ */
+export function standardWebhooksSecret(secret: string): string {
+  return SIGNING_SECRET_PREFIX + standardWebhooksKey(secret).toString('base64');
+}
+
+function checkMessageId(id: string): void {
+  // Signed and sent as a header value: printable ASCII only.
+  if (typeof id !== 'string' || !/^[\x21-\x7e]{1,255}$/.test(id)) {
+    throw new TypeError('webhook-id must be 1 to 255 printable ASCII characters');
+  }
+}
+
+/** Base64 HMAC-SHA256 of `<id>.<timestamp>.<body>` keyed with the secret's decoded bytes (Standard Webhooks). */
+export function signStandardWebhook(id: string, timestamp: number, body: Buffer | Uint8Array | string, secret: string): string {
+  checkMessageId(id);
+  checkTimestamp(timestamp);
+  return createHmac('sha256', standardWebhooksKey(secret))
+    .update(`${id}.${timestamp}.`, 'utf8')
+    .update(toBytes(body))
+    .digest('base64');
+}
+
+/**
+ * The `webhook-signature` value: `v1,<base64>` per secret, space-separated, in the order given (new secret first
+ * during a rotation). Secrets with the same key bytes are signed once.
+ */
+export function buildStandardWebhookSignature(
+  id: string,
+  timestamp: number,
+  body: Buffer | Uint8Array | string,
+  secrets: readonly string[],
+): string {
+  if (!Array.isArray(secrets) || secrets.length === 0) {
+    throw new TypeError('At least one signing secret is required');
+  }
+  const signatures = secrets.map((secret) => `${STANDARD_SIGNATURE_VERSION},${signStandardWebhook(id, timestamp, body, secret)}`);
+  return [...new Set(signatures)].join(' ');
+}
+
+/** The three Standard Webhooks headers of one request. */
+export function standardWebhookHeaders(
+  id: string,
+  timestamp: number,
+  body: Buffer | Uint8Array | string,
+  secrets: readonly string[],
+): { 'webhook-id': string; 'webhook-timestamp': string; 'webhook-signature': string } {
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': buildStandardWebhookSignature(id, timestamp, body, secrets),
+  };
 }

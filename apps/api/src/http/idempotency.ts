@@ -50,6 +50,11 @@ interface PendingKey {
 }
 
 const pending = new WeakMap<Request, PendingKey>();
+/** Responses answered (res.json called) whose sending waits for the outcome to be stored. */
+const held = new WeakSet<Response>();
+
+/** The handler already answered: its response goes out once stored (route.ts must not answer again meanwhile). */
+export const answerIsHeld = (res: Response): boolean => held.has(res);
 
 /** The Idempotency-Key header, or undefined; two of them are a 400 (Node would join them into one value). */
 function headerValue(req: Request): string | undefined {
@@ -128,6 +133,7 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   };
   res.json = (body: unknown) => {
     if (settled) return send(body);
+    held.add(res);
     void settle(res.statusCode, body).then(() => {
       try {
         send(body);

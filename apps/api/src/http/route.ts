@@ -10,7 +10,7 @@ import type { RateLimiters } from './rate-limit';
 import { consumeOrThrow } from './rate-limit';
 import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
-import { checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
+import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -76,7 +76,7 @@ function checkDocumentedShape(spec: RouteSpec, body: unknown): void {
 function respond(spec: RouteSpec, checkResponses: boolean): RequestHandler {
   return async (req, res) => {
     const body = await spec.handler(req, res);
-    if (res.headersSent) return;
+    if (res.headersSent || answerIsHeld(res)) return;
     if (body === undefined) {
       res.status(204).end();
       return;

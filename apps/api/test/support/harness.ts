@@ -20,7 +20,8 @@ export interface Harness {
   config: Config;
   outboxDir: string;
   /** Messages written to the outbox so far, oldest first. */
-  mail(): Array<{ to: string; subject: string; text: string }>;
+  /** The messages in the mail outbox folder, oldest first (`to` one visible recipient, or `bcc` several hidden ones). */
+  mail(): Array<{ to: string; bcc?: string[]; subject: string; text: string }>;
   close(): Promise<void>;
 }
 
@@ -59,6 +60,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
     outboxDir,
     mail: () =>
       readdirSync(outboxDir)
+        .filter((f) => f.endsWith('.json'))
         .sort()
         .map((f) => JSON.parse(readFileSync(path.join(outboxDir, f), 'utf8'))),
     async close() {

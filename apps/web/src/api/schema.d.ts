@@ -6127,7 +6127,13 @@ export interface operations {
                             splunk_index: string | null;
                             has_authorization: boolean;
                             splunk_channel: string | null;
+                            hec_ack: boolean;
                             has_azure_credentials: boolean;
+                            /**
+                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @enum {string}
+                             */
+                            signature_scheme: "service" | "standard_webhooks";
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -6185,6 +6191,10 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -6218,7 +6228,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6284,7 +6300,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6367,6 +6389,10 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -6398,7 +6424,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -6583,7 +6615,7 @@ export interface operations {
                             /** Format: date-time */
                             next_attempt_at: string | null;
                             /** @enum {string|null} */
-                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -6690,7 +6722,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6756,7 +6788,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -6913,7 +6945,13 @@ export interface operations {
                             splunk_index: string | null;
                             has_authorization: boolean;
                             splunk_channel: string | null;
+                            hec_ack: boolean;
                             has_azure_credentials: boolean;
+                            /**
+                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @enum {string}
+                             */
+                            signature_scheme: "service" | "standard_webhooks";
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -6973,6 +7011,10 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -7006,7 +7048,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7073,7 +7121,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7158,6 +7212,10 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -7189,7 +7247,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7379,7 +7443,7 @@ export interface operations {
                             /** Format: date-time */
                             next_attempt_at: string | null;
                             /** @enum {string|null} */
-                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -7488,7 +7552,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -7555,7 +7619,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -7713,7 +7777,13 @@ export interface operations {
                             splunk_index: string | null;
                             has_authorization: boolean;
                             splunk_channel: string | null;
+                            hec_ack: boolean;
                             has_azure_credentials: boolean;
+                            /**
+                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @enum {string}
+                             */
+                            signature_scheme: "service" | "standard_webhooks";
                             /** @enum {string} */
                             level: "organization" | "project" | "assessment";
                             project_id: string | null;
@@ -7773,6 +7843,10 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -7806,7 +7880,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7873,7 +7953,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -7958,6 +8044,10 @@ export interface operations {
                     authorization?: string | null;
                     /** Format: uuid */
                     splunk_channel?: string | null;
+                    /** @description splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once). */
+                    hec_ack?: boolean;
+                    /** @description service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given). */
+                    signature_scheme?: string;
                     rate_limit?: number | null;
                     azure_tenant_id?: string | null;
                     /** Format: uuid */
@@ -7989,7 +8079,13 @@ export interface operations {
                         splunk_index: string | null;
                         has_authorization: boolean;
                         splunk_channel: string | null;
+                        hec_ack: boolean;
                         has_azure_credentials: boolean;
+                        /**
+                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @enum {string}
+                         */
+                        signature_scheme: "service" | "standard_webhooks";
                         /** @enum {string} */
                         level: "organization" | "project" | "assessment";
                         project_id: string | null;
@@ -8179,7 +8275,7 @@ export interface operations {
                             /** Format: date-time */
                             next_attempt_at: string | null;
                             /** @enum {string|null} */
-                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                            wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                             /** Format: date-time */
                             completed_at: string | null;
                             failure_reason: string | null;
@@ -8288,7 +8384,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;
@@ -8355,7 +8451,7 @@ export interface operations {
                         /** Format: date-time */
                         next_attempt_at: string | null;
                         /** @enum {string|null} */
-                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | null;
+                        wait_reason: "backoff" | "breaker_open" | "in_flight_cap" | "rate_limit" | "hec_ack" | null;
                         /** Format: date-time */
                         completed_at: string | null;
                         failure_reason: string | null;

@@ -25,10 +25,12 @@ describe('subscriptionBody', () => {
       url: 'https://siem.example.test/in',
       events: ['finding.created'],
       payload_format: 'service',
+      signature_scheme: 'service',
       severity_filter: ['critical', 'high'],
       status_filter: null,
       splunk_index: null,
       splunk_channel: null,
+      hec_ack: false,
       rate_limit: null,
     });
   });
@@ -39,6 +41,16 @@ describe('subscriptionBody', () => {
     for (const bad of ['0', '-1', '2.5', 'fast', '10000']) {
       expect(subscriptionBody(form({ rateLimit: bad }))).toEqual({ problem: expect.stringMatching(/rate limit/) });
     }
+  });
+
+  it('sends hec_ack for splunk_hec only, and asks for the channel it needs before sending', () => {
+    expect(bodyOf({ payloadFormat: 'splunk_hec', hecAck: true })).toMatchObject({ hec_ack: true, splunk_channel: '0f8fad5b-d9cb-469f-a165-70867728950e' });
+    expect(bodyOf({ payloadFormat: 'cef', hecAck: true })).toMatchObject({ hec_ack: false, splunk_channel: null });
+    expect(subscriptionBody(form({ payloadFormat: 'splunk_hec', hecAck: true, splunkChannel: ' ' }))).toEqual({ problem: expect.stringMatching(/request channel/) });
+  });
+
+  it('sends the chosen signature scheme', () => {
+    expect(bodyOf({ signatureScheme: 'standard_webhooks' })).toMatchObject({ signature_scheme: 'standard_webhooks' });
   });
 
   it('sends the Splunk index and channel for splunk_hec', () => {
@@ -89,6 +101,8 @@ describe('subscriptionForm', () => {
         status_filter: null,
         splunk_index: 'sec',
         splunk_channel: null,
+        signature_scheme: 'standard_webhooks',
+        hec_ack: true,
       }),
     ).toEqual({
       ...subscriptionForm(),
@@ -98,10 +112,12 @@ describe('subscriptionForm', () => {
       payloadFormat: 'splunk_hec',
       severity: 'critical, high',
       splunkIndex: 'sec',
+      signatureScheme: 'standard_webhooks',
+      hecAck: true,
     });
   });
 
   it('starts a new subscription empty, in the service format', () => {
-    expect(subscriptionForm()).toMatchObject({ name: '', url: '', events: [], payloadFormat: 'service', authorization: '', azureClientSecret: '' });
+    expect(subscriptionForm()).toMatchObject({ name: '', url: '', events: [], payloadFormat: 'service', signatureScheme: 'service', authorization: '', azureClientSecret: '' });
   });
 });

@@ -7,10 +7,14 @@ export interface SubscriptionFormState {
   url: string;
   events: string[];
   payloadFormat: string;
+  /** service (SPEC's X-Service-Signature) or standard_webhooks. */
+  signatureScheme: string;
   severity: string;
   status: string;
   splunkIndex: string;
   splunkChannel: string;
+  /** Splunk HEC indexer acknowledgement (splunk_hec with a channel). */
+  hecAck: boolean;
   /** Deliveries per second the receiver accepts; '' for no throttle. */
   rateLimit: string;
   /** Write-only: '' leaves the stored value alone. */
@@ -29,10 +33,12 @@ export interface StoredSubscription {
   url: string;
   events: string[];
   payload_format: string;
+  signature_scheme?: string;
   severity_filter?: string[] | null;
   status_filter?: string[] | null;
   splunk_index?: string | null;
   splunk_channel?: string | null;
+  hec_ack?: boolean;
   rate_limit?: number | null;
 }
 
@@ -42,10 +48,12 @@ export function subscriptionForm(initial?: StoredSubscription): SubscriptionForm
     url: initial?.url ?? '',
     events: initial?.events ?? [],
     payloadFormat: initial?.payload_format ?? 'service',
+    signatureScheme: initial?.signature_scheme ?? 'service',
     severity: (initial?.severity_filter ?? []).join(', '),
     status: (initial?.status_filter ?? []).join(', '),
     splunkIndex: initial?.splunk_index ?? '',
     splunkChannel: initial?.splunk_channel ?? '',
+    hecAck: initial?.hec_ack ?? false,
     rateLimit: initial?.rate_limit ? String(initial.rate_limit) : '',
     authorization: '',
     removeAuthorization: false,
@@ -67,16 +75,20 @@ export function subscriptionBody(form: SubscriptionFormState): { body: Record<st
   const sentinel = form.payloadFormat === 'microsoft_sentinel';
   const rate = form.rateLimit.trim();
   if (rate && !/^[1-9]\d{0,3}$/.test(rate)) return { problem: 'The rate limit is a whole number of deliveries per second (1 to 1000), or empty.' };
+  if (splunk && form.hecAck && !form.splunkChannel.trim()) return { problem: 'Indexer acknowledgement needs the Splunk request channel.' };
   const body: Record<string, unknown> = {
     name: form.name.trim(),
     url: form.url.trim(),
     events: form.events,
     payload_format: form.payloadFormat,
+    signature_scheme: form.signatureScheme,
     severity_filter: splitList(form.severity),
     status_filter: splitList(form.status),
     // Splunk fields belong to splunk_hec only: another format clears them.
     splunk_index: splunk ? form.splunkIndex.trim() || null : null,
     splunk_channel: splunk ? form.splunkChannel.trim() || null : null,
+    // Indexer acknowledgement is asked on the channel: off for other formats.
+    hec_ack: splunk && form.hecAck,
     rate_limit: rate ? Number(rate) : null,
   };
   if (form.removeAuthorization) body.authorization = null;

@@ -74,6 +74,13 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
           {FORMATS.map((f) => <option key={f}>{f}</option>)}
         </select>
       </div>
+      <div className="field">
+        <label htmlFor="signature-scheme">Signature scheme</label>
+        <select id="signature-scheme" value={form.signatureScheme} onChange={(e) => set('signatureScheme')(e.target.value)}>
+          <option value="service">service (X-Service-Signature)</option>
+          <option value="standard_webhooks">standard_webhooks (webhook-signature as well)</option>
+        </select>
+      </div>
       <Field label={`Severity filter (comma-separated: ${SEVERITIES.join(', ')})`} name="severity" value={form.severity} onChange={set('severity')} />
       <Field label="Status filter (comma-separated)" name="status" value={form.status} onChange={set('status')} />
       <Field
@@ -92,6 +99,11 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
             value={form.splunkChannel}
             onChange={set('splunkChannel')}
             placeholder="xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+          />
+          <Check
+            label="Indexer acknowledgement (hec_ack): succeed only once Splunk reports the events indexed"
+            checked={form.hecAck}
+            onChange={set('hecAck')}
           />
           <p className="hint">The HEC token goes in the Authorization header below, as "Splunk &lt;token&gt;".</p>
         </fieldset>
@@ -127,6 +139,9 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
       />
       {initial?.has_authorization && (
         <Check label="Remove the stored Authorization header" checked={form.removeAuthorization} onChange={set('removeAuthorization')} />
+      )}
+      {(initial?.has_authorization || hasAzure) && (
+        <p className="hint">Stored credentials go only to the host they were given for: a URL on another host, port or scheme needs them again here.</p>
       )}
       <ErrorBox error={error} />
       <button type="submit" disabled={busy || form.events.length === 0}>{initial ? 'Save' : 'Create subscription'}</button>
@@ -297,6 +312,7 @@ export function SubscriptionPage() {
             <dt>Status</dt><dd data-testid="subscription-status">{statusText(s)}</dd>
             <dt>Events</dt><dd>{s.events?.join(', ')}</dd>
             <dt>Payload format</dt><dd>{s.payload_format}</dd>
+            <dt>Signature scheme</dt><dd data-testid="signature-scheme">{s.signature_scheme}</dd>
             <dt>Circuit breaker</dt>
             <dd data-testid="breaker-state">
               {breakerText(s.breaker)}
@@ -306,6 +322,7 @@ export function SubscriptionPage() {
               <>
                 <dt>Splunk index</dt><dd>{s.splunk_index ?? '—'}</dd>
                 <dt>Splunk channel</dt><dd>{s.splunk_channel ?? '—'}</dd>
+                <dt>Indexer acknowledgement</dt><dd data-testid="hec-ack">{s.hec_ack ? 'on' : 'off'}</dd>
               </>
             )}
             {s.payload_format === 'microsoft_sentinel' && (

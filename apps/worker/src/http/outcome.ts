@@ -12,7 +12,11 @@ export type AttemptOutcome =
   | 'payload_too_large'
   | 'unsafe_url'
   | 'render_error'
-  | 'token_error';
+  | 'token_error'
+  // Splunk HEC indexer acknowledgement (hec_ack): accepted and awaiting the ack, no ack by the deadline, no ackId.
+  | 'ack_pending'
+  | 'ack_timeout'
+  | 'ack_missing';
 
 const TLS_ERROR_CODE = /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER/;
 

@@ -13,8 +13,9 @@ import { forbidden } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { hasOrgWideWrite } from './access.service';
 
-export const CONFIGURER_LOST_ROLE_REASON =
-  'configured by someone without an organization-wide role: an owner or admin must re-enable it';
+import { CONFIGURER_LOST_ROLE_REASON } from '@svc/domain';
+
+export { CONFIGURER_LOST_ROLE_REASON };
 
 /** 403 unless the principal reads every project of the organization (what an organization-wide route delivers). */
 export function requireOrgWideRouting(principal: Principal, what: string): void {

@@ -5,7 +5,7 @@
 // request while it is open (the job needs them), never in its readable fields or its audit entries.
 //
 // A person can be erased when the organization knows them: a current member, a former one (someone who acted or
-// was acted on in its audit log, was invited, was assigned a finding, or was the subject of an erasure request), or
+// was acted on in its audit log, was assigned a finding, or was the subject of an erasure request), or
 // a person without an account known by e-mail (an invitee, a report share grantee, a notification recipient). The
 // owner cannot be erased while owning the organization (409). One open (or completed) request per person.
 import { erasureEmailKey, newId, Prisma, sealErasureSubject, scopedTo, type ErasureRequest, type ErasureSubject } from '@svc/db';
@@ -52,10 +52,13 @@ export function presentErasure(r: ErasureRequest) {
 const containing = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 const ERASED = `%@${PSEUDONYM_EMAIL_DOMAIN}`;
 
-/** User ids the organization knows: members, audit actors and targets, assignees, invitees with an account. */
+/**
+ * User ids the organization knows: members, audit actors and targets, assignees. Not invitees: anyone may invite any
+ * address, so an invitation says nothing of an account (an invitee is a person known by e-mail, its account is not
+ * this organization's to name or erase).
+ */
 const knownUserIds = (organizationId: string) => `
   SELECT user_id AS id FROM memberships WHERE organization_id = ${organizationId}
-  UNION SELECT u.id FROM invitations i JOIN users u ON lower(u.email) = lower(i.email) WHERE i.organization_id = ${organizationId}
   UNION SELECT actor_id FROM audit_events WHERE organization_id = ${organizationId} AND actor_type = 'user' AND actor_id IS NOT NULL
   UNION SELECT target_id FROM audit_events WHERE organization_id = ${organizationId} AND target_type = 'user' AND target_id IS NOT NULL
   UNION SELECT assignee_id FROM findings WHERE organization_id = ${organizationId} AND assignee_id IS NOT NULL`;
@@ -119,13 +122,12 @@ async function knownUser(deps: AppDeps, principal: Principal, userId: string): P
   const subject = { userId: user.id, name: user.name, email: user.email };
   const membership = await db.membership.findFirst({ where: { userId }, select: { role: true } });
   if (membership) return { subject, role: membership.role };
-  const [audit, invitation, assigned, erasure] = await Promise.all([
+  const [audit, assigned, erasure] = await Promise.all([
     db.auditEvent.findFirst({ where: { OR: [{ actorType: 'user', actorId: userId }, { targetType: 'user', targetId: userId }] }, select: { id: true } }),
-    db.invitation.findFirst({ where: { email: { equals: user.email, mode: 'insensitive' } }, select: { id: true } }),
     db.finding.findFirst({ where: { assigneeId: userId }, select: { id: true } }),
     db.erasureRequest.findFirst({ where: { subjectUserId: userId }, select: { id: true } }),
   ]);
-  return audit || invitation || assigned || erasure ? { subject, role: null } : null;
+  return audit || assigned || erasure ? { subject, role: null } : null;
 }
 
 /** A person by e-mail: the account when the organization knows it, else an address the organization holds. */

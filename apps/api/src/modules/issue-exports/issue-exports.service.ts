@@ -1,16 +1,17 @@
 // Issue exports: GitHub Issues and Jira targets (credentials sealed, write-only), and the export of a finding to
 // one of them. The export itself is a job of the worker on the delivery queue (apps/worker/src/issue-export.ts):
 // the same transport, URL-safety rule, retries and backoff as webhook deliveries.
-import { GITHUB_API_URL, type IssueTrackerKind } from '@svc/webhooks';
+import { credentialDestination, GITHUB_API_URL, type IssueTrackerKind } from '@svc/webhooks';
 import { newId, scopedTo, seal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { enqueueIssueExport } from '@svc/queue';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { notFound, unprocessable } from '../../http/errors';
+import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { requireFindingAccess } from '../findings/finding-access';
 import { recordAs, type Acting } from '../audit/audit.context';
+import { destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 
 export interface IssueTargetInput {
   kind?: IssueTrackerKind;
@@ -93,7 +94,7 @@ function auditedInput(input: IssueTargetInput) {
     ...(input.base_url !== undefined && { base_url: input.base_url }),
     ...(input.repository !== undefined && { repository: input.repository }),
     ...(input.project_key !== undefined && { project_key: input.project_key }),
-    ...((input.token !== undefined || input.api_token !== undefined) && { credentials: 'replaced' }),
+    ...((input.token !== undefined || input.api_token !== undefined) && { credentials_changed: 'replaced' }), // not `credentials`: the audit redaction drops such a key
   };
 }
 
@@ -109,6 +110,7 @@ export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: Is
         name: columns.name!,
         baseUrl: columns.baseUrl ?? GITHUB_API_URL,
         credentialsEnc: columns.credentialsEnc!,
+        credentialDestination: credentialDestination(columns.baseUrl ?? GITHUB_API_URL),
         ...(kind === 'jira' && { issueType: DEFAULT_JIRA_ISSUE_TYPE }),
         ...columns,
       },
@@ -135,17 +137,31 @@ export async function listIssueTargets(deps: AppDeps, tenant: Tenant, query: Pag
   return toPage(rows, query, presentIssueTarget);
 }
 
+/** The tracker's credential as the request names it: GitHub's token, Jira's API token (with its e-mail). */
+function credentialField(current: IssueExportTarget, input: IssueTargetInput) {
+  if (current.kind === 'github') return { field: 'token', stored: current.credentialsEnc !== '', supplied: input.token !== undefined };
+  return { field: 'email and api_token', stored: current.credentialsEnc !== '', supplied: input.api_token !== undefined };
+}
+
 export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: string, input: IssueTargetInput, by: Acting) {
   const current = await findIssueTarget(deps, tenant, id);
+  refuseCredentialLeftBehind('base_url', current.baseUrl, input.base_url, [credentialField(current, input)]);
   const columns = await toColumns(deps, input, current.kind as IssueTrackerKind);
+  // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
+  const rebinds = columns.baseUrl !== undefined || columns.credentialsEnc !== undefined;
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
-    const row = await tx.issueExportTarget.update({ where: { id }, data: columns });
+    // Only over the URL and credential checked above: a concurrent change of either makes this request start over.
+    const { count } = await tx.issueExportTarget.updateMany({
+      where: { id, ...liveTargets, baseUrl: current.baseUrl, credentialsEnc: current.credentialsEnc },
+      data: { ...columns, ...(rebinds && { credentialDestination: credentialDestination(columns.baseUrl ?? current.baseUrl) }) },
+    });
+    if (count !== 1) throw conflict('The target changed while this request ran; read it again and retry.');
     await recordAs(tx, by.principal, by.meta, deps.clock.now(), {
       action: 'issue_export_target.updated',
       target: { type: 'issue_export_target', id },
-      metadata: { kind: current.kind, ...auditedInput(input) },
+      metadata: { kind: current.kind, ...auditedInput(input), ...destinationChange(current.baseUrl, columns.baseUrl) },
     });
-    return row;
+    return tx.issueExportTarget.findUniqueOrThrow({ where: { id } });
   });
   return presentIssueTarget(updated);
 }

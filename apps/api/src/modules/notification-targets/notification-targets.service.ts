@@ -4,7 +4,7 @@
 // a human-readable message for it (packages/webhooks, notifications). The webhook routes never see targets.
 import { EVENT_TYPES, NOTIFICATION_KINDS, generateSigningSecret, isEventType, type NotificationKind } from '@svc/webhooks';
 import { SEVERITIES, isSeverity } from '@svc/domain';
-import { newId, Prisma, scopedTo, seal, type WebhookSubscription } from '@svc/db';
+import { newId, Prisma, scopedTo, seal, sealedChatUrl, type WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
@@ -109,7 +109,8 @@ async function toColumns(deps: AppDeps, input: TargetInput, kind: NotificationKi
   if (kind !== 'email' && input.recipients !== undefined) throw unprocessable(`A ${kind} target has a url, not recipients.`);
   return {
     ...(input.name !== undefined && { name: input.name }),
-    ...(input.url !== undefined && { url: await checkedUrl(deps, input.url) }),
+    // The URL is the channel's credential: sealed; only its origin stays readable (url_host).
+    ...(input.url !== undefined && sealedChatUrl(await checkedUrl(deps, input.url), deps.config.encryptionKey)),
     ...(input.recipients !== undefined && { emailRecipients: input.recipients }),
     ...(input.events !== undefined && { events: input.events }),
     ...(input.severity_filter !== undefined && {

@@ -3,11 +3,14 @@
 import {
   EVENT_TYPES,
   PAYLOAD_FORMATS,
+  SIGNATURE_SCHEMES,
   generateSigningSecret,
   isEventType,
   isPayloadFormat,
+  isSignatureScheme,
   sentinelSchema,
   sentinelUrlProblem,
+  credentialDestination,
 } from '@svc/webhooks';
 import { FINDING_STATUSES, SEVERITIES, isFindingStatus, isSeverity } from '@svc/domain';
 import type { WebhookSubscription } from '@svc/db';
@@ -20,6 +23,7 @@ import { newId, scopedTo } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
+import { destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
@@ -39,6 +43,8 @@ export interface SubscriptionInput {
   azure_tenant_id?: string | null;
   azure_client_id?: string | null;
   azure_client_secret?: string | null;
+  signature_scheme?: string;
+  hec_ack?: boolean;
 }
 
 /** The API view of a subscription; the previous secret's expiry shows only while its grace period runs. */
@@ -57,7 +63,9 @@ export function presentSubscription(s: WebhookSubscription, now: Date) {
     splunk_index: s.splunkIndex,
     has_authorization: s.authorizationEnc !== null,
     splunk_channel: s.splunkChannel,
+    hec_ack: s.hecAck,
     has_azure_credentials: s.azureCredentialsEnc !== null,
+    signature_scheme: s.signatureScheme,
     level: s.level,
     project_id: s.projectId,
     assessment_id: s.assessmentId,
@@ -111,6 +119,17 @@ function refuseFormatMismatch(input: SubscriptionInput, current: WebhookSubscrip
   }
 }
 
+/** Indexer acknowledgement is asked on a HEC channel: hec_ack needs splunk_hec and a splunk_channel, as it will be. */
+function refuseHecAckWithoutChannel(input: SubscriptionInput, current: WebhookSubscription | null): void {
+  const hecAck = input.hec_ack ?? current?.hecAck ?? false;
+  if (!hecAck) return;
+  const format = input.payload_format ?? current?.payloadFormat ?? 'service';
+  const channel = input.splunk_channel !== undefined ? input.splunk_channel : (current?.splunkChannel ?? null);
+  if (format !== 'splunk_hec' || !channel) {
+    throw unprocessable('hec_ack requires payload_format splunk_hec and a splunk_channel (indexer acknowledgement is per HEC channel); turn hec_ack off first to change either.');
+  }
+}
+
 /** Validates the values (422) and maps them to columns; only the fields present in the input. */
 async function toColumns(deps: AppDeps, input: SubscriptionInput, current: WebhookSubscription | null = null) {
   refuseOutside(input.events, EVENT_TYPES, isEventType, 'events');
@@ -119,12 +138,20 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput, current: Webho
   if (input.payload_format !== undefined && !isPayloadFormat(input.payload_format)) {
     throw unprocessable(`payload_format must be one of ${PAYLOAD_FORMATS.join(', ')}.`);
   }
+  if (input.signature_scheme !== undefined && !isSignatureScheme(input.signature_scheme)) {
+    throw unprocessable(`signature_scheme must be one of ${SIGNATURE_SCHEMES.join(', ')}.`);
+  }
   refuseFormatMismatch(input, current);
+  refuseHecAckWithoutChannel(input, current);
   const key = deps.config.encryptionKey;
   const azureCredentialsEnc = sealedAzureCredentials(input, key);
+  const url = input.url === undefined ? undefined : await checkedUrl(deps, input.url);
+  // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
+  const rebinds = url !== undefined || input.authorization !== undefined || input.azure_client_secret !== undefined;
   return {
     ...(input.name !== undefined && { name: input.name }),
-    ...(input.url !== undefined && { url: await checkedUrl(deps, input.url) }),
+    ...(url !== undefined && { url }),
+    ...(rebinds && { credentialDestination: credentialDestination(url ?? current!.url) }),
     ...(input.events !== undefined && { events: input.events }),
     ...(input.severity_filter !== undefined && {
       severityFilter: input.severity_filter ?? [],
@@ -142,6 +169,8 @@ async function toColumns(deps: AppDeps, input: SubscriptionInput, current: Webho
     }),
     ...(input.splunk_channel !== undefined && { splunkChannel: input.splunk_channel }),
     ...(azureCredentialsEnc !== undefined && { azureCredentialsEnc }),
+    ...(input.signature_scheme !== undefined && { signatureScheme: input.signature_scheme }),
+    ...(input.hec_ack !== undefined && { hecAck: input.hec_ack }),
     ...(input.active === true && { status: 'active' as const, consecutiveFailures: 0, firstFailureAt: null, disabledReason: null }),
     ...(input.active === false && { status: 'disabled' as const, disabledReason: 'disabled by a user' }),
   };
@@ -173,6 +202,8 @@ function auditedInput(input: SubscriptionInput) {
     ...(input.splunk_channel !== undefined && { splunk_channel: input.splunk_channel }),
     ...(input.rate_limit !== undefined && { rate_limit: input.rate_limit }),
     ...(input.azure_client_secret !== undefined && { azure_app: input.azure_client_secret === null ? 'removed' : 'set' }),
+    ...(input.signature_scheme !== undefined && { signature_scheme: input.signature_scheme }),
+    ...(input.hec_ack !== undefined && { hec_ack: input.hec_ack }),
   };
 }
 
@@ -233,15 +264,25 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
 export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
   const current = await findSubscription(deps, ctx, id);
   const before = current;
+  refuseCredentialLeftBehind('url', current.url, input.url, [
+    { field: 'authorization', stored: current.authorizationEnc !== null, supplied: input.authorization !== undefined },
+    { field: 'azure_tenant_id, azure_client_id and azure_client_secret', stored: current.azureCredentialsEnc !== null, supplied: input.azure_client_secret !== undefined },
+  ]);
   const columns = await toColumns(deps, input, current);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await confirmRoutingRole(tx, by.principal);
-    const row = await tx.webhookSubscription.update({ where: { id }, data: { ...columns, configuredByUserId: by.principal.userId } });
+    // Only over the URL and credentials checked above: a concurrent change of any makes this request start over.
+    const { count } = await tx.webhookSubscription.updateMany({
+      where: { id, ...subscriptionsOf(ctx), url: current.url, authorizationEnc: current.authorizationEnc, azureCredentialsEnc: current.azureCredentialsEnc },
+      data: { ...columns, configuredByUserId: by.principal.userId },
+    });
+    if (count !== 1) throw conflict('The subscription changed while this request ran; read it again and retry.');
+    const row = await tx.webhookSubscription.findUniqueOrThrow({ where: { id } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_updated',
       target: { type: 'webhook_subscription', id },
-      metadata: { ...levelOf(ctx), ...auditedInput(input) },
+      metadata: { ...levelOf(ctx), ...auditedInput(input), ...destinationChange(current.url, input.url) },
     });
     if (before.status !== 'active' && row.status === 'active') {
       await recordAs(tx, by.principal, by.meta, now, {

@@ -20,6 +20,17 @@ const subscriptionFields = {
   authorization: Joi.string().max(4096).pattern(/^[\x21-\x7e][\x20-\x7e]*$/).allow(null),
   // Splunk HEC request channel (a GUID), sent as X-Splunk-Request-Channel (payload_format splunk_hec).
   splunk_channel: Joi.string().guid().allow(null),
+  // Splunk HEC indexer acknowledgement (splunk_hec with a splunk_channel, else 422).
+  hec_ack: Joi.boolean().description(
+    'splunk_hec only, with splunk_channel set: a delivery succeeds only once Splunk reports its events indexed (POST /services/collector/ack); re-sent when the ack does not come in time (at-least-once).',
+  ),
+  // How deliveries are signed: service (X-Service-Signature only, the default) or standard_webhooks (webhook-id,
+  // webhook-timestamp and webhook-signature as well). Other values answer 422.
+  signature_scheme: Joi.string()
+    .max(50)
+    .description(
+      'service (default): X-Service-Signature only. standard_webhooks: also webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks; verify with the whsec_ secret as given).',
+    ),
   // Receiver-set throttle: deliveries per second across every worker; null removes it.
   rate_limit: Joi.number().integer().min(1).max(1000).allow(null),
   // Microsoft Entra ID app credentials for microsoft_sentinel: given together, or all null to remove. Write-only.
@@ -78,7 +89,9 @@ export const subscriptionResponse = Joi.object({
   splunk_index: nullableString(),
   has_authorization: Joi.boolean(),
   splunk_channel: nullableString(),
+  hec_ack: Joi.boolean(),
   has_azure_credentials: Joi.boolean(),
+  signature_scheme: Joi.string().valid('service', 'standard_webhooks').description('How deliveries are signed (README "Verifying a signature")'),
   level: Joi.string().valid('organization', 'project', 'assessment'),
   project_id: nullableId('prj'),
   assessment_id: nullableId('asm'),
@@ -111,7 +124,7 @@ export const deliveryResponse = Joi.object({
   status: deliveryStatus,
   attempt_count: Joi.number().integer().min(0),
   next_attempt_at: nullableTimestamp(),
-  wait_reason: Joi.string().valid('backoff', 'breaker_open', 'in_flight_cap', 'rate_limit').allow(null),
+  wait_reason: Joi.string().valid('backoff', 'breaker_open', 'in_flight_cap', 'rate_limit', 'hec_ack').allow(null),
   completed_at: nullableTimestamp(),
   failure_reason: nullableString(),
   redelivery_of: nullableId('whdel'),

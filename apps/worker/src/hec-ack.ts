@@ -1,0 +1,102 @@
+// Splunk HEC indexer acknowledgement for subscriptions with hec_ack (README "Splunk (HTTP Event Collector)").
+// An event POST that Splunk accepts with an ackId does not end the delivery: the attempt is recorded `ack_pending`,
+// the ackId and deadline are saved on the delivery row, and the job goes back to the queue until the next poll (no
+// worker slot waits meanwhile, and a restarted worker finds the same row). Each poll asks /services/collector/ack on
+// the subscription's host, channel and token, through the worker's one transport: indexed ends the delivery
+// succeeded; no ack by the deadline makes the attempt a failed `ack_timeout`, so the delivery is sent again
+// (at-least-once) or fails per the retry policy.
+import { resolveWebhookTarget } from '@svc/net';
+import { nextAttempt } from '@svc/domain';
+import { HEC_ACK_PATH, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
+import { credentialsBoundElsewhere, type DeliveryContext, type DeliveryResult, type LoadedDelivery } from './deliver';
+import { notifyHealthChange } from './health-notify';
+import { postponeAckPoll, settleAck, type AwaitedAck, type SubscriptionEffect } from './record';
+import { USER_AGENT } from './request';
+import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
+
+/** Whether an accepted POST of this delivery waits for Splunk's indexer acknowledgement. */
+export function awaitsHecAck(delivery: LoadedDelivery): boolean {
+  return delivery.payloadFormat === 'splunk_hec' && delivery.subscription.hecAck && delivery.subscription.splunkChannel !== null;
+}
+
+/** The message of an accepted POST without an ackId while hec_ack is on (the token has no indexer acknowledgement). */
+export const ACK_MISSING_ERROR =
+  'hec_ack is on but Splunk answered without an ackId: turn on indexer acknowledgement for the HEC token, or turn hec_ack off';
+
+/** One poll of the ack endpoint; anything but a readable answer about this ackId is `unknown` (polled again). */
+async function askSplunk(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
+  const { subscription } = delivery;
+  // The URL moved since the POST without the token given again: the token stays where it was given (the next
+  // attempt, after the ack deadline, fails as unsafe and says why).
+  const elsewhere = credentialsBoundElsewhere(subscription, subscription.url);
+  if (elsewhere) {
+    ctx.logger.info('HEC ack poll not sent', { delivery_id: delivery.id, reason: 'credentials bound elsewhere' });
+    return 'unknown';
+  }
+  const check = await resolveWebhookTarget(hecAckUrl(subscription.url), { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  if (!check.ok) {
+    ctx.logger.info('HEC ack poll not sent', { delivery_id: delivery.id, reason: check.reason });
+    return 'unknown';
+  }
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    'User-Agent': USER_AGENT,
+    ...(subscription.authorizationEnc && { Authorization: ctx.openSealed(subscription.authorizationEnc) }),
+    ...(subscription.splunkChannel && { 'X-Splunk-Request-Channel': subscription.splunkChannel }),
+  };
+  const { target } = check;
+  const result = await ctx.post({ url: target.url, address: target.address, family: target.family, headers, body: hecAckRequestBody(ackId) });
+  const status = result.response?.status;
+  if (status === undefined || status < 200 || status >= 300) {
+    ctx.logger.info('HEC ack poll failed', { delivery_id: delivery.id, path: HEC_ACK_PATH, response_status: status ?? null, error: result.error?.message });
+    return 'unknown';
+  }
+  return hecAckStatusOf(result.body, ackId);
+}
+
+/** A poll of the delivery's awaited ack, and what follows from the answer. */
+export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<DeliveryResult> {
+  const awaited: AwaitedAck = {
+    deliveryId: delivery.id,
+    subscriptionId: delivery.subscriptionId,
+    number: delivery.attemptCount,
+    ackId: delivery.hecAckId!,
+  };
+  const ackId = Number(awaited.ackId);
+  const deadline = delivery.hecAckDeadline ?? ctx.clock.now();
+  const status = await askSplunk(ctx, delivery, ackId);
+  const now = ctx.clock.now();
+  const decision = hecAckDecision(status, deadline, now, ctx.config.webhooks.hecAck.pollMs);
+  if (decision.action === 'poll') {
+    await postponeAckPoll(ctx.prisma, awaited, decision.at);
+    return { status: 'awaiting_ack', until: decision.at };
+  }
+  if (decision.action === 'succeed') {
+    const { settled } = await settleAck(ctx.prisma, awaited, { outcome: 'success', delivery: { status: 'succeeded' } }, now);
+    if (!settled) return { status: 'conflict' };
+    ctx.logger.debug('HEC ack: indexed', { delivery_id: delivery.id, attempt: awaited.number });
+    return { status: 'succeeded', attempt: awaited.number, outcome: 'success' };
+  }
+  return giveUp(ctx, awaited, ackId, now);
+}
+
+/** No ack by the deadline: attempt N failed; the delivery is sent again after the backoff, or fails. */
+async function giveUp(ctx: DeliveryContext, awaited: AwaitedAck, ackId: number, now: Date): Promise<DeliveryResult> {
+  const error = `Splunk did not report ackId ${ackId} indexed within ${ctx.config.webhooks.hecAck.timeoutMs} ms`;
+  const decision = nextAttempt(awaited.number, { status: null, retryAfter: null, now }, webhookRetryPolicy(ctx.config));
+  const last = { outcome: 'ack_timeout', responseStatus: null, error };
+  ctx.logger.info('Webhook attempt', { delivery_id: awaited.deliveryId, subscription_id: awaited.subscriptionId, attempt: awaited.number, outcome: 'ack_timeout', error });
+  if (decision.action === 'stop') {
+    const effect: SubscriptionEffect = { kind: 'terminal_failure', rules: ctx.config.webhooks.health };
+    const reason = `${decision.detail}; last: ack_timeout: ${error}`;
+    const { settled, change } = await settleAck(ctx.prisma, awaited, { outcome: 'ack_timeout', error, delivery: { status: 'failed', reason }, effect }, now);
+    if (!settled) return { status: 'conflict' };
+    if (change) await notifyHealthChange(ctx, change, last);
+    return { status: 'failed', attempt: awaited.number, outcome: 'ack_timeout' };
+  }
+  const nextAttemptAt = new Date(now.getTime() + decision.delayMs);
+  const update = { outcome: 'ack_timeout' as const, error, delivery: { status: 'pending' as const, nextAttemptAt }, effect: { kind: 'none' as const } };
+  const { settled } = await settleAck(ctx.prisma, awaited, update, now);
+  if (!settled) return { status: 'conflict' };
+  throw new RetryableDeliveryError(`Attempt ${awaited.number} not acknowledged by Splunk; sending again in ${decision.delayMs} ms`, decision.delayMs);
+}

@@ -1,0 +1,307 @@
+// Splunk HEC indexer acknowledgement (hec_ack) against a loopback HTTPS receiver that speaks HEC's shapes: the
+// event endpoint answers {"text":"Success","code":0,"ackId":N} per channel, the ack endpoint {"acks":{"N":bool}}.
+// A delivery succeeds only once Splunk says indexed; an ack that stays false re-sends it (at-least-once), each
+// timeout a failed attempt; the wait holds no worker slot, and survives a worker restart.
+import { randomUUID } from 'node:crypto';
+import { bearer } from '../../api/test/support/fixtures';
+import { startReceiver, type ReceivedRequest } from './support/receiver';
+import { createWorld, poll, type World } from './support/world';
+import { startWorker } from '../src/worker';
+
+const EVENT_PATH = '/services/collector/event';
+const ACK_PATH = '/services/collector/ack';
+const TOKEN = 'Splunk 11111111-2222-3333-4444-555555555555';
+
+/** What the fake indexer says about one ackId at its n-th poll (1-based). */
+type Indexing = (ackId: number, poll: number) => boolean;
+
+/** A fake HEC: ackIds counted per channel (as Splunk does), indexing decided per channel by the test. */
+class FakeHec {
+  private readonly channels = new Map<string, { nextAckId: number; indexing: Indexing; polls: Map<number, number> }>();
+  /** Answer of the event endpoint per channel, when a test wants something else than an ackId. */
+  readonly eventAnswer = new Map<string, string>();
+
+  channel(indexing: Indexing): string {
+    const id = randomUUID();
+    this.channels.set(id, { nextAckId: 0, indexing, polls: new Map() });
+    return id;
+  }
+
+  setIndexing(channel: string, indexing: Indexing): void {
+    this.channels.get(channel)!.indexing = indexing;
+  }
+
+  event(request: ReceivedRequest) {
+    const channel = this.channels.get(request.headers['x-splunk-request-channel'] as string);
+    if (!channel) return json(400, { text: 'Data channel is missing', code: 10 });
+    const custom = this.eventAnswer.get(request.headers['x-splunk-request-channel'] as string);
+    if (custom) return { status: 200, headers: { 'content-type': 'application/json' }, body: custom };
+    const ackId = channel.nextAckId;
+    channel.nextAckId += 1;
+    return json(200, { text: 'Success', code: 0, ackId });
+  }
+
+  ack(request: ReceivedRequest) {
+    const channel = this.channels.get(request.headers['x-splunk-request-channel'] as string);
+    if (!channel || request.headers.authorization !== TOKEN) return json(401, { text: 'Invalid token', code: 4 });
+    const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
+    const answer: Record<string, boolean> = {};
+    for (const id of acks) {
+      const n = (channel.polls.get(id) ?? 0) + 1;
+      channel.polls.set(id, n);
+      answer[String(id)] = channel.indexing(id, n);
+    }
+    return json(200, { acks: answer });
+  }
+}
+
+function json(status: number, body: unknown) {
+  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+const ENV = {
+  WEBHOOK_HEC_ACK_TIMEOUT_MS: '1500',
+  WEBHOOK_HEC_ACK_POLL_MS: '100',
+  WEBHOOK_MAX_ATTEMPTS: '3',
+};
+
+let w: World;
+const hec = new FakeHec();
+beforeAll(async () => {
+  w = await createWorld({ env: ENV });
+  w.receiver.script(EVENT_PATH, (req) => hec.event(req));
+  w.receiver.script(ACK_PATH, (req) => hec.ack(req));
+});
+afterAll(() => w?.close());
+
+const onChannel = (channel: string) => (r: ReceivedRequest) => r.headers['x-splunk-request-channel'] === channel;
+
+async function hecSubscription(channel: string, world: World = w, events = ['finding.created']) {
+  return world.subscribe({
+    name: `hec ${channel.slice(0, 8)}`,
+    url: world.receiver.url(EVENT_PATH),
+    events,
+    payload_format: 'splunk_hec',
+    splunk_channel: channel,
+    authorization: TOKEN,
+    hec_ack: true,
+  });
+}
+
+const FINDING = { finding_id: 'fnd_1', project_id: 'prj_1', assessment_id: 'asm_1', severity: 'high', status: 'open', title: 'XSS' };
+
+describe('an ack that turns true after a few polls', () => {
+  it('keeps the delivery pending (wait_reason hec_ack) until Splunk says indexed, then succeeds with one POST', async () => {
+    // Not indexed until the test has looked at the waiting delivery, and then only from the third poll on.
+    let looked = false;
+    const channel = hec.channel((_id, n) => looked && n >= 3);
+    const sub = await hecSubscription(channel);
+    expect(sub.hec_ack).toBe(true);
+    const published = await w.publish({ type: 'finding.created', data: FINDING });
+    const deliveryId = await w.deliveryFor(published, sub.id);
+
+    // While Splunk has not indexed it, the API shows the delivery waiting on the ack, its attempt accepted.
+    await poll(async () => w.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first ack poll');
+    const waiting = await w.api().get(`/api/v1/webhooks/deliveries/${deliveryId}`).set(bearer(w.org.admin.token));
+    expect(waiting.body).toMatchObject({ status: 'pending', attempt_count: 1, wait_reason: 'hec_ack' });
+    const attempts = await w.api().get(`/api/v1/webhooks/deliveries/${deliveryId}/attempts`).set(bearer(w.org.admin.token));
+    expect(attempts.body.data).toMatchObject([{ number: 1, outcome: 'ack_pending', response_status: 200 }]);
+    looked = true;
+
+    const delivery = await w.waitForDelivery(deliveryId);
+    expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1, hecAckId: null, hecAckDeadline: null });
+    expect(delivery.attempts).toMatchObject([{ number: 1, outcome: 'success', error: null }]);
+    expect(w.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(1);
+    const polls = w.receiver.requests(ACK_PATH).filter(onChannel(channel));
+    expect(polls.length).toBeGreaterThanOrEqual(3);
+    for (const request of polls) {
+      // Same host, channel and token as the events; HEC's request shape.
+      expect(request.method).toBe('POST');
+      expect(request.headers.authorization).toBe(TOKEN);
+      expect(request.headers['content-type']).toBe('application/json');
+      expect(JSON.parse(request.body.toString())).toEqual({ acks: [0] });
+    }
+    expect((await w.subscription(sub.id)).consecutiveFailures).toBe(0);
+  });
+});
+
+describe('an ack that stays false', () => {
+  it('re-sends the delivery after each timeout, each a failed ack_timeout attempt, and fails it after the last', async () => {
+    const channel = hec.channel(() => false);
+    const sub = await hecSubscription(channel);
+    const delivery = await w.publishTo(sub.id, { type: 'finding.created', data: FINDING });
+    expect(delivery.status).toBe('failed');
+    expect(delivery.attempts.map((a) => a.outcome)).toEqual(['ack_timeout', 'ack_timeout', 'ack_timeout']);
+    expect(delivery.attempts[0].error).toMatch(/Splunk did not report ackId 0 indexed within 1500 ms/);
+    expect(delivery.failureReason).toMatch(/all 3 attempts failed; last: ack_timeout/);
+    // At-least-once: the same event sent three times, each under a new ackId.
+    const sent = w.receiver.requests(EVENT_PATH).filter(onChannel(channel));
+    expect(sent).toHaveLength(3);
+    expect(new Set(sent.map((r) => r.body.toString()))).toEqual(new Set([sent[0].body.toString()]));
+    const asked = w.receiver.requests(ACK_PATH).filter(onChannel(channel)).map((r) => JSON.parse(r.body.toString()).acks[0]);
+    expect(new Set(asked)).toEqual(new Set([0, 1, 2]));
+    expect((await w.subscription(sub.id)).consecutiveFailures).toBe(1);
+  });
+
+  it('succeeds on the re-send once Splunk indexes that one', async () => {
+    const channel = hec.channel((ackId) => ackId === 1);
+    const sub = await hecSubscription(channel);
+    const delivery = await w.publishTo(sub.id, { type: 'finding.created', data: FINDING });
+    expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 2 });
+    expect(delivery.attempts.map((a) => a.outcome)).toEqual(['ack_timeout', 'success']);
+    expect(w.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(2);
+  });
+});
+
+describe('a subscription disabled while its delivery waits for the ack', () => {
+  it('ends the delivery failed at the next poll, without a re-send', async () => {
+    const channel = hec.channel(() => false);
+    const sub = await hecSubscription(channel);
+    const deliveryId = await w.deliveryFor(await w.publish({ type: 'finding.created', data: FINDING }), sub.id);
+    await poll(async () => w.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first ack poll');
+    const off = await w.api().patch(`/api/v1/webhooks/subscriptions/${sub.id}`).set(bearer(w.org.admin.token)).send({ active: false });
+    expect(off.status).toBe(200);
+    const delivery = await w.waitForDelivery(deliveryId);
+    expect(delivery).toMatchObject({ status: 'failed', hecAckId: null, hecAckDeadline: null });
+    expect(delivery.failureReason).toMatch(/subscription disabled/);
+    expect(w.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(1);
+  });
+});
+
+describe('a subscription URL moved behind the API while its delivery waits for the ack', () => {
+  it('sends the token to no ack endpoint of the new destination (credentials stay where they were given)', async () => {
+    const elsewhere = await startReceiver(w.tls);
+    try {
+      elsewhere.script(ACK_PATH, (req) => hec.ack(req));
+      const channel = hec.channel(() => false);
+      const sub = await hecSubscription(channel);
+      const deliveryId = await w.deliveryFor(await w.publish({ type: 'finding.created', data: FINDING }), sub.id);
+      await poll(async () => w.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first ack poll');
+      // Another port is another destination; the API refuses such a move without the token, a database edit does not.
+      await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: elsewhere.url(EVENT_PATH) } });
+      const delivery = await w.waitForDelivery(deliveryId);
+      expect(delivery.status).toBe('failed');
+      expect(elsewhere.requests(ACK_PATH)).toHaveLength(0);
+      expect(elsewhere.requests(EVENT_PATH)).toHaveLength(0);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+});
+
+describe('an accepted POST without an ackId', () => {
+  it('is a failed attempt naming the cause (the HEC token has no indexer acknowledgement)', async () => {
+    const channel = hec.channel(() => true);
+    hec.eventAnswer.set(channel, '{"text":"Success","code":0}');
+    const sub = await hecSubscription(channel);
+    const delivery = await w.publishTo(sub.id, { type: 'finding.created', data: FINDING });
+    expect(delivery.status).toBe('failed');
+    expect(delivery.attempts.map((a) => a.outcome)).toEqual(['ack_missing', 'ack_missing', 'ack_missing']);
+    expect(delivery.attempts[0].error).toMatch(/turn on indexer acknowledgement/);
+  });
+});
+
+describe('hec_ack off', () => {
+  it('keeps the old rule: a 2xx from HEC is a success, no ack asked', async () => {
+    const channel = hec.channel(() => false);
+    const sub = await w.subscribe({
+      name: 'no ack', url: w.receiver.url(EVENT_PATH), events: ['finding.created'], payload_format: 'splunk_hec', splunk_channel: channel, authorization: TOKEN,
+    });
+    expect(sub.hec_ack).toBe(false);
+    const delivery = await w.publishTo(sub.id, { type: 'finding.created', data: FINDING });
+    expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+    expect(w.receiver.requests(ACK_PATH).filter(onChannel(channel))).toHaveLength(0);
+  });
+});
+
+describe('the API rules of hec_ack', () => {
+  const create = (body: Record<string, unknown>) =>
+    w.api().post('/api/v1/webhooks/subscriptions').set(bearer(w.org.admin.token))
+      .send({ name: 'rules', url: w.receiver.url(EVENT_PATH), events: ['finding.created'], ...body });
+
+  it.each([
+    ['without a splunk_channel', { payload_format: 'splunk_hec', hec_ack: true }],
+    ['on another payload format', { payload_format: 'cef', hec_ack: true }],
+  ])('refuses hec_ack %s with 422 and creates nothing', async (_label, body) => {
+    const before = await w.h.deps.prisma.webhookSubscription.count();
+    const res = await create(body);
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toMatch(/hec_ack requires payload_format splunk_hec and a splunk_channel/);
+    expect(await w.h.deps.prisma.webhookSubscription.count()).toBe(before);
+  });
+
+  it('refuses a PATCH that would leave hec_ack on without its channel or format; turning it off with the change is fine', async () => {
+    const sub = await hecSubscription(hec.channel(() => true));
+    const url = `/api/v1/webhooks/subscriptions/${sub.id}`;
+    const patch = (body: Record<string, unknown>) => w.api().patch(url).set(bearer(w.org.admin.token)).send(body);
+    expect((await patch({ splunk_channel: null })).status).toBe(422);
+    expect((await patch({ payload_format: 'cef' })).status).toBe(422);
+    const read = await w.api().get(url).set(bearer(w.org.admin.token));
+    expect(read.body).toMatchObject({ hec_ack: true, splunk_channel: sub.splunk_channel, payload_format: 'splunk_hec' });
+    const off = await patch({ hec_ack: false, splunk_channel: null });
+    expect(off.status).toBe(200);
+    expect(off.body).toMatchObject({ hec_ack: false, splunk_channel: null });
+    expect((await patch({ hec_ack: true })).status).toBe(422);
+  });
+});
+
+// A world of its own whose workers each test starts (one slot; a restart).
+describe('waiting for an ack', () => {
+  let local: World;
+  const lhec = new FakeHec();
+  beforeAll(async () => {
+    local = await createWorld({ env: { ...ENV, WEBHOOK_HEC_ACK_TIMEOUT_MS: '5000' }, worker: false });
+    local.receiver.script(EVENT_PATH, (req) => lhec.event(req));
+    local.receiver.script(ACK_PATH, (req) => lhec.ack(req));
+  });
+  afterAll(() => local?.close());
+
+  it('holds no worker slot: with one slot, a second delivery is sent while the first one waits for its ack', async () => {
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 1 } });
+    try {
+      // Splunk indexes the first delivery's event only once the second delivery's event has arrived.
+      const second = lhec.channel(() => true);
+      const first = lhec.channel(() => local.receiver.requests(EVENT_PATH).some(onChannel(second)));
+      const subFirst = await hecSubscription(first, local, ['finding.created']);
+      const subSecond = await hecSubscription(second, local, ['report.ready']);
+      const firstId = await local.deliveryFor(await local.publish({ type: 'finding.created', data: FINDING }), subFirst.id);
+      await poll(async () => local.receiver.requests(EVENT_PATH).filter(onChannel(first)).length, (n) => n === 1, 10_000, 'the first event');
+      const secondId = await local.deliveryFor(await local.publish({ type: 'report.ready', data: { report_id: 'rep_1' } }), subSecond.id);
+      const [one, two] = await Promise.all([local.waitForDelivery(firstId), local.waitForDelivery(secondId)]);
+      // Had the only slot waited with the first delivery, the second would have gone out only after the first's
+      // ack timed out (a failed attempt and a re-send).
+      expect(one).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+      expect(one.attempts.map((a) => a.outcome)).toEqual(['success']);
+      expect(two).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+      expect(local.receiver.requests(EVENT_PATH).filter(onChannel(first))).toHaveLength(1);
+      expect(local.receiver.requests(EVENT_PATH).filter(onChannel(second))).toHaveLength(1);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('survives a worker restart: the new worker polls the saved ackId and the delivery succeeds without a re-send', async () => {
+    let indexed = false;
+    const channel = lhec.channel(() => indexed);
+    let second: Awaited<ReturnType<typeof startWorker>> | null = null;
+    try {
+      const first = await startWorker(local.workerDeps, { schedule: false });
+      const sub = await hecSubscription(channel, local, ['assessment.completed']);
+      const published = await local.publish({ type: 'assessment.completed', data: { assessment_id: 'asm_1', project_id: 'prj_1' } });
+      const deliveryId = await local.deliveryFor(published, sub.id);
+      await poll(async () => local.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first ack poll');
+      await first.close();
+      const saved = await local.h.deps.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } });
+      expect(saved).toMatchObject({ status: 'pending', attemptCount: 1, hecAckId: 0n, waitReason: 'hec_ack' });
+
+      indexed = true;
+      second = await startWorker(local.workerDeps, { schedule: false });
+      const delivery = await local.waitForDelivery(deliveryId);
+      expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+      expect(delivery.attempts.map((a) => a.outcome)).toEqual(['success']);
+      expect(local.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(1);
+    } finally {
+      await second?.close();
+    }
+  });
+});

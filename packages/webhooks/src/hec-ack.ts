@@ -1,0 +1,74 @@
+// Splunk HEC indexer acknowledgement (README "Splunk (HTTP Event Collector)"): with `hec_ack` on, an event POST
+// that Splunk accepted answers {"text":"Success","code":0,"ackId":N}; the delivery succeeds only once
+// POST /services/collector/ack (same host, channel and token) with {"acks":[N]} answers {"acks":{"N":true}}.
+// Pure helpers: reading Splunk's answers, the ack endpoint's address, and what a poll's answer means.
+
+/** The HEC path of the acknowledgement endpoint, on the subscription URL's scheme, host and port. */
+export const HEC_ACK_PATH = '/services/collector/ack';
+
+/** The ack endpoint of a HEC event URL: same origin, HEC_ACK_PATH, no query (the channel goes in a header). */
+export function hecAckUrl(eventUrl: string): string {
+  const url = new URL(eventUrl);
+  return new URL(HEC_ACK_PATH, url.origin).toString();
+}
+
+function parseJsonObject(body: Buffer | string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The `ackId` of an accepted event POST's answer (a whole number ≥ 0), or null when there is none. */
+export function hecAckIdOf(body: Buffer | string): number | null {
+  const ackId = parseJsonObject(body)?.ackId;
+  return typeof ackId === 'number' && Number.isSafeInteger(ackId) && ackId >= 0 ? ackId : null;
+}
+
+/** The body of the ack request. */
+export function hecAckRequestBody(ackId: number): Buffer {
+  return Buffer.from(JSON.stringify({ acks: [ackId] }), 'utf8');
+}
+
+/**
+ * What the ack endpoint says about one ackId: `indexed` (true), `pending` (false), or `unknown` (an answer that is
+ * not `{"acks":{...}}` with a boolean for this id; a poll that learned nothing).
+ */
+export type HecAckStatus = 'indexed' | 'pending' | 'unknown';
+
+export function hecAckStatusOf(body: Buffer | string, ackId: number): HecAckStatus {
+  const acks = parseJsonObject(body)?.acks;
+  if (acks === null || typeof acks !== 'object' || Array.isArray(acks)) return 'unknown';
+  const value = (acks as Record<string, unknown>)[String(ackId)];
+  if (value === true) return 'indexed';
+  if (value === false) return 'pending';
+  return 'unknown';
+}
+
+export interface HecAckTiming {
+  /** How long after the event POST Splunk has to say "indexed". */
+  timeoutMs: number;
+  /** The wait between two polls. */
+  pollMs: number;
+}
+
+/**
+ * After a poll: the delivery succeeded (indexed), waits for the next poll (never past the deadline, so the last
+ * poll falls on it), or its attempt failed because the ack did not come in time (the delivery is sent again, or
+ * fails, per the retry policy).
+ */
+export type HecAckDecision = { action: 'succeed' } | { action: 'poll'; at: Date } | { action: 'give_up' };
+
+export function hecAckDecision(status: HecAckStatus, deadline: Date, now: Date, pollMs: number): HecAckDecision {
+  if (status === 'indexed') return { action: 'succeed' };
+  if (now.getTime() >= deadline.getTime()) return { action: 'give_up' };
+  return { action: 'poll', at: new Date(Math.min(now.getTime() + pollMs, deadline.getTime())) };
+}
+
+/** When an event POST answered at `sentAt` must be acknowledged by, and when to ask first. */
+export function hecAckSchedule(sentAt: Date, timing: HecAckTiming): { deadline: Date; firstPollAt: Date } {
+  const deadline = new Date(sentAt.getTime() + timing.timeoutMs);
+  return { deadline, firstPollAt: new Date(Math.min(sentAt.getTime() + timing.pollMs, deadline.getTime())) };
+}

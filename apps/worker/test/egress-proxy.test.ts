@@ -6,6 +6,7 @@
 import type { Lookup } from '@svc/net';
 import { seal } from '@svc/db';
 import { createRedis } from '@svc/queue';
+import { credentialDestination } from '@svc/webhooks';
 import { createEntraTokens } from '../src/http/entra-token';
 import { createPostWebhook } from '../src/http/post';
 import { outcomeOfHttp } from '../src/http/outcome';
@@ -92,7 +93,9 @@ it("sends an issue export's create request and its lookup for the marker through
   const finding = await insertFinding(w.h, await insertAssessment(w.h, w.org.id, project.id), { title: 'Proxied' });
   const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.admin.token)).send({ name: 'proxied', ...tracker.targetFields });
   expect(target.status).toBe(201);
-  await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.body.id }, data: { baseUrl: `https://${RECEIVER_HOSTNAME}:${w.receiver.port}/ghe-proxied/api/v3` } });
+  // The tracker as it would be configured by name (its credentials bound to that name, as the API does).
+  const baseUrl = `https://${RECEIVER_HOSTNAME}:${w.receiver.port}/ghe-proxied/api/v3`;
+  await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.body.id }, data: { baseUrl, credentialDestination: credentialDestination(baseUrl) } });
   const exportOnce = async () => {
     const res = await w.api().post(`/api/v1/findings/${finding.id}/issue-exports`).set(bearer(w.org.admin.token)).send({ target_id: target.body.id });
     expect(res.status).toBe(202);
@@ -142,7 +145,8 @@ describe('Splunk HEC indexer acknowledgement (hec_ack) polls', () => {
       name, url: w.receiver.url('/services/collector/event'), events: ['report.ready'],
       payload_format: 'splunk_hec', splunk_channel: CHANNEL, authorization: 'Splunk hec-token', hec_ack: true,
     });
-    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: `https://${host}:${w.receiver.port}/services/collector/event` } });
+    const url = `https://${host}:${w.receiver.port}/services/collector/event`;
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url, credentialDestination: credentialDestination(url) } });
     return sub;
   }
 

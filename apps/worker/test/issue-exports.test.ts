@@ -13,6 +13,7 @@ import { runOutboxRelay } from '../src/maintenance';
 import { newId } from '@svc/db';
 import { relayOverdueIssueExports } from '@svc/outbox';
 import { ISSUE_EXPORT_JOB, deliveryJobOptions } from '@svc/queue';
+import { credentialDestination } from '@svc/webhooks';
 
 const internalLookup: Lookup = async (hostname) => {
   if (hostname === 'jira.internal.test') return [{ address: '10.1.2.3', family: 4 }];
@@ -268,7 +269,8 @@ describe('URL safety', () => {
 
   it('refuses at export time a site whose name now resolves to a private address: no request, export failed', async () => {
     const target = await createTarget({ kind: 'jira', name: 'rebind', base_url: w.receiver.url('/jira-rebind'), project_key: 'SEC', email: 'bot@acme.com', api_token: JIRA_TOKEN });
-    await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.id }, data: { baseUrl: 'https://jira.internal.test' } });
+    // The site's own name (its credentials bound to it, as the API does), which now resolves to a private address.
+    await w.h.deps.prisma.issueExportTarget.update({ where: { id: target.id }, data: { baseUrl: 'https://jira.internal.test', credentialDestination: credentialDestination('https://jira.internal.test') } });
     const res = await exportTo(target.id);
     const done = await waitForExport(res.body.id);
     expect(done).toMatchObject({ status: 'failed', attemptCount: 1 });

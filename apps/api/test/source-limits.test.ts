@@ -82,6 +82,17 @@ describe('refused archives: a clear 422, and nothing stored', () => {
       () => buildZip([{ name: 'a.ts', localName: '../../evil.sh', data: Buffer.from('x') }]),
       /"a\.ts" has another name in its local header/,
     ],
+    [
+      'a name that escapes the root behind a Unicode Path field naming a safe file',
+      // Tools that ignore the field (Go's and Python's zip readers, Java's) extract the header's own name.
+      () => buildZip([{ name: '../../evil.sh', unicodePath: 'evil.sh', data: Buffer.from('x') }]),
+      /"\.\.\/\.\.\/evil\.sh" escapes the archive root with \.\./,
+    ],
+    [
+      'one name twice behind Unicode Path fields naming two files',
+      () => buildZip([{ name: 'a.txt', unicodePath: 'x.txt', data: Buffer.from('1') }, { name: 'a.txt', unicodePath: 'y.txt', data: Buffer.from('2') }]),
+      /"a\.txt" appears twice/,
+    ],
   ];
 
   it.each(cases)('%s', async (_name, zip, detail) => {

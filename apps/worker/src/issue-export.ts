@@ -111,6 +111,7 @@ async function recordCreateSent(ctx: DeliveryContext, row: FindingIssueExport): 
 
 /** Asks the tracker for the issue carrying the export's marker (see @svc/webhooks issueLookupRequest for how). */
 async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): Promise<Lookup> {
+  let found: CreatedIssue | null = null;
   for (let page = 1; page <= GITHUB_LOOKUP_MAX_PAGES; page++) {
     const query = { exportId, since, page };
     const sent = await send(ctx, issueLookupRequest(config, credentials, query), LOOKUP_RESPONSE_LIMIT_BYTES);
@@ -123,20 +124,23 @@ async function lookForExportIssue(ctx: DeliveryContext, config: IssueTarget, cre
     } catch (err) {
       return { failure: { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null }, outcome: 'http_error' };
     }
-    if (read.found || !read.nextPage) return { found: read.found };
+    // Pages run newest first: a later page's marked issue is older, and the oldest is the export's own.
+    if (read.found) found = read.found;
+    if (!read.nextPage) return { found };
   }
-  if (config.kind === 'github') return searchGitHubFurtherBack(ctx, config, credentials, exportId);
+  if (found) return { found };
+  if (config.kind === 'github') return searchGitHubFurtherBack(ctx, config, credentials, exportId, since);
   return { failure: { status: null, error: 'the tracker listed more issues than expected', retryAfter: null }, outcome: 'http_error' };
 }
 
 /** More issues since the first request than the list's pages hold: GitHub's search, whose lag is harmless this far back. */
-async function searchGitHubFurtherBack(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string): Promise<Lookup> {
-  const sent = await send(ctx, githubMarkerSearchRequest(config, credentials, exportId), LOOKUP_RESPONSE_LIMIT_BYTES);
+async function searchGitHubFurtherBack(ctx: DeliveryContext, config: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): Promise<Lookup> {
+  const sent = await send(ctx, githubMarkerSearchRequest(config, credentials, exportId, since), LOOKUP_RESPONSE_LIMIT_BYTES);
   if ('unsafe' in sent) return sent;
   const outcome = outcomeOfHttp(sent.result);
   if (outcome !== 'success') return { failure: failureOf(sent.result), outcome };
   try {
-    const read = readGithubMarkerSearch(config, exportId, sent.result.body);
+    const read = readGithubMarkerSearch(config, exportId, sent.result.body, since);
     // Never create after a search that could not finish: a second issue is what this is all about.
     if (read.found || read.complete) return { found: read.found };
     return { failure: { status: null, error: 'GitHub search results were incomplete', retryAfter: null }, outcome: 'http_error' };

@@ -151,6 +151,48 @@ describe('a busy GitHub repository', () => {
   }, 60_000);
 });
 
+describe('a public GitHub repository', () => {
+  let worker: RunningWorker;
+  beforeAll(async () => {
+    worker = await startWorker(w.workerDeps, { schedule: false });
+  });
+  afterAll(() => worker.close());
+
+  it('adopts its own issue, not an older one whose author pasted the marker into it meanwhile', async () => {
+    // The export's issue is public, its marker readable; the author of an older issue edits that one to carry it.
+    let older: { body: string; updated_at: string } | undefined;
+    const tracker: FakeTracker = newTracker('github', {
+      answer: (n, normal) => {
+        if (n > 1) return normal;
+        const marker = /<!-- svc-export:[^ ]+ -->/.exec(tracker.issues[0].text)![0];
+        older!.body += `\n\n${marker}`;
+        older!.updated_at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+        return { status: 502, body: 'bad gateway' };
+      },
+    });
+    older = tracker.addIssue('A feature request from last year.', new Date(Date.now() - 365 * 24 * 3600_000));
+    const id = await exportTo(tracker);
+    await expectOneIssue(tracker, id);
+    expect(tracker.creates()).toHaveLength(1);
+  }, 60_000);
+
+  it('adopts its own issue, not a newer one carrying its marker that 29 more issues pushed onto the first page', async () => {
+    // Newest first: the copy and 29 others fill the list's first page, the export's own issue is on the second.
+    const tracker: FakeTracker = newTracker('github', {
+      answer: (n, normal) => {
+        if (n > 1) return normal;
+        const marker = /<!-- svc-export:[^ ]+ -->/.exec(tracker.issues[0].text)![0];
+        tracker.addIssue(`Looks like yours.\n\n${marker}`, new Date());
+        tracker.addIssues(29);
+        return { status: 502, body: 'bad gateway' };
+      },
+    });
+    const id = await exportTo(tracker);
+    await expectOneIssue(tracker, id);
+    expect(tracker.creates()).toHaveLength(1);
+  }, 60_000);
+});
+
 describe('a worker SIGKILLed between the tracker\'s answer and its record', () => {
   let child: ChildWorker | undefined;
   let rescuer: RunningWorker | undefined;

@@ -101,6 +101,24 @@ function orphanSweepTests(storageName: string, env: () => Record<string, string>
       expect(file.text).toBe('kept');
     });
 
+    it('keeps every object of an upload still writing past the grace period (its row comes after its last object)', async () => {
+      if (h.config.storage.driver !== 'local') return; // an S3 object's LastModified cannot be set: local only
+      const { project, assessment } = await draft(h, org);
+      const prefix = `orgs/${org.id}/projects/${project.id}/assessments/${assessment.id}/src_writing00000000000000000/`;
+      const put = async (key: string) => h.deps.storage.put(key, (await import('node:stream')).Readable.from([Buffer.from('x')]), 1);
+      await put(`${prefix}files/${'c'.repeat(64)}`);
+      h.clock.advance(GRACE_MS + 60_000);
+      // The extraction's latest object, written just now by the service's clock.
+      const latest = `${prefix}files/${'d'.repeat(64)}`;
+      await put(latest);
+      const now = h.clock.now().getTime() / 1000;
+      utimesSync(path.join(h.config.storage.dir, ...latest.split('/')), now, now);
+
+      await runSweep(h);
+      expect((await h.deps.storage.scan(prefix)).map((e) => e.key)).toEqual([`${prefix}files/${'c'.repeat(64)}`, latest]);
+      await h.deps.storage.deletePrefix(prefix);
+    });
+
     it("retries a replaced archive's failed delete instead of only logging it", async () => {
       const { assessment } = await draft(h, org);
       const first = await upload(h, org.admin.token, assessment.id, smallZip('first'));

@@ -5,6 +5,7 @@ import {
   checkArchiveEntries,
   entryNameKey,
   normalizedEntryPath,
+  refuseHeaderNames,
   refuseLocalHeaderMismatch,
   refuseOverQuota,
   unsafeEntryName,
@@ -126,6 +127,18 @@ describe('refuseOverQuota', () => {
       /quota is 100 uncompressed bytes \(SOURCE_ORG_QUOTA_BYTES\); 60 are used and this archive expands to 41/,
     );
     expect(() => refuseOverQuota({ usedBytes: 60, replacedBytes: 30, incomingBytes: 70, quotaBytes: 100 })).not.toThrow();
+  });
+});
+
+describe('refuseHeaderNames', () => {
+  const named = (headerName: string, name: string) => ({ facts: file(name), headerName });
+  it('refuses a header name that escapes the root or repeats a file, whatever the Unicode Path field says', () => {
+    expect(() => refuseHeaderNames([named('../../evil.sh', 'evil.sh')])).toThrow(/"\.\.\/\.\.\/evil\.sh" escapes the archive root/);
+    expect(() => refuseHeaderNames([named('a.txt', 'x.txt'), named('./a.txt', 'y.txt')])).toThrow(/"\.\/a\.txt" appears twice/);
+  });
+
+  it('accepts legacy code page names that only fold alike (UTF-8 bytes of "À" and "Ç" read as CP437)', () => {
+    expect(() => refuseHeaderNames([named('\u251c\u00c7.txt', '\u00c0.txt'), named('\u251c\u00e7.txt', '\u00c7.txt'), named('d/', 'd/')])).not.toThrow();
   });
 });
 

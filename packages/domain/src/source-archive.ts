@@ -191,6 +191,24 @@ export class QuotaRefusal extends ArchiveRefusal {
   }
 }
 
+/**
+ * Each entry's own header name, where an Info-ZIP Unicode Path extra field (0x7075) gave the entry another: tools
+ * that ignore the field extract under the header's name, so it must be safe too, and no two files may share it.
+ * Letter case is not compared: a header name in a legacy code page (Info-ZIP's default) is mojibake, and two
+ * different names can fold alike.
+ */
+export function refuseHeaderNames(entries: Array<{ facts: ZipEntryFacts; headerName: string }>): void {
+  const files = new Set<string>();
+  for (const { facts, headerName } of entries) {
+    const reason = unsafeEntryName(headerName);
+    if (reason) throw new ArchiveRefusal(`Entry "${printable(headerName)}" ${reason}: the archive is refused.`);
+    if (isDirectoryEntry({ ...facts, name: headerName })) continue;
+    const path = normalizedEntryPath(headerName);
+    if (files.has(path)) throw new ArchiveRefusal(`Entry "${printable(headerName)}" appears twice: the archive is refused.`);
+    files.add(path);
+  }
+}
+
 /** Fixed part of a zip local file header; the name follows it. */
 export const LOCAL_HEADER_BYTES = 30;
 const LOCAL_HEADER_SIGNATURE = 0x04034b50;

@@ -32,8 +32,14 @@ export interface SweepPlan {
 /** Groups what is older than the cutoff; anything younger is left for a later sweep. */
 export function planSweep(entries: SweepEntry[], cutoff: Date): SweepPlan {
   const plan: SweepPlan = { partials: [], byUploadPrefix: new Map() };
+  // An upload with anything younger than the cutoff may still be writing (its row comes after its last object).
+  const writing = new Set<string>();
   for (const entry of entries) {
-    if (entry.modifiedAt.getTime() > cutoff.getTime()) continue;
+    if (entry.modifiedAt.getTime() > cutoff.getTime()) {
+      const prefix = uploadPrefixOfKey(entry.key);
+      if (prefix) writing.add(prefix);
+      continue;
+    }
     if (entry.partial) {
       plan.partials.push(entry.key);
       continue;
@@ -45,6 +51,7 @@ export function planSweep(entries: SweepEntry[], cutoff: Date): SweepPlan {
     keys.push(entry.key);
     plan.byUploadPrefix.set(prefix, keys);
   }
+  for (const prefix of writing) plan.byUploadPrefix.delete(prefix);
   return plan;
 }
 

@@ -15,6 +15,8 @@ export interface ZipEntrySpec {
   localName?: string;
   /** A body deflated once for many entries (see deflatedOnce): the data is not deflated again. */
   deflated?: DeflatedBody;
+  /** An Info-ZIP Unicode Path extra field (0x7075) in the central directory: the name tools that read it see. */
+  unicodePath?: string;
 }
 
 export interface DeflatedBody {
@@ -55,7 +57,18 @@ function localHeader(name: Buffer, body: Omit<Body, 'offset'>): Buffer {
   return Buffer.concat([h, name]);
 }
 
-function centralHeader(name: Buffer, body: Body, mode: number): Buffer {
+/** Info-ZIP Unicode Path extra field: version 1, the CRC-32 of the header's own name, the UTF-8 name. */
+function unicodePathField(name: Buffer, unicodePath: string): Buffer {
+  const path = Buffer.from(unicodePath, 'utf8');
+  const field = Buffer.alloc(9);
+  field.writeUInt16LE(0x7075, 0);
+  field.writeUInt16LE(5 + path.length, 2);
+  field.writeUInt8(1, 4);
+  field.writeUInt32LE(crc32(name), 5);
+  return Buffer.concat([field, path]);
+}
+
+function centralHeader(name: Buffer, body: Body, mode: number, extra: Buffer = Buffer.alloc(0)): Buffer {
   const h = Buffer.alloc(46);
   h.writeUInt32LE(0x02014b50, 0);
   h.writeUInt16LE((3 << 8) | 20, 4); // made by Unix: the external attributes hold a mode
@@ -68,9 +81,10 @@ function centralHeader(name: Buffer, body: Body, mode: number): Buffer {
   h.writeUInt32LE(body.compressedSize, 20);
   h.writeUInt32LE(body.uncompressedSize, 24);
   h.writeUInt16LE(name.length, 28);
+  h.writeUInt16LE(extra.length, 30);
   h.writeUInt32LE(((mode & 0xffff) << 16) >>> 0, 38);
   h.writeUInt32LE(body.offset, 42);
-  return Buffer.concat([h, name]);
+  return Buffer.concat([h, name, extra]);
 }
 
 function endOfCentralDirectory(count: number, size: number, offset: number): Buffer {
@@ -102,7 +116,8 @@ export function buildZip(entries: ZipEntrySpec[]): Buffer {
     };
     const local = localHeader(entry.localName === undefined ? name : Buffer.from(entry.localName, 'utf8'), body);
     parts.push(local, compressed);
-    central.push(centralHeader(name, body, entry.mode ?? REGULAR_FILE));
+    const extra = entry.unicodePath === undefined ? undefined : unicodePathField(name, entry.unicodePath);
+    central.push(centralHeader(name, body, entry.mode ?? REGULAR_FILE, extra));
     offset += local.length + compressed.length;
   }
   const cd = Buffer.concat(central);

@@ -26,6 +26,8 @@ export interface FakeTracker {
   kind: 'github' | 'jira';
   /** Issues others create (GitHub): a busy repository. */
   addIssues(count: number): void;
+  /** Someone else's issue created at that time (GitHub), to edit later: its body and updated_at can be changed. */
+  addIssue(body: string, createdAt: Date): { body: string; updated_at: string };
   /** The target's fields for POST /api/v1/issue-export-targets, credentials included. */
   targetFields: Record<string, unknown>;
   issues: TrackedIssue[];
@@ -51,10 +53,14 @@ function tracker(
   addIssues: (count: number) => void = () => {
     throw new Error('not supported');
   },
+  addIssue: FakeTracker['addIssue'] = () => {
+    throw new Error('not supported');
+  },
 ): FakeTracker {
   return {
     kind,
     addIssues,
+    addIssue,
     targetFields,
     issues,
     creates: () => requests().filter(isCreate),
@@ -85,14 +91,17 @@ function githubSite(receiver: Receiver, apiBase: string): Map<string, GitHubIssu
     const site = new Map<string, GitHubIssue[]>();
     repos = site;
     sites.set(apiBase, site);
-    // The search index: qualifiers repo:, in:body, is:issue and one quoted phrase, as GitHub's q= syntax.
+    // The search index: qualifiers repo:, in:body, is:issue, created:>= and one quoted phrase, as GitHub's q= syntax.
     receiver.script(`${apiBase}/search/issues`, (req) => {
       if (!req.headers.authorization?.startsWith('Bearer ')) return unauthorized();
       const q = new URLSearchParams(req.query).get('q') ?? '';
       const phrase = /"([^"]+)"/.exec(q)?.[1];
       const repo = /repo:(\S+)/.exec(q)?.[1];
       if (!phrase || !repo) return json(422, { message: 'Validation Failed', errors: [{ message: 'The search is longer than 256 characters.' }] });
-      const items = (site.get(repo) ?? []).filter((i) => i.body.includes(phrase)).sort((a, b) => a.number - b.number);
+      const createdFrom = /created:>=(\S+)/.exec(q)?.[1];
+      const items = (site.get(repo) ?? [])
+        .filter((i) => i.body.includes(phrase) && (!createdFrom || Date.parse(i.created_at as string) >= Date.parse(createdFrom)))
+        .sort((a, b) => a.number - b.number);
       return json(200, { total_count: items.length, incomplete_results: false, items: items.map((i) => ({ ...i, score: 1 })) });
     });
   }
@@ -159,7 +168,12 @@ export function fakeGitHub(receiver: Receiver, apiBase: string, repository: stri
   const addIssues = (count: number) => {
     for (let i = 0; i < count; i++) store(`Someone else's issue ${stored.length + 1}`, 'Not from the service.');
   };
-  return tracker('github', { kind: 'github', base_url: receiver.url(apiBase), repository, token }, requests, (r) => r.path === path && r.method === 'POST', issues, addIssues);
+  const addIssue = (body: string, createdAt: Date) => {
+    const issue = store('Someone else\'s older issue', body);
+    issue.created_at = githubTime(createdAt.getTime());
+    return issue;
+  };
+  return tracker('github', { kind: 'github', base_url: receiver.url(apiBase), repository, token }, requests, (r) => r.path === path && r.method === 'POST', issues, addIssues, addIssue);
 }
 
 /** A Jira Cloud site at {receiver}{site}, one project. */

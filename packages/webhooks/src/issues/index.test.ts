@@ -95,6 +95,12 @@ describe('parseCreatedIssue', () => {
     expect(() => parseCreatedIssue(jira, Buffer.from('{}'))).toThrow(/issue key/);
     expect(() => parseCreatedIssue(jira, Buffer.from('<html>'))).toThrow(SyntaxError);
   });
+
+  it('refuses an html_url that is not a web address (it is shown to users as the issue\'s link)', () => {
+    for (const html_url of ['javascript:alert(document.cookie)', 'data:text/html,<script>alert(1)</script>', '//evil.example/x', 'not a url']) {
+      expect(() => parseCreatedIssue(github, Buffer.from(JSON.stringify({ number: 7, html_url })))).toThrow(/html_url/);
+    }
+  });
 });
 
 describe('export markers', () => {
@@ -149,12 +155,31 @@ describe('looking for an export\'s issue', () => {
     ];
     expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(page)))).toEqual({
       found: { key: 'acme/web#5', url: 'https://ghe.example.com/acme/web/issues/5' },
+      nextPage: false,
     });
+  });
+
+  it('GitHub: never adopts an issue created before the first request, even one edited since to carry the marker', () => {
+    // Anyone who may edit an older issue of the repository (its author, in a public one) can paste the marker
+    // there once they have read it in the export's issue: oldest by number, it would win.
+    const marker = githubExportMarker('iexj_01abc');
+    const page = [issue(12, `x\n${marker}`), issue(11, 'no marker'), issue(3, `edited\n${marker}`, '2025-01-01T00:00:00Z')];
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(page)))).toEqual({
+      found: { key: 'acme/web#12', url: 'https://ghe.example.com/acme/web/issues/12' },
+      nextPage: false,
+    });
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(3, marker, '2025-01-01T00:00:00Z')])))).toEqual({ found: null, nextPage: false });
+    const answer = Buffer.from(JSON.stringify({ incomplete_results: false, items: [issue(3, marker, '2025-01-01T00:00:00Z'), issue(12, marker)] }));
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer, since)).toEqual({ found: { key: 'acme/web#12', url: 'https://ghe.example.com/acme/web/issues/12' }, complete: true });
+    expect(() => readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(12, marker, undefined, { html_url: 'javascript:alert(1)' })])))).toThrow(/html_url/);
   });
 
   it('GitHub: reads on only while a full page still reaches back to the first request', () => {
     const full = (createdAt: string) => Buffer.from(JSON.stringify(Array.from({ length: GITHUB_LOOKUP_PAGE_SIZE }, (_, i) => issue(100 - i, 'no marker', createdAt))));
     expect(readIssueLookup(github, query, full('2026-11-26T10:00:05Z'))).toEqual({ found: null, nextPage: true });
+    // A hit on a full page still reads on: the next page's issues are older, and a marked one there is the export's.
+    const marked = Array.from({ length: GITHUB_LOOKUP_PAGE_SIZE }, (_, i) => issue(100 - i, i === 3 ? githubExportMarker('iexj_01abc') : 'no'));
+    expect(readIssueLookup(github, query, Buffer.from(JSON.stringify(marked)))).toEqual({ found: { key: 'acme/web#97', url: 'https://ghe.example.com/acme/web/issues/97' }, nextPage: true });
     expect(readIssueLookup(github, query, full('2026-11-26T09:00:00Z'))).toEqual({ found: null, nextPage: false });
     expect(readIssueLookup(github, query, Buffer.from(JSON.stringify([issue(1, 'no')])))).toEqual({ found: null, nextPage: false });
     expect(() => readIssueLookup(github, query, Buffer.from('{"message":"x"}'))).toThrow(/array/);
@@ -162,32 +187,43 @@ describe('looking for an export\'s issue', () => {
   });
 
   it('GitHub, further back than the list reaches: the search API on the marker phrase in the repository\'s bodies', () => {
-    const request = githubMarkerSearchRequest(github, { token: 'ghp_secret' }, 'iexj_01abc');
+    const request = githubMarkerSearchRequest(github, { token: 'ghp_secret' }, 'iexj_01abc', since);
     const url = new URL(request.url);
     expect(request.method).toBe('GET');
     expect(url.origin + url.pathname).toBe('https://ghe.example.com/api/v3/search/issues');
-    expect(url.searchParams.get('q')).toBe('"svc-export:iexj_01abc" repo:acme/web in:body is:issue');
+    // Only issues created since the first request (less the margin): older ones edited to carry the marker would
+    // otherwise fill the 10 results, oldest first, and hide the export's own.
+    expect(url.searchParams.get('q')).toBe('"svc-export:iexj_01abc" repo:acme/web in:body is:issue created:>=2026-11-26T09:45:00Z');
     const marker = githubExportMarker('iexj_01abc');
     const answer = (items: unknown[], incomplete = false) => Buffer.from(JSON.stringify({ total_count: items.length, incomplete_results: incomplete, items }));
-    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([issue(12, `x ${marker}`), issue(3, `y ${marker}`), issue(2, 'mentions svc-export:iexj_01abc in prose')]))).toEqual({
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([issue(12, `x ${marker}`), issue(3, `y ${marker}`), issue(2, 'mentions svc-export:iexj_01abc in prose')]), since)).toEqual({
       found: { key: 'acme/web#3', url: 'https://ghe.example.com/acme/web/issues/3' },
       complete: true,
     });
-    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([], true))).toEqual({ found: null, complete: false });
-    expect(() => readGithubMarkerSearch(github, 'iexj_01abc', Buffer.from('{"message":"x"}'))).toThrow(/without items/);
+    expect(readGithubMarkerSearch(github, 'iexj_01abc', answer([], true), since)).toEqual({ found: null, complete: false });
+    expect(() => readGithubMarkerSearch(github, 'iexj_01abc', Buffer.from('{"message":"x"}'), since)).toThrow(/without items/);
   });
 
   it('Jira: a JQL search on the marker label in the project, read back by key', () => {
     const request = issueLookupRequest(jira, { email: 'bot@acme.com', api_token: 'jira-secret' }, query);
     expect(request).toMatchObject({ method: 'POST', url: 'https://acme.atlassian.net/rest/api/3/search/jql' });
     expect(JSON.parse(request.body.toString())).toEqual({
-      jql: 'project = "SEC" AND labels = "svc-export-iexj_01abc" ORDER BY created ASC',
+      // JQL dates are in the account's time zone: 14 h more margin covers every zone.
+      jql: 'project = "SEC" AND labels = "svc-export-iexj_01abc" AND created >= "2026-11-25 19:45" ORDER BY created ASC',
       fields: ['labels', 'created'],
       maxResults: 10,
     });
-    const answer = { issues: [{ id: '10002', key: 'SEC-13', fields: { labels: ['security', 'svc-export-iexj_01abc'] } }], isLast: true };
-    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(answer)))).toEqual({ found: { key: 'SEC-13', url: 'https://acme.atlassian.net/browse/SEC-13' } });
+    const answer = { issues: [{ id: '10002', key: 'SEC-13', fields: { labels: ['security', 'svc-export-iexj_01abc'], created: '2026-11-26T10:00:01.000+0000' } }], isLast: true };
+    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(answer)))).toEqual({ found: { key: 'SEC-13', url: 'https://acme.atlassian.net/browse/SEC-13' }, nextPage: false });
     expect(readIssueLookup(jira, query, Buffer.from('{"issues":[],"isLast":true}'))).toEqual({ found: null, nextPage: false });
+    // An older issue someone labelled since is never adopted: only issues created since the first request count.
+    const relabelled = {
+      issues: [
+        { key: 'SEC-2', fields: { labels: ['svc-export-iexj_01abc'], created: '2026-11-26T01:00:00.000+0000' } },
+        { key: 'SEC-14', fields: { labels: ['svc-export-iexj_01abc'], created: '2026-11-26T10:00:02.000+0000' } },
+      ],
+    };
+    expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(relabelled)))).toEqual({ found: { key: 'SEC-14', url: 'https://acme.atlassian.net/browse/SEC-14' }, nextPage: false });
     const unlabelled = { issues: [{ key: 'SEC-1', fields: { labels: ['svc-export-iexj_01abcd'] } }] };
     expect(readIssueLookup(jira, query, Buffer.from(JSON.stringify(unlabelled)))).toEqual({ found: null, nextPage: false });
     expect(() => readIssueLookup(jira, query, Buffer.from('{"errorMessages":["x"]}'))).toThrow(/without issues/);

@@ -170,10 +170,20 @@ export function parseCreatedIssue(target: IssueTarget, body: Buffer): CreatedIss
   return readIssue(target, JSON.parse(body.toString('utf8')));
 }
 
+function isWebAddress(url: string): boolean {
+  try {
+    return ['https:', 'http:'].includes(new URL(url).protocol);
+  } catch {
+    return false;
+  }
+}
+
 function readIssue(target: IssueTarget, parsed: unknown): CreatedIssue {
   const issue = (parsed ?? {}) as Record<string, unknown>;
   if (target.kind === 'github') {
     if (typeof issue.number !== 'number' || typeof issue.html_url !== 'string') throw new Error('GitHub answered without number and html_url');
+    // The URL is shown to users as the issue's link: a web address, never javascript: or data:.
+    if (!isWebAddress(issue.html_url)) throw new Error('GitHub answered an html_url that is not an http(s) address');
     return { key: `${target.repository}#${issue.number}`, url: issue.html_url };
   }
   if (typeof issue.key !== 'string') throw new Error('Jira answered without an issue key');
@@ -204,9 +214,8 @@ export interface IssueLookupQuery {
   page: number;
 }
 
-export type IssueLookupPage =
-  | { found: CreatedIssue }
-  | { found: null; nextPage: boolean };
+/** found: the oldest marked issue of this page; nextPage: whether a later page may still hold an older one. */
+export type IssueLookupPage = { found: CreatedIssue | null; nextPage: boolean };
 
 export function issueLookupRequest(target: IssueTarget, credentials: IssueCredentials, query: IssueLookupQuery): IssueRequest {
   if (target.kind === 'github') {
@@ -215,7 +224,7 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
     return { method: 'GET', url: `${githubIssuesUrl(target)}?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
   }
   if (target.kind === 'jira') {
-    const jql = `project = "${target.projectKey}" AND labels = "${jiraExportLabel(query.exportId)}" ORDER BY created ASC`;
+    const jql = `project = "${target.projectKey}" AND labels = "${jiraExportLabel(query.exportId)}" AND created >= "${jqlDate(query.since)}" ORDER BY created ASC`;
     return {
       method: 'POST',
       url: `${trimSlash(target.baseUrl)}/rest/api/3/search/jql`,
@@ -226,24 +235,44 @@ export function issueLookupRequest(target: IssueTarget, credentials: IssueCreden
   return unknownTracker(target);
 }
 
+/** JQL reads dates in the account's time zone (UTC-12 to UTC+14): 14 h more margin, in UTC, is early enough in all. */
+function jqlDate(since: Date): string {
+  const from = new Date(since.getTime() - LOOKUP_CLOCK_MARGIN_MS - 14 * 3600_000).toISOString();
+  return `${from.slice(0, 10)} ${from.slice(11, 16)}`;
+}
+
 /** GitHub's search for the marker in the repository's issue bodies (older issues than the list reached). */
-export function githubMarkerSearchRequest(target: IssueTarget, credentials: IssueCredentials, exportId: string): IssueRequest {
-  const q = `"svc-export:${exportId}" repo:${target.repository ?? ''} in:body is:issue`;
+export function githubMarkerSearchRequest(target: IssueTarget, credentials: IssueCredentials, exportId: string, since: Date): IssueRequest {
+  // Created since the first request: older issues edited to carry the marker must not fill the results.
+  const from = new Date(since.getTime() - LOOKUP_CLOCK_MARGIN_MS).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const q = `"svc-export:${exportId}" repo:${target.repository ?? ''} in:body is:issue created:>=${from}`;
   const params = new URLSearchParams({ q, sort: 'created', order: 'asc', per_page: '10' });
   return { method: 'GET', url: `${trimSlash(target.baseUrl)}/search/issues?${params}`, headers: githubGetHeaders(credentials), body: Buffer.alloc(0) };
 }
 
 /** The oldest marked issue the search found; `complete` is false when GitHub says its results are incomplete. */
-export function readGithubMarkerSearch(target: IssueTarget, exportId: string, body: Buffer): { found: CreatedIssue | null; complete: boolean } {
+export function readGithubMarkerSearch(target: IssueTarget, exportId: string, body: Buffer, since: Date): { found: CreatedIssue | null; complete: boolean } {
   const parsed = JSON.parse(body.toString('utf8')) as { items?: unknown; incomplete_results?: unknown };
   if (!Array.isArray(parsed.items)) throw new Error('GitHub answered the search without items');
-  const found = oldestMarked(parsed.items, githubExportMarker(exportId));
+  const found = oldestMarked(parsed.items, githubExportMarker(exportId), since);
   return { found: found ? readIssue(target, found) : null, complete: parsed.incomplete_results !== true };
 }
 
-function oldestMarked(issues: unknown[], marker: string): Record<string, unknown> | null {
+/**
+ * Only issues created since the first request (less the clock margin) count: an older issue whose body someone
+ * edited to carry the marker (read off the export's own issue) would otherwise be the oldest, and adopted.
+ */
+function oldestMarked(issues: unknown[], marker: string, since: Date): Record<string, unknown> | null {
+  const earliest = since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
   const marked = (issues as Array<Record<string, unknown>>).filter(
-    (issue) => issue && !issue.pull_request && typeof issue.body === 'string' && issue.body.includes(marker) && typeof issue.number === 'number',
+    (issue) =>
+      issue &&
+      !issue.pull_request &&
+      typeof issue.body === 'string' &&
+      issue.body.includes(marker) &&
+      typeof issue.number === 'number' &&
+      typeof issue.created_at === 'string' &&
+      Date.parse(issue.created_at) >= earliest,
   );
   return marked.length === 0 ? null : marked.reduce((a, b) => ((a.number as number) <= (b.number as number) ? a : b));
 }
@@ -253,17 +282,26 @@ export function readIssueLookup(target: IssueTarget, query: IssueLookupQuery, bo
   const parsed = JSON.parse(body.toString('utf8')) as unknown;
   if (target.kind === 'github') {
     if (!Array.isArray(parsed)) throw new Error('GitHub answered the issue list without an array');
-    const oldest = oldestMarked(parsed, githubExportMarker(query.exportId));
-    if (oldest) return { found: readIssue(target, oldest) };
+    const oldest = oldestMarked(parsed, githubExportMarker(query.exportId), query.since);
+    const found = oldest ? readIssue(target, oldest) : null;
     const earliest = query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
     const last = parsed[parsed.length - 1] as Record<string, unknown> | undefined;
     const lastCreated = last && typeof last.created_at === 'string' ? Date.parse(last.created_at) : Number.NaN;
     // Newest first: once a page ends before the first request (or the list ends), no later page can hold the issue.
-    return { found: null, nextPage: parsed.length >= GITHUB_LOOKUP_PAGE_SIZE && !(lastCreated < earliest) };
+    // Read on even after a hit: a copy of the marker on a newer issue must not hide the export's own, older one.
+    return { found, nextPage: parsed.length >= GITHUB_LOOKUP_PAGE_SIZE && !(lastCreated < earliest) };
   }
   const issues = (parsed as { issues?: unknown }).issues;
   if (!Array.isArray(issues)) throw new Error('Jira answered the search without issues');
   const label = jiraExportLabel(query.exportId);
-  const marked = issues.find((issue: { fields?: { labels?: unknown } }) => Array.isArray(issue?.fields?.labels) && issue.fields.labels.includes(label));
-  return marked ? { found: readIssue(target, marked) } : { found: null, nextPage: false };
+  const earliest = query.since.getTime() - LOOKUP_CLOCK_MARGIN_MS;
+  // As on GitHub, only an issue created since the first request: not an older one someone labelled since.
+  const marked = issues.find(
+    (issue: { fields?: { labels?: unknown; created?: unknown } }) =>
+      Array.isArray(issue?.fields?.labels) &&
+      issue.fields.labels.includes(label) &&
+      typeof issue.fields.created === 'string' &&
+      Date.parse(issue.fields.created) >= earliest,
+  );
+  return { found: marked ? readIssue(target, marked) : null, nextPage: false };
 }

@@ -12,6 +12,7 @@ import {
   LOCAL_HEADER_BYTES,
   checkArchiveEntries,
   refuseEntryCount,
+  refuseHeaderNames,
   refuseLocalHeaderMismatch,
   type SourceArchiveLimits,
   type ZipEntryFacts,
@@ -37,15 +38,19 @@ function openZip(file: string): Promise<yauzl.ZipFile> {
   );
 }
 
-function readCentralDirectory(zip: yauzl.ZipFile): Promise<Array<{ facts: ZipEntryFacts; entry: yauzl.Entry }>> {
+type CentralEntry = { facts: ZipEntryFacts; entry: yauzl.Entry; headerName: string };
+
+function readCentralDirectory(zip: yauzl.ZipFile): Promise<CentralEntry[]> {
   return new Promise((resolve, reject) => {
-    const entries: Array<{ facts: ZipEntryFacts; entry: yauzl.Entry }> = [];
+    const entries: CentralEntry[] = [];
     zip.on('entry', (entry: yauzl.Entry) => {
       const raw = entry.fileName as unknown as Buffer;
       // strict: backslashes are kept (and refused) instead of being turned into separators.
       const name = decodeEntryName(entry.generalPurposeBitFlag, raw, entry.extraFields, true);
       entries.push({
         entry,
+        // The header's own name, which extractors that ignore the Unicode Path extra field (0x7075) use instead.
+        headerName: decodeEntryName(entry.generalPurposeBitFlag, raw, [], true),
         facts: {
           name,
           compressedSize: entry.compressedSize,
@@ -68,7 +73,7 @@ function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<NodeJS.Reada
 }
 
 /** Every entry's local header must name it as the central directory does (read here: yauzl skips those names). */
-async function checkLocalHeaders(file: string, entries: Array<{ facts: ZipEntryFacts; entry: yauzl.Entry }>): Promise<void> {
+async function checkLocalHeaders(file: string, entries: CentralEntry[]): Promise<void> {
   const handle = await open(file, 'r');
   try {
     for (const { facts, entry } of entries) {
@@ -101,6 +106,7 @@ export async function extractArchive(
     refuseEntryCount(zip.entryCount, limits);
     const entries = await readCentralDirectory(zip);
     const files = checkArchiveEntries(zip.entryCount, entries.map((e) => e.facts), limits, archiveBytes);
+    if (entries.some((e) => e.headerName !== e.facts.name)) refuseHeaderNames(entries);
     await checkLocalHeaders(file, entries);
     await admit(files.reduce((sum, f) => sum + f.size, 0));
     const stored = new Set<string>();

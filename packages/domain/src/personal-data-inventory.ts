@@ -214,7 +214,7 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
     columns: {
       id: N, organization_id: N, project_id: N, assessment_id: N, url: N, payload_format: N, kind: N, breaker_state: N,
       disabled_reason: N, splunk_index: N, splunk_channel: N, secret_enc: N, previous_secret_enc: N, authorization_enc: N,
-      azure_credentials_enc: N, configured_by_user_id: N, url_enc: N, credential_destination: N, events: ['text_array', 'never'], severity_filter: ['text_array', 'never'], status_filter: ['text_array', 'never'],
+      azure_credentials_enc: N, configured_by_user_id: N, url_enc: N, credential_destination: N, signature_scheme: N, events: ['text_array', 'never'], severity_filter: ['text_array', 'never'], status_filter: ['text_array', 'never'],
       email_recipients: ['text_array', 'email_keyed'], name: FREE,
     },
   },

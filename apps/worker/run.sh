@@ -7,6 +7,6 @@
 # --heap-growing-percent=75: after a full collection V8 lets the old generation grow to 1.75 x what survived,
 # instead of up to 4 x. The worker's live heap is about 35 MiB, but the requests in flight at WORKER_CONCURRENCY=100
 # are promoted quickly, and the default let the heap reach 130 MiB between full collections (peak RSS 235-245 MiB).
-# Unlike --max-old-space-size it sets no ceiling, so a real need for memory is still met. README, "Performance".
+# Unlike --max-old-space-size it sets no ceiling, so a real need for memory is still met. docs/performance.md, "Performance".
 set -eu
 exec node --heap-growing-percent=75 "$@" "$(dirname "$0")/dist/main.js"

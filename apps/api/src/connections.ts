@@ -1,5 +1,5 @@
 // The API's connections to PostgreSQL and Redis, opened the same way by main.ts and the test harness. Both are set
-// to fail fast during an outage (README "Outages"): a request waits at most DATABASE_CONNECT_TIMEOUT_MS for a
+// to fail fast during an outage (docs/operations.md "Outages"): a request waits at most DATABASE_CONNECT_TIMEOUT_MS for a
 // PostgreSQL connection and REDIS_COMMAND_TIMEOUT_MS for Redis, then answers 503.
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';

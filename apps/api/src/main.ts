@@ -21,7 +21,7 @@ async function main(): Promise<void> {
     .then((done) => (done.chatUrlsSealed > 0 || done.credentialsBound > 0) && logger.info('Secured stored secrets', { chat_urls_sealed: done.chatUrlsSealed, credentials_bound: done.credentialsBound }))
     .catch((err: unknown) => logger.warn('Securing stored secrets failed; the next start-up tries again', { error: err instanceof Error ? err.message : String(err) }));
   const mailer = createMailer(config.mail);
-  // Upload leftovers of an earlier process that was killed mid-upload (README "Source").
+  // Upload leftovers of an earlier process that was killed mid-upload (docs/domain.md "Source").
   await sweepTempFilesAtStart(config.source, logger);
   const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
 

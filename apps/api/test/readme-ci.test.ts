@@ -1,4 +1,4 @@
-// The README's "From CI" script, extracted from README.md and run with bash as written, against a real API on
+// The "From CI" script of docs/domain.md (the README's map links it), extracted and run with bash as written, against a real API on
 // loopback, in a git repository of its own. The test plays the engine: it starts the launched assessment,
 // reports findings and completes it while the script waits.
 import { execFileSync, spawn } from 'node:child_process';
@@ -11,12 +11,12 @@ import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
 
-const README = path.join(__dirname, '../../../README.md');
+const CI_DOC = path.join(__dirname, '../../../docs/domain.md');
 
-/** The bash block that follows the `<!-- ci-script -->` marker in the README. */
-function ciScriptFromReadme(text = readFileSync(README, 'utf8')): string {
+/** The bash block that follows the `<!-- ci-script -->` marker in docs/domain.md. */
+function ciScriptFromReadme(text = readFileSync(CI_DOC, 'utf8')): string {
   const match = /<!-- ci-script -->\s*```bash\n([\s\S]*?)\n```/.exec(text);
-  if (!match) throw new Error('README.md has no <!-- ci-script --> bash block');
+  if (!match) throw new Error('docs/domain.md has no <!-- ci-script --> bash block');
   return match[1]!;
 }
 

@@ -360,7 +360,7 @@ async function skipDelivery(
 }
 
 function render(ctx: DeliveryContext, delivery: LoadedDelivery): RenderedPayload | Error {
-  const { payloadFormat } = delivery; // fixed when the delivery was created (README, Webhooks)
+  const { payloadFormat } = delivery; // fixed when the delivery was created (docs/webhooks.md)
   const { splunkIndex } = delivery.subscription;
   try {
     if (isNotificationKind(payloadFormat)) {

@@ -155,7 +155,7 @@ async function removeMembership(tx: Tx, organizationId: string, userId: string, 
   return { removed: count > 0, sessions: sessions.count, apiKeys: keys.count };
 }
 
-/** The routes they last configured stop, as when DELETE /members/:id removes them (README "Who may route events"). */
+/** The routes they last configured stop, as when DELETE /members/:id removes them (docs/api.md, "Who may route events"). */
 async function disableRoutesConfiguredBy(tx: Tx, organizationId: string, userId: string, now: Date) {
   const where = { organizationId, configuredByUserId: userId, deletedAt: null, status: { not: 'disabled' as const } };
   const routes = await tx.webhookSubscription.findMany({ where, select: { id: true, kind: true, level: true, projectId: true, assessmentId: true } });

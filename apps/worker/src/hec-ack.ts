@@ -1,4 +1,4 @@
-// Splunk HEC indexer acknowledgement for subscriptions with hec_ack (README "Splunk (HTTP Event Collector)").
+// Splunk HEC indexer acknowledgement for subscriptions with hec_ack (docs/siem.md "Splunk (HTTP Event Collector)").
 // An event POST that Splunk accepts with an ackId does not end the delivery: the attempt is recorded `ack_pending`,
 // the ackId and deadline are saved on the delivery row, and the job goes back to the queue until the next poll (no
 // worker slot waits meanwhile, and a restarted worker finds the same row). Each poll asks /services/collector/ack on

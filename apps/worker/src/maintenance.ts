@@ -22,7 +22,7 @@ export type { PurgeResult } from './retention';
 /**
  * The purge runs every minute for at most RETENTION_PURGE_BUDGET_MS, a batch of RETENTION_PURGE_BATCH rows per
  * statement: the maintenance worker is never held for longer than that (the SLA scan and the key lifecycle wait at
- * most one budget), and a backlog is worked off a budget per minute (README "Retention at volume").
+ * most one budget), and a backlog is worked off a budget per minute (docs/performance.md "Retention at volume").
  */
 export const RETENTION_PURGE_INTERVAL_MS = 60 * 1000;
 export const RETENTION_PURGE_BUDGET_MS = 20 * 1000;

@@ -1,4 +1,4 @@
-// Operational events (README, Operational events): what happens to a subscription or notification target itself,
+// Operational events (docs/webhooks.md "Operational events"): what happens to a subscription or notification target itself,
 // published through the outbox in the transaction that records the change, so an event is never lost and never
 // sent for a change that rolled back. They are organization-level events (only org-wide subscriptions and targets
 // receive them, whatever level the subscription they are about has), and an event about subscription S is never

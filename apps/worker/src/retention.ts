@@ -1,4 +1,4 @@
-// The retention purge at volume (DESIGN.md "Retention"; README "Retention at volume"). Deliveries (and, by
+// The retention purge at volume (DESIGN.md "Retention"; docs/performance.md "Retention at volume"). Deliveries (and, by
 // cascade, their attempts) go 30 days after they reached a terminal state; an event goes once it is as old and no
 // delivery references it any more. Every statement walks an index, a bounded batch at a time, so its cost per row
 // does not grow with the table:

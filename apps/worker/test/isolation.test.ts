@@ -1,4 +1,4 @@
-// Delivery isolation (README "Delivery isolation"): one receiver's trouble stays its own. Two real BullMQ workers on
+// Delivery isolation (docs/webhooks.md "Delivery isolation"): one receiver's trouble stays its own. Two real BullMQ workers on
 // one queue, real HTTPS receivers on loopback: one that never answers, one that answers 503, one that is slow, one
 // healthy. Timings are shrunk; how fast things go is the bench's business, what happens is asserted here.
 import { bearer } from '../../api/test/support/fixtures';

@@ -1,4 +1,4 @@
-// Operational events end to end (README "Operational events"): real HTTPS receivers on loopback, the real API and an
+// Operational events end to end (docs/webhooks.md "Operational events"): real HTTPS receivers on loopback, the real API and an
 // in-process BullMQ worker. A subscription's own trouble (failing, disabled, recovered, a delivery exhausted, its
 // breaker opening and closing) reaches the organization's other subscriptions and notification targets as events,
 // published in the transaction that records the change; never the subscription it is about, never a secret or the

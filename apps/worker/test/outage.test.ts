@@ -1,4 +1,4 @@
-// Outages (issue 14, README "Outages"): the API and the worker run against a Redis and a PostgreSQL of this test's
+// Outages (issue 14, docs/operations.md "Outages"): the API and the worker run against a Redis and a PostgreSQL of this test's
 // own, which it stops, freezes and starts again. Readiness answers 503 within READINESS_TIMEOUT_MS naming the failing
 // check; requests that need the missing service answer 503 with Retry-After at once instead of hanging; reads that
 // need only PostgreSQL go on while Redis is down; and every event the API accepted is delivered once the services

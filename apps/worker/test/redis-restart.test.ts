@@ -1,4 +1,4 @@
-// A Redis restart in the middle of a backlog (issue 35, README "Outages" and "Delivery isolation"). The API and two
+// A Redis restart in the middle of a backlog (issue 35, docs/operations.md "Outages" and "Delivery isolation"). The API and two
 // workers run on a redis-server of this test's own with an append-only file; the retry schedule is compressed
 // (backoff 200-2000 ms: the 8 attempts span 13 s) and the receiver is healthy but served two attempts at a time
 // (the in-flight cap). Redis is killed mid-drain and started again 7 s later: it comes back with its data, including

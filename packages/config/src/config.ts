@@ -81,7 +81,7 @@ const schema = Joi.object({
     .uri({ scheme: ['postgres', 'postgresql'] })
     .default('postgresql://postgres@127.0.0.1:5432/security_service'),
   REDIS_URL: Joi.string().uri({ scheme: ['redis', 'rediss'] }).default('redis://127.0.0.1:6379'),
-  // Redis Sentinel (README "Production topology"): the sentinels' host:port list and the master's name. When set,
+  // Redis Sentinel (docs/operations.md "Production topology"): the sentinels' host:port list and the master's name. When set,
   // REDIS_URL is not used; REDIS_USERNAME, REDIS_PASSWORD and REDIS_TLS apply to the master and replicas.
   REDIS_SENTINELS: hostPortList(),
   REDIS_SENTINEL_MASTER_NAME: Joi.string().pattern(/^[A-Za-z0-9_.-]+$/).when('REDIS_SENTINELS', {
@@ -101,7 +101,7 @@ const schema = Joi.object({
   // Prefix of every Redis key the service writes (queues, rate limits, one-time tokens).
   REDIS_PREFIX: Joi.string().pattern(/^[A-Za-z0-9_.:-]+$/).default('svc'),
   // Outages: how long a request may wait on Redis or for a PostgreSQL connection before it fails with 503, and how
-  // long /readyz waits for each check. README "Outages".
+  // long /readyz waits for each check. docs/operations.md "Outages".
   // Connections each process (API or worker) keeps to PostgreSQL at most.
   DATABASE_POOL_SIZE: Joi.number().integer().min(1).max(500).default(10),
   REDIS_COMMAND_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
@@ -144,7 +144,7 @@ const schema = Joi.object({
   WEBHOOK_ALLOWED_HOSTS: Joi.string().allow('').default(''),
   // PEM file with an extra CA trusted for webhook receivers (tests use a self-made CA).
   WEBHOOK_EXTRA_CA_FILE: Joi.string().allow(''),
-  // HTTP CONNECT proxy every outbound call to a customer-configured address goes through (README "Egress proxy").
+  // HTTP CONNECT proxy every outbound call to a customer-configured address goes through (docs/operations.md "Egress proxy").
   WEBHOOK_EGRESS_PROXY: egressProxyUrl,
   WEBHOOK_SECRET_GRACE_HOURS: Joi.number().min(0).default(72),
   // Splunk HEC indexer acknowledgement (subscriptions with hec_ack): how long after an accepted event POST Splunk has
@@ -158,11 +158,11 @@ const schema = Joi.object({
   WEBHOOK_FAILING_AFTER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_HEALTH_RULES.failingAfterFailures),
   WEBHOOK_DISABLE_AFTER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_HEALTH_RULES.disableAfterFailures),
   WEBHOOK_DISABLE_MIN_SPAN_HOURS: Joi.number().min(0).default(DEFAULT_HEALTH_RULES.disableMinSpanMs / HOUR_MS),
-  // Delivery is I/O-bound: a slot mostly waits on a receiver, so a worker holds many (README "Delivery isolation").
+  // Delivery is I/O-bound: a slot mostly waits on a receiver, so a worker holds many (docs/webhooks.md "Delivery isolation").
   WORKER_CONCURRENCY: Joi.number().integer().min(1).default(64),
   // Most dead hosts fail at connect: give up on the TCP + TLS handshake well before the total timeout.
   WEBHOOK_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).default(3_000),
-  // Delivery isolation (README "Delivery isolation"): per-subscription in-flight cap and circuit breaker.
+  // Delivery isolation (docs/webhooks.md "Delivery isolation"): per-subscription in-flight cap and circuit breaker.
   WEBHOOK_ISOLATION: Joi.boolean().default(true),
   // Fair share of backlogs: the enqueue rate (deliveries per second, decaying average) beyond which a subscription's
   // deliveries go behind lighter subscriptions' (0: plain FIFO).
@@ -206,7 +206,7 @@ const schema = Joi.object({
   METRICS_PORT: Joi.number().integer().min(0).max(65535).default(9464),
 
   // Storage of uploaded source archives and their extracted files: a local directory (default) or an
-  // S3-compatible bucket (several API instances). README "Source storage".
+  // S3-compatible bucket (several API instances). docs/domain.md "Source storage".
   STORAGE_DRIVER: Joi.string().valid('local', 's3').default('local'),
   STORAGE_DIR: Joi.string().default('var/storage'),
   S3_BUCKET: Joi.string().when('STORAGE_DRIVER', { is: 's3', then: Joi.required() }),

@@ -147,7 +147,7 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
     },
   },
   { table: 'pr_reviews', key: 'id', scope: 'untouched', columns: { id: N, organization_id: N, project_id: N, repository: N, verdict: N, url: N } },
-  // Uploaded source code and where it came from are out of reach (README, "GDPR erasure").
+  // Uploaded source code and where it came from are out of reach (docs/domain.md, "GDPR erasure").
   {
     table: 'project_sources',
     key: 'project_id',

@@ -1,4 +1,4 @@
-// Deliveries to a subscription whose circuit breaker is open are enqueued already postponed (README "Delivery
+// Deliveries to a subscription whose circuit breaker is open are enqueued already postponed (docs/webhooks.md "Delivery
 // isolation"): their jobs are added delayed to the far wake-up and wait in the subscription's waiting set for the
 // breaker to close, so no worker spends a slot, a read and a write on each of them while it is open. (Postponed one by
 // one in the worker, a dead endpoint behind five subscriptions at 100 events/s cost 500 postponements a second, and a

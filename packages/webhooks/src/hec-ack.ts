@@ -1,4 +1,4 @@
-// Splunk HEC indexer acknowledgement (README "Splunk (HTTP Event Collector)"): with `hec_ack` on, an event POST
+// Splunk HEC indexer acknowledgement (docs/siem.md "Splunk (HTTP Event Collector)"): with `hec_ack` on, an event POST
 // that Splunk accepted answers {"text":"Success","code":0,"ackId":N}; the delivery succeeds only once
 // POST /services/collector/ack (same host, channel and token) with {"acks":[N]} answers {"acks":{"N":true}}.
 // Pure helpers: reading Splunk's answers, the ack endpoint's address, and what a poll's answer means.

@@ -20,7 +20,7 @@ export function isSignatureScheme(value: unknown): value is SignatureScheme {
 /**
  * `whsec_` + 32 random bytes in standard base64 with padding: the form the Standard Webhooks libraries decode (their
  * key is those 32 bytes), while SPEC's scheme keys its HMAC with the whole string as before. Secrets made before
- * standard_webhooks existed are base64url (README "Verifying a signature").
+ * standard_webhooks existed are base64url (docs/webhooks.md "Verifying a signature").
  */
 export function generateSigningSecret(): string {
   return SIGNING_SECRET_PREFIX + randomBytes(32).toString('base64');

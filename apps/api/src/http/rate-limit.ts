@@ -1,5 +1,5 @@
 // Rate limits shared by every API instance through Redis (rate-limiter-flexible). Numbers: DESIGN.md.
-// While Redis is down (README "Outages"): the per-credential request limit fails open to an in-memory limit of the
+// While Redis is down (docs/operations.md "Outages"): the per-credential request limit fails open to an in-memory limit of the
 // same size per API instance, so reads that need only PostgreSQL keep working; the login and TOTP limits, which
 // stop password and code guessing, fail closed (503) rather than let guessing run unlimited.
 import type { Redis } from 'ioredis';

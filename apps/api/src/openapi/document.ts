@@ -82,7 +82,7 @@ function parameters(route: RouteSpec) {
   return [...pathParams, ...queryParams, ...(takesIdempotencyKey(route) ? [IDEMPOTENCY_KEY_PARAMETER] : [])];
 }
 
-/** README "Idempotent requests": the header every creating POST takes. */
+/** docs/api.md "Idempotent requests": the header every creating POST takes. */
 const IDEMPOTENCY_KEY_PARAMETER = {
   name: 'Idempotency-Key',
   in: 'header',

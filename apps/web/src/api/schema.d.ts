@@ -6130,7 +6130,7 @@ export interface operations {
                             hec_ack: boolean;
                             has_azure_credentials: boolean;
                             /**
-                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                              * @enum {string}
                              */
                             signature_scheme: "service" | "standard_webhooks";
@@ -6231,7 +6231,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -6303,7 +6303,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -6427,7 +6427,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -6948,7 +6948,7 @@ export interface operations {
                             hec_ack: boolean;
                             has_azure_credentials: boolean;
                             /**
-                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                              * @enum {string}
                              */
                             signature_scheme: "service" | "standard_webhooks";
@@ -7051,7 +7051,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -7124,7 +7124,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -7250,7 +7250,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -7780,7 +7780,7 @@ export interface operations {
                             hec_ack: boolean;
                             has_azure_credentials: boolean;
                             /**
-                             * @description How deliveries are signed (README "Verifying a signature")
+                             * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                              * @enum {string}
                              */
                             signature_scheme: "service" | "standard_webhooks";
@@ -7883,7 +7883,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -7956,7 +7956,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -8082,7 +8082,7 @@ export interface operations {
                         hec_ack: boolean;
                         has_azure_credentials: boolean;
                         /**
-                         * @description How deliveries are signed (README "Verifying a signature")
+                         * @description How deliveries are signed (docs/webhooks.md "Verifying a signature")
                          * @enum {string}
                          */
                         signature_scheme: "service" | "standard_webhooks";
@@ -10474,7 +10474,10 @@ export interface operations {
     postGovernanceErasureRequestsIdConfirm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: the same key with the same request (method, path, body) within 24 hours answers the first response again with `Idempotent-Replayed: true` and creates nothing (a 4xx is answered again too, a 5xx is not kept); the key with a different request answers 422; while the first request still runs, 409 with Retry-After. Keys belong to the organization and the credential (an API key, or the user of a session). */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10485,6 +10488,8 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {

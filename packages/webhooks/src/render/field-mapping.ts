@@ -1,6 +1,6 @@
-// The README "Field mapping per format" table, generated from the field catalogue (fields.ts) and the Sentinel
-// column rules, so the documentation is the code. scripts/generate-field-mapping.js writes it into README.md;
-// field-mapping.test.ts fails when the README is stale.
+// The docs/webhooks.md "Field mapping per format" table, generated from the field catalogue (fields.ts) and the Sentinel
+// column rules, so the documentation is the code. scripts/generate-field-mapping.js writes it into docs/webhooks.md;
+// field-mapping.test.ts fails when that table is stale.
 import { EVENT_TYPES } from '../events';
 import { dataFieldsOf } from './fields';
 import { sentinelColumns } from './sentinel';

@@ -1,5 +1,5 @@
 // The one field catalogue every renderer reads: which `data` fields each event type carries, of which type, and
-// where each lands in CEF, Microsoft Sentinel and Splunk HEC. The README "Field mapping per format" table is
+// where each lands in CEF, Microsoft Sentinel and Splunk HEC. The docs/webhooks.md "Field mapping per format" table is
 // generated from it (scripts/generate-field-mapping.ts), so code and documentation cannot drift apart.
 import type { EventType } from '../events';
 

@@ -25,7 +25,7 @@ export function renderPayload(format: PayloadFormat, envelope: Envelope, options
 export * from './options';
 export * from './service';
 export * from './splunk-hec';
-// The declared columns per event type stay internal to the renderers (field-mapping.ts, the README table); the
+// The declared columns per event type stay internal to the renderers (field-mapping.ts, the docs/webhooks.md table); the
 // public column list is sentinel-schema.ts, derived from what renderSentinel actually produces.
 export {
   SENTINEL_COLUMN_NAME,

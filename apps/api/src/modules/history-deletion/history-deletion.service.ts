@@ -3,7 +3,7 @@
 // its locks (and a transaction's worth of WAL) for minutes. Instead the large tables go first, a batch of rows per
 // statement through the foreign-key indexes, each statement its own short transaction; the row itself goes last,
 // and its cascade then only meets the small tables (every foreign-key column is indexed:
-// apps/api/test/foreign-key-indexes.test.ts). The request answers 204 once the data is gone (README "Retention at
+// apps/api/test/foreign-key-indexes.test.ts). The request answers 204 once the data is gone (docs/performance.md "Retention at
 // volume" has the measured time for an organization holding 100,000 deliveries). Stored objects (uploaded source)
 // are removed by the callers once the rows are gone (modules/source/stored-objects.ts).
 import { Prisma, queryRows, type Db } from '@svc/db';

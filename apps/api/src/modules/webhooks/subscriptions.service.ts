@@ -73,7 +73,7 @@ export function presentSubscription(s: WebhookSubscription, now: Date) {
     previous_secret_expires_at: graceRunning ? s.previousSecretExpiresAt!.toISOString() : null,
     disabled_reason: s.status === 'disabled' ? s.disabledReason : null,
     rate_limit: s.rateLimit,
-    // The worker's circuit breaker for this endpoint (README "Delivery isolation"); `until`: the next probe.
+    // The worker's circuit breaker for this endpoint (docs/webhooks.md "Delivery isolation"); `until`: the next probe.
     breaker: { state: s.breakerState, until: s.breakerState === 'open' ? (s.breakerUntil?.toISOString() ?? null) : null },
     created_at: s.createdAt.toISOString(),
     updated_at: s.updatedAt.toISOString(),

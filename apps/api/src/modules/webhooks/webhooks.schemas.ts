@@ -91,7 +91,7 @@ export const subscriptionResponse = Joi.object({
   splunk_channel: nullableString(),
   hec_ack: Joi.boolean(),
   has_azure_credentials: Joi.boolean(),
-  signature_scheme: Joi.string().valid('service', 'standard_webhooks').description('How deliveries are signed (README "Verifying a signature")'),
+  signature_scheme: Joi.string().valid('service', 'standard_webhooks').description('How deliveries are signed (docs/webhooks.md "Verifying a signature")'),
   level: Joi.string().valid('organization', 'project', 'assessment'),
   project_id: nullableId('prj'),
   assessment_id: nullableId('asm'),

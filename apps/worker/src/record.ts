@@ -199,16 +199,7 @@ export async function recordAttempt(
         data: deliveryColumns(write.delivery, attempt.number, write.now),
       });
       if (claimed.count !== 1) throw new AttemptConflictError(`Attempt ${attempt.number} of ${write.deliveryId} was already recorded`);
-      await tx.webhookAttempt.create({
-        data: {
-          id: newId('whatt', write.now.getTime()),
-          deliveryId: write.deliveryId,
-          ...attempt,
-          responseHeaders: attempt.responseHeaders ?? undefined,
-          responseBody: storableText(attempt.responseBody),
-          error: storableText(attempt.error),
-        },
-      });
+      await insertAttempt(tx, write);
       const lastError = lastErrorOf(attempt);
       if (write.delivery.status === 'failed') {
         const exhausted = { id: write.deliveryId, subscriptionId: write.subscriptionId, attempts: attempt.number };
@@ -362,6 +353,21 @@ export async function failPendingDelivery(prisma: Db, deliveryId: string, reason
   return count === 1;
 }
 
+/** The attempt's row in the attempt log (its texts cut to what is stored). */
+async function insertAttempt(tx: Tx, write: Pick<AttemptWrite, 'deliveryId' | 'attempt' | 'now'>): Promise<void> {
+  const { attempt } = write;
+  await tx.webhookAttempt.create({
+    data: {
+      id: newId('whatt', write.now.getTime()),
+      deliveryId: write.deliveryId,
+      ...attempt,
+      responseHeaders: attempt.responseHeaders ?? undefined,
+      responseBody: storableText(attempt.responseBody),
+      error: storableText(attempt.error),
+    },
+  });
+}
+
 // ---- Splunk HEC indexer acknowledgement (hec-ack.ts): an accepted event POST is attempt N, recorded as `ack_pending`
 // with the delivery still pending and its ackId saved; a later poll turns attempt N into a success or an `ack_timeout`.
 
@@ -385,16 +391,7 @@ export async function recordAwaitingAck(
         },
       });
       if (claimed.count !== 1) throw conflictOf(write as AttemptWrite);
-      await tx.webhookAttempt.create({
-        data: {
-          id: newId('whatt', write.now.getTime()),
-          deliveryId: write.deliveryId,
-          ...attempt,
-          responseHeaders: attempt.responseHeaders ?? undefined,
-          responseBody: storableText(attempt.responseBody),
-          error: storableText(attempt.error),
-        },
-      });
+      await insertAttempt(tx, write);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw conflictOf(write as AttemptWrite);

@@ -84,7 +84,9 @@ it('shares the queue between several workers without sending any delivery twice'
   const published = await Promise.all(Array.from({ length: 30 }, (_, i) => w.publish({ type: 'report.ready', data: { report_id: `r${i}` } })));
   const ids = await Promise.all(published.map((p) => w.deliveryFor(p, sub.id)));
   const deliveries = await Promise.all(ids.map((id) => w.waitForDelivery(id)));
-  expect(deliveries.every((d) => d.status === 'succeeded' && d.attemptCount === 1)).toBe(true);
+  // Listed with their attempts when one is not a single success (an attempt timed out on a stalled machine, say).
+  const notOnce = deliveries.filter((d) => !(d.status === 'succeeded' && d.attemptCount === 1));
+  expect(notOnce.map((d) => ({ id: d.id, status: d.status, attempts: d.attempts.map((a) => `${a.number} ${a.outcome} ${a.error ?? ''}`) }))).toEqual([]);
   await new Promise((r) => setTimeout(r, 300));
   const seen = w.receiver.requests('/shared').map((r) => r.headers['x-service-delivery']);
   expect(seen).toHaveLength(30);

@@ -21,9 +21,12 @@ function runBench(): Promise<Run> {
         ...process.env,
         BENCH_SKIP_BUILD: '1',
         BENCH_DRAIN_EVENTS: '20',
-        BENCH_DRAIN_RUNS: '1x4',
+        BENCH_DRAIN_RUNS: '1x4,2x4',
         BENCH_PUBLISH_SECONDS: '1',
         BENCH_LATENCY_SECONDS: '1',
+        BENCH_SUSTAINED_SECONDS: '2',
+        BENCH_SUSTAINED_WARM_UP_SECONDS: '1',
+        BENCH_SUSTAINED_PROBES: '2',
         BENCH_LIMIT_DELIVERIES: '50',
         BENCH_FANOUT: '3',
         // The isolation rows: a second of each scenario, a small backlog, and a tarpit that times out and is
@@ -59,24 +62,28 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
   const figures = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
   const byName = new Map(figures.map((f) => [f.figure as string, f]));
   const expected: Record<string, string[]> = {
+    'limit loop c=16': ['deliveries_per_s', 'p50_ms', 'p99_ms'],
     'limit loop c=4': ['deliveries_per_s', 'p50_ms', 'p99_ms'],
-    'publish 1 client': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit'],
-    'publish 8 clients': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit'],
-    'publish 32 clients': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit'],
+    'publish 1 client': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit', 'api_rss_mib', 'api_peak_rss_mib'],
+    'publish 8 clients': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit', 'api_rss_mib', 'api_peak_rss_mib'],
+    'publish 32 clients': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit', 'api_rss_mib', 'api_peak_rss_mib'],
     'drain 1 worker c=4': ['deliveries_per_s', 'peak_rss_mib', 'rss_growth_after_first_quarter_mib', 'ratio_to_limit'],
-    'event-to-receipt latency at half the drain rate': ['events_per_s', 'p50_ms', 'p99_ms', 'limit_p99_ms', 'ratio_p99_to_limit_p99'],
-    'event-to-receipt latency at a quarter of the drain rate': ['events_per_s', 'p50_ms', 'p99_ms', 'limit_p99_ms', 'ratio_p99_to_limit_p99'],
+    'drain 2 workers c=4': ['deliveries_per_s', 'peak_rss_mib', 'rss_growth_after_first_quarter_mib', 'ratio_to_limit', 'ratio_to_one_worker'],
+    'end-to-end sustained rate': ['events_per_s', 'ratio_to_limit', 'limit_per_s'],
+    'event-to-receipt latency at half the sustained rate': ['events_per_s', 'p50_ms', 'p99_ms', 'limit_p99_ms', 'ratio_p99_to_limit_p99', 'worker_peak_rss_mib'],
     'fan-out 1 subscription': ['events_per_s', 'p50_ms', 'p99_ms'],
     'fan-out 3 subscriptions': ['events_per_s', 'p50_ms', 'p99_ms'],
     'fan-out cost (3 vs 1, p50 publish time)': ['ratio'],
     'isolation: fan-out backlog discarded first': ['deliveries'],
-    'isolation Quiet alone (20/s)': ['quiet_p50_ms', 'quiet_p99_ms'],
-    "isolation Noisy's receiver answers 503 at once (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms'],
-    "isolation Noisy's receiver never answers (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms'],
-    'isolation never answers, 5 subscriptions, Noisy at 100/s': ['quiet_p50_ms', 'quiet_p99_ms'],
-    'isolation: tarpit recovered': ['deliveries', 'lost_or_failed', 'max_attempts', 'drained_in_s'],
-    "isolation B at 10/s beside A's backlog of 30": ['quiet_p50_ms', 'quiet_p99_ms'],
+    'isolation Quiet alone (20/s)': ['quiet_p50_ms', 'quiet_p99_ms', 'worker_peak_rss_mib'],
+    "isolation Noisy's receiver answers 503 at once (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms', 'worker_peak_rss_mib'],
+    "isolation Noisy's receiver never answers (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms', 'worker_peak_rss_mib'],
+    'isolation never answers, 5 subscriptions, Noisy at 100/s': ['quiet_p50_ms', 'quiet_p99_ms', 'worker_peak_rss_mib'],
+    "isolation Noisy's receiver sends an endless body (both 20/s)": ['quiet_p50_ms', 'quiet_p99_ms', 'worker_peak_rss_mib'],
+    'isolation: tarpit recovered': ['deliveries', 'lost_or_failed', 'max_attempts', 'drained_in_s', 'worker_peak_rss_mib'],
+    "isolation B at 10/s beside A's backlog of 30": ['quiet_p50_ms', 'quiet_p99_ms', 'worker_peak_rss_mib'],
     'isolation: backlog delivered during the fairness run': ['deliveries'],
+    'worker peak RSS, every phase': ['peak_rss_mib', 'phases'],
   };
   expect([...byName.keys()].sort()).toEqual(Object.keys(expected).sort());
   for (const [name, fields] of Object.entries(expected)) {
@@ -86,6 +93,16 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
     }
     if ('errors' in figure) expect({ figure: name, errors: figure.errors }).toEqual({ figure: name, errors: 0 });
   }
+  // The sustained-rate search: every probe's figures (whether a 2 s probe held says nothing, so it is not asserted).
+  const probes = byName.get('end-to-end sustained rate')!.probes as Record<string, unknown>[];
+  expect(probes).toHaveLength(2);
+  for (const probe of probes) {
+    for (const field of ['rate', 'backlog_start', 'backlog_end', 'publish_p99_ms', 'publisher_max_lag_ms', 'worker_peak_rss_mib']) {
+      expect({ probe, field, finite: Number.isFinite(probe[field]) }).toEqual({ probe, field, finite: true });
+    }
+    expect(probe).toMatchObject({ sustained: expect.any(Boolean), errors: 0 });
+  }
+  expect(byName.get('worker peak RSS, every phase')!.phase).toEqual(expect.any(String));
 
   // The table: a header, then one row per figure, no empty or NaN cell; then the machine it ran on.
   const isolationAt = lines.findIndex((l) => l.startsWith('| isolation'));
@@ -93,25 +110,33 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
   expect(table[0]).toMatch(/^\| figure +\| value +\| limit loop +\| ratio +\| target +\|$/);
   const rows = table.slice(1).map((l) => l.split('|').map((c) => c.trim()).slice(1, -1));
   expect(rows.map((r) => r[0])).toEqual([
+    'limit loop c=16',
     'limit loop c=4',
     'publish 1 client(s)',
     'publish 8 client(s)',
     'publish 32 client(s)',
     'drain 1x4',
-    'latency p99 at half drain rate',
-    'latency p99 at 1/4 drain rate',
+    'drain 2x4',
+    'end-to-end sustained rate',
+    'latency p99 at half the sustained rate',
     'fan-out 1 / 3 subs (8 clients)',
+    'worker peak RSS, every phase',
   ]);
   for (const row of rows) {
     expect(row[1]).toMatch(/\d/);
-    expect(row.join(' ')).not.toMatch(/NaN|null|undefined/);
-    if (!row[0].startsWith('limit loop')) expect(row[3]).toMatch(/^\d+(\.\d+)?$/);
+    expect(row.join(' ')).not.toMatch(/NaN|null|undefined|n\/a/);
+    // Every row but the limit loops' and the worker's RSS is a ratio to a limit loop.
+    if (!row[0].startsWith('limit loop') && !row[0].startsWith('worker peak RSS')) expect(row[3]).toMatch(/^\d+(\.\d+)?$/);
   }
+  expect(rows.find((r) => r[0] === 'drain 2x4')![1]).toMatch(/2x4 \/ 1x4 = \d+(\.\d+)?$/);
+  expect(rows.find((r) => r[0] === 'publish 32 client(s)')![1]).toMatch(/API RSS \d+(\.\d+)? MiB/);
+  expect(rows.at(-1)![1]).toMatch(/^\d+(\.\d+)? MiB \(.+\)$/);
   expect(run.stdout).toMatch(/\nmachine: \d+ x .+, \d+ GiB, node v\d+/);
 
   // The isolation table: Quiet's figures per scenario, the tarpit's recovery (nothing lost), the backlog's fairness.
   const isolation = lines.slice(isolationAt).filter((l) => l.startsWith('| ') && !l.startsWith('| isolation'));
-  expect(isolation).toHaveLength(6);
+  expect(isolation).toHaveLength(7);
+  for (const row of isolation) expect(row).toMatch(/\| \d+(\.\d+)? MiB +\|/);
   for (const row of isolation) expect(row).not.toMatch(/NaN|null|undefined/);
   expect(byName.get('isolation: tarpit recovered')).toMatchObject({ lost_or_failed: 0 });
 }, 150_000);

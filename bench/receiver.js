@@ -1,8 +1,10 @@
 // The bench's webhook receiver: a real HTTPS server on loopback, in its own process so that its CPU is not
 // charged to the process being measured. Answers 200 to every POST (paths under /hang never answer until
-// { cmd: 'heal' }; paths under /busy answer 503 at once), and counts what it got and how long each
-// event took from its envelope's created_at to receipt. Driven by the parent over IPC:
+// { cmd: 'heal' }; paths under /busy answer 503 at once; paths under /endless answer 200 with a body that never
+// ends, until the client closes the connection), and counts what it got and how long each event took from its
+// envelope's created_at to receipt. Driven by the parent over IPC:
 //   { cmd: 'stats', reset?: boolean, since?: ms, prefix?: path } -> { count, firstAt, lastAt, latencies: { p50, p99, n } }
+//   { cmd: 'count' } -> { count } (cheap: sampled every second while the bench publishes)
 // (with `prefix`: the receipts on paths starting with it only, and no reset)
 // (latencies of the events created at or after `since` only, when given: a warm-up is left out so).
 // With BENCH_TRACE_DIR set, every receipt (created_at, received at, in ms) is also written to
@@ -19,12 +21,31 @@ let lastAt = null;
 let receipts = [];
 let phase = 0;
 let healed = false;
+const ENDLESS_CHUNK = Buffer.alloc(64 * 1024, 'x');
+
+/** 200, then a 64 KiB chunk per tick for as long as the client reads, paced by backpressure: nothing piles up here. */
+function answerEndlessly(res) {
+  let open = true;
+  res.on('close', () => (open = false));
+  res.writeHead(200, { 'content-type': 'application/octet-stream' });
+  const pump = () => {
+    if (!open) return;
+    if (res.write(ENDLESS_CHUNK)) setImmediate(pump);
+    else res.once('drain', pump);
+  };
+  pump();
+}
 
 const server = https.createServer({ key, cert, keepAliveTimeout: 60_000 }, (req, res) => {
   if (req.url.startsWith('/hang') && !healed) return; // accepted, never answered: a tarpit
   if (req.url.startsWith('/busy')) {
     req.resume();
     res.writeHead(503, { 'content-type': 'text/plain', 'content-length': '4' }).end('busy');
+    return;
+  }
+  if (req.url.startsWith('/endless')) {
+    req.resume();
+    req.on('end', () => answerEndlessly(res));
     return;
   }
   const chunks = [];
@@ -54,6 +75,10 @@ process.on('message', (message) => {
   if (message.cmd === 'heal') {
     healed = true;
     process.send({ healed });
+    return;
+  }
+  if (message.cmd === 'count') {
+    process.send({ count });
     return;
   }
   if (message.cmd !== 'stats') return;

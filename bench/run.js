@@ -67,7 +67,7 @@ const SUSTAINED_ONLY = ONLY === 'sustained';
 const ISOLATION_ONLY = ONLY === 'isolation';
 // Every ratio but the drains' is taken against the limit loop at this concurrency (issue 36's targets).
 const REFERENCE_CONCURRENCY = 16;
-// The sustained-rate search starts at this share of the drain rate at the default concurrency.
+// The sustained-rate search starts at this share of the drain rate at the default concurrency, and goes down by it.
 const SUSTAINED_START_SHARE = 0.5;
 // A probe whose publisher fell further behind its schedule than this did not publish at its rate: not sustained.
 const SUSTAINED_MAX_PUBLISHER_LAG_MS = 200;
@@ -740,13 +740,14 @@ function defaultDrainRate(drains) {
 
 /**
  * The highest paced publishing rate at which one worker at the default settings keeps the backlog flat, publishing
- * and delivering together. From SUSTAINED_START_SHARE of the drain rate at the default concurrency, doubled or
- * halved until one probe held and one did not, then bisected between the highest that held and the lowest that did not.
+ * and delivering together. Bisected between the highest rate that held (none at first) and the lowest that did not,
+ * which is at first the drain rate at the default concurrency: one worker delivers no faster than it drains a
+ * backlog, and probing above it would only flood the machine (and take minutes to drain).
  */
 async function measureSustainedRate(base, tenant, receiver, processEnv, drainRate, reference) {
   const probes = [];
   let held = null;
-  let failed = null;
+  let failed = drainRate;
   let rate = drainRate * SUSTAINED_START_SHARE;
   for (let i = 0; i < SIZES.sustainedProbes; i += 1) {
     const probe = await sustainedProbe(base, tenant, receiver, processEnv, rate);
@@ -777,9 +778,7 @@ async function measureSustainedRate(base, tenant, receiver, processEnv, drainRat
 }
 
 function nextProbeRate(held, failed) {
-  if (failed === null) return held * 2;
-  if (held === null) return failed / 2;
-  return (held + failed) / 2;
+  return held === null ? failed * SUSTAINED_START_SHARE : (held + failed) / 2;
 }
 
 /**
@@ -812,9 +811,11 @@ async function sustainedProbe(base, tenant, receiver, processEnv, rate) {
       if (res.status !== 201) refused += 1;
     },
   });
-  const samples = await sampler.stop();
-  const backlogEnd = await backlog();
-  const backlogStart = samples[Math.round(warmUp)] ?? samples.at(-1);
+  // Both ends of the window are samples at their time: after the last answer came in, an API that fell behind has
+  // let the worker catch up on everything it accepted.
+  const samples = await sampler.stopAfter(Math.round(warmUp + seconds));
+  const backlogStart = samples[Math.round(warmUp)];
+  const backlogEnd = samples[Math.round(warmUp + seconds)];
   const accepted = sent - refused;
   await waitUntil(async () => (await receiver.count()) >= accepted, 600_000, `the probe's backlog to drain (${accepted} accepted)`);
   const workerPeakRssMiB = await stopWorkers(`sustained probe at ${round(rate)}/s`, [worker]);
@@ -827,7 +828,7 @@ async function sustainedProbe(base, tenant, receiver, processEnv, rate) {
     sustained,
     backlogStart,
     backlogEnd,
-    backlogMax: Math.max(backlogEnd, ...samples),
+    backlogMax: Math.max(...samples),
     publishP99: percentile(measured.filter((res) => res.status === 201).map((res) => res.ms), 99),
     maxLagMs,
     errors: refused,
@@ -835,7 +836,7 @@ async function sustainedProbe(base, tenant, receiver, processEnv, rate) {
   };
 }
 
-/** Calls `measure` at 0, 1, 2, … s from now until stopped; `stop()` resolves with the values, one per second. */
+/** Calls `measure` at 0, 1, 2, … s from now; `stopAfter(k)` stops once the value at k s is in and resolves with them all. */
 function sampleEverySecond(measure) {
   const values = [];
   const t0 = performance.now();
@@ -851,7 +852,8 @@ function sampleEverySecond(measure) {
     }
   })();
   return {
-    stop: async () => {
+    stopAfter: async (k) => {
+      await waitUntil(async () => values.length > k, (k + 60) * 1000, `the backlog sample at ${k} s`);
       stopped = true;
       wake();
       await loop;

@@ -317,7 +317,10 @@ const sum = (values) => values.reduce((a, b) => a + b, 0);
 
 // --- the API, as a client ----------------------------------------------------------------------------------
 
-const agent = new (require('node:http').Agent)({ keepAlive: true, maxSockets: 256 });
+// An idle socket is closed after 4 s, before the API's keep-alive timeout (Node's 5 s) closes it: a request that goes
+// out on a socket as the API closes it is reset (ECONNRESET), and open-loop publishing after a stall reaches for the
+// long-idle sockets at once.
+const agent = new (require('node:http').Agent)({ keepAlive: true, maxSockets: 256, timeout: 4_000 });
 
 function call(base, method, route, { token, body } = {}) {
   const started = performance.now();
@@ -450,6 +453,13 @@ async function publishFor(base, tenant, clients, seconds) {
   await Promise.all(Array.from({ length: clients }, client));
   const elapsed = (performance.now() - started) / 1000;
   return { perSecond: times.length / elapsed, p50: percentile(times, 50), p99: percentile(times, 99), errors, events: times.length };
+}
+
+/** The answers that were not 201, the first few logged. */
+function logRefused(what, answers) {
+  const refused = answers.filter((res) => res.status !== 201);
+  for (const res of refused.slice(0, 3)) log(`${what}: a publish answered ${res.status}: ${JSON.stringify(res.body ?? res.error)}`);
+  return refused;
 }
 
 /**
@@ -819,6 +829,7 @@ async function sustainedProbe(base, tenant, receiver, processEnv, rate) {
   const accepted = sent - refused;
   await waitUntil(async () => (await receiver.count()) >= accepted, 600_000, `the probe's backlog to drain (${accepted} accepted)`);
   const workerPeakRssMiB = await stopWorkers(`sustained probe at ${round(rate)}/s`, [worker]);
+  logRefused(`sustained probe at ${round(rate)}/s`, answers);
   const measured = answers.slice(Math.round(rate * warmUp));
   const allowance = Math.max(rate, 0.02 * measured.length);
   const sustained = backlogEnd <= backlogStart + allowance && refused === 0 && maxLagMs <= SUSTAINED_MAX_PUBLISHER_LAG_MS;
@@ -894,8 +905,7 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
   const measuredFrom = Date.now() + LATENCY_WARM_UP_SECONDS * 1000;
   const { answers, maxLagMs } = await publishPaced(base, tenant, rate, LATENCY_WARM_UP_SECONDS + SIZES.latencySeconds);
   // Waits for what was accepted: an overloaded API may refuse some (counted and shown, not waited for).
-  const refused = answers.filter((res) => res.status !== 201);
-  for (const res of refused.slice(0, 3)) log(`latency publish answered ${res.status}: ${JSON.stringify(res.body ?? res.error)}`);
+  const refused = logRefused('latency', answers);
   const accepted = answers.length - refused.length;
   await waitUntil(async () => (await receiver.count()) >= accepted, 120_000, `latency events to arrive (${accepted} accepted of ${answers.length})`);
   const withWarmUp = (await receiver.stats()).latencies;

@@ -13,10 +13,11 @@
 //   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x64,1x16,2x64,2x16,1x16-noextraca" (the default; 64 is the
 //                               worker's default WORKER_CONCURRENCY); a limit loop runs at each of their concurrencies
 //                               and at 16, the loop every ratio but the drains' is taken against
-//   BENCH_SUSTAINED_SECONDS (30) measured seconds per probe of the end-to-end sustained rate (one worker at the
-//                               default settings while the bench publishes at a paced rate), after
-//   BENCH_SUSTAINED_WARM_UP_SECONDS (5) of the same publishing, not measured
-//   BENCH_SUSTAINED_PROBES (5)  probes of that search (from half the default-concurrency drain rate, by bisection)
+//   BENCH_SUSTAINED_SECONDS (30) measured seconds per probe of the end-to-end sustained rate: a fresh worker at the
+//                               default settings delivers 200 events, then the bench publishes at a paced rate for
+//                               BENCH_SUSTAINED_WARM_UP_SECONDS (5), not measured, and these seconds, measured
+//   BENCH_SUSTAINED_PROBES (5)  probes of that search (bisected below the drain rate at the default concurrency,
+//                               from half of it)
 //   BENCH_LATENCY_SECONDS (10)  seconds of paced publishing measured for the event-to-receipt latency at half the
 //                               sustained rate, after a warm-up (1,000 events delivered, then 2 s of paced publishing)
 //   BENCH_LIMIT_DELIVERIES (3000) deliveries per limit-loop run

@@ -5,8 +5,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
 import { createPrismaClient, type Db } from '@svc/db';
-import { defineFairShareScript } from '@svc/outbox';
-import { createDeliveryQueue, createFailFastRedis, createReportQueue, defineHoldScript, type DeliveryJobData, type ReportJobData } from '@svc/queue';
+import { createDeliveryQueue, createFailFastRedis, createReportQueue, type DeliveryJobData, type ReportJobData } from '@svc/queue';
 
 export interface ApiConnections {
   prisma: Db;
@@ -21,12 +20,7 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
     max: options.poolSize ?? config.databasePoolSize,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
   });
-  // Auto-pipelining: the commands concurrent requests issue (auth epochs, rate limit, fair share) go out in one
-  // write while the previous batch is answered, instead of one socket write (and one wake-up of Redis) each.
-  // The scripts the API's enqueues run are defined before any command: see defineFairShareScript.
-  const redis = createFailFastRedis(config.redis, config.availability.redisCommandTimeoutMs, { enableAutoPipelining: true });
-  defineFairShareScript(redis);
-  defineHoldScript(redis);
+  const redis = createFailFastRedis(config.redis, config.availability.redisCommandTimeoutMs);
   logRedisAvailability(redis, logger);
   const deliveryQueue = createDeliveryQueue(redis, config);
   const reportQueue = createReportQueue(redis, config);

@@ -62,19 +62,15 @@ type RateRedis = {
   fairShareRates?(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<string[]>;
 };
 
-/**
- * Defines the rate script on a connection unless it has it. A connection with auto-pipelining needs it defined before
- * its first command: a pipeline made before a script was defined lacks it, and ioredis 6 then fails the whole pipeline
- * with an uncaught error (openApiConnections defines it at once).
- */
-export function defineFairShareScript(redis: RateRedis): void {
-  // numberOfKeys omitted: given first on each call (two keys per subscription of the batch).
-  if (typeof redis.fairShareRates !== 'function') redis.defineCommand('fairShareRates', { lua: DECAYED_RATES });
-}
+const defined = new WeakSet<object>();
 
 async function rateClient(queue: Queue): Promise<Required<Pick<RateRedis, 'fairShareRates'>>> {
   const redis = (await queueRedis(queue)) as unknown as RateRedis;
-  defineFairShareScript(redis);
+  if (!defined.has(redis)) {
+    // numberOfKeys omitted: given first on each call (two keys per subscription of the batch).
+    redis.defineCommand('fairShareRates', { lua: DECAYED_RATES });
+    defined.add(redis);
+  }
   return redis as Required<Pick<RateRedis, 'fairShareRates'>>;
 }
 

@@ -2,4 +2,4 @@ export * from './publish';
 export * from './enqueue';
 export * from './relay';
 export * from './held-back';
-export { defineFairShareScript, fairSharePriorities, heldBackMarker, markHeldBack, HELD_BACK_MARK_MS } from './fair-share';
+export { fairSharePriorities, heldBackMarker, markHeldBack, HELD_BACK_MARK_MS } from './fair-share';

@@ -317,12 +317,7 @@ type HoldRedis = {
   defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
   isolationHold?(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<string[]>;
 };
-
-/** Defines the hold script on a connection unless it has it (before its first command with auto-pipelining: fair-share.ts). */
-export function defineHoldScript(redis: Redis): void {
-  const client = redis as unknown as HoldRedis;
-  if (typeof client.isolationHold !== 'function') client.defineCommand('isolationHold', { numberOfKeys: 3, lua: HOLD });
-}
+const holdDefined = new WeakSet<object>();
 
 /**
  * Registers deliveries of one subscription, whose jobs were just added delayed to `farWakeMs` after the probe time,
@@ -336,8 +331,11 @@ export async function holdBehindOpenBreaker(
   rules: Pick<IsolationRules, 'breakerMaxOpenMs'>,
   now: Date,
 ): Promise<EnqueueHold> {
-  defineHoldScript(redis);
   const client = redis as unknown as HoldRedis;
+  if (!holdDefined.has(client)) {
+    client.defineCommand('isolationHold', { numberOfKeys: 3, lua: HOLD });
+    holdDefined.add(client);
+  }
   const [verdict, probeAt, prober] = await client.isolationHold!(
     ...isolationKeys(prefix, subscriptionId),
     now.getTime(),

@@ -1,11 +1,15 @@
 // Statements per request on the publish path (issue 8: the API's CPU goes to Prisma per statement, not to
 // PostgreSQL). Counts what reaches PostgreSQL through the pg driver the Prisma adapter uses, for the engine route
 // POST /assessments/{id}/findings with the API key's principal cached, and keeps the count from creeping back up.
+// Concurrent publishes share the same two statements (one per batch): a batch mixing organizations answers each alone.
 import path from 'node:path';
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
-import { createKey, insertAssessmentIn, subscribe } from './support/domain';
+import { createKey, deliveriesOf, eventsOf, insertAssessmentIn, subscribe } from './support/domain';
+import type { Role } from '@svc/scopes';
+import type { Principal } from '../src/auth/principal';
+import { recordFinding } from '../src/modules/findings/findings.service';
 
 // The very module instance @prisma/adapter-pg talks through (jest's registry is keyed by resolved path).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -60,4 +64,85 @@ it('records a new finding and publishes it to a matching subscription in at most
   const again = await statementsOf(record('counted'), 200);
   // A fingerprint already recorded: the same two, then the update in a transaction of its own (BEGIN, lock, read, update, COMMIT).
   expect(again.length).toBeLessThanOrEqual(7);
+});
+
+describe('concurrent publishes share the two statements, each with its own answer', () => {
+  const principalOf = (organizationId: string, user: { id: string; role: Role }): Principal => ({
+    kind: 'api_key',
+    userId: user.id,
+    organizationId,
+    role: user.role,
+    scopes: new Set(['assessments:update']),
+  });
+  const input = (fingerprint: string, title = 'XSS') => ({ title, severity: 'high', fingerprint });
+  const outcome = (p: Promise<{ created: boolean }>) =>
+    p.then(
+      (r) => (r.created ? 'created' : 'updated'),
+      (err: { status?: number }) => err.status ?? 'error',
+    );
+
+  it('a batch mixing two organizations reads and writes each request in its own organization only', async () => {
+    const other = await createOrg(h);
+    const projectA = await insertProject(h, org.id);
+    const projectB = await insertProject(h, other.id);
+    const runningA = await insertAssessmentIn(h, org.id, projectA.id, 'running');
+    const completedA = await insertAssessmentIn(h, org.id, projectA.id, 'completed');
+    const runningB = await insertAssessmentIn(h, other.id, projectB.id, 'running');
+    const subA = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
+    const subB = await subscribe(h, other.admin.token, { org: true }, ['finding.created']);
+    const adminA = principalOf(org.id, org.admin);
+    const adminB = principalOf(other.id, other.admin);
+
+    seen.length = 0;
+    // Started in one tick: they go to the access statement together, and those that pass to the insert together.
+    const answers = await Promise.all([
+      outcome(recordFinding(h.deps, adminA, runningA.id, input('mixed-a'))),
+      outcome(recordFinding(h.deps, adminB, runningA.id, input('mixed-b-on-a'))), // another organization's assessment
+      outcome(recordFinding(h.deps, adminB, runningB.id, input('mixed-b'))),
+      outcome(recordFinding(h.deps, adminA, completedA.id, input('mixed-done'))), // not running
+      outcome(recordFinding(h.deps, principalOf(org.id, org.member), runningA.id, input('mixed-member'))), // no grant
+      outcome(recordFinding(h.deps, adminA, runningB.id, input('mixed-a-on-b'))),
+    ]);
+    expect(answers).toEqual(['created', 404, 'created', 409, 404, 404]);
+    expect(seen.filter((s) => !/last_used_at/.test(s))).toHaveLength(2);
+
+    const findings = await h.deps.prisma.finding.findMany({ where: { fingerprint: { startsWith: 'mixed-' } } });
+    expect(findings.map((f) => [f.fingerprint, f.organizationId, f.assessmentId]).sort()).toEqual(
+      [
+        ['mixed-a', org.id, runningA.id],
+        ['mixed-b', other.id, runningB.id],
+      ].sort(),
+    );
+    for (const [owner, subscription, foreign] of [
+      [org.id, subA, subB],
+      [other.id, subB, subA],
+    ]) {
+      const events = await eventsOf(h, owner, 'finding.created', { fingerprint: owner === org.id ? 'mixed-a' : 'mixed-b' });
+      expect(events).toHaveLength(1);
+      const deliveries = await deliveriesOf(h, events[0].id);
+      expect(deliveries.has(subscription)).toBe(true);
+      expect(deliveries.has(foreign)).toBe(false);
+      expect([...deliveries.values()].every((d) => d.organizationId === owner)).toBe(true);
+    }
+  });
+
+  it('of two reports of one fingerprint in a batch exactly one creates; a finding that fails the batch fails alone', async () => {
+    const project = await insertProject(h, org.id);
+    const running = await insertAssessmentIn(h, org.id, project.id, 'running');
+    const admin = principalOf(org.id, org.admin);
+    const answers = await Promise.all([
+      outcome(recordFinding(h.deps, admin, running.id, input('twice'))),
+      outcome(recordFinding(h.deps, admin, running.id, input('twice'))),
+      // PostgreSQL refuses a NUL in text: the batch's statement fails, and each finding is written again alone.
+      outcome(recordFinding(h.deps, admin, running.id, input('nul', 'bad\u0000title'))),
+      outcome(recordFinding(h.deps, admin, running.id, input('fine'))),
+    ]);
+    expect(answers.slice(0, 2).sort()).toEqual(['created', 'updated']);
+    expect(answers[2]).toBe('error');
+    expect(answers[3]).toBe('created');
+    const rows = await h.deps.prisma.finding.findMany({ where: { assessmentId: running.id }, orderBy: { fingerprint: 'asc' } });
+    expect(rows.map((f) => f.fingerprint)).toEqual(['fine', 'twice']);
+    expect(await eventsOf(h, org.id, 'finding.created', { fingerprint: 'twice' })).toHaveLength(1);
+    expect(await eventsOf(h, org.id, 'finding.created', { fingerprint: 'nul' })).toHaveLength(0);
+  });
 });

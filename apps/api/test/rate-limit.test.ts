@@ -2,6 +2,7 @@
 // Redis, so they hold across API instances: two apps over one Redis prefix share the counts.
 import request from 'supertest';
 import { createApp } from '../src/app';
+import { consumeOneOf } from '../src/http/rate-limit';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { signupAndVerify, type SignedUp } from './support/auth-helpers';
@@ -69,6 +70,18 @@ describe('requests (RATE_LIMIT_PER_MINUTE=3), per credential and per address bef
     expect((await me(second)).status).toBe(200);
     expect((await me(h.app)).status).toBe(200);
     expectRateLimited(await me(second));
+  });
+
+  it('counts requests that arrive together one by one: the first ones within the limit pass, the rest get 429', async () => {
+    const me = () => request(h.app).get('/api/v1/auth/me').set(bearer(org.owner.token));
+    const statuses = (await Promise.all(Array.from({ length: 5 }, me))).map((res) => res.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(2);
+    // Started in one tick, so counted by one command: in arrival order, as one command each would.
+    const key = `key:together-${uniqueSuffix()}`;
+    const verdicts = await Promise.allSettled(Array.from({ length: 5 }, () => consumeOneOf(h.app.locals.limiters.request, key)));
+    expect(verdicts.map((v) => (v.status === 'fulfilled' ? 200 : (v.reason as { status: number }).status))).toEqual([200, 200, 200, 429, 429]);
+    await expect(consumeOneOf(h.app.locals.limiters.request, key)).rejects.toMatchObject({ status: 429 });
   });
 
   it('limits unauthenticated routes per client address', async () => {

@@ -191,6 +191,34 @@ export function eventWriteCtes(plan: PlannedEvent, onlyIfRowsIn?: string): Prism
     RETURNING id)`;
 }
 
+/**
+ * eventWriteCtes for many planned events in one statement: `e` and `d` write each event, and its deliveries, only
+ * when the CTE `gate` returned a row whose id is the event's `whenRowIn` (the change it is about happened). Each
+ * event keeps its own organization, level and data; deliveries join only their own event. The values go in as
+ * arrays, so the statement's text is the same for any number of events (one prepared statement).
+ */
+export function eventsWriteCtes(events: Array<{ plan: PlannedEvent; whenRowIn: string }>, gate: string): Prisma.Sql {
+  const ev = <T>(of: (plan: PlannedEvent) => T) => events.map(({ plan }) => of(plan));
+  const deliveries = events.flatMap(({ plan }) => plan.deliveries.map((d) => ({ ...d, eventId: plan.eventId })));
+  const dv = <T>(of: (d: (typeof deliveries)[number]) => T) => deliveries.map(of);
+  return Prisma.sql`e AS (
+    INSERT INTO events (id, organization_id, type, project_id, assessment_id, data, created_at)
+    SELECT v.id, v.organization_id, v.type, v.project_id, v.assessment_id, v.data::jsonb, v.created_at AT TIME ZONE 'UTC'
+    FROM unnest(${ev((p) => p.eventId)}::text[], ${ev((p) => p.input.organizationId)}::text[], ${ev((p) => p.input.type)}::text[],
+                ${ev((p) => p.input.projectId ?? null)}::text[], ${ev((p) => p.input.assessmentId ?? null)}::text[],
+                ${ev((p) => JSON.stringify(p.input.data))}::text[], ${ev((p) => p.now.toISOString())}::timestamptz[],
+                ${events.map((x) => x.whenRowIn)}::text[])
+         AS v(id, organization_id, type, project_id, assessment_id, data, created_at, gate_id)
+    WHERE v.gate_id IN (SELECT id FROM ${Prisma.raw(gate)})
+    RETURNING id, organization_id, type, created_at), d AS (
+    INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event_type, payload, payload_format, created_at, updated_at)
+    SELECT v.id, e.organization_id, v.subscription_id, e.id, e.type, v.payload::jsonb, v.payload_format, e.created_at, ${utcTimestamp(new Date())}
+    FROM unnest(${dv((d) => d.id)}::text[], ${dv((d) => d.eventId)}::text[], ${dv((d) => d.subscriptionId)}::text[],
+                ${dv((d) => d.payload)}::text[], ${dv((d) => d.payloadFormat)}::text[]) AS v(id, event_id, subscription_id, payload, payload_format)
+    JOIN e ON e.id = v.event_id
+    RETURNING id)`;
+}
+
 export const publishedOf = (plan: PlannedEvent): PublishedEvent => ({
   eventId: plan.eventId,
   deliveryIds: plan.deliveries.map((d) => d.id),

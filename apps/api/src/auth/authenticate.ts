@@ -7,7 +7,7 @@
 // any instance (or the worker) refuses the key on the very next request everywhere.
 import type { Request, RequestHandler } from 'express';
 import { effectiveKeyScopes, roleBundle, type Role } from '@svc/scopes';
-import { Prisma, queryRows } from '@svc/db';
+import { Coalescer, Prisma, queryRows } from '@svc/db';
 import { readAuthEpochs } from '@svc/queue';
 import type { AppDeps } from '../app-deps';
 import { forbidden, unauthorized } from '../http/errors';
@@ -113,8 +113,37 @@ async function loadKey(deps: AppDeps, hash: string): Promise<KeyRow | undefined>
  * The current epochs, or undefined when Redis cannot say: then nothing is read from or written to the cache. Not
  * logged per request: the API's Redis connection logs the outage once (connections.ts).
  */
-function currentEpochs(deps: AppDeps, owner: { organizationId: string; userId: string }) {
-  return readAuthEpochs(deps.redis, deps.config.redisPrefix, owner.organizationId, owner.userId).catch(() => undefined);
+function currentEpochs(deps: AppDeps, owner: Owner) {
+  return epochReader(deps).run(owner).catch(() => undefined);
+}
+
+type Owner = { organizationId: string; userId: string };
+type Epochs = { organization: string; user: string };
+
+const epochReaders = new WeakMap<object, Coalescer<Owner, Epochs>>();
+
+/**
+ * Per Redis connection, the epoch reads of concurrent requests together: a request waits for the read in flight (if
+ * any) and is answered by the next one, which was sent after it arrived, so it still sees every bump committed
+ * before it. The requests of one batch that share an owner share its read (32 engines publishing with one key read
+ * the same two keys 32 times).
+ */
+function epochReader(deps: AppDeps): Coalescer<Owner, Epochs> {
+  let reader = epochReaders.get(deps.redis);
+  if (!reader) {
+    reader = new Coalescer(async (owners: Owner[]) => {
+      const keyOf = (o: Owner) => `${o.organizationId} ${o.userId}`;
+      const distinct = new Map(owners.map((o) => [keyOf(o), o]));
+      const read = new Map(
+        await Promise.all(
+          [...distinct].map(async ([key, o]) => [key, await readAuthEpochs(deps.redis, deps.config.redisPrefix, o.organizationId, o.userId)] as const),
+        ),
+      );
+      return owners.map((o) => read.get(keyOf(o))!);
+    });
+    epochReaders.set(deps.redis, reader);
+  }
+  return reader;
 }
 
 /**

@@ -4,7 +4,8 @@
 // stop password and code guessing, fail closed (503) rather than let guessing run unlimited.
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { tooManyRequests } from './errors';
+import { Coalescer } from '@svc/db';
+import { tooManyRequests, type HttpError } from './errors';
 
 export interface RateLimiters {
   /** Requests per credential (or per client IP before authentication) and minute. */
@@ -60,6 +61,52 @@ export async function consumeOrThrow(limiter: RateLimiterRedis, key: string): Pr
     await limiter.consume(key);
   } catch (err) {
     if (err instanceof RateLimiterRes) throw tooManyRequests(retryAfterSeconds(err));
+    throw err;
+  }
+}
+
+/**
+ * consumeOrThrow for the limit every request goes through, one command per batch of concurrent requests: the
+ * requests of one key in a batch consume their points together (`consume(key, n)`), and those past the limit, in
+ * arrival order, get the 429. The same count as one command per request (a refused request consumes its point too);
+ * publishing with 32 clients sent one script per request.
+ */
+export async function consumeOneOf(limiter: RateLimiterRedis, key: string): Promise<void> {
+  const refused = await counterOf(limiter).run(key);
+  if (refused) throw refused;
+}
+
+const counters = new WeakMap<RateLimiterRedis, Coalescer<string, HttpError | null>>();
+
+function counterOf(limiter: RateLimiterRedis): Coalescer<string, HttpError | null> {
+  let counter = counters.get(limiter);
+  if (!counter) {
+    counter = new Coalescer((keys: string[]) => verdictsOf(limiter, keys));
+    counters.set(limiter, counter);
+  }
+  return counter;
+}
+
+/** Per key of the batch (in order): null when within the limit, else the 429. Store errors propagate (503). */
+async function verdictsOf(limiter: RateLimiterRedis, keys: string[]): Promise<Array<HttpError | null>> {
+  const counts = new Map<string, number>();
+  for (const key of keys) counts.set(key, (counts.get(key) ?? 0) + 1);
+  const after = new Map(await Promise.all([...counts].map(async ([key, n]) => [key, await consumed(limiter, key, n)] as const)));
+  const taken = new Map<string, number>();
+  return keys.map((key) => {
+    const res = after.get(key)!;
+    const nth = (taken.get(key) ?? 0) + 1;
+    taken.set(key, nth);
+    const before = res.consumedPoints - counts.get(key)!;
+    return before + nth <= limiter.points ? null : tooManyRequests(retryAfterSeconds(res));
+  });
+}
+
+async function consumed(limiter: RateLimiterRedis, key: string, points: number): Promise<RateLimiterRes> {
+  try {
+    return await limiter.consume(key, points);
+  } catch (err) {
+    if (err instanceof RateLimiterRes) return err;
     throw err;
   }
 }

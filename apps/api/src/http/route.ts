@@ -7,7 +7,7 @@ import { hasScope } from '@svc/scopes';
 import type { AppDeps } from '../app-deps';
 import { ApiKeyCache, authenticate } from '../auth/authenticate';
 import type { RateLimiters } from './rate-limit';
-import { consumeOrThrow } from './rate-limit';
+import { consumeOneOf } from './rate-limit';
 import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
@@ -50,14 +50,14 @@ function requireScope(scope: string): RequestHandler {
 function rateLimitPrincipal(limiters: RateLimiters): RequestHandler {
   return async (req, _res, next) => {
     const p = req.principal!;
-    await consumeOrThrow(limiters.request, p.apiKeyId ? `key:${p.apiKeyId}` : `ses:${p.sessionId}`);
+    await consumeOneOf(limiters.request, p.apiKeyId ? `key:${p.apiKeyId}` : `ses:${p.sessionId}`);
     next();
   };
 }
 
 function rateLimitClient(limiters: RateLimiters): RequestHandler {
   return async (req, _res, next) => {
-    await consumeOrThrow(limiters.request, `ip:${req.ip}`);
+    await consumeOneOf(limiters.request, `ip:${req.ip}`);
     next();
   };
 }

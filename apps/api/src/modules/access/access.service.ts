@@ -4,7 +4,7 @@
 //   assessments; a grant on an assessment covers only that assessment.
 // A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
 // one; readable but not writable answers 403.
-import { Prisma, queryRows, scopedTo, type Assessment, type Project } from '@svc/db';
+import { Coalescer, Prisma, queryRows, scopedTo, type Assessment, type Project } from '@svc/db';
 import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
 import { roleRank } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
@@ -90,54 +90,86 @@ export interface AssessmentColumns {
   assessmentId: Prisma.Sql;
 }
 
+/** One request of an access check with the SLA policy: who asks, about which assessment. */
+interface AccessRequest {
+  principal: Principal;
+  assessmentId: string;
+}
+
+interface AccessRow<Extra> {
+  id: string;
+  organization_id: string;
+  project_id: string;
+  sla_critical_days: number | null;
+  sla_high_days: number | null;
+  sla_medium_days: number | null;
+  sla_low_days: number | null;
+  sla_info_days: number | null;
+  access_rank: number;
+  extra: Extra;
+}
+
+type AccessExtra = { select: (assessment: AssessmentColumns) => Prisma.Sql; preparedAs: string };
+
+/**
+ * The access rows of many requests in ONE statement, per request its row or undefined (no such assessment in the
+ * requester's organization). Each request carries its own organization, user and role: a row is joined only to the
+ * assessment of the requester's organization, and its grants are the requester's.
+ */
+async function accessRowsOf<Extra>(deps: AppDeps, requests: AccessRequest[], extra: AccessExtra | undefined): Promise<Array<AccessRow<Extra> | undefined>> {
+  const rows = await queryRows<AccessRow<Extra> & { ord: number }>(
+    deps.prisma,
+    Prisma.sql`
+    SELECT r.ord::int AS ord, a.id, a.organization_id, a.project_id,
+           o.sla_critical_days, o.sla_high_days, o.sla_medium_days, o.sla_low_days, o.sla_info_days,
+           CASE WHEN r.org_wide THEN 2 ELSE COALESCE((
+             SELECT max(CASE g.access::text WHEN 'write' THEN 2 ELSE 1 END)
+             FROM access_grants g
+             WHERE g.organization_id = a.organization_id
+               AND (g.user_id = r.user_id
+                    OR g.team_id IN (SELECT tm.team_id FROM team_members tm WHERE tm.user_id = r.user_id))
+               AND ((g.project_id = a.project_id AND g.assessment_id IS NULL) OR g.assessment_id = a.id)
+           ), 0) END::int AS access_rank,
+           ${extra ? extra.select({ organizationId: Prisma.raw('a.organization_id'), projectId: Prisma.raw('a.project_id'), assessmentId: Prisma.raw('a.id') }) : Prisma.sql`NULL`} AS extra
+    FROM unnest(${requests.map((r) => r.assessmentId)}::text[], ${requests.map((r) => r.principal.organizationId)}::text[],
+                ${requests.map((r) => r.principal.userId)}::text[], ${requests.map((r) => hasOrgWideWrite(r.principal))}::boolean[])
+         WITH ORDINALITY AS r(assessment_id, organization_id, user_id, org_wide, ord)
+    JOIN assessments a ON a.id = r.assessment_id AND a.organization_id = r.organization_id
+    JOIN organizations o ON o.id = a.organization_id`,
+    extra ? extra.preparedAs : 'api_assessment_access_with_sla',
+  );
+  const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));
+  return requests.map((_, i) => byOrdinal.get(i + 1));
+}
+
+/** Per pool and prepared statement, the coalescer of concurrent access checks (one statement per batch). */
+const accessBatches = new WeakMap<object, Map<string, Coalescer<AccessRequest, AccessRow<unknown> | undefined>>>();
+
+function accessBatcher(deps: AppDeps, extra: AccessExtra | undefined): Coalescer<AccessRequest, AccessRow<unknown> | undefined> {
+  const name = extra ? extra.preparedAs : '';
+  let byName = accessBatches.get(deps.prisma);
+  if (!byName) accessBatches.set(deps.prisma, (byName = new Map()));
+  let batcher = byName.get(name);
+  if (!batcher) byName.set(name, (batcher = new Coalescer((requests: AccessRequest[]) => accessRowsOf<unknown>(deps, requests, extra))));
+  return batcher;
+}
+
 /**
  * requireAssessmentAccess(..., need) and the organization's SLA policy in ONE statement (the publish path runs it
  * on every recorded finding): the same rules, 404 for an assessment that is missing, of another organization or
  * not readable, 403 for a readable one without the access needed. `extra` adds one expression over the
  * assessment's columns to the same statement (the finding path reads its webhook subscriptions so), which is
- * prepared under its `preparedAs` name.
+ * prepared under its `preparedAs` name. Concurrent checks go in one statement (Coalescer): 32 engines publishing
+ * at once cost one round trip to PostgreSQL, and one wake-up of a backend, per batch rather than per finding.
  */
 export async function requireAssessmentAccessWithSla<Extra = null>(
   deps: AppDeps,
   principal: Principal,
   assessmentId: string,
   need: Access,
-  extra?: { select: (assessment: AssessmentColumns) => Prisma.Sql; preparedAs: string },
+  extra?: AccessExtra,
 ): Promise<AssessmentForWrite<Extra>> {
-  const orgWide = hasOrgWideWrite(principal);
-  const rows = await queryRows<
-    {
-      id: string;
-      organization_id: string;
-      project_id: string;
-      sla_critical_days: number | null;
-      sla_high_days: number | null;
-      sla_medium_days: number | null;
-      sla_low_days: number | null;
-      sla_info_days: number | null;
-      access_rank: number;
-      extra: Extra;
-    }
-  >(
-    deps.prisma,
-    Prisma.sql`
-    SELECT a.id, a.organization_id, a.project_id,
-           o.sla_critical_days, o.sla_high_days, o.sla_medium_days, o.sla_low_days, o.sla_info_days,
-           CASE WHEN ${orgWide}::boolean THEN 2 ELSE COALESCE((
-             SELECT max(CASE g.access::text WHEN 'write' THEN 2 ELSE 1 END)
-             FROM access_grants g
-             WHERE g.organization_id = a.organization_id
-               AND (g.user_id = ${principal.userId}
-                    OR g.team_id IN (SELECT tm.team_id FROM team_members tm WHERE tm.user_id = ${principal.userId}))
-               AND ((g.project_id = a.project_id AND g.assessment_id IS NULL) OR g.assessment_id = a.id)
-           ), 0) END::int AS access_rank,
-           ${extra ? extra.select({ organizationId: Prisma.raw('a.organization_id'), projectId: Prisma.raw('a.project_id'), assessmentId: Prisma.raw('a.id') }) : Prisma.sql`NULL`} AS extra
-    FROM assessments a
-    JOIN organizations o ON o.id = a.organization_id
-    WHERE a.id = ${assessmentId} AND a.organization_id = ${principal.organizationId}`,
-    extra ? extra.preparedAs : 'api_assessment_access_with_sla',
-  );
-  const row = rows[0];
+  const row = (await accessBatcher(deps, extra).run({ principal, assessmentId })) as AccessRow<Extra> | undefined;
   if (!row) throw notFound('Assessment');
   const have = (['none', 'read', 'write'] as const)[Number(row.access_rank)] ?? 'none';
   enforce(have, need, 'Assessment');

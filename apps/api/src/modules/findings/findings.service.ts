@@ -10,19 +10,20 @@ import { FINDING_STATUSES, SEVERITIES, findingEventData, isFindingStatus, isSeve
 import {
   candidateSubscriptionsJson,
   enqueueAfterCommit,
-  eventWriteCtes,
+  eventsWriteCtes,
   outboxDeps,
   planEventFor,
   publishedOf,
   withOutbox,
   type CandidateSubscription,
+  type PlannedEvent,
   type Publish,
 } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId, queryRows, scopedTo, utcTimestamp } from '@svc/db';
+import { Coalescer, newId, queryRows, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireAssessmentAccessWithSla, type Access, type AssessmentForWrite } from '../access/access.service';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
@@ -113,7 +114,8 @@ export interface RecordFindingInput {
  * them: access, the SLA policy and the candidate subscriptions; then ONE statement that share-locks the assessment
  * (completion, which counts findings, waits for it), inserts the finding only while the assessment is running
  * (ON CONFLICT DO NOTHING: of two concurrent reports of one fingerprint exactly one creates), and writes the event
- * and its deliveries only if the finding was inserted. One statement commits all of it or nothing.
+ * and its deliveries only if the finding was inserted. One statement commits all of it or nothing. Concurrent
+ * requests share both statements (access.service.ts, findingWriter), each with its own answer.
  */
 export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput) {
   const severity = checkSeverity(input.severity);
@@ -134,31 +136,95 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
     assessment.extra,
     now,
   );
-  // Raw SQL: every organization id in it is the one the access check above read for this principal.
-  const [row] = await queryRows<{ assessment_status: string; created: boolean }>(
-    deps.prisma,
-    Prisma.sql`
-      WITH a AS (SELECT status FROM assessments WHERE id = ${assessment.id} FOR SHARE),
-      ins AS (
-        INSERT INTO findings (id, organization_id, project_id, assessment_id, fingerprint, title, severity, original_severity,
-                              status, location, description, opened_at, created_at, updated_at)
-        SELECT ${finding.id}, ${finding.organizationId}, ${finding.projectId}, ${finding.assessmentId}, ${finding.fingerprint},
-               ${finding.title}, ${finding.severity}, ${finding.originalSeverity}, 'open', ${finding.location}, ${finding.description},
-               ${utcTimestamp(finding.openedAt)}, ${utcTimestamp(finding.createdAt)}, ${utcTimestamp(finding.updatedAt)}
-        FROM a WHERE a.status = 'running'
-        ON CONFLICT DO NOTHING
-        RETURNING id),
-      ${eventWriteCtes(plan, 'ins')}
-      SELECT a.status::text AS assessment_status, EXISTS (SELECT 1 FROM ins) AS created FROM a`,
-    'api_record_finding',
-  );
-  if (row?.assessment_status !== 'running') throw notRunning(row?.assessment_status);
-  if (!row.created) {
+  const written = await findingWriter(deps).run({ finding, plan });
+  if (written instanceof Error) throw written;
+  if (written.assessmentStatus !== 'running') throw notRunning(written.assessmentStatus ?? undefined);
+  if (!written.created) {
     const updated = await updateRecordedFinding(deps, principal, assessment.id, input, severity);
     return { created: false, finding: presentFinding(updated, assessment.slaPolicy) };
   }
   await enqueueAfterCommit(outboxDeps(deps, deps.deliveryQueue), publishedOf(plan).deliveries);
   return { created: true, finding: presentFinding(finding, assessment.slaPolicy) };
+}
+
+/** A new finding to insert and the event it publishes if it is inserted. */
+interface FindingWrite {
+  finding: Finding;
+  plan: PlannedEvent;
+}
+
+/** The assessment's status (null: gone) and whether the finding was inserted; or, alone, the statement's error. */
+type WriteAnswer = { assessmentStatus: string | null; created: boolean } | Error;
+
+/**
+ * New findings, their events and deliveries in ONE statement, each with its own fate: a finding is inserted only
+ * into its own assessment of its own organization (the one its access check read for its principal) while that is
+ * running, a conflict skips only that finding, and an event is written only for an inserted finding. Rows are
+ * inserted in (assessment, fingerprint) order, so that two API instances' batches take the unique index's entries in
+ * one order.
+ */
+async function writeFindings(deps: AppDeps, writes: FindingWrite[]): Promise<WriteAnswer[]> {
+  const f = <T>(of: (finding: Finding) => T) => writes.map((w) => of(w.finding));
+  // Raw SQL: every organization id in it is the one the access check read for that finding's principal.
+  const rows = await queryRows<{ ord: number; assessment_status: string | null; created: boolean }>(
+    deps.prisma,
+    Prisma.sql`
+      WITH v AS (
+        SELECT * FROM unnest(${f((x) => x.id)}::text[], ${f((x) => x.organizationId)}::text[], ${f((x) => x.projectId)}::text[],
+                             ${f((x) => x.assessmentId)}::text[], ${f((x) => x.fingerprint)}::text[], ${f((x) => x.title)}::text[],
+                             ${f((x) => x.severity)}::text[], ${f((x) => x.location)}::text[], ${f((x) => x.description)}::text[],
+                             ${f((x) => x.openedAt.toISOString())}::timestamptz[], ${f((x) => x.createdAt.toISOString())}::timestamptz[])
+             WITH ORDINALITY AS v(id, organization_id, project_id, assessment_id, fingerprint, title, severity, location, description,
+                                  opened_at, created_at, ord)),
+      a AS (SELECT id, organization_id, status FROM assessments WHERE id IN (SELECT assessment_id FROM v) FOR SHARE),
+      ins AS (
+        INSERT INTO findings (id, organization_id, project_id, assessment_id, fingerprint, title, severity, original_severity,
+                              status, location, description, opened_at, created_at, updated_at)
+        SELECT v.id, v.organization_id, v.project_id, v.assessment_id, v.fingerprint, v.title, v.severity, v.severity, 'open',
+               v.location, v.description, v.opened_at AT TIME ZONE 'UTC', v.created_at AT TIME ZONE 'UTC', v.created_at AT TIME ZONE 'UTC'
+        FROM v JOIN a ON a.id = v.assessment_id AND a.organization_id = v.organization_id AND a.status = 'running'
+        ORDER BY v.assessment_id, v.fingerprint
+        ON CONFLICT DO NOTHING
+        RETURNING id),
+      ${eventsWriteCtes(
+        writes.map((w) => ({ plan: w.plan, whenRowIn: w.finding.id })),
+        'ins',
+      )}
+      SELECT v.ord::int AS ord, a.status::text AS assessment_status, v.id IN (SELECT id FROM ins) AS created
+      FROM v LEFT JOIN a ON a.id = v.assessment_id AND a.organization_id = v.organization_id`,
+    'api_record_findings',
+  );
+  const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));
+  return writes.map((_, i) => {
+    const row = byOrdinal.get(i + 1);
+    return { assessmentStatus: row?.assessment_status ?? null, created: row?.created === true };
+  });
+}
+
+/** One finding on its own statement: its answer, or the statement's error as its answer. */
+function writeFindingAlone(deps: AppDeps, write: FindingWrite): Promise<WriteAnswer> {
+  return writeFindings(deps, [write]).then(
+    ([answer]) => answer,
+    (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+  );
+}
+
+const findingWriters = new WeakMap<object, Coalescer<FindingWrite, WriteAnswer>>();
+
+/**
+ * Per pool, the coalescer of concurrent findings' writes. When a batch's statement fails (whatever one finding did to
+ * it), each of its findings is written again alone and gets its own answer.
+ */
+function findingWriter(deps: AppDeps): Coalescer<FindingWrite, WriteAnswer> {
+  let writer = findingWriters.get(deps.prisma);
+  if (!writer) {
+    writer = new Coalescer((writes: FindingWrite[]) => {
+      if (writes.length === 1) return writeFindingAlone(deps, writes[0]).then((answer) => [answer]);
+      return writeFindings(deps, writes).catch(() => Promise.all(writes.map((w) => writeFindingAlone(deps, w))));
+    });
+    findingWriters.set(deps.prisma, writer);
+  }
+  return writer;
 }
 
 const notRunning = (status: string | undefined) =>

@@ -233,7 +233,8 @@ process.on('exit', () => {
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
 
 const NODE_OPTIONS = env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : [];
-const API_COMMAND = [process.execPath, ...NODE_OPTIONS, path.join(ROOT, 'apps/api/dist/main.js')];
+// The API too: through its launcher (apps/api/run.sh), as scripts/start.sh and Dockerfile.api start it.
+const API_COMMAND = ['sh', path.join(ROOT, 'apps/api/run.sh'), ...NODE_OPTIONS];
 // The worker is started as in production: through its launcher, which adds the V8 options it is sized for.
 const WORKER_COMMAND = ['sh', path.join(ROOT, 'apps/worker/run.sh'), ...NODE_OPTIONS];
 

@@ -68,7 +68,8 @@ trap 'STOPPING=${STOPPING:-INT}' INT
 trap 'STOPPING=${STOPPING:-TERM}' TERM
 trap 'stop_children' EXIT
 
-node apps/api/dist/main.js &
+# The API through its launcher, which adds the V8 options it is sized for (apps/api/run.sh).
+sh apps/api/run.sh &
 API_PID=$!
 # The worker through its launcher, which adds the V8 options it is sized for (apps/worker/run.sh).
 sh apps/worker/run.sh &

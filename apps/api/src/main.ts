@@ -1,5 +1,4 @@
 // API entry point: configuration, connections, HTTP server, graceful shutdown on SIGTERM/SIGINT.
-import './heap-flags';
 import { createLogger, loadConfigOrExit } from '@svc/config';
 import { createApp } from './app';
 import { openApiConnections } from './connections';

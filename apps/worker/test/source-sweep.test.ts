@@ -229,7 +229,7 @@ afterAll(() => started.forEach((child) => child.exitCode === null && child.signa
 
 async function startApi(h: Harness, tempDir: string): Promise<ChildApi> {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(ROOT, 'apps/api/dist/main.js')], {
+  const child = spawn('sh', [path.join(ROOT, 'apps/api/run.sh')], {
     cwd: ROOT,
     env: {
       ...process.env,

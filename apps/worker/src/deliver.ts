@@ -2,6 +2,7 @@
 // subscription's format, check the URL again, sign, POST to the checked address, then record the attempt, the
 // delivery's state and the subscription's health in one transaction. A failure that will be retried throws a
 // RetryableDeliveryError carrying the wait; everything else returns normally.
+import { randomUUID } from 'node:crypto';
 import { resolveWebhookTarget, describeTargetRejection, type ResolvedTarget } from '@svc/net';
 import { chatUrlOf, Coalescer, memoizedUnseal, Prisma, queryRows, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
 import {
@@ -99,6 +100,8 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   // go to Redis in one write (no blocking command ever runs on it).
   const isolationRedis = rules ? deps.redis({ enableAutoPipelining: true }) : null;
   const isolation = rules && isolationRedis ? new IsolationState(isolationRedis, deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
+  // A worker's slots count toward the cap's ceiling while it takes deliveries (a context without a queue takes none).
+  if (isolation && deliveryQueue) void isolation.joinWorkers(randomUUID(), webhooks.workerConcurrency);
   // The held-back marks go through the same pipelining connection (a mark is the fair share's, under the queue's prefix).
   const markHeldBack =
     isolationRedis && webhooks.fairSharePerSecond > 0
@@ -230,7 +233,11 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
     }
     throw err;
   } finally {
-    await releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started);
+    // The job ends without waiting for its slot to be given back: the release goes out on the autopipelined
+    // connection before the job's completion, and if the worker dies first the slot frees itself when it expires.
+    releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started).catch((err: unknown) =>
+      ctx.logger.warn('Could not release an in-flight slot (it frees itself when it expires)', { delivery_id: deliveryId, error: String(err) }),
+    );
   }
 }
 

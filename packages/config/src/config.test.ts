@@ -41,10 +41,11 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: 'soon' })).toThrow(/WEBHOOK_HEC_ACK_TIMEOUT_MS/);
   });
 
-  it('sizes the per-subscription in-flight cap to one worker by default, so a lone busy subscription uses every slot', () => {
+  it('sizes the per-subscription in-flight cap to the live workers by default (one worker\'s here), so a lone busy subscription uses every slot', () => {
     expect(loadConfig({}).webhooks.isolation).toEqual({
       minInFlight: 4,
       maxInFlight: 64,
+      maxInFlightFollowsWorkers: true,
       slowAttemptMs: 2_000,
       breakerFailures: 3,
       breakerOpenMs: 30_000,
@@ -52,7 +53,7 @@ describe('loadConfig', () => {
     });
     expect(loadConfig({ WORKER_CONCURRENCY: '100' }).webhooks.isolation?.maxInFlight).toBe(100);
     expect(loadConfig({ WORKER_CONCURRENCY: '2' }).webhooks.isolation?.maxInFlight).toBe(4);
-    expect(loadConfig({ WORKER_CONCURRENCY: '100', WEBHOOK_MAX_IN_FLIGHT: '20' }).webhooks.isolation?.maxInFlight).toBe(20);
+    expect(loadConfig({ WORKER_CONCURRENCY: '100', WEBHOOK_MAX_IN_FLIGHT: '20' }).webhooks.isolation).toMatchObject({ maxInFlight: 20, maxInFlightFollowsWorkers: false });
     expect(() => loadConfig({ WEBHOOK_MIN_IN_FLIGHT: '8', WEBHOOK_MAX_IN_FLIGHT: '4' })).toThrow(/WEBHOOK_MAX_IN_FLIGHT/);
     expect(loadConfig({ WEBHOOK_ISOLATION: 'false' }).webhooks.isolation).toBeNull();
   });

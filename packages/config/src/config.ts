@@ -168,8 +168,9 @@ const schema = Joi.object({
   // deliveries go behind lighter subscriptions' (0: plain FIFO).
   WEBHOOK_FAIR_SHARE_PER_SECOND: Joi.number().integer().min(0).default(50),
   WEBHOOK_MIN_IN_FLIGHT: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.minInFlight),
-  // Default: WORKER_CONCURRENCY. A lower cap than one worker's slots makes a lone busy subscription's surplus jobs
-  // churn (fetched, held back, woken, fetched again): a c=100 drain ran at 0.2 of the limit loop with a cap of 32.
+  // Default: the WORKER_CONCURRENCY of every live worker together. A lower cap than the workers' slots makes a lone
+  // busy subscription's surplus jobs churn (fetched, held back, woken, fetched again): a c=100 drain ran at 0.2 of the
+  // limit loop with a cap of 32, and two workers at c=16 with a cap of one worker's 16 delivered 0.4 as much as one.
   WEBHOOK_MAX_IN_FLIGHT: Joi.number().integer().min(Joi.ref('WEBHOOK_MIN_IN_FLIGHT')),
   WEBHOOK_SLOW_ATTEMPT_MS: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.slowAttemptMs),
   WEBHOOK_BREAKER_FAILURES: Joi.number().integer().min(1).default(DEFAULT_ISOLATION_RULES.breakerFailures),
@@ -502,6 +503,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? {
             minInFlight: value.WEBHOOK_MIN_IN_FLIGHT,
             maxInFlight: value.WEBHOOK_MAX_IN_FLIGHT ?? Math.max(value.WEBHOOK_MIN_IN_FLIGHT, value.WORKER_CONCURRENCY),
+            maxInFlightFollowsWorkers: value.WEBHOOK_MAX_IN_FLIGHT === undefined,
             slowAttemptMs: value.WEBHOOK_SLOW_ATTEMPT_MS,
             breakerFailures: value.WEBHOOK_BREAKER_FAILURES,
             breakerOpenMs: value.WEBHOOK_BREAKER_OPEN_MS,

@@ -8,6 +8,11 @@ export interface IsolationRules {
   minInFlight: number;
   /** The most attempts in flight per subscription, reached by receivers that answer fast. */
   maxInFlight: number;
+  /**
+   * maxInFlight is one worker's share (WEBHOOK_MAX_IN_FLIGHT not set): the cap is the slots of every live worker
+   * together (at least maxInFlight).
+   */
+  maxInFlightFollowsWorkers?: boolean;
   /** An attempt in flight longer than this marks the receiver slow: its cap falls back to minInFlight. */
   slowAttemptMs: number;
   /** Consecutive timeouts or connection failures that open the breaker. */

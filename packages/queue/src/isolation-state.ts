@@ -42,7 +42,8 @@ elseif state == 'half_open' then
   if probeExpiry and probe ~= token then return wait('breaker_open', tonumber(probeExpiry) + far) end
   redis.call('HSET', KEYS[1], 'probe', token)
 else
-  local limit = tonumber(st[3] or minCap)
+  -- The cap's ceiling falls when a worker leaves: a limit raised before is held to it.
+  local limit = math.min(maxCap, tonumber(st[3] or minCap))
   local inFlight = redis.call('ZCARD', KEYS[2])
   if inFlight > 0 and redis.call('ZCOUNT', KEYS[2], '-inf', now - slowMs + expiry - now) > 0 then
     limit = minCap
@@ -176,6 +177,20 @@ redis.call('PEXPIRE', KEYS[3], 3600000)
 return {'wait', tostring(wake), prober}
 `;
 
+// The live workers and their slots (WORKER_CONCURRENCY), for a cap that follows them: each worker renews its entry
+// (a sorted set member "id:slots", scored by when it lapses) and reads the others'.
+// KEYS: 1 workers (zset). ARGV: now, member, lapses at ms. Returns the live members.
+const WORKERS = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) - tonumber(ARGV[1]))
+return redis.call('ZRANGE', KEYS[1], 0, -1)
+`;
+
+/** How often a worker renews its entry among the live workers, and how long an entry lasts unrenewed. */
+const WORKER_RENEW_MS = 1_000;
+const WORKER_LAPSE_MS = 5 * WORKER_RENEW_MS;
+
 /** Where one subscription's isolation state lives (the id a hash tag: one Cluster slot per subscription). */
 function isolationKeys(prefix: string, subscriptionId: string): [string, string, string] {
   const base = `${prefix}:iso:{${subscriptionId}}`;
@@ -213,11 +228,15 @@ type IsolationRedis = Redis & {
   isolationAdmit(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<string[]>;
   isolationRelease(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<Array<string | null>>;
   isolationPark(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<number>;
+  isolationWorkers(k1: string, ...argv: Array<string | number>): Promise<string[]>;
 };
 
 export class IsolationState {
   private readonly redis: IsolationRedis;
   private readonly periods: number[];
+  /** The cap's ceiling: rules.maxInFlight, or every live worker's slots together (joinWorkers). */
+  private maxInFlight: number;
+  private membership: { member: string; timer: NodeJS.Timeout } | null = null;
 
   constructor(
     redis: Redis,
@@ -229,8 +248,30 @@ export class IsolationState {
     redis.defineCommand('isolationAdmit', { numberOfKeys: 3, lua: ADMIT });
     redis.defineCommand('isolationRelease', { numberOfKeys: 3, lua: RELEASE });
     redis.defineCommand('isolationPark', { numberOfKeys: 3, lua: PARK });
+    redis.defineCommand('isolationWorkers', { numberOfKeys: 1, lua: WORKERS });
     this.redis = redis as IsolationRedis;
     this.periods = breakerOpenPeriodsMs(rules);
+    this.maxInFlight = rules.maxInFlight;
+  }
+
+  /**
+   * Counts this worker's `slots` among the live workers' while it runs; when the rules say the cap follows the
+   * workers, the cap's ceiling becomes their slots together (never below rules.maxInFlight). A cap below the
+   * workers' slots made a lone busy subscription's surplus jobs churn: fetched, held back, woken, fetched again.
+   */
+  async joinWorkers(workerId: string, slots: number): Promise<void> {
+    if (!this.rules.maxInFlightFollowsWorkers || this.membership) return;
+    const member = `${workerId}:${slots}`;
+    const renew = async () => {
+      const now = Date.now();
+      const members = await this.redis.isolationWorkers(`${this.prefix}:iso:workers`, now, member, now + WORKER_LAPSE_MS);
+      const total = members.reduce((sum, m) => sum + (Number(m.slice(m.lastIndexOf(':') + 1)) || 0), 0);
+      this.maxInFlight = Math.max(this.rules.maxInFlight, total);
+    };
+    const timer = setInterval(() => void renew().catch(() => undefined), WORKER_RENEW_MS);
+    timer.unref();
+    this.membership = { member, timer };
+    await renew().catch(() => undefined); // Redis away: one worker's share until it is back
   }
 
   private keys(subscriptionId: string): [string, string, string] {
@@ -251,7 +292,7 @@ export class IsolationState {
       token,
       t + this.slotMs,
       this.rules.minInFlight,
-      this.rules.maxInFlight,
+      this.maxInFlight,
       this.rules.slowAttemptMs,
       interval,
       this.farWakeMs,
@@ -276,7 +317,7 @@ export class IsolationState {
       token,
       breakerSignalOf(outcome),
       r.minInFlight,
-      r.maxInFlight,
+      this.maxInFlight,
       r.breakerFailures,
       this.farWakeMs,
       durationMs < r.slowAttemptMs ? 1 : 0,
@@ -300,8 +341,13 @@ export class IsolationState {
     return (await this.redis.isolationPark(...this.keys(subscriptionId), now.getTime(), wakeAt.getTime(), token, reason)) === 1;
   }
 
-  close(): Promise<void> {
-    return this.redis.quit().then(() => undefined, () => this.redis.disconnect());
+  async close(): Promise<void> {
+    if (this.membership) {
+      clearInterval(this.membership.timer);
+      await this.redis.zrem(`${this.prefix}:iso:workers`, this.membership.member).catch(() => undefined);
+      this.membership = null;
+    }
+    await this.redis.quit().then(() => undefined, () => this.redis.disconnect());
   }
 
   /** A slot given back without an attempt (the delivery was not sent after all). */

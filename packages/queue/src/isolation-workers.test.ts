@@ -1,0 +1,59 @@
+// The in-flight cap's default ceiling follows the live workers (docs/webhooks.md "Delivery isolation"): each worker's
+// slots count while it runs, against the real Redis.
+import { randomUUID } from 'node:crypto';
+import { loadConfig } from '@svc/config';
+import { createRedis, IsolationState } from './index';
+
+const config = loadConfig();
+const prefix = `test_iso_workers_${randomUUID()}`;
+const rules = { minInFlight: 1, maxInFlight: 1, slowAttemptMs: 2_000, breakerFailures: 3, breakerOpenMs: 30_000, breakerMaxOpenMs: 600_000 };
+const subscription = { id: `sub_${randomUUID()}`, rateLimit: null };
+
+const states: IsolationState[] = [];
+const isolation = (followsWorkers: boolean) => {
+  const state = new IsolationState(createRedis(config.redis), prefix, { ...rules, maxInFlightFollowsWorkers: followsWorkers }, 15_000);
+  states.push(state);
+  return state;
+};
+const close = (state: IsolationState) => {
+  states.splice(states.indexOf(state), 1);
+  return state.close();
+};
+afterAll(() => Promise.all([...states].map(close)));
+
+/** Admits `tokens` one after the other; answers which were admitted. */
+async function admitted(state: IsolationState, tokens: string[]): Promise<string[]> {
+  const ok: string[] = [];
+  for (const token of tokens) if ((await state.admit(subscription, token, new Date())).admitted) ok.push(token);
+  return ok;
+}
+
+it('lets a fast receiver grow to the slots of every live worker, and back to one worker\'s when the other leaves', async () => {
+  const first = isolation(true);
+  const second = isolation(true);
+  await first.joinWorkers('w1', 1);
+  await second.joinWorkers('w2', 1);
+  await new Promise((resolve) => setTimeout(resolve, 1_200)); // the first worker renews its view: the second is in it
+  // One quick success raises the limit from the minimum (1) to the ceiling (2 slots, two workers).
+  expect(await admitted(first, ['a'])).toEqual(['a']);
+  await first.release(subscription.id, 'a', 'success', 5, new Date());
+  expect(await admitted(first, ['b', 'c', 'd'])).toEqual(['b', 'c']);
+  await Promise.all(['b', 'c'].map((t) => first.release(subscription.id, t, 'success', 5, new Date())));
+
+  await Promise.all([close(first), close(second)]);
+  const last = isolation(true);
+  await last.joinWorkers('w3', 1); // both left when they closed: its own slot is the ceiling, and the raised limit is held to it
+  expect(await admitted(last, ['e', 'f'])).toEqual(['e']);
+});
+
+it('keeps a fixed ceiling when WEBHOOK_MAX_IN_FLIGHT is set', async () => {
+  const fixed = isolation(false);
+  const other = isolation(false);
+  await fixed.joinWorkers('x1', 5);
+  await other.joinWorkers('x2', 5);
+  const sub = { id: `sub_${randomUUID()}`, rateLimit: null };
+  expect((await fixed.admit(sub, 'p', new Date())).admitted).toBe(true);
+  await fixed.release(sub.id, 'p', 'success', 5, new Date());
+  expect((await fixed.admit(sub, 'q', new Date())).admitted).toBe(true);
+  expect((await fixed.admit(sub, 'r', new Date())).admitted).toBe(false);
+});

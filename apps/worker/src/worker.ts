@@ -2,7 +2,7 @@
 // Worker (purge, SLA scan, key lifecycle), the outbox relay's own Worker, and their job schedulers. Tests start these in-process with injected deps.
 import { DelayedError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { runWithLogContext } from '@svc/config';
+import { withJobLogger } from '@svc/config';
 import {
   DELIVERY_QUEUE,
   ISSUE_EXPORT_JOB,
@@ -56,7 +56,8 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   const processor = async (job: Job<DeliveryJobData>, token?: string) => {
     // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
     const process = job.name === ISSUE_EXPORT_JOB ? processIssueExport : processDelivery;
-    const result = await runWithLogContext({ jobId: job.id }, () => process(ctx, job.data.deliveryId));
+    // The job id goes on every log line through the job's own logger, not an AsyncLocalStorage (@svc/config's logger).
+    const result = await process(withJobLogger(ctx, job.id), job.data.deliveryId);
     if (result.status === 'awaiting_ack') {
       // Splunk's indexer acknowledgement is polled later: the job waits without a slot, BullMQ's attempt count unchanged.
       await job.moveToDelayed(result.until.getTime(), token);
@@ -100,7 +101,7 @@ export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<D
   const connection = deps.redis();
   const worker = new Worker(
     MAINTENANCE_QUEUE,
-    (job: Job) => runWithLogContext({ jobId: job.id }, () => runMaintenanceJob(deps, deliveryQueue, job.name)),
+    (job: Job) => runMaintenanceJob(withJobLogger(deps, job.id), deliveryQueue, job.name),
     { connection, prefix: bullPrefix(deps.config), concurrency: 1, ...tuning },
   );
   ownConnection(worker, connection);
@@ -113,7 +114,7 @@ export function createRelayWorker(deps: WorkerDeps, deliveryQueue: Queue<Deliver
   const connection = deps.redis();
   const worker = new Worker(
     RELAY_QUEUE,
-    (job: Job) => runWithLogContext({ jobId: job.id }, () => runOutboxRelay(deps, deliveryQueue)),
+    (job: Job) => runOutboxRelay(withJobLogger(deps, job.id), deliveryQueue),
     { connection, prefix: bullPrefix(deps.config), concurrency: 1 },
   );
   ownConnection(worker, connection);

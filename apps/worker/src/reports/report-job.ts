@@ -7,7 +7,7 @@
 //   after the relay age, whose enqueue was lost (Redis down, API killed after commit). A report that still has
 //   its job is not enqueued twice (job id = report id).
 import { Worker, type Job, type Queue } from 'bullmq';
-import { runWithLogContext } from '@svc/config';
+import { withJobLogger } from '@svc/config';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import {
   REPORT_QUEUE,
@@ -133,7 +133,7 @@ export function createReportWorker(deps: WorkerDeps, deliveryQueue: Queue<Delive
   const connection = deps.redis();
   const worker = new Worker<ReportJobData, ReportJobResult>(
     REPORT_QUEUE,
-    (job) => runWithLogContext({ jobId: job.id }, () => runReportJob(deps, deliveryQueue, reportQueue, job)),
+    (job) => runReportJob(withJobLogger(deps, job.id), deliveryQueue, reportQueue, job),
     { connection, prefix: bullPrefix(deps.config), concurrency: 2 },
   );
   worker.on('closed', () => {

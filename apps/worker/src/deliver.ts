@@ -61,8 +61,6 @@ export interface DeliveryContext extends WorkerDeps {
   onRelease: (release: Release, now: Date) => void;
   /** Shows held-back deliveries as waiting, in batches (flushed when the worker closes). */
   postponements: PostponementWriter;
-  /** Isolation slots being given back (a job does not wait for its release): the worker awaits them when it closes. */
-  releases: PendingTasks;
   /** Loads deliveries with their subscriptions, those asked for while a load runs together in the next statement. */
   loads: Coalescer<string, LoadedDelivery | null>;
   /** Records the common attempts (successes, failures to retry) the same way. */
@@ -119,7 +117,6 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     woken.catch((err: unknown) => deps.logger.warn('Could not wake waiting deliveries', { error: String(err) }));
   };
   const postponements = new PostponementWriter(deps);
-  const releases = new PendingTasks();
   const loads = new Coalescer((ids: string[]) => loadDeliveries(deps.prisma, ids));
   const recorder = attemptRecorder(deps.prisma);
   const outbox = deliveryQueue ? outboxDeps(deps, deliveryQueue) : null;
@@ -134,26 +131,11 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     isolation,
     onRelease,
     postponements,
-    releases,
     loads,
     recorder,
     markHeldBack,
     enqueueEvents,
   };
-}
-
-/** Work a job started but does not wait for; `settled()` waits for all of it (at close, before the database closes). */
-export class PendingTasks {
-  private readonly pending = new Set<Promise<void>>();
-
-  track(task: Promise<void>): void {
-    this.pending.add(task);
-    void task.finally(() => this.pending.delete(task));
-  }
-
-  async settled(): Promise<void> {
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
-  }
 }
 
 export type DeliveryResult =
@@ -253,10 +235,8 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
   } finally {
     // The job ends without waiting for its slot to be given back: the release goes out on the autopipelined
     // connection before the job's completion, and if the worker dies first the slot frees itself when it expires.
-    ctx.releases.track(
-      releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started).catch((err: unknown) => {
-        ctx.logger.warn('Could not release an in-flight slot (it frees itself when it expires)', { delivery_id: deliveryId, error: String(err) });
-      }),
+    releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started).catch((err: unknown) =>
+      ctx.logger.warn('Could not release an in-flight slot (it frees itself when it expires)', { delivery_id: deliveryId, error: String(err) }),
     );
   }
 }

@@ -80,12 +80,10 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     ...tuning,
   });
   ownConnection(worker, connection);
-  // The slots' releases and the held-back deliveries' rows are written once the last jobs have run, before the caller
-  // closes the database.
+  // The held-back deliveries' rows are written once the last jobs have run, before the caller closes the database.
   const closeWorker = worker.close.bind(worker);
   worker.close = async (force?: boolean) => {
     await closeWorker(force);
-    await ctx.releases.settled();
     await ctx.postponements.flush();
   };
   worker.on('closed', () => ctx.post.close());

@@ -233,11 +233,7 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
     }
     throw err;
   } finally {
-    // The job ends without waiting for its slot to be given back: the release goes out on the autopipelined
-    // connection before the job's completion, and if the worker dies first the slot frees itself when it expires.
-    releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started).catch((err: unknown) =>
-      ctx.logger.warn('Could not release an in-flight slot (it frees itself when it expires)', { delivery_id: deliveryId, error: String(err) }),
-    );
+    await releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started);
   }
 }
 

@@ -27,6 +27,8 @@
 //   BENCH_ONLY=sustained        only the limit loop, a drain at the default concurrency, the sustained rate and the
 //                               latency at half of it
 //   BENCH_ONLY=isolation        only the isolation rows
+//   BENCH_LATENCY_RATE          the latency row at this rate instead of half the sustained rate (with
+//                               BENCH_SUSTAINED_PROBES=0 and BENCH_ONLY=sustained: a quick look at the latency alone)
 //   TEST_DATABASE_ADMIN_URL / REDIS_URL  the servers to use (defaults: local PostgreSQL and Redis)
 'use strict';
 const { execFileSync, fork, spawn } = require('node:child_process');
@@ -890,6 +892,7 @@ async function startWarmWorker(base, tenant, receiver, processEnv, events) {
 
 /** Half the sustained rate; when no probe held, half the lowest rate probed (logged: the row then says little). */
 function latencyRate(sustained) {
+  if (env.BENCH_LATENCY_RATE) return Number(env.BENCH_LATENCY_RATE);
   if (sustained.rate > 0) return sustained.rate / 2;
   log('sustained rate: no probe held; the latency row is taken at half the lowest rate probed');
   return Math.min(...sustained.probes.map((p) => p.rate)) / 2;

@@ -126,6 +126,17 @@ describe('concurrent publishes share the two statements, each with its own answe
     }
   });
 
+  it("one request's unusable assessment id answers 404 alone: another organization's publish in the same tick is created", async () => {
+    const other = await createOrg(h);
+    const projectB = await insertProject(h, other.id);
+    const runningB = await insertAssessmentIn(h, other.id, projectB.id, 'running');
+    const answers = await Promise.all([
+      outcome(recordFinding(h.deps, principalOf(org.id, org.admin), 'asm_\u0000', input('nul-id'))),
+      outcome(recordFinding(h.deps, principalOf(other.id, other.admin), runningB.id, input('beside-nul-id'))),
+    ]);
+    expect(answers).toEqual([404, 'created']);
+  });
+
   it('of two reports of one fingerprint in a batch exactly one creates; a finding that fails the batch fails alone', async () => {
     const project = await insertProject(h, org.id);
     const running = await insertAssessmentIn(h, org.id, project.id, 'running');

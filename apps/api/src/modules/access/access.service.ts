@@ -142,15 +142,28 @@ async function accessRowsOf<Extra>(deps: AppDeps, requests: AccessRequest[], ext
   return requests.map((_, i) => byOrdinal.get(i + 1));
 }
 
-/** Per pool and prepared statement, the coalescer of concurrent access checks (one statement per batch). */
-const accessBatches = new WeakMap<object, Map<string, Coalescer<AccessRequest, AccessRow<unknown> | undefined>>>();
+/** Answers one by one, each request's error its own, when the batch's statement fails (whatever one request put in it). */
+type AccessAnswer = AccessRow<unknown> | undefined | Error;
 
-function accessBatcher(deps: AppDeps, extra: AccessExtra | undefined): Coalescer<AccessRequest, AccessRow<unknown> | undefined> {
+async function accessRowsInBatch(deps: AppDeps, requests: AccessRequest[], extra: AccessExtra | undefined): Promise<AccessAnswer[]> {
+  const alone = (request: AccessRequest) =>
+    accessRowsOf<unknown>(deps, [request], extra).then(
+      ([row]) => row,
+      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+    );
+  if (requests.length === 1) return [await alone(requests[0])];
+  return accessRowsOf<unknown>(deps, requests, extra).catch(() => Promise.all(requests.map(alone)));
+}
+
+/** Per pool and prepared statement, the coalescer of concurrent access checks (one statement per batch). */
+const accessBatches = new WeakMap<object, Map<string, Coalescer<AccessRequest, AccessAnswer>>>();
+
+function accessBatcher(deps: AppDeps, extra: AccessExtra | undefined): Coalescer<AccessRequest, AccessAnswer> {
   const name = extra ? extra.preparedAs : '';
   let byName = accessBatches.get(deps.prisma);
   if (!byName) accessBatches.set(deps.prisma, (byName = new Map()));
   let batcher = byName.get(name);
-  if (!batcher) byName.set(name, (batcher = new Coalescer((requests: AccessRequest[]) => accessRowsOf<unknown>(deps, requests, extra))));
+  if (!batcher) byName.set(name, (batcher = new Coalescer((requests: AccessRequest[]) => accessRowsInBatch(deps, requests, extra))));
   return batcher;
 }
 
@@ -169,7 +182,10 @@ export async function requireAssessmentAccessWithSla<Extra = null>(
   need: Access,
   extra?: AccessExtra,
 ): Promise<AssessmentForWrite<Extra>> {
-  const row = (await accessBatcher(deps, extra).run({ principal, assessmentId })) as AccessRow<Extra> | undefined;
+  // PostgreSQL cannot hold a NUL in text: such an id names no assessment (and must not fail the batch it would join).
+  if (assessmentId.includes('\u0000')) throw notFound('Assessment');
+  const row = (await accessBatcher(deps, extra).run({ principal, assessmentId })) as AccessRow<Extra> | undefined | Error;
+  if (row instanceof Error) throw row;
   if (!row) throw notFound('Assessment');
   const have = (['none', 'read', 'write'] as const)[Number(row.access_rank)] ?? 'none';
   enforce(have, need, 'Assessment');

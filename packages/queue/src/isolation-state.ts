@@ -178,18 +178,30 @@ return {'wait', tostring(wake), prober}
 `;
 
 // The live workers and their slots (WORKER_CONCURRENCY), for a cap that follows them: each worker renews its entry
-// (a sorted set member "id:slots", scored by when it lapses) and reads the others'.
-// KEYS: 1 workers (zset). ARGV: now, member, lapses at ms. Returns the live members.
+// (a sorted set member "id:slots", scored by when it lapses) and reads the others'. The time is Redis's own, not
+// the workers': a worker whose clock runs ahead would otherwise keep a dead entry (and its slots) for that long, and
+// an entry lapsing later than any renewal can set was not written here: dropped.
+// KEYS: 1 workers (zset). ARGV: member, lapse ms. Returns the live members.
 const WORKERS = `
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) - tonumber(ARGV[1]))
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lapse = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '(' .. string.format('%d', now + lapse), '+inf')
+redis.call('ZADD', KEYS[1], string.format('%d', now + lapse), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], lapse)
 return redis.call('ZRANGE', KEYS[1], 0, -1)
 `;
 
 /** How often a worker renews its entry among the live workers, and how long an entry lasts unrenewed. */
 const WORKER_RENEW_MS = 1_000;
 const WORKER_LAPSE_MS = 5 * WORKER_RENEW_MS;
+
+/** A live worker's slots from its entry "id:slots": a positive integer as a worker writes it, else none (0). */
+function slotsOf(member: string): number {
+  const slots = member.slice(member.lastIndexOf(':') + 1);
+  return /^[1-9][0-9]{0,5}$/.test(slots) ? Number(slots) : 0;
+}
 
 /** Where one subscription's isolation state lives (the id a hash tag: one Cluster slot per subscription). */
 function isolationKeys(prefix: string, subscriptionId: string): [string, string, string] {
@@ -263,9 +275,8 @@ export class IsolationState {
     if (!this.rules.maxInFlightFollowsWorkers || this.membership) return;
     const member = `${workerId}:${slots}`;
     const renew = async () => {
-      const now = Date.now();
-      const members = await this.redis.isolationWorkers(`${this.prefix}:iso:workers`, now, member, now + WORKER_LAPSE_MS);
-      const total = members.reduce((sum, m) => sum + (Number(m.slice(m.lastIndexOf(':') + 1)) || 0), 0);
+      const members = await this.redis.isolationWorkers(`${this.prefix}:iso:workers`, member, WORKER_LAPSE_MS);
+      const total = members.reduce((sum, m) => sum + slotsOf(m), 0);
       this.maxInFlight = Math.max(this.rules.maxInFlight, total);
     };
     const timer = setInterval(() => void renew().catch(() => undefined), WORKER_RENEW_MS);

@@ -57,3 +57,24 @@ it('keeps a fixed ceiling when WEBHOOK_MAX_IN_FLIGHT is set', async () => {
   expect((await fixed.admit(sub, 'q', new Date())).admitted).toBe(true);
   expect((await fixed.admit(sub, 'r', new Date())).admitted).toBe(false);
 });
+
+it('does not let an entry that no live worker keeps (a lapse far ahead, slots that are no count) raise the ceiling', async () => {
+  const ownPrefix = `test_iso_workers_${randomUUID()}`;
+  const redis = createRedis(config.redis);
+  try {
+    // A worker whose clock runs an hour ahead (or any bogus writer) left these; neither is a live worker's share.
+    await redis.zadd(`${ownPrefix}:iso:workers`, Date.now() + 3_600_000, 'ahead:1000', Date.now() + 4_000, 'bogus:Infinity');
+    const state = new IsolationState(createRedis(config.redis), ownPrefix, { ...rules, maxInFlightFollowsWorkers: true }, 15_000);
+    states.push(state);
+    await state.joinWorkers('only', 1);
+    const sub = { id: `sub_${randomUUID()}`, rateLimit: null };
+    expect((await state.admit(sub, 'a', new Date())).admitted).toBe(true);
+    await state.release(sub.id, 'a', 'success', 5, new Date());
+    // One live worker with one slot: the ceiling is 1, whatever the other entries claim.
+    const ok: string[] = [];
+    for (const token of ['b', 'c']) if ((await state.admit(sub, token, new Date())).admitted) ok.push(token);
+    expect(ok).toEqual(['b']);
+  } finally {
+    await redis.quit();
+  }
+});

@@ -137,6 +137,44 @@ describe('concurrent publishes share the two statements, each with its own answe
     expect(answers).toEqual([404, 'created']);
   });
 
+  it("a lock another organization's transaction holds delays only that organization's publish, not its batch-mates'", async () => {
+    const other = await createOrg(h);
+    const projectA = await insertProject(h, org.id);
+    const projectB = await insertProject(h, other.id);
+    const runningA = await insertAssessmentIn(h, org.id, projectA.id, 'running');
+    const runningB = await insertAssessmentIn(h, other.id, projectB.id, 'running');
+    const sleep = (ms: number) => new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), ms));
+    // Organization A's own transactions: one updating its assessment, one serialising on its organization row (a
+    // source upload, a subscription's creation). Each holds its lock until released.
+    for (const lock of [
+      (tx: typeof h.deps.prisma) => tx.$queryRaw`SELECT id FROM assessments WHERE id = ${runningA.id} FOR UPDATE`,
+      (tx: typeof h.deps.prisma) => tx.$queryRaw`SELECT id FROM organizations WHERE id = ${org.id} FOR UPDATE`,
+    ]) {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const taken = new Promise<void>((resolve) => (locked = resolve));
+      const holder = h.deps.prisma.$transaction(
+        async (tx) => {
+          await lock(tx as unknown as typeof h.deps.prisma);
+          locked();
+          await held;
+        },
+        { timeout: 20_000 },
+      );
+      await taken;
+      const fingerprint = `locked-${seen.length}-${Math.random()}`;
+      const a = outcome(recordFinding(h.deps, principalOf(org.id, org.admin), runningA.id, input(`${fingerprint}-a`)));
+      const b = outcome(recordFinding(h.deps, principalOf(other.id, other.admin), runningB.id, input(`${fingerprint}-b`)));
+      const later = outcome(recordFinding(h.deps, principalOf(other.id, other.admin), runningB.id, input(`${fingerprint}-later`)));
+      const first = await Promise.race([Promise.all([b, later]), sleep(2_000)]);
+      release();
+      await holder;
+      expect(first).toEqual(['created', 'created']);
+      expect(await a).toBe('created');
+    }
+  });
+
   it('of two reports of one fingerprint in a batch exactly one creates; a finding that fails the batch fails alone', async () => {
     const project = await insertProject(h, org.id);
     const running = await insertAssessmentIn(h, org.id, project.id, 'running');

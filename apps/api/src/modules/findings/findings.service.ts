@@ -136,8 +136,11 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
     assessment.extra,
     now,
   );
-  const written = await findingWriter(deps).run({ finding, plan });
+  const shared = await findingWriter(deps).run({ finding, plan });
+  // Its assessment or organization row was locked (or is gone): written alone, waiting for the lock, off the batch.
+  const written = shared === LOCKED_OR_GONE ? await writeFindingAlone(deps, { finding, plan }, 'wait') : shared;
   if (written instanceof Error) throw written;
+  if (written === LOCKED_OR_GONE) throw notRunning(undefined);
   if (written.assessmentStatus !== 'running') throw notRunning(written.assessmentStatus ?? undefined);
   if (!written.created) {
     const updated = await updateRecordedFinding(deps, principal, assessment.id, input, severity);
@@ -153,8 +156,21 @@ interface FindingWrite {
   plan: PlannedEvent;
 }
 
-/** The assessment's status (null: gone) and whether the finding was inserted; or, alone, the statement's error. */
-type WriteAnswer = { assessmentStatus: string | null; created: boolean } | Error;
+/**
+ * The assessment's status (null: gone) and whether the finding was inserted; or, alone, the statement's error; or,
+ * in a statement that does not wait for locks, LOCKED_OR_GONE.
+ */
+type WriteAnswer = { assessmentStatus: string | null; created: boolean } | Error | typeof LOCKED_OR_GONE;
+
+const LOCKED_OR_GONE = Symbol('locked or gone');
+
+/**
+ * How a statement takes its assessments' and organizations' row locks. 'skip' in the shared statement: a lock that
+ * one organization's own transaction holds (an assessment being updated, its organization row serialising an
+ * upload, whose FOR UPDATE the foreign keys' FOR KEY SHARE would wait for) must not hold up the other organizations'
+ * findings of the batch, nor the batches behind it; such a finding is then written alone with 'wait'.
+ */
+type Locks = 'skip' | 'wait';
 
 /**
  * New findings, their events and deliveries in ONE statement, each with its own fate: a finding is inserted only
@@ -163,7 +179,7 @@ type WriteAnswer = { assessmentStatus: string | null; created: boolean } | Error
  * inserted in (assessment, fingerprint) order, so that two API instances' batches take the unique index's entries in
  * one order.
  */
-async function writeFindings(deps: AppDeps, writes: FindingWrite[]): Promise<WriteAnswer[]> {
+async function writeFindings(deps: AppDeps, writes: FindingWrite[], locks: Locks): Promise<WriteAnswer[]> {
   const f = <T>(of: (finding: Finding) => T) => writes.map((w) => of(w.finding));
   // Raw SQL: every organization id in it is the one the access check read for that finding's principal.
   const rows = await queryRows<{ ord: number; assessment_status: string | null; created: boolean }>(
@@ -176,7 +192,13 @@ async function writeFindings(deps: AppDeps, writes: FindingWrite[]): Promise<Wri
                              ${f((x) => x.openedAt.toISOString())}::timestamptz[], ${f((x) => x.createdAt.toISOString())}::timestamptz[])
              WITH ORDINALITY AS v(id, organization_id, project_id, assessment_id, fingerprint, title, severity, location, description,
                                   opened_at, created_at, ord)),
-      a AS (SELECT id, organization_id, status FROM assessments WHERE id IN (SELECT assessment_id FROM v) FOR SHARE),
+      ${
+        locks === 'skip'
+          ? Prisma.sql`o AS (SELECT id FROM organizations WHERE id IN (SELECT organization_id FROM v) FOR KEY SHARE SKIP LOCKED),
+      a AS (SELECT id, organization_id, status FROM assessments
+            WHERE id IN (SELECT assessment_id FROM v) AND organization_id IN (SELECT id FROM o) FOR SHARE SKIP LOCKED),`
+          : Prisma.sql`a AS (SELECT id, organization_id, status FROM assessments WHERE id IN (SELECT assessment_id FROM v) FOR SHARE),`
+      }
       ins AS (
         INSERT INTO findings (id, organization_id, project_id, assessment_id, fingerprint, title, severity, original_severity,
                               status, location, description, opened_at, created_at, updated_at)
@@ -192,18 +214,19 @@ async function writeFindings(deps: AppDeps, writes: FindingWrite[]): Promise<Wri
       )}
       SELECT v.ord::int AS ord, a.status::text AS assessment_status, v.id IN (SELECT id FROM ins) AS created
       FROM v LEFT JOIN a ON a.id = v.assessment_id AND a.organization_id = v.organization_id`,
-    'api_record_findings',
+    locks === 'skip' ? 'api_record_findings' : 'api_record_findings_waiting',
   );
   const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));
   return writes.map((_, i) => {
     const row = byOrdinal.get(i + 1);
+    if (!row?.assessment_status && locks === 'skip') return LOCKED_OR_GONE;
     return { assessmentStatus: row?.assessment_status ?? null, created: row?.created === true };
   });
 }
 
 /** One finding on its own statement: its answer, or the statement's error as its answer. */
-function writeFindingAlone(deps: AppDeps, write: FindingWrite): Promise<WriteAnswer> {
-  return writeFindings(deps, [write]).then(
+function writeFindingAlone(deps: AppDeps, write: FindingWrite, locks: Locks): Promise<WriteAnswer> {
+  return writeFindings(deps, [write], locks).then(
     ([answer]) => answer,
     (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
   );
@@ -219,8 +242,8 @@ function findingWriter(deps: AppDeps): Coalescer<FindingWrite, WriteAnswer> {
   let writer = findingWriters.get(deps.prisma);
   if (!writer) {
     writer = new Coalescer((writes: FindingWrite[]) => {
-      if (writes.length === 1) return writeFindingAlone(deps, writes[0]).then((answer) => [answer]);
-      return writeFindings(deps, writes).catch(() => Promise.all(writes.map((w) => writeFindingAlone(deps, w))));
+      if (writes.length === 1) return writeFindingAlone(deps, writes[0], 'skip').then((answer) => [answer]);
+      return writeFindings(deps, writes, 'skip').catch(() => Promise.all(writes.map((w) => writeFindingAlone(deps, w, 'skip'))));
     });
     findingWriters.set(deps.prisma, writer);
   }

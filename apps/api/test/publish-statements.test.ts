@@ -143,12 +143,15 @@ describe('concurrent publishes share the two statements, each with its own answe
     const projectB = await insertProject(h, other.id);
     const runningA = await insertAssessmentIn(h, org.id, projectA.id, 'running');
     const runningB = await insertAssessmentIn(h, other.id, projectB.id, 'running');
+    const subscriptionA = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
     const sleep = (ms: number) => new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), ms));
     // Organization A's own transactions: one updating its assessment, one serialising on its organization row (a
-    // source upload, a subscription's creation). Each holds its lock until released.
+    // source upload, a subscription's creation), one on its subscription (a recovery of failed deliveries, the
+    // worker recording an attempt). Each holds its lock until released.
     for (const lock of [
       (tx: typeof h.deps.prisma) => tx.$queryRaw`SELECT id FROM assessments WHERE id = ${runningA.id} FOR UPDATE`,
       (tx: typeof h.deps.prisma) => tx.$queryRaw`SELECT id FROM organizations WHERE id = ${org.id} FOR UPDATE`,
+      (tx: typeof h.deps.prisma) => tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscriptionA} FOR UPDATE`,
     ]) {
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));

@@ -165,10 +165,11 @@ type WriteAnswer = { assessmentStatus: string | null; created: boolean } | Error
 const LOCKED_OR_GONE = Symbol('locked or gone');
 
 /**
- * How a statement takes its assessments' and organizations' row locks. 'skip' in the shared statement: a lock that
- * one organization's own transaction holds (an assessment being updated, its organization row serialising an
- * upload, whose FOR UPDATE the foreign keys' FOR KEY SHARE would wait for) must not hold up the other organizations'
- * findings of the batch, nor the batches behind it; such a finding is then written alone with 'wait'.
+ * How a statement takes its assessments', organizations' and subscriptions' row locks. 'skip' in the shared
+ * statement: a lock that one organization's own transaction holds (an assessment being updated, its organization row
+ * serialising an upload, a subscription's recovery, whose FOR UPDATE the foreign keys' FOR KEY SHARE would wait for)
+ * must not hold up the other organizations' findings of the batch, nor the batches behind it; such a finding is then
+ * written alone with 'wait'.
  */
 type Locks = 'skip' | 'wait';
 
@@ -182,7 +183,9 @@ type Locks = 'skip' | 'wait';
 async function writeFindings(deps: AppDeps, writes: FindingWrite[], locks: Locks): Promise<WriteAnswer[]> {
   const f = <T>(of: (finding: Finding) => T) => writes.map((w) => of(w.finding));
   // Raw SQL: every organization id in it is the one the access check read for that finding's principal.
-  const rows = await queryRows<{ ord: number; assessment_status: string | null; created: boolean }>(
+  // The subscriptions each finding's deliveries reference: a delivery's foreign key waits for a lock on its row too.
+  const needs = writes.flatMap((w) => w.plan.deliveries.map((d) => ({ findingId: w.finding.id, subscriptionId: d.subscriptionId })));
+  const rows = await queryRows<{ ord: number; assessment_status: string | null; created: boolean; blocked: boolean }>(
     deps.prisma,
     Prisma.sql`
       WITH v AS (
@@ -196,8 +199,13 @@ async function writeFindings(deps: AppDeps, writes: FindingWrite[], locks: Locks
         locks === 'skip'
           ? Prisma.sql`o AS (SELECT id FROM organizations WHERE id IN (SELECT organization_id FROM v) FOR KEY SHARE SKIP LOCKED),
       a AS (SELECT id, organization_id, status FROM assessments
-            WHERE id IN (SELECT assessment_id FROM v) AND organization_id IN (SELECT id FROM o) FOR SHARE SKIP LOCKED),`
-          : Prisma.sql`a AS (SELECT id, organization_id, status FROM assessments WHERE id IN (SELECT assessment_id FROM v) FOR SHARE),`
+            WHERE id IN (SELECT assessment_id FROM v) AND organization_id IN (SELECT id FROM o) FOR SHARE SKIP LOCKED),
+      n AS (SELECT * FROM unnest(${needs.map((x) => x.findingId)}::text[], ${needs.map((x) => x.subscriptionId)}::text[])
+            AS n(finding_id, subscription_id)),
+      s AS (SELECT id FROM webhook_subscriptions WHERE id IN (SELECT subscription_id FROM n) FOR KEY SHARE SKIP LOCKED),
+      blocked AS (SELECT DISTINCT finding_id AS id FROM n WHERE subscription_id NOT IN (SELECT id FROM s)),`
+          : Prisma.sql`a AS (SELECT id, organization_id, status FROM assessments WHERE id IN (SELECT assessment_id FROM v) FOR SHARE),
+      blocked AS (SELECT NULL::text AS id WHERE false),`
       }
       ins AS (
         INSERT INTO findings (id, organization_id, project_id, assessment_id, fingerprint, title, severity, original_severity,
@@ -205,6 +213,7 @@ async function writeFindings(deps: AppDeps, writes: FindingWrite[], locks: Locks
         SELECT v.id, v.organization_id, v.project_id, v.assessment_id, v.fingerprint, v.title, v.severity, v.severity, 'open',
                v.location, v.description, v.opened_at AT TIME ZONE 'UTC', v.created_at AT TIME ZONE 'UTC', v.created_at AT TIME ZONE 'UTC'
         FROM v JOIN a ON a.id = v.assessment_id AND a.organization_id = v.organization_id AND a.status = 'running'
+        WHERE v.id NOT IN (SELECT id FROM blocked)
         ORDER BY v.assessment_id, v.fingerprint
         ON CONFLICT DO NOTHING
         RETURNING id),
@@ -212,14 +221,15 @@ async function writeFindings(deps: AppDeps, writes: FindingWrite[], locks: Locks
         writes.map((w) => ({ plan: w.plan, whenRowIn: w.finding.id })),
         'ins',
       )}
-      SELECT v.ord::int AS ord, a.status::text AS assessment_status, v.id IN (SELECT id FROM ins) AS created
+      SELECT v.ord::int AS ord, a.status::text AS assessment_status, v.id IN (SELECT id FROM ins) AS created,
+             v.id IN (SELECT id FROM blocked) AS blocked
       FROM v LEFT JOIN a ON a.id = v.assessment_id AND a.organization_id = v.organization_id`,
     locks === 'skip' ? 'api_record_findings' : 'api_record_findings_waiting',
   );
   const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));
   return writes.map((_, i) => {
     const row = byOrdinal.get(i + 1);
-    if (!row?.assessment_status && locks === 'skip') return LOCKED_OR_GONE;
+    if ((!row?.assessment_status || row.blocked) && locks === 'skip') return LOCKED_OR_GONE;
     return { assessmentStatus: row?.assessment_status ?? null, created: row?.created === true };
   });
 }

@@ -84,6 +84,16 @@ describe('requests (RATE_LIMIT_PER_MINUTE=3), per credential and per address bef
     await expect(consumeOneOf(h.app.locals.limiters.request, key)).rejects.toMatchObject({ status: 429 });
   });
 
+  it("in one batch, one key's refusals are its own: another key's requests beside them pass, and neither goes past its limit", async () => {
+    const spent = `key:spent-${uniqueSuffix()}`;
+    const fresh = `key:fresh-${uniqueSuffix()}`;
+    const limiter = h.app.locals.limiters.request;
+    for (let i = 0; i < 3; i++) await consumeOneOf(limiter, spent);
+    const keys = [spent, fresh, spent, fresh, fresh, fresh];
+    const verdicts = await Promise.allSettled(keys.map((key) => consumeOneOf(limiter, key)));
+    expect(verdicts.map((v) => (v.status === 'fulfilled' ? 200 : (v.reason as { status: number }).status))).toEqual([429, 200, 429, 200, 200, 429]);
+  });
+
   it('limits unauthenticated routes per client address', async () => {
     const verify = () => request(h.app).post('/api/v1/auth/verify-email').send({ token: 'nope' });
     for (let i = 0; i < 3; i++) expect((await verify()).status).toBe(400);

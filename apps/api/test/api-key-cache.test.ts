@@ -57,6 +57,27 @@ describe('with a warm cache', () => {
     expect((await me(h.app, key)).status).toBe(401);
   });
 
+  it("refuses a revoked key whose epoch read shares a batch with another organization's valid key, while reads are in flight", async () => {
+    const otherOrg = await createOrg(h);
+    const { id, key } = await mintKey(org.manager.token);
+    const { key: kept } = await mintKey(otherOrg.manager.token);
+    await warm(key);
+    await warm(kept);
+    // Another organization's traffic keeps the epoch reads busy: the revoked key's request arrives while one is in flight.
+    let busy = true;
+    const traffic = (async () => {
+      const statuses: number[] = [];
+      for (let i = 0; busy && i < 100; i++) statuses.push(...(await Promise.all([me(h.app, kept), me(h.app, kept)])).map((r) => r.status));
+      return statuses;
+    })();
+    expect((await request(h.app).delete(`/api/v1/api-keys/${id}`).set(bearer(org.manager.token))).status).toBe(204);
+    const [revoked, valid] = await Promise.all([me(h.app, key), me(h.app, kept)]);
+    busy = false;
+    expect(revoked.status).toBe(401);
+    expect(valid.status).toBe(200);
+    expect(new Set(await traffic)).toEqual(new Set([200]));
+  });
+
   it('refuses a revoked key on the instance that revoked it, when the revocation came through another', async () => {
     const { id, key } = await mintKey(org.manager.token);
     await warm(key);

@@ -19,7 +19,17 @@ const close = (state: IsolationState) => {
   states.splice(states.indexOf(state), 1);
   return state.close();
 };
-afterAll(() => Promise.all([...states].map(close)));
+/** The keys this file made, under its own prefix, go with it. */
+async function deletePrefix(): Promise<void> {
+  const redis = createRedis(config.redis);
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+}
+afterAll(async () => {
+  await Promise.all([...states].map(close));
+  await deletePrefix();
+});
 
 /** Admits `tokens` one after the other; answers which were admitted. */
 async function admitted(state: IsolationState, tokens: string[]): Promise<string[]> {
@@ -59,7 +69,7 @@ it('keeps a fixed ceiling when WEBHOOK_MAX_IN_FLIGHT is set', async () => {
 });
 
 it('does not let an entry that no live worker keeps (a lapse far ahead, slots that are no count) raise the ceiling', async () => {
-  const ownPrefix = `test_iso_workers_${randomUUID()}`;
+  const ownPrefix = `${prefix}_own`; // under the file's prefix: deleted with it
   const redis = createRedis(config.redis);
   try {
     // A worker whose clock runs an hour ahead (or any bogus writer) left these; neither is a live worker's share.

@@ -58,3 +58,34 @@ export class Coalescer<I, O> {
     }
   }
 }
+
+const sharedCoalescers = new WeakMap<object, Map<string, Coalescer<unknown, unknown>>>();
+
+/**
+ * The one Coalescer of `owner` (a pool, a Redis connection, a queue, a limiter) under `name`, made by `make` the first
+ * time: every request of a process that goes to the same owner shares its batches.
+ */
+export function coalescerOf<I, O>(owner: object, name: string, make: () => Coalescer<I, O>): Coalescer<I, O> {
+  let byName = sharedCoalescers.get(owner);
+  if (!byName) sharedCoalescers.set(owner, (byName = new Map()));
+  let coalescer = byName.get(name) as Coalescer<I, O> | undefined;
+  if (!coalescer) byName.set(name, (coalescer = make()) as Coalescer<unknown, unknown>);
+  return coalescer;
+}
+
+/**
+ * A batch runner whose every item gets its own answer even when the batch's statement fails (whatever one item put
+ * in it): the items are then run again one at a time, and an item's own error becomes its answer. One item runs
+ * alone at once.
+ */
+export function answeringOneByOneOnFailure<I, O>(runBatch: (items: I[]) => Promise<O[]>): (items: I[]) => Promise<Array<O | Error>> {
+  const alone = (item: I): Promise<O | Error> =>
+    runBatch([item]).then(
+      ([answer]) => answer,
+      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+    );
+  return async (items) => {
+    if (items.length === 1) return [await alone(items[0])];
+    return runBatch(items).catch(() => Promise.all(items.map(alone)));
+  };
+}

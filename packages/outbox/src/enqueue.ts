@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { Coalescer, type Db, type Tx } from '@svc/db';
+import { Coalescer, coalescerOf, type Db, type Tx } from '@svc/db';
 import type { Config, Logger } from '@svc/config';
 import { withTimeout } from '@svc/domain';
 import { deliveryJobOptions, type DeliveryJobData } from '@svc/queue';
@@ -127,8 +127,6 @@ async function enqueueTogether(queue: Queue<DeliveryJobData>, requests: EnqueueR
   return requests.map(() => undefined);
 }
 
-const enqueuers = new WeakMap<Queue, Coalescer<EnqueueRequest, void>>();
-
 /**
  * The queue's enqueues after commit go together: while one batch is being added, the enqueues of concurrent
  * requests wait and then go as the next batch (a lone enqueue waits for nothing). Publishing with 32 clients cost the
@@ -136,12 +134,7 @@ const enqueuers = new WeakMap<Queue, Coalescer<EnqueueRequest, void>>();
  * both sides; together they cost two per batch.
  */
 function enqueuerOf(queue: Queue<DeliveryJobData>): Coalescer<EnqueueRequest, void> {
-  let enqueuer = enqueuers.get(queue);
-  if (!enqueuer) {
-    enqueuer = new Coalescer((requests: EnqueueRequest[]) => enqueueTogether(queue, requests));
-    enqueuers.set(queue, enqueuer);
-  }
-  return enqueuer;
+  return coalescerOf(queue, 'enqueue', () => new Coalescer((requests: EnqueueRequest[]) => enqueueTogether(queue, requests)));
 }
 
 /**

@@ -7,7 +7,7 @@
 // any instance (or the worker) refuses the key on the very next request everywhere.
 import type { Request, RequestHandler } from 'express';
 import { effectiveKeyScopes, roleBundle, type Role } from '@svc/scopes';
-import { Coalescer, Prisma, queryRows } from '@svc/db';
+import { Coalescer, coalescerOf, Prisma, queryRows } from '@svc/db';
 import { readAuthEpochs } from '@svc/queue';
 import type { AppDeps } from '../app-deps';
 import { forbidden, unauthorized } from '../http/errors';
@@ -120,8 +120,6 @@ function currentEpochs(deps: AppDeps, owner: Owner) {
 type Owner = { organizationId: string; userId: string };
 type Epochs = { organization: string; user: string };
 
-const epochReaders = new WeakMap<object, Coalescer<Owner, Epochs>>();
-
 /**
  * Per Redis connection, the epoch reads of concurrent requests together: a request waits for the read in flight (if
  * any) and is answered by the next one, which was sent after it arrived, so it still sees every bump committed
@@ -129,9 +127,8 @@ const epochReaders = new WeakMap<object, Coalescer<Owner, Epochs>>();
  * the same two keys 32 times).
  */
 function epochReader(deps: AppDeps): Coalescer<Owner, Epochs> {
-  let reader = epochReaders.get(deps.redis);
-  if (!reader) {
-    reader = new Coalescer(async (owners: Owner[]) => {
+  return coalescerOf(deps.redis, 'auth-epochs', () =>
+    new Coalescer(async (owners: Owner[]) => {
       const keyOf = (o: Owner) => `${o.organizationId} ${o.userId}`;
       const distinct = new Map(owners.map((o) => [keyOf(o), o]));
       const read = new Map(
@@ -140,10 +137,8 @@ function epochReader(deps: AppDeps): Coalescer<Owner, Epochs> {
         ),
       );
       return owners.map((o) => read.get(keyOf(o))!);
-    });
-    epochReaders.set(deps.redis, reader);
-  }
-  return reader;
+    }),
+  );
 }
 
 /**

@@ -4,7 +4,7 @@
 // stop password and code guessing, fail closed (503) rather than let guessing run unlimited.
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { Coalescer } from '@svc/db';
+import { Coalescer, coalescerOf } from '@svc/db';
 import { tooManyRequests, type HttpError } from './errors';
 
 export interface RateLimiters {
@@ -76,15 +76,8 @@ export async function consumeOneOf(limiter: RateLimiterRedis, key: string): Prom
   if (refused) throw refused;
 }
 
-const counters = new WeakMap<RateLimiterRedis, Coalescer<string, HttpError | null>>();
-
 function counterOf(limiter: RateLimiterRedis): Coalescer<string, HttpError | null> {
-  let counter = counters.get(limiter);
-  if (!counter) {
-    counter = new Coalescer((keys: string[]) => verdictsOf(limiter, keys));
-    counters.set(limiter, counter);
-  }
-  return counter;
+  return coalescerOf(limiter, 'rate-limit', () => new Coalescer((keys: string[]) => verdictsOf(limiter, keys)));
 }
 
 /** Per key of the batch (in order): null when within the limit, else the 429. Store errors propagate (503). */

@@ -4,7 +4,7 @@
 //   assessments; a grant on an assessment covers only that assessment.
 // A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
 // one; readable but not writable answers 403.
-import { Coalescer, Prisma, queryRows, scopedTo, type Assessment, type Project } from '@svc/db';
+import { answeringOneByOneOnFailure, Coalescer, coalescerOf, Prisma, queryRows, scopedTo, type Assessment, type Project } from '@svc/db';
 import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
 import { roleRank } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
@@ -142,29 +142,14 @@ async function accessRowsOf<Extra>(deps: AppDeps, requests: AccessRequest[], ext
   return requests.map((_, i) => byOrdinal.get(i + 1));
 }
 
-/** Answers one by one, each request's error its own, when the batch's statement fails (whatever one request put in it). */
+/** A request's access row, undefined (no such assessment in its organization), or its own statement's error. */
 type AccessAnswer = AccessRow<unknown> | undefined | Error;
 
-async function accessRowsInBatch(deps: AppDeps, requests: AccessRequest[], extra: AccessExtra | undefined): Promise<AccessAnswer[]> {
-  const alone = (request: AccessRequest) =>
-    accessRowsOf<unknown>(deps, [request], extra).then(
-      ([row]) => row,
-      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
-    );
-  if (requests.length === 1) return [await alone(requests[0])];
-  return accessRowsOf<unknown>(deps, requests, extra).catch(() => Promise.all(requests.map(alone)));
-}
-
 /** Per pool and prepared statement, the coalescer of concurrent access checks (one statement per batch). */
-const accessBatches = new WeakMap<object, Map<string, Coalescer<AccessRequest, AccessAnswer>>>();
-
 function accessBatcher(deps: AppDeps, extra: AccessExtra | undefined): Coalescer<AccessRequest, AccessAnswer> {
-  const name = extra ? extra.preparedAs : '';
-  let byName = accessBatches.get(deps.prisma);
-  if (!byName) accessBatches.set(deps.prisma, (byName = new Map()));
-  let batcher = byName.get(name);
-  if (!batcher) byName.set(name, (batcher = new Coalescer((requests: AccessRequest[]) => accessRowsInBatch(deps, requests, extra))));
-  return batcher;
+  return coalescerOf(deps.prisma, `access:${extra ? extra.preparedAs : ''}`, () =>
+    new Coalescer(answeringOneByOneOnFailure((requests: AccessRequest[]) => accessRowsOf<unknown>(deps, requests, extra))),
+  );
 }
 
 /**

@@ -23,7 +23,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { Coalescer, newId, queryRows, scopedTo } from '@svc/db';
+import { answeringOneByOneOnFailure, Coalescer, coalescerOf, newId, queryRows, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireAssessmentAccessWithSla, type Access, type AssessmentForWrite } from '../access/access.service';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
@@ -236,28 +236,17 @@ async function writeFindings(deps: AppDeps, writes: FindingWrite[], locks: Locks
 
 /** One finding on its own statement: its answer, or the statement's error as its answer. */
 function writeFindingAlone(deps: AppDeps, write: FindingWrite, locks: Locks): Promise<WriteAnswer> {
-  return writeFindings(deps, [write], locks).then(
-    ([answer]) => answer,
-    (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
-  );
+  return answeringOneByOneOnFailure((writes: FindingWrite[]) => writeFindings(deps, writes, locks))([write]).then(([answer]) => answer);
 }
-
-const findingWriters = new WeakMap<object, Coalescer<FindingWrite, WriteAnswer>>();
 
 /**
  * Per pool, the coalescer of concurrent findings' writes. When a batch's statement fails (whatever one finding did to
  * it), each of its findings is written again alone and gets its own answer.
  */
 function findingWriter(deps: AppDeps): Coalescer<FindingWrite, WriteAnswer> {
-  let writer = findingWriters.get(deps.prisma);
-  if (!writer) {
-    writer = new Coalescer((writes: FindingWrite[]) => {
-      if (writes.length === 1) return writeFindingAlone(deps, writes[0], 'skip').then((answer) => [answer]);
-      return writeFindings(deps, writes, 'skip').catch(() => Promise.all(writes.map((w) => writeFindingAlone(deps, w, 'skip'))));
-    });
-    findingWriters.set(deps.prisma, writer);
-  }
-  return writer;
+  return coalescerOf(deps.prisma, 'findings', () =>
+    new Coalescer(answeringOneByOneOnFailure((writes: FindingWrite[]) => writeFindings(deps, writes, 'skip'))),
+  );
 }
 
 const notRunning = (status: string | undefined) =>

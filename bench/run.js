@@ -18,7 +18,7 @@
 //                               BENCH_SUSTAINED_WARM_UP_SECONDS (5), not measured, and these seconds, measured
 //   BENCH_SUSTAINED_PROBES (5)  probes of that search (bisected below the drain rate at the default concurrency,
 //                               from half of it)
-//   BENCH_LATENCY_SECONDS (10)  seconds of paced publishing measured for the event-to-receipt latency at half the
+//   BENCH_LATENCY_SECONDS (30)  seconds of paced publishing measured for the event-to-receipt latency at half the
 //                               sustained rate, after a warm-up (1,000 events delivered, then 2 s of paced publishing)
 //   BENCH_LIMIT_DELIVERIES (3000) deliveries per limit-loop run
 //   BENCH_FANOUT (25)           subscriptions each event matches in the fan-out run
@@ -61,7 +61,7 @@ const SIZES = {
   sustainedSeconds: num('BENCH_SUSTAINED_SECONDS', 30),
   sustainedWarmUpSeconds: num('BENCH_SUSTAINED_WARM_UP_SECONDS', 5),
   sustainedProbes: num('BENCH_SUSTAINED_PROBES', 5),
-  latencySeconds: num('BENCH_LATENCY_SECONDS', 10),
+  latencySeconds: num('BENCH_LATENCY_SECONDS', 30),
   limitDeliveries: num('BENCH_LIMIT_DELIVERIES', 3000),
   fanout: num('BENCH_FANOUT', 25),
 };

@@ -27,6 +27,7 @@
 //   BENCH_ONLY=sustained        only the limit loop, a drain at the default concurrency, the sustained rate and the
 //                               latency at half of it
 //   BENCH_ONLY=isolation        only the isolation rows
+//   BENCH_ONLY=fanout           only the fan-out rows (publishing with 1 and BENCH_FANOUT subscriptions, no worker)
 //   BENCH_LATENCY_RATE          the latency row at this rate instead of half the sustained rate (with
 //                               BENCH_SUSTAINED_PROBES=0 and BENCH_ONLY=sustained: a quick look at the latency alone)
 //   TEST_DATABASE_ADMIN_URL / REDIS_URL  the servers to use (defaults: local PostgreSQL and Redis)
@@ -49,8 +50,8 @@ const env = process.env;
 const num = (name, fallback) => (env[name] ? Number(env[name]) : fallback);
 const DEFAULT_CONCURRENCY = env.WORKER_CONCURRENCY ? Number(env.WORKER_CONCURRENCY) : defaultWorkerConcurrency();
 const ONLY = env.BENCH_ONLY || '';
-if (!['', 'drain', 'sustained', 'isolation'].includes(ONLY)) {
-  throw new Error(`BENCH_ONLY: cannot read "${ONLY}" (expected drain, sustained or isolation, or unset for everything)`);
+if (!['', 'drain', 'sustained', 'isolation', 'fanout'].includes(ONLY)) {
+  throw new Error(`BENCH_ONLY: cannot read "${ONLY}" (expected drain, sustained, isolation or fanout, or unset for everything)`);
 }
 const SIZES = {
   publishSeconds: num('BENCH_PUBLISH_SECONDS', 8),
@@ -68,6 +69,7 @@ const SIZES = {
 const DRAIN_ONLY = ONLY === 'drain';
 const SUSTAINED_ONLY = ONLY === 'sustained';
 const ISOLATION_ONLY = ONLY === 'isolation';
+const FANOUT_ONLY = ONLY === 'fanout';
 // Every ratio but the drains' is taken against the limit loop at this concurrency (issue 36's targets).
 const REFERENCE_CONCURRENCY = 16;
 // The sustained-rate search starts at this share of the drain rate at the default concurrency, and goes down by it.
@@ -648,6 +650,12 @@ async function main() {
 
     if (ISOLATION_ONLY) {
       printIsolationTable(await measureIsolation(base, processEnv, receiver));
+      finished();
+      return;
+    }
+    if (FANOUT_ONLY) {
+      await publishFor(base, tenant, 8, SIZES.publishSeconds); // warm-up, not measured
+      await measureFanout(base, tenant);
       finished();
       return;
     }

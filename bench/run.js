@@ -128,8 +128,12 @@ function databaseUrl(name) {
   return url.toString();
 }
 
+// Set as the database is asked for: a signal from then on drops it (and the Redis prefix its processes use).
+let databaseAskedFor = false;
+
 async function createDatabase() {
   const admin = new Pool({ connectionString: ADMIN_URL, max: 1 });
+  databaseAskedFor = true;
   await admin.query(`CREATE DATABASE ${RUN_ID}`);
   await admin.end();
   const url = databaseUrl(RUN_ID);
@@ -275,8 +279,11 @@ function stopAndExit(code) {
       return exited;
     });
     await within(5_000, 'stopping the processes', () => Promise.all(exits));
-    await within(STOP_STEP_TIMEOUT_MS, `dropping database ${RUN_ID}`, dropDatabase);
-    await within(STOP_STEP_TIMEOUT_MS, `deleting Redis prefix ${RUN_ID}`, deleteRedisPrefix);
+    // (A bench that made neither, as bench:http-client, has nothing to drop.)
+    if (databaseAskedFor) {
+      await within(STOP_STEP_TIMEOUT_MS, `dropping database ${RUN_ID}`, dropDatabase);
+      await within(STOP_STEP_TIMEOUT_MS, `deleting Redis prefix ${RUN_ID}`, deleteRedisPrefix);
+    }
     process.exit(stopCode);
   })();
   return stopping;

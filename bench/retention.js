@@ -389,7 +389,5 @@ function printTable({ purge, quietDrain, busyDrain, quietRelay, busyRelay, delet
   process.stdout.write(`\n${line(rows[0])}\n|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|\n${rows.slice(1).map(line).join('\n')}\n`);
 }
 
-main().catch((err) => {
-  process.stderr.write(`[bench] failed: ${err.stack ?? err.message}\n`);
-  process.exit(1);
-});
+// A failure or a signal: bench/run.js's clean-up (its processes, the database and the Redis prefix are the same).
+main().catch(bench.failed);

@@ -130,8 +130,12 @@ function databaseUrl(name) {
   return url.toString();
 }
 
+// Set as the database is asked for: a signal from then on drops it (and the Redis prefix its processes use).
+let databaseAskedFor = false;
+
 async function createDatabase() {
   const admin = new Pool({ connectionString: ADMIN_URL, max: 1 });
+  databaseAskedFor = true;
   await admin.query(`CREATE DATABASE ${RUN_ID}`);
   await admin.end();
   const url = databaseUrl(RUN_ID);
@@ -234,7 +238,76 @@ const children = new Set();
 process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
 });
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
+
+// Ctrl-C or SIGTERM: the API and worker processes are killed, the bench's database dropped and its Redis prefix
+// deleted (what main()'s own clean-up would have done), then the bench exits with 130. Each step is bounded: a server
+// that does not answer leaves its part behind rather than keeping the bench alive. A second signal exits at once.
+// (Exiting at once, as the bench used to, skipped main()'s clean-up and left the database and the keys behind.)
+const STOP_STEP_TIMEOUT_MS = 10_000;
+let signalled = false;
+let stopping = null;
+let stopCode = 1;
+
+/** The promise of `work`, or nothing after `ms` (with a line saying what was left behind). */
+function within(ms, what, work) {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => {
+      log(`${what}: no answer within ${ms / 1000} s, left behind`);
+      resolve();
+    }, ms);
+  });
+  const done = Promise.resolve()
+    .then(work)
+    .catch((err) => log(`${what}: ${err.message}`));
+  return Promise.race([done, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Kills the children, drops the database and deletes the Redis prefix (both idempotent: main()'s finally may be
+ * doing the same meanwhile), then exits with 130 after a signal, else with `code`. Once only.
+ */
+function stopAndExit(code) {
+  stopCode = signalled ? 130 : code;
+  if (stopping) return stopping;
+  // What the interrupted measurement does meanwhile fails (its processes are gone, then its database): expected.
+  process.on('unhandledRejection', () => undefined);
+  process.on('uncaughtException', () => undefined);
+  stopping = (async () => {
+    const exits = [...children].map((child) => {
+      child.stopping = true;
+      const exited = child.exitCode === null && child.signalCode === null ? new Promise((resolve) => child.once('exit', resolve)) : null;
+      child.kill('SIGKILL');
+      return exited;
+    });
+    await within(5_000, 'stopping the processes', () => Promise.all(exits));
+    // (A bench that made neither, as bench:http-client, has nothing to drop.)
+    if (databaseAskedFor) {
+      await within(STOP_STEP_TIMEOUT_MS, `dropping database ${RUN_ID}`, dropDatabase);
+      await within(STOP_STEP_TIMEOUT_MS, `deleting Redis prefix ${RUN_ID}`, deleteRedisPrefix);
+    }
+    process.exit(stopCode);
+  })();
+  return stopping;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    if (signalled) {
+      log(`${signal} again: exiting without cleaning up (database ${RUN_ID} and Redis prefix ${RUN_ID} may be left)`);
+      process.exit(130);
+    }
+    signalled = true;
+    log(`${signal}: stopping the processes, dropping database ${RUN_ID} and deleting its Redis keys (again to exit at once)`);
+    stopAndExit(130);
+  });
+}
+
+/** main()'s rejection: the error said (unless a signal is stopping the bench), then the same clean-up, exit 1. */
+function failed(err) {
+  if (!signalled) process.stderr.write(`[bench] failed: ${err.stack ?? err.message}\n`);
+  return stopAndExit(1);
+}
 
 const NODE_OPTIONS = env.BENCH_NODE_OPTIONS ? env.BENCH_NODE_OPTIONS.split(' ') : [];
 // The API too: through its launcher (apps/api/run.sh), as scripts/start.sh and Dockerfile.api start it.
@@ -244,6 +317,7 @@ const WORKER_COMMAND = ['sh', path.join(ROOT, 'apps/worker/run.sh'), ...NODE_OPT
 
 /** A built app as a child process; its logs are discarded (they would only slow the terminal). */
 function startProcess([command, ...args], processEnv) {
+  if (stopping) throw new Error('the bench is stopping');
   const child = spawn(command, args, {
     env: processEnv,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -1167,10 +1241,7 @@ function printIsolationTable(rows) {
 }
 
 // bench/retention.js reuses the set-up, the processes and the drain measurement.
-module.exports = { RUN_ID, REDIS_URL, Redis, workerRequire, log, report, round, sleep, createDatabase, dropDatabase, deleteRedisPrefix, makeTls, startReceiver, serviceEnv, startProcess, stopProcess, API_COMMAND, WORKER_COMMAND, call, expectStatus, waitForHealthy, setUpTenant, publishCount, drain, waitUntil };
+module.exports = { RUN_ID, REDIS_URL, Redis, workerRequire, log, report, round, sleep, failed, createDatabase, dropDatabase, deleteRedisPrefix, makeTls, startReceiver, serviceEnv, startProcess, stopProcess, API_COMMAND, WORKER_COMMAND, call, expectStatus, waitForHealthy, setUpTenant, publishCount, drain, waitUntil };
 if (require.main !== module) return;
 
-main().catch((err) => {
-  process.stderr.write(`[bench] failed: ${err.stack ?? err.message}\n`);
-  process.exit(1);
-});
+main().catch(failed);

@@ -101,7 +101,18 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   const isolationRedis = rules ? deps.redis({ enableAutoPipelining: true }) : null;
   const isolation = rules && isolationRedis ? new IsolationState(isolationRedis, deps.config.redisPrefix, rules, timeoutMs + 5_000) : null;
   // A worker's slots count toward the cap's ceiling while it takes deliveries (a context without a queue takes none).
-  if (isolation && deliveryQueue) void isolation.joinWorkers(randomUUID(), webhooks.workerConcurrency);
+  // Registered again every second; a failure is logged once per streak, and once more when it goes through again.
+  if (isolation && deliveryQueue) {
+    isolation
+      .joinWorkers(randomUUID(), webhooks.workerConcurrency, {
+        failing: (err) =>
+          deps.logger.warn('Could not count this worker among the live workers; retrying every second (the in-flight cap keeps its last ceiling)', {
+            error: String(err),
+          }),
+        recovered: () => deps.logger.info('Counted among the live workers again'),
+      })
+      .catch((err: unknown) => deps.logger.warn('Could not count this worker among the live workers', { error: String(err) }));
+  }
   // The held-back marks go through the same pipelining connection (a mark is the fair share's, under the queue's prefix).
   const markHeldBack =
     isolationRedis && webhooks.fairSharePerSecond > 0

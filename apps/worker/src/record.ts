@@ -2,7 +2,7 @@
 // subscription's health move together or not at all. The delivery row is claimed by its attempt count, so two
 // workers that somehow ran the same attempt cannot both record it (the unique (delivery, number) index agrees).
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
-import { Coalescer, Prisma, isUniqueViolation, newId, queryRows, type Db, type Tx } from '@svc/db';
+import { answeringOneByOneOnFailure, Coalescer, Prisma, isUniqueViolation, newId, queryRows, type Db, type Tx } from '@svc/db';
 import type { DeliveryRef } from '@svc/outbox';
 import type { AttemptOutcome } from './http/outcome';
 import { lastErrorOf, publishDeliveryExhausted, publishOperationalEvent } from './operational-events';
@@ -251,11 +251,13 @@ function recordCommonAttempt(prisma: Db, write: AttemptWrite): Promise<CommonAns
 }
 
 export function attemptRecorder(prisma: Db): AttemptRecorder {
-  return new Coalescer(async (writes: AttemptWrite[]) => {
-    if (writes.length === 1) return [await recordCommonAttempt(prisma, writes[0])];
-    // One bad item (a duplicate attempt, say) fails the whole statement: then each goes again alone, with its own answer.
-    return answersOf(prisma, writes).catch(() => Promise.all(writes.map((write) => recordCommonAttempt(prisma, write))));
-  });
+  // One bad item (a duplicate attempt, say) fails the whole statement: then each goes again alone, with its own answer
+  // (recordCommonAttempt's: alone, a unique violation is the conflict it is).
+  return new Coalescer(
+    answeringOneByOneOnFailure((writes: AttemptWrite[]) =>
+      writes.length === 1 ? recordCommonAttempt(prisma, writes[0]).then((answer) => [answer]) : answersOf(prisma, writes),
+    ),
+  );
 }
 
 /**

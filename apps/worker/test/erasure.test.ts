@@ -46,6 +46,16 @@ afterAll(async () => {
   await h.close();
   await database.drop();
 });
+// After the clean-up above (afterAll hooks run in order): no key of this file's is left in Redis, the child worker's
+// included (its prefix is under the file's).
+afterAll(async () => {
+  const redis = createRedis(h.config.redisUrl);
+  try {
+    expect(await redis.keys(`${h.config.redisPrefix}*`)).toEqual([]);
+  } finally {
+    await redis.quit();
+  }
+});
 
 const api = () => request(h.app);
 const BASE = '/api/v1/governance/erasure-requests';
@@ -441,9 +451,10 @@ describe('at volume: batches, progress, a worker killed midway', () => {
 
     buildWorker();
     const world = { h, tls: { caFile: '' } } as unknown as World;
-    // Its own Redis prefix: the jobs its schedulers leave behind do not run in this file's later workers.
+    // Its own Redis prefix: the jobs its schedulers leave behind do not run in this file's later workers. Under the
+    // file's prefix (`<prefix>:child`), so that the harness's clean-up deletes its keys with the file's.
     const child = spawnWorker(world, {
-      REDIS_PREFIX: `${h.config.redisPrefix}-child`,
+      REDIS_PREFIX: `${h.config.redisPrefix}:child`,
       ERASURE_INTERVAL_MS: '1000',
       ERASURE_BATCH_SIZE: '100',
       OUTBOX_RELAY_INTERVAL_MS: '600000',

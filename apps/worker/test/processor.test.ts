@@ -125,6 +125,24 @@ it('records attempts that finish together in one statement, each claimed by its 
   expect(await w.h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: sub.id } })).toMatchObject({ consecutiveFailures: 0, firstFailureAt: null });
 });
 
+it('records each write of a batch alone when one of them fails the whole statement, each with its own answer', async () => {
+  const sub = await subscribe('/batch-fails');
+  const [a, b] = [await pendingDelivery(sub), await pendingDelivery(sub)];
+  const recorder = attemptRecorder(w.h.deps.prisma);
+  // a's attempt 1 twice in one batch: the statement inserts it twice and fails on the (delivery, number) index. Alone
+  // (side by side), one of them is recorded and the other is a conflict, and b (innocent) is recorded.
+  const answers = await Promise.all([
+    recorder.run(attemptWrite(a, sub.id, 1, true)),
+    recorder.run(attemptWrite(a, sub.id, 1, true)),
+    recorder.run(attemptWrite(b, sub.id, 1, false)),
+  ]);
+  expect(answers.slice(0, 2).filter((answer) => answer === null)).toHaveLength(1);
+  expect(answers.slice(0, 2).filter((answer) => answer instanceof AttemptConflictError)).toHaveLength(1);
+  expect(answers[2]).toBeNull();
+  expect(await delivery(a)).toMatchObject({ status: 'succeeded', attemptCount: 1, attempts: [expect.objectContaining({ number: 1 })] });
+  expect(await delivery(b)).toMatchObject({ status: 'pending', attemptCount: 1, attempts: [expect.objectContaining({ outcome: 'http_error' })] });
+});
+
 it('loads many deliveries in one statement, in the order asked, null for an unknown id', async () => {
   const sub = await subscribe('/loaded');
   const [a, b] = [await pendingDelivery(sub), await pendingDelivery(sub)];

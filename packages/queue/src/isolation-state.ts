@@ -231,6 +231,14 @@ export interface Release {
   prober: string | null;
 }
 
+/** What joinWorkers tells of its registrations among the live workers (for the worker's log). */
+export interface WorkerMembershipEvents {
+  /** A registration failed: the first of a streak (the next are not told until one has gone through). */
+  failing?: (err: unknown) => void;
+  /** A registration went through after a streak of failures. */
+  recovered?: () => void;
+}
+
 export interface SubscriptionRef {
   id: string;
   rateLimit: number | null;
@@ -270,19 +278,63 @@ export class IsolationState {
    * Counts this worker's `slots` among the live workers' while it runs; when the rules say the cap follows the
    * workers, the cap's ceiling becomes their slots together (never below rules.maxInFlight). A cap below the
    * workers' slots made a lone busy subscription's surplus jobs churn: fetched, held back, woken, fetched again.
+   *
+   * The registration is renewed every second for as long as the worker runs, whatever happens; meanwhile the ceiling
+   * stays as last seen (one worker's share if no registration ever went through). `events.failing` is called once per
+   * streak of failures: at the first registration that fails (an error, or no answer within the lapse of an entry:
+   * with Redis away the command waits in the connection's queue), and not again until one has gone through, which
+   * `events.recovered` says. Resolves once the first registration went through or failed; never rejects.
    */
-  async joinWorkers(workerId: string, slots: number): Promise<void> {
+  async joinWorkers(workerId: string, slots: number, events: WorkerMembershipEvents = {}): Promise<void> {
     if (!this.rules.maxInFlightFollowsWorkers || this.membership) return;
     const member = `${workerId}:${slots}`;
-    const renew = async () => {
-      const members = await this.redis.isolationWorkers(`${this.prefix}:iso:workers`, member, WORKER_LAPSE_MS);
-      const total = members.reduce((sum, m) => sum + slotsOf(m), 0);
-      this.maxInFlight = Math.max(this.rules.maxInFlight, total);
+    let failing = false;
+    let waiting: Promise<void> | null = null;
+    const tell = (listener: (() => void) | undefined) => {
+      try {
+        listener?.();
+      } catch {
+        // a listener's own failure is not the registration's
+      }
     };
-    const timer = setInterval(() => void renew().catch(() => undefined), WORKER_RENEW_MS);
+    const failed = (err: unknown) => {
+      if (failing || this.membership?.member !== member) return; // a streak told already, or the worker has left
+      failing = true;
+      tell(events.failing && (() => events.failing!(err)));
+    };
+    const counted = (members: string[]) => {
+      this.maxInFlight = Math.max(this.rules.maxInFlight, members.reduce((sum, m) => sum + slotsOf(m), 0));
+      if (!failing) return;
+      failing = false;
+      tell(events.recovered);
+    };
+    const renew = (): Promise<void> => {
+      // One registration at a time: while one waits for Redis, the next ticks do not queue more behind it.
+      if (waiting) return waiting;
+      let late: NodeJS.Timeout | undefined;
+      // No answer within an entry's lapse: this worker is no longer counted, which is what a failure means here.
+      const lapsed = new Promise<void>((resolve) => {
+        late = setTimeout(() => {
+          failed(new Error(`Redis did not answer within ${WORKER_LAPSE_MS} ms`));
+          resolve();
+        }, WORKER_LAPSE_MS);
+        late.unref();
+      });
+      const answered = Promise.resolve()
+        .then(() => this.redis.isolationWorkers(`${this.prefix}:iso:workers`, member, WORKER_LAPSE_MS))
+        .then(counted)
+        .catch(failed)
+        .finally(() => {
+          clearTimeout(late);
+          waiting = null;
+        });
+      waiting = Promise.race([answered, lapsed]);
+      return waiting;
+    };
+    const timer = setInterval(() => void renew(), WORKER_RENEW_MS);
     timer.unref();
     this.membership = { member, timer };
-    await renew().catch(() => undefined); // Redis away: one worker's share until it is back
+    await renew();
   }
 
   private keys(subscriptionId: string): [string, string, string] {

@@ -1,6 +1,7 @@
 // The in-flight cap's default ceiling follows the live workers (docs/webhooks.md "Delivery isolation"): each worker's
 // slots count while it runs, against the real Redis.
 import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { loadConfig } from '@svc/config';
 import { createRedis, IsolationState } from './index';
 
@@ -87,4 +88,72 @@ it('does not let an entry that no live worker keeps (a lapse far ahead, slots th
   } finally {
     await redis.quit();
   }
+});
+
+describe('a registration that fails', () => {
+  const unhandled: unknown[] = [];
+  const note = (reason: unknown) => unhandled.push(reason);
+  beforeAll(() => process.on('unhandledRejection', note));
+  afterAll(() => process.off('unhandledRejection', note));
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  async function until(check: () => boolean, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!check() && Date.now() < deadline) await sleep(50);
+  }
+  /** What joinWorkers told, in order. */
+  const listener = (told: string[]) => ({
+    failing: (err: unknown) => told.push(`failing: ${err instanceof Error ? err.message : String(err)}`),
+    recovered: () => told.push('recovered'),
+  });
+
+  it('is told once per streak, retried every second, and told again when one goes through', async () => {
+    // (A closed connection's disconnect waits disconnectTimeout for a socket long gone: short, so jest exits at once.)
+    const redis = createRedis(config.redis, { disconnectTimeout: 100 });
+    await redis.ping();
+    const state = new IsolationState(redis, prefix, { ...rules, maxInFlightFollowsWorkers: true }, 15_000);
+    states.push(state);
+    const told: string[] = [];
+    redis.disconnect(); // closed: every command fails at once
+    await state.joinWorkers('flaky', 3, listener(told));
+    expect(told).toEqual(['failing: Connection is closed.']);
+    await sleep(2_500); // two more failed renewals: the same streak, not told again
+    expect(told).toHaveLength(1);
+
+    await redis.connect();
+    await until(() => told.length > 1, 3_000);
+    expect(told).toEqual(['failing: Connection is closed.', 'recovered']);
+    const reader = createRedis(config.redis);
+    expect(await reader.zrange(`${prefix}:iso:workers`, '0', '-1')).toContain('flaky:3');
+    await reader.quit();
+
+    redis.disconnect(); // a new streak: told again
+    await until(() => told.length > 2, 3_000);
+    expect(told).toEqual(['failing: Connection is closed.', 'recovered', 'failing: Connection is closed.']);
+    expect(unhandled).toEqual([]);
+  });
+
+  it('is told when Redis does not answer within an entry\'s lapse (the command waiting in the queue)', async () => {
+    // A server that accepts connections and never answers: the connection is never ready, commands wait in its queue.
+    const sockets = new Set<Socket>();
+    const tarpit = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => tarpit.listen(0, '127.0.0.1', resolve));
+    const redis = createRedis(`redis://127.0.0.1:${(tarpit.address() as AddressInfo).port}`, { disconnectTimeout: 100 });
+    redis.on('error', () => undefined);
+    const state = new IsolationState(redis, prefix, { ...rules, maxInFlightFollowsWorkers: true }, 15_000);
+    const told: string[] = [];
+    try {
+      await state.joinWorkers('unanswered', 2, listener(told));
+      expect(told).toEqual(['failing: Redis did not answer within 5000 ms']);
+      await sleep(1_500); // renewals still waiting: one at a time, and not told again
+      expect(told).toHaveLength(1);
+    } finally {
+      redis.disconnect(); // the waiting command fails now: the same streak, not told
+      await state.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => tarpit.close(resolve));
+    }
+    await sleep(100);
+    expect(told).toHaveLength(1);
+    expect(unhandled).toEqual([]);
+  }, 15_000);
 });

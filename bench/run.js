@@ -9,7 +9,8 @@
 //
 // Output: one JSON line per figure on stdout, then the tables. Sizes (environment):
 //   BENCH_PUBLISH_SECONDS (8)   measured seconds per publish level (1, 8, 32 clients) and per fan-out level
-//   BENCH_DRAIN_EVENTS (5000)   backlog size per drain run
+//   BENCH_DRAIN_EVENTS (10000)  backlog size per drain run (each drain starts a fresh worker process: with 5,000 its
+//                               start-up and warm-up weighed on the rate, e.g. 0.673 against 0.791 at c=64)
 //   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x64,1x16,2x64,2x16,1x16-noextraca" (the default; 64 is the
 //                               worker's default WORKER_CONCURRENCY); a limit loop runs at each of their concurrencies
 //                               and at 16, the loop every ratio but the drains' is taken against
@@ -55,7 +56,7 @@ if (!['', 'drain', 'sustained', 'isolation', 'fanout'].includes(ONLY)) {
 }
 const SIZES = {
   publishSeconds: num('BENCH_PUBLISH_SECONDS', 8),
-  drainEvents: num('BENCH_DRAIN_EVENTS', 5000),
+  drainEvents: num('BENCH_DRAIN_EVENTS', 10000),
   drainRuns: (ONLY === 'sustained' ? `1x${DEFAULT_CONCURRENCY}` : env.BENCH_DRAIN_RUNS || `1x${DEFAULT_CONCURRENCY},1x16,2x${DEFAULT_CONCURRENCY},2x16,1x16-noextraca`)
     .split(',')
     .map(parseDrainRun),
@@ -617,7 +618,7 @@ async function drain(db, receiver, workerEnv, run) {
       const done = (await countDeliveries(db, 'succeeded')) - succeededBefore;
       if (rssAtQuarter === null && done >= pending / 4) {
         rssAtQuarter = processes.map((p) => memoryOf(p.pid).current);
-        atQuarter = { done, cpuMs: sum(processes.map((p) => cpuMsOf(p.pid))) };
+        atQuarter = { done, cpuMs: sum(processes.map((p) => cpuMsOf(p.pid))), at: Date.now() };
       }
       return done >= pending;
     },
@@ -636,6 +637,8 @@ async function drain(db, receiver, workerEnv, run) {
     peakRssMiB,
     rssGrowthMiB: rssAtQuarter ? Math.max(...memory.map((m, i) => m.current - rssAtQuarter[i])) / MiB : null,
     cpuMsPerDelivery: atQuarter && pending > atQuarter.done ? (cpuMs - atQuarter.cpuMs) / (pending - atQuarter.done) : null,
+    // The same deliveries a second, the first quarter (the fresh process's start-up and warm-up) left out.
+    perSecondAfterQuarter: atQuarter && finishedAt > atQuarter.at ? (pending - atQuarter.done) / ((finishedAt - atQuarter.at) / 1000) : null,
   };
 }
 
@@ -821,6 +824,7 @@ async function measureDrains(base, tenant, db, receiver, processEnv, limit) {
       rss_growth_after_first_quarter_mib: round(result.rssGrowthMiB),
       worker_cpu_ms_per_delivery: round(result.cpuMsPerDelivery, 3),
       ratio_to_limit: round(result.perSecond / limit[run.concurrency].perSecond, 3),
+      deliveries_per_s_after_first_quarter: round(result.perSecondAfterQuarter),
       ...(run.workers > 1 && { ratio_to_one_worker: round(result.ratioToOneWorker, 3) }),
     });
   }
@@ -1071,7 +1075,8 @@ function drainRow(run, d, limit) {
   const oneWorker = oneWorkerLabel(run);
   const versusOne = run.workers > 1 ? `; ${run.label} / ${oneWorker} = ${d.ratioToOneWorker === null ? `n/a (no ${oneWorker} run before it)` : round(d.ratioToOneWorker, 2)}` : '';
   const cpu = d.cpuMsPerDelivery === null ? '' : `, CPU ${round(d.cpuMsPerDelivery, 2)} ms each`;
-  const value = `${round(d.perSecond)}/s, peak RSS ${round(d.peakRssMiB)} MiB (+${round(d.rssGrowthMiB)})${cpu}${versusOne}`;
+  const warm = d.perSecondAfterQuarter === null ? '' : ` (${round(d.perSecondAfterQuarter)}/s after the first quarter)`;
+  const value = `${round(d.perSecond)}/s${warm}, peak RSS ${round(d.peakRssMiB)} MiB (+${round(d.rssGrowthMiB)})${cpu}${versusOne}`;
   return [`drain ${run.label}`, value, `${round(l)}/s`, `${round(d.perSecond / l, 3)}`, drainTarget(run)];
 }
 

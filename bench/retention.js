@@ -129,7 +129,9 @@ async function vacuumPurgedTables(db) {
 async function watchRelayRuns(workerEnv) {
   const { QueueEvents } = bench.workerRequire('bullmq');
   const prefix = bullPrefix({ redisPrefix: workerEnv.REDIS_PREFIX, redis: { mode: 'single' } });
-  const events = new QueueEvents(RELAY_QUEUE, { connection: new bench.Redis(bench.REDIS_URL, { maxRetriesPerRequest: null }), prefix });
+  // BullMQ does not close a connection it was given: stop() does, else it kept the bench from exiting after its table.
+  const connection = new bench.Redis(bench.REDIS_URL, { maxRetriesPerRequest: null });
+  const events = new QueueEvents(RELAY_QUEUE, { connection, prefix });
   await events.waitUntilReady();
   const runs = new Map();
   const tickOf = (jobId) => Number(String(jobId).split(':').pop());
@@ -141,6 +143,7 @@ async function watchRelayRuns(workerEnv) {
   return {
     async stop() {
       await events.close();
+      await connection.quit().catch(() => connection.disconnect());
       return [...runs.values()].filter((run) => run.finishedAt !== undefined && Number.isFinite(run.dueAt));
     },
   };
@@ -218,6 +221,7 @@ async function main() {
   loadBuiltModules();
   const tls = await bench.makeTls();
   const dbUrl = await bench.createDatabase();
+  log(`database and Redis prefix ${bench.RUN_ID}`);
   const receiver = await bench.startReceiver(tls);
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const base = `http://127.0.0.1:${port}`;

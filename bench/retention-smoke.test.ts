@@ -3,11 +3,17 @@
 // neither its database nor its keys behind. Not a measurement: nothing here asserts a time. Uses the existing build
 // (`npm test` builds before jest runs).
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Client } from 'pg';
-import Redis from 'ioredis';
 
 const ROOT = path.resolve(__dirname, '..');
+// ioredis as bench/run.js loads it (the worker's dependency, not the root's).
+interface RedisClient {
+  keys(pattern: string): Promise<string[]>;
+  disconnect(): void;
+}
+const { Redis } = createRequire(path.join(ROOT, 'apps/worker/package.json'))('ioredis') as { Redis: new (url: string) => RedisClient };
 const LIMIT_MS = 150_000; // about 40 s alone on the 2-core machine
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 

@@ -2,61 +2,35 @@
 // own database, Redis prefix and HTTPS receiver) and checks that it prints one JSON line per figure and the table,
 // every figure a number. Not a measurement: nothing here asserts a rate. Uses the existing build (`npm test`
 // builds before jest runs; run `npm run build` first when calling jest directly).
-import { spawn } from 'node:child_process';
-import path from 'node:path';
+import { runBenchScript } from './support/run-script';
 
-const ROOT = path.resolve(__dirname, '..');
 // It took about 140 s on the shared 2-core machine under load (three benches at once) with the sustained-rate probes.
 const LIMIT_MS = 170_000;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runBench(): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bench/run.js')], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        BENCH_SKIP_BUILD: '1',
-        BENCH_DRAIN_EVENTS: '20',
-        BENCH_DRAIN_RUNS: '1x4,2x4',
-        BENCH_PUBLISH_SECONDS: '1',
-        BENCH_LATENCY_SECONDS: '1',
-        BENCH_SUSTAINED_SECONDS: '2',
-        BENCH_SUSTAINED_WARM_UP_SECONDS: '1',
-        BENCH_SUSTAINED_PROBES: '2',
-        BENCH_LIMIT_DELIVERIES: '50',
-        BENCH_FANOUT: '3',
-        // The isolation rows: a second of each scenario, a small backlog, and a tarpit that times out and is
-        // probed again within a second or two.
-        BENCH_ISOLATION_SECONDS: '1',
-        BENCH_ISOLATION_BACKLOG: '30',
-        WEBHOOK_TIMEOUT_MS: '1000',
-        WEBHOOK_BREAKER_OPEN_MS: '500',
-        WEBHOOK_BREAKER_MAX_OPEN_MS: '1000',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // SIGTERM first: the bench then kills its API and worker processes, which a SIGKILL would leave running.
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 5_000).unref();
-    }, LIMIT_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const runBench = () =>
+  runBenchScript(
+    'bench/run.js',
+    {
+      BENCH_DRAIN_EVENTS: '20',
+      BENCH_DRAIN_RUNS: '1x4,2x4',
+      BENCH_PUBLISH_SECONDS: '1',
+      BENCH_LATENCY_SECONDS: '1',
+      BENCH_SUSTAINED_SECONDS: '2',
+      BENCH_SUSTAINED_WARM_UP_SECONDS: '1',
+      BENCH_SUSTAINED_PROBES: '2',
+      BENCH_LIMIT_DELIVERIES: '50',
+      BENCH_FANOUT: '3',
+      // The isolation rows: a second of each scenario, a small backlog, and a tarpit that times out and is
+      // probed again within a second or two.
+      BENCH_ISOLATION_SECONDS: '1',
+      BENCH_ISOLATION_BACKLOG: '30',
+      WEBHOOK_TIMEOUT_MS: '1000',
+      WEBHOOK_BREAKER_OPEN_MS: '500',
+      WEBHOOK_BREAKER_MAX_OPEN_MS: '1000',
+    },
+    LIMIT_MS,
+    5_000,
+  );
 
 it('runs with tiny sizes and prints every figure as a JSON line and in the table', async () => {
   const started = Date.now();

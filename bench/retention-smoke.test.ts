@@ -2,10 +2,10 @@
 // processes, its own database and Redis prefix) and checks that it prints its table and exits by itself, leaving
 // neither its database nor its keys behind. Not a measurement: nothing here asserts a time. Uses the existing build
 // (`npm test` builds before jest runs).
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Client } from 'pg';
+import { runBenchScript } from './support/run-script';
 
 const ROOT = path.resolve(__dirname, '..');
 // ioredis as bench/run.js loads it (the worker's dependency, not the root's).
@@ -17,36 +17,14 @@ const { Redis } = createRequire(path.join(ROOT, 'apps/worker/package.json'))('io
 const LIMIT_MS = 150_000; // about 40 s alone on the 2-core machine
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 
-function runRetention(): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bench/retention.js')], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        BENCH_SKIP_BUILD: '1',
-        BENCH_RETENTION_N: '2000',
-        BENCH_RETENTION_DRAIN_EVENTS: '200',
-        BENCH_RETENTION_ORG_DELIVERIES: '1000',
-        BENCH_RETENTION_CYCLES: '1',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // A bench that printed its table but does not exit is what this test is for: SIGTERM (its clean-up), then SIGKILL.
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 15_000).unref();
-    }, LIMIT_MS);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+// A bench that printed its table but does not exit is what this test is for: SIGTERM (its clean-up), then SIGKILL.
+const runRetention = () =>
+  runBenchScript(
+    'bench/retention.js',
+    { BENCH_RETENTION_N: '2000', BENCH_RETENTION_DRAIN_EVENTS: '200', BENCH_RETENTION_ORG_DELIVERIES: '1000', BENCH_RETENTION_CYCLES: '1' },
+    LIMIT_MS,
+    15_000,
+  );
 
 it('runs with tiny sizes, prints its table and exits by itself, leaving no database or keys', async () => {
   const run = await runRetention();

@@ -103,15 +103,14 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   // A worker's slots count toward the cap's ceiling while it takes deliveries (a context without a queue takes none).
   // Registered again every second; a failure is logged once per streak, and once more when it goes through again.
   if (isolation && deliveryQueue) {
-    isolation
-      .joinWorkers(randomUUID(), webhooks.workerConcurrency, {
-        failing: (err) =>
-          deps.logger.warn('Could not count this worker among the live workers; retrying every second (the in-flight cap keeps its last ceiling)', {
-            error: String(err),
-          }),
-        recovered: () => deps.logger.info('Counted among the live workers again'),
-      })
-      .catch((err: unknown) => deps.logger.warn('Could not count this worker among the live workers', { error: String(err) }));
+    // Never rejects: its failures are the `failing` event's.
+    void isolation.joinWorkers(randomUUID(), webhooks.workerConcurrency, {
+      failing: (err) =>
+        deps.logger.warn('Could not count this worker among the live workers; retrying every second (the in-flight cap keeps its last ceiling)', {
+          error: String(err),
+        }),
+      recovered: () => deps.logger.info('Counted among the live workers again'),
+    });
   }
   // The held-back marks go through the same pipelining connection (a mark is the fair share's, under the queue's prefix).
   const markHeldBack =

@@ -300,7 +300,7 @@ export class IsolationState {
     const failed = (err: unknown) => {
       if (failing || this.membership?.member !== member) return; // a streak told already, or the worker has left
       failing = true;
-      tell(events.failing && (() => events.failing!(err)));
+      tell(() => events.failing?.(err));
     };
     const counted = (members: string[]) => {
       this.maxInFlight = Math.max(this.rules.maxInFlight, members.reduce((sum, m) => sum + slotsOf(m), 0));

@@ -65,6 +65,8 @@ export class ConnectionPool {
       scheduling: 'lifo',
       // Agent options win over request options when the socket is created: the pinned lookup cannot be bypassed.
       lookup: pinnedLookup(target.address, target.family),
+      // Never Node's default, which NODE_TLS_REJECT_UNAUTHORIZED=0 in the worker's environment would turn off.
+      rejectUnauthorized: true,
       ...(this.options.secureContext && { secureContext: this.options.secureContext }),
     };
     const { proxy } = this.options;

@@ -5,11 +5,16 @@ import type { LookupAddress, LookupOptions } from 'node:dns';
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
+// It answers on a later turn of the event loop, as a real lookup does: answered at once, the socket's 'lookup' event
+// came before got listened for it, and got's connect timeout never started (a host that never answered the connect
+// held its attempt for the whole request timeout).
 export function pinnedLookup(address: string, family: 4 | 6) {
   return (_hostname: string, options: LookupOptions | LookupCallback, callback?: LookupCallback): void => {
     const cb = typeof options === 'function' ? options : callback!;
     const all = typeof options === 'object' && options !== null && options.all === true;
-    if (all) cb(null, [{ address, family }]);
-    else cb(null, address, family);
+    setImmediate(() => {
+      if (all) cb(null, [{ address, family }]);
+      else cb(null, address, family);
+    });
   };
 }

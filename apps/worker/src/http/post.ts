@@ -3,7 +3,6 @@
 // kept-alive connection of that address's pool (agents.ts). Never throws: a response or an error is the result.
 // Only the first bytes of the response body are read; a response longer than that has its connection dropped rather
 // than drained.
-import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { ConnectionPool, type EgressProxyOptions } from './agents';
@@ -73,6 +72,9 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
         }, followRedirect: false, retry: { limit: 0 }, throwHttpErrors: false, request: requestWithDefinedOptions }),
     ));
   const post = async (request: OutboundRequest): Promise<HttpResult> => {
+    // Every caller checks for https (the URL-safety rule); an http: URL would also leave the pool (its agents are
+    // https ones), and with it the egress proxy: refused here too rather than sent around them.
+    if (request.url.protocol !== 'https:') return notSent(new Error(`Only https URLs are sent (got ${request.url.protocol})`), 'ERR_HTTPS_ONLY');
     const got = await deliveryClient();
     const started = performance.now();
     const agent = pool.agentFor({
@@ -109,7 +111,11 @@ function requestWithDefinedOptions(url: URL, options: RequestOptions) {
     const value = options[key as keyof RequestOptions];
     if (value !== undefined) defined[key] = value;
   }
-  return (url.protocol === 'http:' ? httpRequest : httpsRequest)(url, defined as RequestOptions);
+  return httpsRequest(url, defined as RequestOptions);
+}
+
+function notSent(error: Error, code: string): HttpResult {
+  return { response: null, body: Buffer.alloc(0), error: Object.assign(error, { code }), durationMs: 0 };
 }
 
 type GotStream = ReturnType<Awaited<ReturnType<typeof loadGot>>['stream']>;

@@ -1,7 +1,7 @@
-// got is patched (patches/got@14.6.6.patch): createNativeRequestOptions builds its object without the spread that made
-// it slow. These tests hold what that object must still carry to Node: got's unix-socket options, its TLS options
-// and its cache options, with got's own precedence; and the worker's transport, which passes Node only the options
-// got set (post.ts), still verifies TLS and sends what it is given.
+// The worker's one outbound transport (post.ts) and the got it sends with. got is patched (patches/got@14.6.6.patch):
+// createNativeRequestOptions builds its object without the spread that made it slow; these tests hold what that object
+// must still carry to Node (unix-socket, TLS and cache options). The transport passes Node only the options got set:
+// it still sends exactly what it is given, verifies TLS, and sends https only.
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -103,6 +103,23 @@ describe('the worker transport (post.ts: only the options got set reach Node)', 
         post.close();
       }
     });
+  });
+
+  it('refuses an http URL without sending it (it would go around the pool, and so the egress proxy)', async () => {
+    const seen: Seen[] = [];
+    const server = createHttpServer();
+    await listenRecording(server, seen, 0);
+    const post = transport(tls.caFile);
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const result = await post({ url: new URL(`http://127.0.0.1:${port}/hook`), address: '127.0.0.1', family: 4, headers: {}, body: Buffer.from('{}') });
+      expect(result.response).toBeNull();
+      expect(result.error?.code).toBe('ERR_HTTPS_ONLY');
+      expect(seen).toHaveLength(0);
+    } finally {
+      post.close();
+      await close(server);
+    }
   });
 
   it('still refuses a receiver whose certificate no trusted authority signed', async () => {

@@ -196,6 +196,8 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)
 /** How often a worker renews its entry among the live workers, and how long an entry lasts unrenewed. */
 const WORKER_RENEW_MS = 1_000;
 const WORKER_LAPSE_MS = 5 * WORKER_RENEW_MS;
+/** How long close() waits for Redis to take its goodbye. */
+const CLOSE_WAIT_MS = 1_000;
 
 /** A live worker's slots from its entry "id:slots": a positive integer as a worker writes it, else none (0). */
 function slotsOf(member: string): number {
@@ -404,13 +406,26 @@ export class IsolationState {
     return (await this.redis.isolationPark(...this.keys(subscriptionId), now.getTime(), wakeAt.getTime(), token, reason)) === 1;
   }
 
+  /**
+   * Leaves the live workers and closes the connection. With Redis away the goodbye would wait in the connection's
+   * queue for as long as Redis is away, holding up the worker's shutdown: after CLOSE_WAIT_MS the connection is
+   * dropped instead (this worker's entry then lapses by itself within WORKER_LAPSE_MS).
+   */
   async close(): Promise<void> {
-    if (this.membership) {
-      clearInterval(this.membership.timer);
-      await this.redis.zrem(`${this.prefix}:iso:workers`, this.membership.member).catch(() => undefined);
-      this.membership = null;
-    }
-    await this.redis.quit().then(() => undefined, () => this.redis.disconnect());
+    const membership = this.membership;
+    this.membership = null;
+    if (membership) clearInterval(membership.timer);
+    const goodbye = (async () => {
+      if (membership) await this.redis.zrem(`${this.prefix}:iso:workers`, membership.member).catch(() => undefined);
+      await this.redis.quit();
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS);
+    });
+    const said = await Promise.race([goodbye.then(() => true, () => false), gaveUp]);
+    clearTimeout(timer);
+    if (!said) this.redis.disconnect();
   }
 
   /** A slot given back without an attempt (the delivery was not sent after all). */

@@ -132,6 +132,28 @@ describe('a registration that fails', () => {
     expect(unhandled).toEqual([]);
   });
 
+  it('closes within a second when Redis does not answer (a shutdown is not held up by its goodbye)', async () => {
+    const sockets = new Set<Socket>();
+    const tarpit = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => tarpit.listen(0, '127.0.0.1', resolve));
+    const redis = createRedis(`redis://127.0.0.1:${(tarpit.address() as AddressInfo).port}`, { disconnectTimeout: 100 });
+    redis.on('error', () => undefined);
+    const state = new IsolationState(redis, prefix, { ...rules, maxInFlightFollowsWorkers: true }, 15_000);
+    try {
+      void state.joinWorkers('leaving', 2, {});
+      await sleep(200);
+      const started = Date.now();
+      await state.close(); // before: the ZREM waited in the queue, and close() with it, for as long as Redis was away
+      expect(Date.now() - started).toBeLessThan(2_500);
+      await until(() => redis.status === 'end', 2_000); // the connection dropped, not left reconnecting
+      expect(redis.status).toBe('end');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => tarpit.close(resolve));
+    }
+    expect(unhandled).toEqual([]);
+  }, 15_000);
+
   it('is told when Redis does not answer within an entry\'s lapse (the command waiting in the queue)', async () => {
     // A server that accepts connections and never answers: the connection is never ready, commands wait in its queue.
     const sockets = new Set<Socket>();

@@ -148,6 +148,12 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
   };
 }
 
+/** Closes what the context opened: its connection pools, the token client, the isolation connection. */
+export async function closeDeliveryContext(ctx: DeliveryContext): Promise<void> {
+  ctx.post.close();
+  await Promise.all([ctx.entraTokens.close(), ctx.isolation?.close()]);
+}
+
 export type DeliveryResult =
   | { status: 'skipped'; reason: string }
   /** Held back without an attempt (breaker open, in-flight cap, throttle): the job waits until `until`. */

@@ -18,7 +18,7 @@ import {
 } from '@svc/queue';
 import type { Queue } from 'bullmq';
 import type { WorkerDeps } from './deps';
-import { createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
+import { closeDeliveryContext, createDeliveryContext, processDelivery, type DeliveryResult } from './deliver';
 import { processIssueExport } from './issue-export';
 import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, runOutboxRelay, scheduleMaintenance } from './maintenance';
@@ -86,10 +86,8 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     await closeWorker(force);
     await ctx.postponements.flush();
   };
-  worker.on('closed', () => ctx.post.close());
-  worker.on('closed', () => void ctx.entraTokens.close());
   worker.on('closed', () => {
-    void ctx.isolation?.close();
+    void closeDeliveryContext(ctx);
     void wakeQueue.close().finally(() => wakeConnection.quit().catch(() => wakeConnection.disconnect()));
   });
   worker.on('completed', (_job, result) => countEndedDelivery(result));

@@ -1,7 +1,7 @@
 // The processor called directly (no queue): deliveries it must not attempt, and the guard against recording the
 // same attempt twice.
 import { publishEvent } from '@svc/outbox';
-import { createDeliveryContext, loadDeliveries, processDelivery, type DeliveryContext } from '../src/deliver';
+import { closeDeliveryContext, createDeliveryContext, loadDeliveries, processDelivery, type DeliveryContext } from '../src/deliver';
 import { AttemptConflictError, attemptRecorder, recordAttempt, type AttemptWrite } from '../src/record';
 import { RetryableDeliveryError } from '../src/retry';
 import { createWorld, type CreatedSubscription, type World } from './support/world';
@@ -12,7 +12,10 @@ beforeAll(async () => {
   w = await createWorld({ worker: false });
   ctx = createDeliveryContext(w.workerDeps);
 });
-afterAll(() => w?.close());
+afterAll(async () => {
+  if (ctx) await closeDeliveryContext(ctx);
+  await w?.close();
+});
 
 async function subscribe(path: string): Promise<CreatedSubscription> {
   return w.subscribe({ name: path, url: w.receiver.url(path), events: ['report.ready'] });

@@ -132,13 +132,24 @@ describe('a registration that fails', () => {
     expect(unhandled).toEqual([]);
   });
 
-  it('closes within a second when Redis does not answer (a shutdown is not held up by its goodbye)', async () => {
+  /** An IsolationState on a server that accepts connections and never answers: the connection is never ready, and
+   * its commands wait in its queue. */
+  async function isolationOnTarpit() {
     const sockets = new Set<Socket>();
     const tarpit = createServer((socket) => sockets.add(socket));
     await new Promise<void>((resolve) => tarpit.listen(0, '127.0.0.1', resolve));
     const redis = createRedis(`redis://127.0.0.1:${(tarpit.address() as AddressInfo).port}`, { disconnectTimeout: 100 });
     redis.on('error', () => undefined);
     const state = new IsolationState(redis, prefix, { ...rules, maxInFlightFollowsWorkers: true }, 15_000);
+    const stopTarpit = async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => tarpit.close(resolve));
+    };
+    return { redis, state, stopTarpit };
+  }
+
+  it('closes within a second when Redis does not answer (a shutdown is not held up by its goodbye)', async () => {
+    const { redis, state, stopTarpit } = await isolationOnTarpit();
     try {
       void state.joinWorkers('leaving', 2, {});
       await sleep(200);
@@ -148,20 +159,13 @@ describe('a registration that fails', () => {
       await until(() => redis.status === 'end', 2_000); // the connection dropped, not left reconnecting
       expect(redis.status).toBe('end');
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => tarpit.close(resolve));
+      await stopTarpit();
     }
     expect(unhandled).toEqual([]);
   }, 15_000);
 
   it('is told when Redis does not answer within an entry\'s lapse (the command waiting in the queue)', async () => {
-    // A server that accepts connections and never answers: the connection is never ready, commands wait in its queue.
-    const sockets = new Set<Socket>();
-    const tarpit = createServer((socket) => sockets.add(socket));
-    await new Promise<void>((resolve) => tarpit.listen(0, '127.0.0.1', resolve));
-    const redis = createRedis(`redis://127.0.0.1:${(tarpit.address() as AddressInfo).port}`, { disconnectTimeout: 100 });
-    redis.on('error', () => undefined);
-    const state = new IsolationState(redis, prefix, { ...rules, maxInFlightFollowsWorkers: true }, 15_000);
+    const { redis, state, stopTarpit } = await isolationOnTarpit();
     const told: string[] = [];
     try {
       await state.joinWorkers('unanswered', 2, listener(told));
@@ -171,8 +175,7 @@ describe('a registration that fails', () => {
     } finally {
       redis.disconnect(); // the waiting command fails now: the same streak, not told
       await state.close();
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => tarpit.close(resolve));
+      await stopTarpit();
     }
     await sleep(100);
     expect(told).toHaveLength(1);

@@ -5,7 +5,7 @@
 // isolation policy; this module only keeps and moves the state. The worker admits and releases attempts; whoever
 // enqueues deliveries (API, relay) holds back those of a subscription whose breaker is open (holdBehindOpenBreaker).
 import type { Redis } from 'ioredis';
-import { breakerOpenPeriodsMs, breakerSignalOf, farWakeMs, type BreakerState, type IsolationRules, type WaitReason } from '@svc/domain';
+import { breakerOpenPeriodsMs, breakerSignalOf, farWakeMs, withTimeout, type BreakerState, type IsolationRules, type WaitReason } from '@svc/domain';
 
 // KEYS: 1 state (hash), 2 in flight (zset: token -> expiry ms), 3 waiting (zset: delivery id -> wake ms)
 // ARGV: now, token, expiry ms of this attempt, min cap, max cap, slow ms, throttle interval ms (0: none), far wake ms
@@ -415,17 +415,11 @@ export class IsolationState {
     const membership = this.membership;
     this.membership = null;
     if (membership) clearInterval(membership.timer);
-    const goodbye = (async () => {
+    const goodbye = async () => {
       if (membership) await this.redis.zrem(`${this.prefix}:iso:workers`, membership.member).catch(() => undefined);
       await this.redis.quit();
-    })();
-    let timer: NodeJS.Timeout | undefined;
-    const gaveUp = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS);
-    });
-    const said = await Promise.race([goodbye.then(() => true, () => false), gaveUp]);
-    clearTimeout(timer);
-    if (!said) this.redis.disconnect();
+    };
+    await withTimeout(goodbye, CLOSE_WAIT_MS).catch(() => this.redis.disconnect());
   }
 
   /** A slot given back without an attempt (the delivery was not sent after all). */

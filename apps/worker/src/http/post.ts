@@ -102,11 +102,11 @@ export function createPostWebhook(options: TransportOptions): PostWebhook {
  * got's request function, given only the options got has set. got hands Node ~35 options, most of
  * them undefined; Node copies that object three times per request (https.request, ClientRequest, Agent.addRequest),
  * which was ~15 % of a delivery's HTTP CPU in a profile (bench/http-client.js). An undefined option is Node's
- * default, with one exception: rejectUnauthorized, whose default NODE_TLS_REJECT_UNAUTHORIZED=0 turns off, while
- * got's undefined meant "verify". It stays verifying (and the pool's agents set it too: agents.ts).
+ * default, but for rejectUnauthorized (NODE_TLS_REJECT_UNAUTHORIZED=0 turns its default off): the pool's agents set
+ * it, and agent options win (agents.ts).
  */
 function requestWithDefinedOptions(url: URL, options: RequestOptions) {
-  const defined: Record<string, unknown> = { rejectUnauthorized: options.rejectUnauthorized !== false };
+  const defined: Record<string, unknown> = {};
   for (const key in options) {
     const value = options[key as keyof RequestOptions];
     if (value !== undefined) defined[key] = value;

@@ -5,15 +5,14 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Client } from 'pg';
-import { runBenchScript } from './support/run-script';
+import { BENCH_ROOT, runBenchScript } from './support/run-script';
 
-const ROOT = path.resolve(__dirname, '..');
 // ioredis as bench/run.js loads it (the worker's dependency, not the root's).
 interface RedisClient {
   keys(pattern: string): Promise<string[]>;
   disconnect(): void;
 }
-const { Redis } = createRequire(path.join(ROOT, 'apps/worker/package.json'))('ioredis') as { Redis: new (url: string) => RedisClient };
+const { Redis } = createRequire(path.join(BENCH_ROOT, 'apps/worker/package.json'))('ioredis') as { Redis: new (url: string) => RedisClient };
 const LIMIT_MS = 150_000; // about 40 s alone on the 2-core machine
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 

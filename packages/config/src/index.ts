@@ -1,2 +1,3 @@
 export * from './config';
 export * from './logger';
+export * from './metrics';

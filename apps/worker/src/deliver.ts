@@ -173,8 +173,6 @@ interface AttemptInProgress {
   started: number;
   /** The outcome, once the attempt has one (frees the isolation slot with it). */
   outcome?: AttemptOutcome;
-  /** The isolation slot's release, sent as soon as the outcome is known (settle). */
-  release?: { answer: Promise<Release>; now: Date };
 }
 
 const DELIVERY_COLUMNS = [
@@ -251,7 +249,7 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
     }
     throw err;
   } finally {
-    await releaseSlot(ctx, run);
+    await releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started);
   }
 }
 
@@ -285,31 +283,14 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   return { status: 'postponed', reason, until: decision.until, subscriptionId: subscription.id };
 }
 
-/**
- * Gives the attempt its outcome and sends the release of its isolation slot at once, so that the release's round trip
- * runs beside the attempt's record instead of after it (one wake-up of the worker and of Redis fewer per delivery when
- * the two answers arrive together). Its effects (a breaker transition's record, waking held deliveries) still come
- * after the record, in releaseSlot. The duration is the attempt's own, without the record's.
- */
-function settle(ctx: DeliveryContext, run: AttemptInProgress, outcome: AttemptOutcome): void {
-  run.outcome = outcome;
+async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {
   if (!ctx.isolation) return;
-  const now = ctx.clock.now();
-  const answer = ctx.isolation.release(run.delivery.subscriptionId, run.delivery.id, outcome, performance.now() - run.started, now);
-  // Awaited in releaseSlot, after the record; until then its failure must not count as unhandled.
-  answer.catch(() => {});
-  run.release = { answer, now };
-}
-
-async function releaseSlot(ctx: DeliveryContext, run: AttemptInProgress): Promise<void> {
-  if (!ctx.isolation) return;
-  const { delivery, outcome } = run;
-  if (outcome === undefined || !run.release) {
+  if (outcome === undefined) {
     await ctx.isolation.abandon(delivery.subscriptionId, delivery.id);
     return;
   }
-  const { now } = run.release;
-  const release = await run.release.answer;
+  const now = ctx.clock.now();
+  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, durationMs, now);
   if (release.transition) {
     const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now, outcome === 'success' ? null : outcome);
     await ctx.enqueueEvents(published);
@@ -358,7 +339,7 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
 async function awaitHecAck(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult): Promise<DeliveryResult> {
   const ackId = hecAckIdOf(result.body);
   if (ackId === null) return conclude(ctx, run, result, 'ack_missing');
-  settle(ctx, run, 'success'); // for the isolation: the receiver answered, and fast
+  run.outcome = 'success'; // for the isolation: the receiver answered, and fast
   const record = attemptRecord(run, result, 'ack_pending');
   logAttempt(ctx, run, record);
   const now = ctx.clock.now();
@@ -457,7 +438,7 @@ function describeFailure(record: AttemptRecord): string {
 
 /** Records an HTTP attempt's result and decides: succeeded, retry later (throws), or failed for good. */
 async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult, outcome: AttemptOutcome): Promise<DeliveryResult> {
-  settle(ctx, run, outcome);
+  run.outcome = outcome;
   const record = attemptRecord(run, result, outcome);
   const now = ctx.clock.now();
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
@@ -493,7 +474,7 @@ async function finishWithoutRequest(
   message: string,
   effect: SubscriptionEffect,
 ): Promise<DeliveryResult> {
-  settle(ctx, run, outcome);
+  run.outcome = outcome;
   const record = attemptRecord(run, noResponse(run, new Error(message)), outcome);
   logAttempt(ctx, run, record);
   await recordAndNotify(ctx, {

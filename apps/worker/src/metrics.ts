@@ -5,10 +5,10 @@ import type { AddressInfo } from 'node:net';
 import type { Queue } from 'bullmq';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '@svc/db';
-import { EVENT_LOOP_MONITORING_PRECISION_MS, type Logger } from '@svc/config';
+import type { Logger } from '@svc/config';
 
 const registry = new Registry();
-collectDefaultMetrics({ register: registry, prefix: 'svc_worker_', eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
+collectDefaultMetrics({ register: registry, prefix: 'svc_worker_' });
 
 export const attemptsTotal = new Counter({
   name: 'svc_webhook_attempts_total',

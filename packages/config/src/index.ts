@@ -1,3 +1,2 @@
 export * from './config';
 export * from './logger';
-export * from './metrics';

@@ -4,7 +4,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Router } from 'express';
 import express from 'express';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { EVENT_LOOP_MONITORING_PRECISION_MS, type Config } from '@svc/config';
+import type { Config } from '@svc/config';
 
 export interface ApiMetrics {
   registry: Registry;
@@ -15,7 +15,7 @@ export interface ApiMetrics {
 
 export function createApiMetrics(): ApiMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'svc_api_', eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
+  collectDefaultMetrics({ register: registry, prefix: 'svc_api_' });
   return {
     registry,
     requestDuration: new Histogram({

@@ -105,3 +105,22 @@ it('still wakes a second worker when a job is left for it', async () => {
   await queue.addBulk([{ name: 'pair', data: {} }, { name: 'pair', data: {} }]);
   await expect(completed).resolves.toBe(2);
 });
+
+it('keeps the wake-up marker while a delayed job waits, so an idle worker learns when it is due', async () => {
+  const name = `retry_${randomUUID()}`;
+  const queue = queueNamed(name);
+  await queue.add('retry', {}, { jobId: 'first', attempts: 2, backoff: { type: 'fixed', delay: 1_000 } });
+  await queue.add('next', {}, { jobId: 'second' });
+  const worker = new Worker(name, null, { connection: connection(), prefix });
+  opened.push(worker);
+  const first = await worker.getNextJob('token-1');
+  expect(first?.id).toBe('first');
+  const redis = connection();
+  const marker = `${prefix}:${name}:marker`;
+  await redis.del(marker); // an idle worker's blocking wait took it
+  // The attempt fails: the job is delayed for its retry and, in the same script, the next job is fetched. The
+  // script returns before BullMQ's own delay marker, so only the fetch's marker tells idle workers to look.
+  await first!.moveToFailed(new Error('receiver down'), 'token-1', true);
+  expect(await redis.zcard(`${prefix}:${name}:delayed`)).toBe(1);
+  expect(await redis.zrange(marker, 0, -1)).not.toEqual([]);
+});

@@ -396,6 +396,29 @@ function cpuMsOf(pid) {
 
 const sum = (values) => values.reduce((a, b) => a + b, 0);
 
+/** The machine's busy and total CPU time so far, in clock ticks, from /proc/stat (Linux). */
+function machineTicks() {
+  const [user, nice, system, idle, iowait, ...rest] = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number);
+  const total = user + nice + system + idle + iowait + sum(rest.filter((n) => !Number.isNaN(n)));
+  return { busy: total - idle - iowait, total };
+}
+
+/**
+ * CPU time of the given processes and of the whole machine from now on: `end(events)` answers each process's CPU
+ * per event and the machine's busy share over the window. On these VMs a process that sleeps between events pays
+ * for every wake-up, so the same code costs more per event at a paced rate than saturated (docs/performance.md).
+ */
+function cpuWindow(pids) {
+  const start = { cpu: pids.map(cpuMsOf), machine: machineTicks() };
+  return (events) => {
+    const machine = machineTicks();
+    return {
+      perEvent: pids.map((pid, i) => (cpuMsOf(pid) - start.cpu[i]) / events),
+      machineBusy: (machine.busy - start.machine.busy) / (machine.total - start.machine.total),
+    };
+  };
+}
+
 // --- the API, as a client ----------------------------------------------------------------------------------
 
 // An idle socket is closed after 4 s, before the API's keep-alive timeout (Node's 5 s) closes it: a request that goes
@@ -751,7 +774,7 @@ async function main() {
 
     if (!DRAIN_ONLY) {
       results.sustained = await measureSustainedRate(base, tenant, receiver, processEnv, defaultDrainRate(results.drains), reference);
-      results.latency = await measureLatency(base, tenant, receiver, processEnv, latencyRate(results.sustained), reference.p99);
+      results.latency = await measureLatency(base, tenant, receiver, processEnv, latencyRate(results.sustained), reference.p99, api.pid);
     }
     let isolation = null;
     if (everything) {
@@ -990,11 +1013,15 @@ function latencyRate(sustained) {
  * hot code compiled), and the first LATENCY_WARM_UP_SECONDS of paced publishing are not measured either, as
  * publishFor leaves out its first second.
  */
-async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99) {
+async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99, apiPid) {
   log(`latency: publishing at ${rate.toFixed(0)} events/s for ${LATENCY_WARM_UP_SECONDS} + ${SIZES.latencySeconds} s with one worker at the default settings`);
   const worker = await startWarmWorker(base, tenant, receiver, processEnv, LATENCY_WARM_UP_EVENTS);
   const measuredFrom = Date.now() + LATENCY_WARM_UP_SECONDS * 1000;
+  let cpu;
+  const windowStart = setTimeout(() => (cpu = cpuWindow([apiPid, worker.pid])), LATENCY_WARM_UP_SECONDS * 1000);
   const { answers, maxLagMs } = await publishPaced(base, tenant, rate, LATENCY_WARM_UP_SECONDS + SIZES.latencySeconds);
+  clearTimeout(windowStart);
+  const used = cpu?.(rate * SIZES.latencySeconds);
   // Waits for what was accepted: an overloaded API may refuse some (counted and shown, not waited for).
   const refused = logRefused('latency', answers);
   const accepted = answers.length - refused.length;
@@ -1014,8 +1041,11 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
     publisher_max_lag_ms: round(maxLagMs),
     errors: refused.length,
     worker_peak_rss_mib: round(workerPeakRssMiB),
+    api_cpu_ms_per_event: used ? round(used.perEvent[0], 2) : null,
+    worker_cpu_ms_per_delivery: used ? round(used.perEvent[1], 2) : null,
+    machine_busy: used ? round(used.machineBusy, 2) : null,
   });
-  return { ...latency, rate };
+  return { ...latency, rate, used };
 }
 
 /** Publish time with 1 and then SIZES.fanout matching subscriptions (8 clients, no worker). */
@@ -1053,7 +1083,10 @@ function printTable({ limit, reference, publish, drains, sustained, latency, fan
     rows.push(['end-to-end sustained rate', `${round(sustained.rate)}/s (probes: ${probes})`, `${round(reference.perSecond)}/s`, `${round(sustained.rate / reference.perSecond, 3)}`, '>= 0.35']);
   }
   if (latency) {
-    rows.push(['latency p99 at half the sustained rate', `${round(latency.rate)}/s: p50 ${latency.p50} ms, p99 ${latency.p99} ms`, `p99 ${round(reference.p99)} ms`, `${round(latency.p99 / reference.p99, 2)}`, '<= 1.5']);
+    const cpu = latency.used
+      ? `; CPU per event: API ${round(latency.used.perEvent[0], 2)} ms, worker ${round(latency.used.perEvent[1], 2)} ms; machine ${Math.round(latency.used.machineBusy * 100)} % busy`
+      : '';
+    rows.push(['latency p99 at half the sustained rate', `${round(latency.rate)}/s: p50 ${latency.p50} ms, p99 ${latency.p99} ms${cpu}`, `p99 ${round(reference.p99)} ms`, `${round(latency.p99 / reference.p99, 2)}`, '<= 1.5']);
   }
   if (fanout) {
     const { single, fanned } = fanout;

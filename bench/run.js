@@ -396,16 +396,20 @@ function cpuMsOf(pid) {
 
 const sum = (values) => values.reduce((a, b) => a + b, 0);
 
-/** The machine's busy and total CPU time so far, in clock ticks, from /proc/stat (Linux). */
+/**
+ * The machine's busy and total CPU time so far, in clock ticks, from /proc/stat (Linux): user, nice, system, idle,
+ * iowait, irq, softirq, steal (guest time is already counted in user and nice).
+ */
 function machineTicks() {
-  const [user, nice, system, idle, iowait, ...rest] = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number);
-  const total = user + nice + system + idle + iowait + sum(rest.filter((n) => !Number.isNaN(n)));
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1, 9).map(Number);
+  const [, , , idle, iowait] = ticks;
+  const total = sum(ticks);
   return { busy: total - idle - iowait, total };
 }
 
 /**
- * CPU time of the given processes and of the whole machine from now on: `end(events)` answers each process's CPU
- * per event and the machine's busy share over the window. On these VMs a process that sleeps between events pays
+ * CPU time of the given processes and of the whole machine from now on: the function it returns, given the events of
+ * the window, answers each process's CPU per event and the machine's busy share since. On these VMs a process that sleeps between events pays
  * for every wake-up, so the same code costs more per event at a paced rate than saturated (docs/performance.md).
  */
 function cpuWindow(pids) {

@@ -766,19 +766,20 @@ async function main() {
     const limit = await measureLimitLoops(dbUrl, receiver, tls);
     await receiver.stats(true);
     const reference = limit[REFERENCE_CONCURRENCY];
+    const limitNow = (concurrency) => limitLoop(dbUrl, receiver.port, tls, concurrency, SIZES.limitDeliveries);
     const everything = !DRAIN_ONLY && !SUSTAINED_ONLY;
     const results = { limit, reference };
-    if (everything) results.publish = await measurePublish(base, tenant, api, reference);
+    if (everything) results.publish = await measurePublish(base, tenant, api, reference, limitNow);
 
     // Without the publish phase nothing was published yet: a small backlog of its own warms up the same way.
     if (!everything) await publishCount(base, tenant, WARM_UP_EVENTS);
     log('draining what publishing left (warm-up, not measured)');
     await drain(db, receiver, processEnv, { workers: 1, concurrency: 16, extraCa: true, label: 'warm-up 1x16' });
-    results.drains = await measureDrains(base, tenant, db, receiver, processEnv, limit);
+    results.drains = await measureDrains(base, tenant, db, receiver, processEnv, limit, limitNow);
 
     if (!DRAIN_ONLY) {
-      results.sustained = await measureSustainedRate(base, tenant, receiver, processEnv, defaultDrainRate(results.drains), reference);
-      results.latency = await measureLatency(base, tenant, receiver, processEnv, latencyRate(results.sustained), reference.p99, api.pid);
+      results.sustained = await measureSustainedRate(base, tenant, receiver, processEnv, defaultDrainRate(results.drains), reference, limitNow);
+      results.latency = await measureLatency(base, tenant, receiver, processEnv, latencyRate(results.sustained), reference, limitNow, api.pid);
     }
     let isolation = null;
     if (everything) {
@@ -810,13 +811,45 @@ async function measureLimitLoops(dbUrl, receiver, tls) {
   return limit;
 }
 
+/**
+ * `measure` between two limit loops at `concurrency`, and the loop beside it: the mean of the two. On a shared VM the
+ * machine's speed drifts over a run (one machine's loop at c=16 read 955-1,363/s within half an hour), so a figure
+ * is compared with the loop run just before and just after it, not with the one at the run's start, which is still
+ * printed (`ratio_to_run_start_limit`). `before` is taken as given when the previous figure's after-loop is it.
+ */
+async function besideLimit(limitNow, concurrency, measure, before) {
+  before ??= await limitNow(concurrency);
+  const result = await measure();
+  const after = await limitNow(concurrency);
+  return { result, limit: { perSecond: (before.perSecond + after.perSecond) / 2, p99: (before.p99 + after.p99) / 2, before, after } };
+}
+
+/** The beside-loop fields of a figure's JSON line. */
+function besideFields(limit, start) {
+  return {
+    limit_per_s: round(limit.perSecond),
+    limit_p99_ms: round(limit.p99),
+    limit_before_per_s: round(limit.before.perSecond),
+    limit_after_per_s: round(limit.after.perSecond),
+    run_start_limit_per_s: round(start.perSecond),
+  };
+}
+
 /** Closed-loop publishing at 1, 8 and 32 clients, no worker running, with the API's RSS sampled meanwhile. */
-async function measurePublish(base, tenant, api, reference) {
+async function measurePublish(base, tenant, api, reference, limitNow) {
   log('publish (no worker running)');
   const publish = {};
+  let loopBefore; // each level's after-loop is the next one's before-loop
   for (const clients of [1, 8, 32]) {
-    const sampled = await withRssSampling(api.pid, () => publishFor(base, tenant, clients, SIZES.publishSeconds));
-    const result = { ...sampled.result, apiRssMiB: sampled.rssMiB, apiPeakRssMiB: sampled.peakRssMiB };
+    const beside = await besideLimit(
+      limitNow,
+      REFERENCE_CONCURRENCY,
+      () => withRssSampling(api.pid, () => publishFor(base, tenant, clients, SIZES.publishSeconds)),
+      loopBefore,
+    );
+    loopBefore = beside.limit.after;
+    const sampled = beside.result;
+    const result = { ...sampled.result, apiRssMiB: sampled.rssMiB, apiPeakRssMiB: sampled.peakRssMiB, limit: beside.limit };
     publish[clients] = result;
     report({
       figure: `publish ${clients} client${clients > 1 ? 's' : ''}`,
@@ -824,7 +857,9 @@ async function measurePublish(base, tenant, api, reference) {
       p50_ms: round(result.p50),
       p99_ms: round(result.p99),
       errors: result.errors,
-      ratio_to_limit: round(result.perSecond / reference.perSecond, 3),
+      ratio_to_limit: round(result.perSecond / beside.limit.perSecond, 3),
+      ratio_to_run_start_limit: round(result.perSecond / reference.perSecond, 3),
+      ...besideFields(beside.limit, reference),
       api_rss_mib: round(result.apiRssMiB),
       api_peak_rss_mib: round(result.apiPeakRssMiB),
     });
@@ -835,12 +870,13 @@ async function measurePublish(base, tenant, api, reference) {
 const oneWorkerLabel = (run) => `1x${run.concurrency}${run.extraCa ? '' : '-noextraca'}`;
 
 /** Each drain run of SIZES.drainRuns on a fresh backlog; a two-worker run is also compared with one worker's (run before it). */
-async function measureDrains(base, tenant, db, receiver, processEnv, limit) {
+async function measureDrains(base, tenant, db, receiver, processEnv, limit, limitNow) {
   const drains = {};
   for (const run of SIZES.drainRuns) {
     log(`drain ${run.label}: publishing a backlog of ${SIZES.drainEvents}`);
     await publishCount(base, tenant, SIZES.drainEvents);
-    const result = await drain(db, receiver, processEnv, run);
+    const beside = await besideLimit(limitNow, run.concurrency, () => drain(db, receiver, processEnv, run));
+    const result = { ...beside.result, limit: beside.limit };
     const oneWorker = run.workers > 1 ? drains[oneWorkerLabel(run)] : undefined;
     result.ratioToOneWorker = oneWorker ? result.perSecond / oneWorker.perSecond : null;
     drains[run.label] = result;
@@ -850,7 +886,9 @@ async function measureDrains(base, tenant, db, receiver, processEnv, limit) {
       peak_rss_mib: round(result.peakRssMiB),
       rss_growth_after_first_quarter_mib: round(result.rssGrowthMiB),
       worker_cpu_ms_per_delivery: round(result.cpuMsPerDelivery, 3),
-      ratio_to_limit: round(result.perSecond / limit[run.concurrency].perSecond, 3),
+      ratio_to_limit: round(result.perSecond / beside.limit.perSecond, 3),
+      ratio_to_run_start_limit: round(result.perSecond / limit[run.concurrency].perSecond, 3),
+      ...besideFields(beside.limit, limit[run.concurrency]),
       deliveries_per_s_after_first_quarter: round(result.perSecondAfterQuarter),
       ...(run.workers > 1 && { ratio_to_one_worker: round(result.ratioToOneWorker, 3) }),
     });
@@ -871,24 +909,29 @@ function defaultDrainRate(drains) {
  * which is at first the drain rate at the default concurrency: one worker delivers no faster than it drains a
  * backlog, and probing above it would only flood the machine (and take minutes to drain).
  */
-async function measureSustainedRate(base, tenant, receiver, processEnv, drainRate, reference) {
+async function measureSustainedRate(base, tenant, receiver, processEnv, drainRate, reference, limitNow) {
   const probes = [];
-  let held = null;
-  let failed = drainRate;
-  let rate = drainRate * SUSTAINED_START_SHARE;
-  for (let i = 0; i < SIZES.sustainedProbes; i += 1) {
-    const probe = await sustainedProbe(base, tenant, receiver, processEnv, rate);
-    probes.push(probe);
-    if (probe.sustained) held = rate;
-    else failed = rate;
-    rate = nextProbeRate(held, failed);
-  }
-  const result = { rate: held ?? 0, probes };
+  const search = async () => {
+    let held = null;
+    let failed = drainRate;
+    let rate = drainRate * SUSTAINED_START_SHARE;
+    for (let i = 0; i < SIZES.sustainedProbes; i += 1) {
+      const probe = await sustainedProbe(base, tenant, receiver, processEnv, rate);
+      probes.push(probe);
+      if (probe.sustained) held = rate;
+      else failed = rate;
+      rate = nextProbeRate(held, failed);
+    }
+    return held ?? 0;
+  };
+  const beside = await besideLimit(limitNow, REFERENCE_CONCURRENCY, search);
+  const result = { rate: beside.result, probes, limit: beside.limit };
   report({
     figure: 'end-to-end sustained rate',
     events_per_s: round(result.rate),
-    ratio_to_limit: round(result.rate / reference.perSecond, 3),
-    limit_per_s: round(reference.perSecond),
+    ratio_to_limit: round(result.rate / beside.limit.perSecond, 3),
+    ratio_to_run_start_limit: round(result.rate / reference.perSecond, 3),
+    ...besideFields(beside.limit, reference),
     probes: probes.map((p) => ({
       rate: round(p.rate),
       sustained: p.sustained,
@@ -1017,7 +1060,22 @@ function latencyRate(sustained) {
  * hot code compiled), and the first LATENCY_WARM_UP_SECONDS of paced publishing are not measured either, as
  * publishFor leaves out its first second.
  */
-async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99, apiPid) {
+async function measureLatency(base, tenant, receiver, processEnv, rate, reference, limitNow, apiPid) {
+  const beside = await besideLimit(limitNow, REFERENCE_CONCURRENCY, () => measureLatencyAlone(base, tenant, receiver, processEnv, rate, apiPid));
+  const { latency, figure, used } = beside.result;
+  report({
+    ...figure,
+    limit_p99_ms: round(beside.limit.p99),
+    ratio_p99_to_limit_p99: round(latency.p99 / beside.limit.p99, 2),
+    limit_before_p99_ms: round(beside.limit.before.p99),
+    limit_after_p99_ms: round(beside.limit.after.p99),
+    run_start_limit_p99_ms: round(reference.p99),
+    ratio_p99_to_run_start_limit_p99: round(latency.p99 / reference.p99, 2),
+  });
+  return { ...latency, rate, used, limit: beside.limit };
+}
+
+async function measureLatencyAlone(base, tenant, receiver, processEnv, rate, apiPid) {
   log(`latency: publishing at ${rate.toFixed(0)} events/s for ${LATENCY_WARM_UP_SECONDS} + ${SIZES.latencySeconds} s with one worker at the default settings`);
   const worker = await startWarmWorker(base, tenant, receiver, processEnv, LATENCY_WARM_UP_EVENTS);
   const measuredFrom = Date.now() + LATENCY_WARM_UP_SECONDS * 1000;
@@ -1033,13 +1091,11 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
   const withWarmUp = (await receiver.stats()).latencies;
   const latency = (await receiver.stats(true, measuredFrom)).latencies;
   const workerPeakRssMiB = await stopWorkers('latency at half the sustained rate', [worker]);
-  report({
+  const figure = {
     figure: 'event-to-receipt latency at half the sustained rate',
     events_per_s: round(rate),
     p50_ms: latency.p50,
     p99_ms: latency.p99,
-    limit_p99_ms: round(limitP99),
-    ratio_p99_to_limit_p99: round(latency.p99 / limitP99, 2),
     p99_ms_with_warm_up: withWarmUp.p99,
     publish_response_p99_ms: round(percentile(answers.filter((res) => res.status === 201).map((res) => res.ms), 99)),
     publisher_max_lag_ms: round(maxLagMs),
@@ -1048,8 +1104,8 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, limitP99
     api_cpu_ms_per_event: used ? round(used.perEvent[0], 2) : null,
     worker_cpu_ms_per_delivery: used ? round(used.perEvent[1], 2) : null,
     machine_busy: used ? round(used.machineBusy, 2) : null,
-  });
-  return { ...latency, rate, used };
+  };
+  return { latency, figure, used };
 }
 
 /** Publish time with 1 and then SIZES.fanout matching subscriptions (8 clients, no worker). */
@@ -1077,20 +1133,22 @@ function reportWorkerPeak() {
 
 // --- the tables -----------------------------------------------------------------------------------------------
 
-function printTable({ limit, reference, publish, drains, sustained, latency, fanout, workerPeak }) {
+function printTable({ limit, publish, drains, sustained, latency, fanout, workerPeak }) {
   const rows = [['figure', 'value', 'limit loop', 'ratio', 'target']];
   for (const [c, l] of Object.entries(limit)) rows.push([`limit loop c=${c}`, `${round(l.perSecond)}/s, p99 ${round(l.p99)} ms`, '', '', '']);
-  for (const [clients, p] of Object.entries(publish ?? {})) rows.push(publishRow(clients, p, reference));
-  for (const [label, d] of Object.entries(drains)) rows.push(drainRow(parseDrainRun(label), d, limit));
+  for (const [clients, p] of Object.entries(publish ?? {})) rows.push(publishRow(clients, p));
+  for (const [label, d] of Object.entries(drains)) rows.push(drainRow(parseDrainRun(label), d));
   if (sustained) {
     const probes = sustained.probes.map((p) => `${round(p.rate, 0)}${p.sustained ? '+' : '-'}`).join(' ');
-    rows.push(['end-to-end sustained rate', `${round(sustained.rate)}/s (probes: ${probes})`, `${round(reference.perSecond)}/s`, `${round(sustained.rate / reference.perSecond, 3)}`, '>= 0.35']);
+    rows.push(['end-to-end sustained rate', `${round(sustained.rate)}/s (probes: ${probes})`, besideRate(sustained.limit), `${round(sustained.rate / sustained.limit.perSecond, 3)}`, '>= 0.35']);
   }
   if (latency) {
     const cpu = latency.used
       ? `; CPU per event: API ${round(latency.used.perEvent[0], 2)} ms, worker ${round(latency.used.perEvent[1], 2)} ms; machine ${Math.round(latency.used.machineBusy * 100)} % busy`
       : '';
-    rows.push(['latency p99 at half the sustained rate', `${round(latency.rate)}/s: p50 ${latency.p50} ms, p99 ${latency.p99} ms${cpu}`, `p99 ${round(reference.p99)} ms`, `${round(latency.p99 / reference.p99, 2)}`, '<= 1.5']);
+    const l = latency.limit;
+    const loop = `p99 ${round(l.p99)} ms (${round(l.before.p99)} / ${round(l.after.p99)})`;
+    rows.push(['latency p99 at half the sustained rate', `${round(latency.rate)}/s: p50 ${latency.p50} ms, p99 ${latency.p99} ms${cpu}`, loop, `${round(latency.p99 / l.p99, 2)}`, '<= 1.5']);
   }
   if (fanout) {
     const { single, fanned } = fanout;
@@ -1101,20 +1159,23 @@ function printTable({ limit, reference, publish, drains, sustained, latency, fan
   process.stdout.write(`\nmachine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${round(os.totalmem() / 1024 ** 3, 0)} GiB, node ${process.version}\n`);
 }
 
-function publishRow(clients, p, reference) {
+/** The loop beside a figure: the mean, then the loops before and after it. */
+const besideRate = (limit) => `${round(limit.perSecond)}/s (${round(limit.before.perSecond)} / ${round(limit.after.perSecond)})`;
+
+function publishRow(clients, p) {
   const value = `${round(p.perSecond)}/s, p50 ${round(p.p50)} ms, p99 ${round(p.p99)} ms, API RSS ${round(p.apiRssMiB)} MiB (peak ${round(p.apiPeakRssMiB)})`;
   const target = clients === '32' ? '>= 0.6, p99 <= 100 ms, API RSS <= 200 MiB' : '';
-  return [`publish ${clients} client(s)`, value, `${round(reference.perSecond)}/s`, `${round(p.perSecond / reference.perSecond, 3)}`, target];
+  return [`publish ${clients} client(s)`, value, besideRate(p.limit), `${round(p.perSecond / p.limit.perSecond, 3)}`, target];
 }
 
-function drainRow(run, d, limit) {
-  const l = limit[run.concurrency].perSecond;
+function drainRow(run, d) {
+  const l = d.limit.perSecond;
   const oneWorker = oneWorkerLabel(run);
   const versusOne = run.workers > 1 ? `; ${run.label} / ${oneWorker} = ${d.ratioToOneWorker === null ? `n/a (no ${oneWorker} run before it)` : round(d.ratioToOneWorker, 2)}` : '';
   const cpu = d.cpuMsPerDelivery === null ? '' : `, CPU ${round(d.cpuMsPerDelivery, 2)} ms each`;
   const warm = d.perSecondAfterQuarter === null ? '' : ` (${round(d.perSecondAfterQuarter)}/s after the first quarter)`;
   const value = `${round(d.perSecond)}/s${warm}, peak RSS ${round(d.peakRssMiB)} MiB (+${round(d.rssGrowthMiB)})${cpu}${versusOne}`;
-  return [`drain ${run.label}`, value, `${round(l)}/s`, `${round(d.perSecond / l, 3)}`, drainTarget(run)];
+  return [`drain ${run.label}`, value, besideRate(d.limit), `${round(d.perSecond / l, 3)}`, drainTarget(run)];
 }
 
 /** Issue 36's targets: the default concurrency, c=16, and two workers against one at the same concurrency. */

@@ -51,7 +51,7 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
     'publish 8 clients': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit', 'api_rss_mib', 'api_peak_rss_mib', ...BESIDE],
     'publish 32 clients': ['events_per_s', 'p50_ms', 'p99_ms', 'ratio_to_limit', 'api_rss_mib', 'api_peak_rss_mib', ...BESIDE],
     'drain 1 worker c=4': ['deliveries_per_s', 'peak_rss_mib', 'rss_growth_after_first_quarter_mib', 'ratio_to_limit', ...BESIDE],
-    'drain 2 workers c=4': ['deliveries_per_s', 'peak_rss_mib', 'rss_growth_after_first_quarter_mib', 'ratio_to_limit', 'ratio_to_one_worker', ...BESIDE],
+    'drain 2 workers c=4': ['deliveries_per_s', 'peak_rss_mib', 'rss_growth_after_first_quarter_mib', 'ratio_to_limit', 'ratio_to_one_worker', 'rate_to_one_worker', ...BESIDE],
     'end-to-end sustained rate': ['events_per_s', 'ratio_to_limit', ...BESIDE],
     'event-to-receipt latency at half the sustained rate': [
       'events_per_s',
@@ -131,6 +131,9 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
     if (!row[0].startsWith('limit loop') && !row[0].startsWith('worker peak RSS')) expect(row[3]).toMatch(/^\d+(\.\d+)?$/);
   }
   expect(rows.find((r) => r[0] === 'drain 2x4')![1]).toMatch(/2x4 \/ 1x4 = \d+(\.\d+)?$/);
+  // Two workers against one: the two runs' ratios to their own loops, not their rates taken minutes apart.
+  const [one, two] = [byName.get('drain 1 worker c=4')!, byName.get('drain 2 workers c=4')!];
+  expect(two.ratio_to_one_worker as number).toBeCloseTo((two.ratio_to_limit as number) / (one.ratio_to_limit as number), 1);
   expect(rows.find((r) => r[0] === 'publish 32 client(s)')![1]).toMatch(/API RSS \d+(\.\d+)? MiB/);
   expect(rows.at(-1)![1]).toMatch(/^\d+(\.\d+)? MiB \(.+\)$/);
   expect(run.stdout).toMatch(/\nmachine: \d+ x .+, \d+ GiB, node v\d+/);

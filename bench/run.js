@@ -878,7 +878,10 @@ async function measureDrains(base, tenant, db, receiver, processEnv, limit, limi
     const beside = await besideLimit(limitNow, run.concurrency, () => drain(db, receiver, processEnv, run));
     const result = { ...beside.result, limit: beside.limit };
     const oneWorker = run.workers > 1 ? drains[oneWorkerLabel(run)] : undefined;
-    result.ratioToOneWorker = oneWorker ? result.perSecond / oneWorker.perSecond : null;
+    // Each against the loop beside it: the two runs are minutes apart, and their rates alone would compare the
+    // machine's speed at two moments as much as one worker with two.
+    result.ratioToOneWorker = oneWorker ? result.perSecond / beside.limit.perSecond / (oneWorker.perSecond / oneWorker.limit.perSecond) : null;
+    result.rateToOneWorker = oneWorker ? result.perSecond / oneWorker.perSecond : null;
     drains[run.label] = result;
     report({
       figure: `drain ${run.workers} worker${run.workers > 1 ? 's' : ''} c=${run.concurrency}${run.extraCa ? '' : ' (CA via NODE_EXTRA_CA_CERTS, no WEBHOOK_EXTRA_CA_FILE)'}`,
@@ -890,7 +893,7 @@ async function measureDrains(base, tenant, db, receiver, processEnv, limit, limi
       ratio_to_run_start_limit: round(result.perSecond / limit[run.concurrency].perSecond, 3),
       ...besideFields(beside.limit, limit[run.concurrency]),
       deliveries_per_s_after_first_quarter: round(result.perSecondAfterQuarter),
-      ...(run.workers > 1 && { ratio_to_one_worker: round(result.ratioToOneWorker, 3) }),
+      ...(run.workers > 1 && { ratio_to_one_worker: round(result.ratioToOneWorker, 3), rate_to_one_worker: round(result.rateToOneWorker, 3) }),
     });
   }
   return drains;

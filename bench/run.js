@@ -679,6 +679,7 @@ async function limitLoop(databaseUrlValue, receiverPort, tls, concurrency, deliv
   const { got } = await workerRequire('got');
   const db = new Pool({ connectionString: databaseUrlValue, max: 10 });
   await db.query('CREATE TABLE IF NOT EXISTS bench_limit_attempts (id text PRIMARY KEY, delivery text NOT NULL, status int, duration_ms int, created_at timestamptz NOT NULL DEFAULT now())');
+  await settleDatabase(db);
   const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: concurrency, ca: [tls.caCert] });
   const secret = crypto.randomBytes(32);
   const url = `https://127.0.0.1:${receiverPort}/limit`;
@@ -779,7 +780,9 @@ async function main() {
 
     if (!DRAIN_ONLY) {
       results.sustained = await measureSustainedRate(base, tenant, receiver, processEnv, defaultDrainRate(results.drains), reference, limitNow);
-      results.latency = await measureLatency(base, tenant, receiver, processEnv, latencyRate(results.sustained), reference, limitNow, api.pid);
+      // The sustained search's after-loop is the latency row's before-loop: nothing runs between them.
+      const loopBefore = results.sustained.limit.after;
+      results.latency = await measureLatency(base, tenant, receiver, processEnv, latencyRate(results.sustained), reference, limitNow, api.pid, loopBefore);
     }
     let isolation = null;
     if (everything) {
@@ -812,16 +815,31 @@ async function measureLimitLoops(dbUrl, receiver, tls) {
 }
 
 /**
- * `measure` between two limit loops at `concurrency`, and the loop beside it: the mean of the two. On a shared VM the
- * machine's speed drifts over a run (one machine's loop at c=16 read 955-1,363/s within half an hour), so a figure
- * is compared with the loop run just before and just after it, not with the one at the run's start, which is still
- * printed (`ratio_to_run_start_limit`). `before` is taken as given when the previous figure's after-loop is it.
+ * Every loop starts as the first one did, not charged with what the service left behind: an empty table of its own,
+ * PostgreSQL's dirty pages written out, and no autovacuum running in the database (waited for, at most 60 s).
+ */
+async function settleDatabase(db) {
+  await db.query('TRUNCATE bench_limit_attempts');
+  await db.query('CHECKPOINT').catch((err) => log(`limit loop: CHECKPOINT refused (${err.message}); going on`));
+  const vacuuming = async () =>
+    Number((await db.query("SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' AND datname = current_database()")).rows[0].n);
+  const deadline = Date.now() + 60_000;
+  while ((await vacuuming()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+}
+
+/**
+ * `measure` between two limit loops at `concurrency`, and the loop beside it: the mean of their rates, the lower of
+ * their p99s (one stall in a loop of a few thousand deliveries moves its p99; the lower is the stricter reference).
+ * On a shared VM the machine's speed drifts over a run (one machine's loop at c=16 read 955-1,363/s within half an
+ * hour), so a figure is compared with the loops run just before and just after it, not with the one at the run's
+ * start, which is still printed (`ratio_to_run_start_limit`). `before` is taken as given when the previous figure's
+ * after-loop is it.
  */
 async function besideLimit(limitNow, concurrency, measure, before) {
   before ??= await limitNow(concurrency);
   const result = await measure();
   const after = await limitNow(concurrency);
-  return { result, limit: { perSecond: (before.perSecond + after.perSecond) / 2, p99: (before.p99 + after.p99) / 2, before, after } };
+  return { result, limit: { perSecond: (before.perSecond + after.perSecond) / 2, p99: Math.min(before.p99, after.p99), before, after } };
 }
 
 /** The beside-loop fields of a figure's JSON line. */
@@ -1063,8 +1081,8 @@ function latencyRate(sustained) {
  * hot code compiled), and the first LATENCY_WARM_UP_SECONDS of paced publishing are not measured either, as
  * publishFor leaves out its first second.
  */
-async function measureLatency(base, tenant, receiver, processEnv, rate, reference, limitNow, apiPid) {
-  const beside = await besideLimit(limitNow, REFERENCE_CONCURRENCY, () => measureLatencyAlone(base, tenant, receiver, processEnv, rate, apiPid));
+async function measureLatency(base, tenant, receiver, processEnv, rate, reference, limitNow, apiPid, loopBefore) {
+  const beside = await besideLimit(limitNow, REFERENCE_CONCURRENCY, () => measureLatencyAlone(base, tenant, receiver, processEnv, rate, apiPid), loopBefore);
   const { latency, figure, used } = beside.result;
   report({
     ...figure,
@@ -1072,6 +1090,8 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, referenc
     ratio_p99_to_limit_p99: round(latency.p99 / beside.limit.p99, 2),
     limit_before_p99_ms: round(beside.limit.before.p99),
     limit_after_p99_ms: round(beside.limit.after.p99),
+    limit_before_per_s: round(beside.limit.before.perSecond),
+    limit_after_per_s: round(beside.limit.after.perSecond),
     run_start_limit_p99_ms: round(reference.p99),
     ratio_p99_to_run_start_limit_p99: round(latency.p99 / reference.p99, 2),
   });

@@ -85,7 +85,8 @@ it('shares the queue between several workers without sending any delivery twice'
   const sub = await w.subscribe({ name: 'shared', url: w.receiver.url('/shared'), events: ['report.ready'] });
   const published = await Promise.all(Array.from({ length: 30 }, (_, i) => w.publish({ type: 'report.ready', data: { report_id: `r${i}` } })));
   const ids = await Promise.all(published.map((p) => w.deliveryFor(p, sub.id)));
-  const deliveries = await Promise.all(ids.map((id) => w.waitForDelivery(id)));
+  // Longer than one request timeout, so that a stalled attempt shows in the list below rather than as a wait timing out.
+  const deliveries = await Promise.all(ids.map((id) => w.waitForDelivery(id, 45_000)));
   // Listed with their attempts when one is not a single success (an attempt timed out on a stalled machine, say).
   const notOnce = deliveries.filter((d) => !(d.status === 'succeeded' && d.attemptCount === 1));
   expect(notOnce.map((d) => ({ id: d.id, status: d.status, attempts: d.attempts.map((a) => `${a.number} ${a.outcome} ${a.error ?? ''}`) }))).toEqual([]);
@@ -93,4 +94,4 @@ it('shares the queue between several workers without sending any delivery twice'
   const seen = w.receiver.requests('/shared').map((r) => r.headers['x-service-delivery']);
   expect(seen).toHaveLength(30);
   expect(new Set(seen)).toEqual(new Set(ids));
-});
+}, 60_000);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run bench`: publishing and delivery throughput of the real API and worker processes, each figure beside a
 // limit loop run in the same process tree (sign + POST with got over keep-alive + one INSERT per delivery, no
-// queue, same receiver, same concurrency), so that the ratios survive a noisy machine.
+// queue, same receiver, same concurrency), so that the ratios survive a noisy machine: the loop runs just before and
+// just after each figure (besideLimit), and the loops at the run's start are printed as well.
 //
 // It sets up everything itself: a database and a Redis prefix of its own (dropped at the end), an HTTPS receiver
 // on loopback with a certificate it makes, an owner, an API key, a running assessment and subscriptions. The API

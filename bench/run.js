@@ -410,8 +410,9 @@ function machineTicks() {
 
 /**
  * CPU time of the given processes and of the whole machine from now on: the function it returns, given the events of
- * the window, answers each process's CPU per event and the machine's busy share since. On these VMs a process that sleeps between events pays
- * for every wake-up, so the same code costs more per event at a paced rate than saturated (docs/performance.md).
+ * the window, answers each process's CPU per event and the machine's busy share since. On these VMs a process that
+ * sleeps between events pays for every wake-up, so the same code costs more per event at a paced rate than
+ * saturated (docs/performance.md).
  */
 function cpuWindow(pids) {
   const start = { cpu: pids.map(cpuMsOf), machine: machineTicks() };
@@ -1076,12 +1077,7 @@ function latencyRate(sustained) {
   return Math.min(...sustained.probes.map((p) => p.rate)) / 2;
 }
 
-/**
- * Event-to-receipt latency with one worker at the default settings while the API is published to at `rate` events/s,
- * as a long-running worker sees it: the fresh worker first delivers LATENCY_WARM_UP_EVENTS (its connections open, its
- * hot code compiled), and the first LATENCY_WARM_UP_SECONDS of paced publishing are not measured either, as
- * publishFor leaves out its first second.
- */
+/** The latency row (measureLatencyAlone) between its limit loops, reported against the lower of their p99s. */
 async function measureLatency(base, tenant, receiver, processEnv, rate, reference, limitNow, apiPid, loopBefore) {
   const beside = await besideLimit(limitNow, REFERENCE_CONCURRENCY, () => measureLatencyAlone(base, tenant, receiver, processEnv, rate, apiPid), loopBefore);
   const { latency, figure, used } = beside.result;
@@ -1099,6 +1095,12 @@ async function measureLatency(base, tenant, receiver, processEnv, rate, referenc
   return { ...latency, rate, used, limit: beside.limit };
 }
 
+/**
+ * Event-to-receipt latency with one worker at the default settings while the API is published to at `rate` events/s,
+ * as a long-running worker sees it: the fresh worker first delivers LATENCY_WARM_UP_EVENTS (its connections open, its
+ * hot code compiled), and the first LATENCY_WARM_UP_SECONDS of paced publishing are not measured either, as
+ * publishFor leaves out its first second.
+ */
 async function measureLatencyAlone(base, tenant, receiver, processEnv, rate, apiPid) {
   log(`latency: publishing at ${rate.toFixed(0)} events/s for ${LATENCY_WARM_UP_SECONDS} + ${SIZES.latencySeconds} s with one worker at the default settings`);
   const worker = await startWarmWorker(base, tenant, receiver, processEnv, LATENCY_WARM_UP_EVENTS);

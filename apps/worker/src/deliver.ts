@@ -173,6 +173,8 @@ interface AttemptInProgress {
   started: number;
   /** The outcome, once the attempt has one (frees the isolation slot with it). */
   outcome?: AttemptOutcome;
+  /** The isolation slot's release, sent as the outcome is known (its Redis round trip overlaps the attempt's record). */
+  releasing?: { at: Date; answer: Promise<Release> };
 }
 
 const DELIVERY_COLUMNS = [
@@ -249,7 +251,7 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
     }
     throw err;
   } finally {
-    await releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started);
+    await settleSlot(ctx, run);
   }
 }
 
@@ -283,19 +285,48 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   return { status: 'postponed', reason, until: decision.until, subscriptionId: subscription.id };
 }
 
-async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {
+/**
+ * The attempt has its outcome. A success releases its slot at once, the Redis round trip overlapping the attempt's
+ * record (one of the six sequential round trips of a delivery); any other outcome releases it after the record, as
+ * it may disable the subscription (a 410) or open its breaker, and no other attempt may take the slot before that
+ * is written.
+ */
+function settle(ctx: DeliveryContext, run: AttemptInProgress, outcome: AttemptOutcome): void {
+  run.outcome = outcome;
+  if (outcome === 'success') startRelease(ctx, run, outcome);
+}
+
+function startRelease(ctx: DeliveryContext, run: AttemptInProgress, outcome: AttemptOutcome): AttemptInProgress['releasing'] {
+  if (!ctx.isolation || run.releasing) return run.releasing;
+  const { subscriptionId, id } = run.delivery;
+  const at = ctx.clock.now();
+  const answer = ctx.isolation.release(subscriptionId, id, outcome, performance.now() - run.started, at);
+  // Awaited by settleSlot: marked handled here so that a failure while the record runs is not an unhandled one.
+  answer.catch(() => undefined);
+  return (run.releasing = { at, answer });
+}
+
+/**
+ * After the attempt's record (or without an attempt): the slot released, unless a success released it already;
+ * a breaker transition it made recorded after the attempt, and the deliveries it frees woken. A slot taken without
+ * an outcome is given back.
+ */
+async function settleSlot(ctx: DeliveryContext, run: AttemptInProgress): Promise<void> {
   if (!ctx.isolation) return;
+  const { delivery, outcome } = run;
   if (outcome === undefined) {
     await ctx.isolation.abandon(delivery.subscriptionId, delivery.id);
     return;
   }
-  const now = ctx.clock.now();
-  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, durationMs, now);
+  const releasing = startRelease(ctx, run, outcome);
+  if (!releasing) return;
+  const release = await releasing.answer;
+  const { at } = releasing;
   if (release.transition) {
-    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now, outcome === 'success' ? null : outcome);
+    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, at, outcome === 'success' ? null : outcome);
     await ctx.enqueueEvents(published);
   }
-  ctx.onRelease(release, now);
+  ctx.onRelease(release, at);
 }
 
 async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<DeliveryResult> {
@@ -339,7 +370,7 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
 async function awaitHecAck(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult): Promise<DeliveryResult> {
   const ackId = hecAckIdOf(result.body);
   if (ackId === null) return conclude(ctx, run, result, 'ack_missing');
-  run.outcome = 'success'; // for the isolation: the receiver answered, and fast
+  settle(ctx, run, 'success'); // for the isolation: the receiver answered, and fast
   const record = attemptRecord(run, result, 'ack_pending');
   logAttempt(ctx, run, record);
   const now = ctx.clock.now();
@@ -438,7 +469,7 @@ function describeFailure(record: AttemptRecord): string {
 
 /** Records an HTTP attempt's result and decides: succeeded, retry later (throws), or failed for good. */
 async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult, outcome: AttemptOutcome): Promise<DeliveryResult> {
-  run.outcome = outcome;
+  settle(ctx, run, outcome);
   const record = attemptRecord(run, result, outcome);
   const now = ctx.clock.now();
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
@@ -474,7 +505,7 @@ async function finishWithoutRequest(
   message: string,
   effect: SubscriptionEffect,
 ): Promise<DeliveryResult> {
-  run.outcome = outcome;
+  settle(ctx, run, outcome);
   const record = attemptRecord(run, noResponse(run, new Error(message)), outcome);
   logAttempt(ctx, run, record);
   await recordAndNotify(ctx, {

@@ -1,5 +1,5 @@
-// The processor called directly (no queue): deliveries it must not attempt, and the guard against recording the
-// same attempt twice.
+// The processor called directly (no queue): deliveries it must not attempt, the guard against recording the
+// same attempt twice, and the isolation slot freed as the receiver answers.
 import { publishEvent } from '@svc/outbox';
 import { closeDeliveryContext, createDeliveryContext, loadDeliveries, processDelivery, type DeliveryContext } from '../src/deliver';
 import { AttemptConflictError, attemptRecorder, recordAttempt, type AttemptWrite } from '../src/record';
@@ -152,4 +152,83 @@ it('loads many deliveries in one statement, in the order asked, null for an unkn
   const loaded = await loadDeliveries(w.h.deps.prisma, [b, 'whdel_00000000000000000000000000', a]);
   expect(loaded.map((l) => l?.id ?? null)).toEqual([b, null, a]);
   expect(loaded[0]).toMatchObject({ status: 'pending', subscriptionId: sub.id, subscription: { id: sub.id, url: w.receiver.url('/loaded') } });
+});
+
+/** Holds the delivery's row in a transaction of its own, so that its attempt's record waits until `release`. */
+async function holdRow(id: string): Promise<{ release: () => Promise<void> }> {
+  let letGo!: () => void;
+  const held = new Promise<void>((resolve) => (letGo = resolve));
+  let locked!: () => void;
+  const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+  const blocker = w.h.deps.prisma.$transaction(
+    async (tx) => {
+      await tx.$queryRaw`SELECT id FROM webhook_deliveries WHERE id = ${id} FOR UPDATE`;
+      locked();
+      await held;
+    },
+    { timeout: 30_000 },
+  );
+  await Promise.race([lockTaken, blocker]);
+  return {
+    release: async () => {
+      letGo();
+      await blocker;
+    },
+  };
+}
+
+/** The attempts of `subscriptionId` holding an isolation slot (its in-flight set). */
+async function slotsTaken(subscriptionId: string): Promise<number> {
+  const probe = w.workerDeps.redis();
+  try {
+    return await probe.zcard(`${w.h.config.redisPrefix}:iso:{${subscriptionId}}:inflight`);
+  } finally {
+    probe.disconnect();
+  }
+}
+
+async function untilSlotsTaken(subscriptionId: string, count: number): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  let taken = await slotsTaken(subscriptionId);
+  while (taken !== count && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    taken = await slotsTaken(subscriptionId);
+  }
+  return taken;
+}
+
+it("gives the receiver's slot back once it has answered 2xx, while the attempt is still being recorded", async () => {
+  const sub = await subscribe('/slot-before-record');
+  const id = await pendingDelivery(sub);
+  const row = await holdRow(id);
+  try {
+    const processing = processDelivery(ctx, id);
+    await w.receiver.waitForRequests('/slot-before-record', 1);
+    expect(await untilSlotsTaken(sub.id, 0)).toBe(0);
+    expect(await delivery(id)).toMatchObject({ status: 'pending', attemptCount: 0, attempts: [] });
+    await row.release();
+    expect(await processing).toMatchObject({ status: 'succeeded', attempt: 1 });
+    expect(await delivery(id)).toMatchObject({ status: 'succeeded', attemptCount: 1, attempts: [expect.objectContaining({ outcome: 'success' })] });
+  } finally {
+    await row.release();
+  }
+});
+
+it('keeps the slot of an attempt answered 410 until its record has disabled the subscription', async () => {
+  w.receiver.script('/gone-slot', () => ({ status: 410 }));
+  const sub = await subscribe('/gone-slot');
+  const id = await pendingDelivery(sub);
+  const row = await holdRow(id);
+  try {
+    const processing = processDelivery(ctx, id);
+    await w.receiver.waitForRequests('/gone-slot', 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await slotsTaken(sub.id)).toBe(1);
+    await row.release();
+    expect(await processing).toMatchObject({ status: 'failed', attempt: 1 });
+    expect(await slotsTaken(sub.id)).toBe(0);
+    expect(await w.h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: sub.id } })).toMatchObject({ status: 'disabled' });
+  } finally {
+    await row.release();
+  }
 });

@@ -173,8 +173,8 @@ interface AttemptInProgress {
   started: number;
   /** The outcome, once the attempt has one (frees the isolation slot with it). */
   outcome?: AttemptOutcome;
-  /** The isolation slot's release, sent as the outcome is known (its Redis round trip overlaps the attempt's record). */
-  releasing?: { at: Date; answer: Promise<Release> };
+  /** A success's release while the breaker is closed, sent as the outcome is known: true once the slot is free. */
+  earlyRelease?: Promise<boolean>;
 }
 
 const DELIVERY_COLUMNS = [
@@ -286,30 +286,29 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
 }
 
 /**
- * The attempt has its outcome. A success releases its slot at once, the Redis round trip overlapping the attempt's
- * record (one of the six sequential round trips of a delivery); any other outcome releases it after the record, as
- * it may disable the subscription (a 410) or open its breaker, and no other attempt may take the slot before that
- * is written.
+ * The attempt has its outcome. A success frees its slot at once while the breaker is closed: the Redis round trip
+ * overlaps the attempt's record, and the delivery the slot goes to is woken with the answer. Any other outcome, or
+ * a success while the breaker is not closed, releases after the record (settleSlot): a 410 disables the
+ * subscription, a failure may open the breaker and a success may close it, and no other attempt may take the slot,
+ * nor the breaker's state be mirrored in the row, before the attempt is written.
  */
 function settle(ctx: DeliveryContext, run: AttemptInProgress, outcome: AttemptOutcome): void {
   run.outcome = outcome;
-  if (outcome === 'success') startRelease(ctx, run, outcome);
-}
-
-function startRelease(ctx: DeliveryContext, run: AttemptInProgress, outcome: AttemptOutcome): AttemptInProgress['releasing'] {
-  if (!ctx.isolation || run.releasing) return run.releasing;
-  const { subscriptionId, id } = run.delivery;
+  if (outcome !== 'success' || !ctx.isolation) return;
   const at = ctx.clock.now();
-  const answer = ctx.isolation.release(subscriptionId, id, outcome, performance.now() - run.started, at);
+  const early = ctx.isolation.releaseSuccessIfClosed(run.delivery.subscriptionId, run.delivery.id, performance.now() - run.started, at);
+  run.earlyRelease = early.then((release) => {
+    if (release) ctx.onRelease(release, at);
+    return release !== null;
+  });
   // Awaited by settleSlot: marked handled here so that a failure while the record runs is not an unhandled one.
-  answer.catch(() => undefined);
-  return (run.releasing = { at, answer });
+  run.earlyRelease.catch(() => undefined);
 }
 
 /**
  * After the attempt's record (or without an attempt): the slot released, unless a success released it already;
- * a breaker transition it made recorded after the attempt, and the deliveries it frees woken. A slot taken without
- * an outcome is given back.
+ * a breaker transition recorded after the attempt, and the deliveries it frees woken. A slot taken without an
+ * outcome is given back.
  */
 async function settleSlot(ctx: DeliveryContext, run: AttemptInProgress): Promise<void> {
   if (!ctx.isolation) return;
@@ -318,15 +317,14 @@ async function settleSlot(ctx: DeliveryContext, run: AttemptInProgress): Promise
     await ctx.isolation.abandon(delivery.subscriptionId, delivery.id);
     return;
   }
-  const releasing = startRelease(ctx, run, outcome);
-  if (!releasing) return;
-  const release = await releasing.answer;
-  const { at } = releasing;
+  if (run.earlyRelease && (await run.earlyRelease)) return;
+  const now = ctx.clock.now();
+  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, performance.now() - run.started, now);
   if (release.transition) {
-    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, at, outcome === 'success' ? null : outcome);
+    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now, outcome === 'success' ? null : outcome);
     await ctx.enqueueEvents(published);
   }
-  ctx.onRelease(release, at);
+  ctx.onRelease(release, now);
 }
 
 async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<DeliveryResult> {

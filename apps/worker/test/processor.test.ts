@@ -232,3 +232,28 @@ it('keeps the slot of an attempt answered 410 until its record has disabled the 
     await row.release();
   }
 });
+
+it("closes a half-open breaker with its probe's success only after the probe is recorded, the slot held until then", async () => {
+  const sub = await subscribe('/probe-closes');
+  const id = await pendingDelivery(sub);
+  const state = `${w.h.config.redisPrefix}:iso:{${sub.id}}:state`;
+  const redis = w.workerDeps.redis();
+  // The breaker opened earlier and its open period is over: this delivery is admitted as the probe.
+  await redis.hset(state, 'state', 'open', 'until', String(w.h.clock.now().getTime() - 1_000), 'trips', '1');
+  const row = await holdRow(id);
+  try {
+    const processing = processDelivery(ctx, id);
+    await w.receiver.waitForRequests('/probe-closes', 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await redis.hget(state, 'state')).toBe('half_open');
+    expect(await slotsTaken(sub.id)).toBe(1);
+    await row.release();
+    expect(await processing).toMatchObject({ status: 'succeeded', attempt: 1 });
+    expect(await redis.hget(state, 'state')).toBe('closed');
+    expect(await slotsTaken(sub.id)).toBe(0);
+    expect(await w.h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: sub.id } })).toMatchObject({ breakerState: 'closed' });
+  } finally {
+    await row.release();
+    redis.disconnect();
+  }
+});

@@ -173,8 +173,6 @@ interface AttemptInProgress {
   started: number;
   /** The outcome, once the attempt has one (frees the isolation slot with it). */
   outcome?: AttemptOutcome;
-  /** A success's release while the breaker is closed, sent as the outcome is known: true once the slot is free. */
-  earlyRelease?: Promise<boolean>;
 }
 
 const DELIVERY_COLUMNS = [
@@ -251,7 +249,7 @@ export async function processDelivery(ctx: DeliveryContext, deliveryId: string):
     }
     throw err;
   } finally {
-    await settleSlot(ctx, run);
+    await releaseSlot(ctx, delivery, run.outcome, performance.now() - run.started);
   }
 }
 
@@ -285,41 +283,14 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   return { status: 'postponed', reason, until: decision.until, subscriptionId: subscription.id };
 }
 
-/**
- * The attempt has its outcome. A success frees its slot at once while the breaker is closed: the Redis round trip
- * overlaps the attempt's record, and the delivery the slot goes to is woken with the answer. Any other outcome, or
- * a success while the breaker is not closed, releases after the record (settleSlot): a 410 disables the
- * subscription, a failure may open the breaker and a success may close it, and no other attempt may take the slot,
- * nor the breaker's state be mirrored in the row, before the attempt is written.
- */
-function settle(ctx: DeliveryContext, run: AttemptInProgress, outcome: AttemptOutcome): void {
-  run.outcome = outcome;
-  if (outcome !== 'success' || !ctx.isolation) return;
-  const at = ctx.clock.now();
-  const early = ctx.isolation.releaseSuccessIfClosed(run.delivery.subscriptionId, run.delivery.id, performance.now() - run.started, at);
-  run.earlyRelease = early.then((release) => {
-    if (release) ctx.onRelease(release, at);
-    return release !== null;
-  });
-  // Awaited by settleSlot: marked handled here so that a failure while the record runs is not an unhandled one.
-  run.earlyRelease.catch(() => undefined);
-}
-
-/**
- * After the attempt's record (or without an attempt): the slot released, unless a success released it already;
- * a breaker transition recorded after the attempt, and the deliveries it frees woken. A slot taken without an
- * outcome is given back.
- */
-async function settleSlot(ctx: DeliveryContext, run: AttemptInProgress): Promise<void> {
+async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {
   if (!ctx.isolation) return;
-  const { delivery, outcome } = run;
   if (outcome === undefined) {
     await ctx.isolation.abandon(delivery.subscriptionId, delivery.id);
     return;
   }
-  if (run.earlyRelease && (await run.earlyRelease)) return;
   const now = ctx.clock.now();
-  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, performance.now() - run.started, now);
+  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, durationMs, now);
   if (release.transition) {
     const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now, outcome === 'success' ? null : outcome);
     await ctx.enqueueEvents(published);
@@ -368,7 +339,7 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
 async function awaitHecAck(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult): Promise<DeliveryResult> {
   const ackId = hecAckIdOf(result.body);
   if (ackId === null) return conclude(ctx, run, result, 'ack_missing');
-  settle(ctx, run, 'success'); // for the isolation: the receiver answered, and fast
+  run.outcome = 'success'; // for the isolation: the receiver answered, and fast
   const record = attemptRecord(run, result, 'ack_pending');
   logAttempt(ctx, run, record);
   const now = ctx.clock.now();
@@ -467,7 +438,7 @@ function describeFailure(record: AttemptRecord): string {
 
 /** Records an HTTP attempt's result and decides: succeeded, retry later (throws), or failed for good. */
 async function conclude(ctx: DeliveryContext, run: AttemptInProgress, result: HttpResult, outcome: AttemptOutcome): Promise<DeliveryResult> {
-  settle(ctx, run, outcome);
+  run.outcome = outcome;
   const record = attemptRecord(run, result, outcome);
   const now = ctx.clock.now();
   const write = { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now };
@@ -503,7 +474,7 @@ async function finishWithoutRequest(
   message: string,
   effect: SubscriptionEffect,
 ): Promise<DeliveryResult> {
-  settle(ctx, run, outcome);
+  run.outcome = outcome;
   const record = attemptRecord(run, noResponse(run, new Error(message)), outcome);
   logAttempt(ctx, run, record);
   await recordAndNotify(ctx, {

@@ -151,12 +151,6 @@ end
 return {'', '0'}
 `;
 
-// RELEASE for a success, sent while the attempt is still being recorded: only while the breaker is closed, where a
-// success moves no breaker. Otherwise nothing changes and it answers {'deferred'}: the caller releases after the
-// record, so that the breaker's closing is mirrored in the row after the attempt and in the order Redis made it.
-const RELEASE_IF_CLOSED = `if (redis.call('HGET', KEYS[1], 'state') or 'closed') ~= 'closed' then return {'deferred'} end
-${RELEASE}`;
-
 // Deliveries enqueued while the subscription row shows the breaker open: their jobs were added already delayed to a
 // far wake-up, and join the waiting set here, so that the breaker's closing wakes them and no worker touches them
 // meanwhile. If no delivery has been chosen to probe since the breaker opened, the first of them is.
@@ -255,21 +249,9 @@ export interface SubscriptionRef {
 type IsolationRedis = Redis & {
   isolationAdmit(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<string[]>;
   isolationRelease(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<Array<string | null>>;
-  isolationReleaseIfClosed(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<Array<string | null>>;
   isolationPark(k1: string, k2: string, k3: string, ...argv: Array<string | number>): Promise<number>;
   isolationWorkers(k1: string, ...argv: Array<string | number>): Promise<string[]>;
 };
-
-/** RELEASE's answer: {transition, until ms, ids to wake...}. */
-function releaseOf([transition, until, ...ids]: Array<string | null>): Release {
-  const wakeIds = ids.filter((id): id is string => typeof id === 'string');
-  return {
-    transition: transition === 'open' || transition === 'closed' ? transition : null,
-    until: Number(until) > 0 ? new Date(Number(until)) : null,
-    wake: transition === 'open' ? [] : wakeIds,
-    prober: transition === 'open' ? (wakeIds[0] ?? null) : null,
-  };
-}
 
 export class IsolationState {
   private readonly redis: IsolationRedis;
@@ -287,7 +269,6 @@ export class IsolationState {
   ) {
     redis.defineCommand('isolationAdmit', { numberOfKeys: 3, lua: ADMIT });
     redis.defineCommand('isolationRelease', { numberOfKeys: 3, lua: RELEASE });
-    redis.defineCommand('isolationReleaseIfClosed', { numberOfKeys: 3, lua: RELEASE_IF_CLOSED });
     redis.defineCommand('isolationPark', { numberOfKeys: 3, lua: PARK });
     redis.defineCommand('isolationWorkers', { numberOfKeys: 1, lua: WORKERS });
     this.redis = redis as IsolationRedis;
@@ -394,21 +375,8 @@ export class IsolationState {
 
   /** Frees the slot of an attempt and moves the breaker and the cap by its outcome. */
   async release(subscriptionId: string, token: string, outcome: string, durationMs: number, now: Date): Promise<Release> {
-    return releaseOf(await this.redis.isolationRelease(...this.releaseArgs(subscriptionId, token, outcome, durationMs, now)));
-  }
-
-  /**
-   * `release` for a successful attempt, only while the breaker is closed (a success then moves no breaker: the
-   * answer's transition is always null). Null, with nothing changed, when the breaker is not closed: release later.
-   */
-  async releaseSuccessIfClosed(subscriptionId: string, token: string, durationMs: number, now: Date): Promise<Release | null> {
-    const answer = await this.redis.isolationReleaseIfClosed(...this.releaseArgs(subscriptionId, token, 'success', durationMs, now));
-    return answer[0] === 'deferred' ? null : releaseOf(answer);
-  }
-
-  private releaseArgs(subscriptionId: string, token: string, outcome: string, durationMs: number, now: Date) {
     const r = this.rules;
-    return [
+    const [transition, until, ...ids] = await this.redis.isolationRelease(
       ...this.keys(subscriptionId),
       now.getTime(),
       token,
@@ -419,7 +387,14 @@ export class IsolationState {
       this.farWakeMs,
       durationMs < r.slowAttemptMs ? 1 : 0,
       ...this.periods,
-    ] as const;
+    );
+    const wakeIds = ids.filter((id): id is string => typeof id === 'string');
+    return {
+      transition: transition === 'open' || transition === 'closed' ? transition : null,
+      until: Number(until) > 0 ? new Date(Number(until)) : null,
+      wake: transition === 'open' ? [] : wakeIds,
+      prober: transition === 'open' ? (wakeIds[0] ?? null) : null,
+    };
   }
 
   /**

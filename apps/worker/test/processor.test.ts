@@ -188,7 +188,6 @@ async function slotsTaken(subscriptionId: string): Promise<number> {
   }
 }
 
-
 it('keeps the slot of an attempt answered 410 until its record has disabled the subscription', async () => {
   w.receiver.script('/gone-slot', () => ({ status: 410 }));
   const sub = await subscribe('/gone-slot');

@@ -100,6 +100,8 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
   const publishes = ['publish 1 client', 'publish 8 clients', 'publish 32 clients'].map((name) => byName.get(name)!);
   expect(publishes[1].limit_before_per_s).toBe(publishes[0].limit_after_per_s);
   expect(publishes[2].limit_before_per_s).toBe(publishes[1].limit_after_per_s);
+  // Two workers run right after one at the same concurrency, against the loop between them.
+  expect(byName.get('drain 2 workers c=4')!.limit_before_per_s).toBe(byName.get('drain 1 worker c=4')!.limit_after_per_s);
   // The latency row against the lower p99 of its two loops.
   const latencyRow = byName.get('event-to-receipt latency at half the sustained rate')!;
   expect(latencyRow.limit_p99_ms).toBe(Math.min(latencyRow.limit_before_p99_ms as number, latencyRow.limit_after_p99_ms as number));

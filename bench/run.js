@@ -12,9 +12,10 @@
 //   BENCH_PUBLISH_SECONDS (8)   measured seconds per publish level (1, 8, 32 clients) and per fan-out level
 //   BENCH_DRAIN_EVENTS (10000)  backlog size per drain run (each drain starts a fresh worker process: with 5,000 its
 //                               start-up and warm-up weighed on the rate, e.g. 0.673 against 0.791 at c=64)
-//   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x64,1x16,2x64,2x16,1x16-noextraca" (the default; 64 is the
+//   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x64,2x64,1x16,2x16,1x16-noextraca" (the default; 64 is the
 //                               worker's default WORKER_CONCURRENCY); a limit loop runs at each of their concurrencies
-//                               and at 16, the loop every ratio but the drains' is taken against
+//                               and at 16, the loop every ratio but the drains' is taken against; runs in a row at one
+//                               concurrency share the loop between them (two workers right after one)
 //   BENCH_SUSTAINED_SECONDS (30) measured seconds per probe of the end-to-end sustained rate: a fresh worker at the
 //                               default settings delivers 200 events, then the bench publishes at a paced rate for
 //                               BENCH_SUSTAINED_WARM_UP_SECONDS (5), not measured, and these seconds, measured
@@ -58,7 +59,7 @@ if (!['', 'drain', 'sustained', 'isolation', 'fanout'].includes(ONLY)) {
 const SIZES = {
   publishSeconds: num('BENCH_PUBLISH_SECONDS', 8),
   drainEvents: num('BENCH_DRAIN_EVENTS', 10000),
-  drainRuns: (ONLY === 'sustained' ? `1x${DEFAULT_CONCURRENCY}` : env.BENCH_DRAIN_RUNS || `1x${DEFAULT_CONCURRENCY},1x16,2x${DEFAULT_CONCURRENCY},2x16,1x16-noextraca`)
+  drainRuns: (ONLY === 'sustained' ? `1x${DEFAULT_CONCURRENCY}` : env.BENCH_DRAIN_RUNS || `1x${DEFAULT_CONCURRENCY},2x${DEFAULT_CONCURRENCY},1x16,2x16,1x16-noextraca`)
     .split(',')
     .map(parseDrainRun),
   sustainedSeconds: num('BENCH_SUSTAINED_SECONDS', 30),
@@ -889,17 +890,25 @@ async function measurePublish(base, tenant, api, reference, limitNow) {
 
 const oneWorkerLabel = (run) => `1x${run.concurrency}${run.extraCa ? '' : '-noextraca'}`;
 
-/** Each drain run of SIZES.drainRuns on a fresh backlog; a two-worker run is also compared with one worker's (run before it). */
+/**
+ * Each drain run of SIZES.drainRuns on a fresh backlog; a two-worker run is also compared with one worker's (run before
+ * it). Runs in a row at one concurrency share a loop: one run's after-loop is the next one's before-loop (its backlog
+ * is published after that loop, with no worker running), so two workers run right after one, against the loop between
+ * them.
+ */
 async function measureDrains(base, tenant, db, receiver, processEnv, limit, limitNow) {
   const drains = {};
+  let previous = null;
   for (const run of SIZES.drainRuns) {
     log(`drain ${run.label}: publishing a backlog of ${SIZES.drainEvents}`);
     await publishCount(base, tenant, SIZES.drainEvents);
-    const beside = await besideLimit(limitNow, run.concurrency, () => drain(db, receiver, processEnv, run));
+    const loopBefore = previous?.concurrency === run.concurrency ? previous.limit.after : undefined;
+    const beside = await besideLimit(limitNow, run.concurrency, () => drain(db, receiver, processEnv, run), loopBefore);
     const result = { ...beside.result, limit: beside.limit };
+    previous = { concurrency: run.concurrency, limit: beside.limit };
     const oneWorker = run.workers > 1 ? drains[oneWorkerLabel(run)] : undefined;
-    // Each against the loop beside it: the two runs are minutes apart, and their rates alone would compare the
-    // machine's speed at two moments as much as one worker with two.
+    // Each against the loops beside it: on these VMs the machine's speed drifts between two runs, and their rates
+    // alone would compare its speed at two moments as much as one worker with two.
     result.ratioToOneWorker = oneWorker ? result.perSecond / beside.limit.perSecond / (oneWorker.perSecond / oneWorker.limit.perSecond) : null;
     result.rateToOneWorker = oneWorker ? result.perSecond / oneWorker.perSecond : null;
     drains[run.label] = result;

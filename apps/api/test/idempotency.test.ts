@@ -201,6 +201,43 @@ describe('while the first request runs', () => {
     }
   });
 
+  it('keeps the key of a first request that runs past the lock timeout: a retry answers 409, never runs it twice', async () => {
+    const project = await insertProject(h, org.id);
+    const key = newKey();
+    const name = `Slow ${key}`;
+    const holder = new pg.Client(pgFields(h.config.databaseUrl));
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
+      const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
+      const firstDone = first.then((res) => res);
+      await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'in_flight');
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      await waitFor(async () => (await blockedBy(pid)) > 0);
+      const lockedAt = (await keyRows(org.id, key))[0]!.lockedAt!.getTime();
+
+      // The first request is still waiting for the row lock a minute later: its instance renews the key's lock.
+      h.clock.advance(61_000);
+      await waitFor(async () => ((await keyRows(org.id, key))[0]?.lockedAt?.getTime() ?? 0) > lockedAt, 15_000);
+      const retry = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
+      expect(retry.status).toBe(409);
+
+      await holder.query('COMMIT');
+      const created = await firstDone;
+      expect(created.status).toBe(201);
+      const after = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
+      expect(after.headers['idempotent-replayed']).toBe('true');
+      expect(after.body.id).toBe(created.body.id);
+      expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(1);
+      // Answered: the lock is not renewed any more.
+      expect((await keyRows(org.id, key))[0]).toMatchObject({ state: 'completed', lockedAt: null, lockToken: null });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+  }, 30_000);
+
   it('lets two concurrent requests with one key create exactly one row', async () => {
     const key = newKey();
     const name = `Race ${key}`;

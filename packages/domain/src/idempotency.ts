@@ -7,10 +7,15 @@ export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 /** A key answers its first response again for 24 hours after that request arrived, then it is forgotten. */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3600 * 1000;
 /**
- * A request whose instance died mid-way (no response stored, no release) holds its key at most this long; then a
- * retry with the same request takes it over. Creating handlers are database work of well under a second.
+ * A request whose instance died mid-way (no response stored, no release) holds its key at most this long after the
+ * lock's last renewal; then a retry with the same request takes it over.
  */
 export const IDEMPOTENCY_LOCK_TIMEOUT_MS = 60 * 1000;
+/**
+ * While its request runs, the instance holding a key renews its lock this often: a request that runs longer than the
+ * lock timeout (waiting for a row lock, say) keeps its key, and a retry answers 409 instead of running it twice.
+ */
+export const IDEMPOTENCY_LOCK_RENEWAL_MS = 5 * 1000;
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 
 /** 1 to 255 printable ASCII characters (space to tilde). */

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import {
   IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_LOCK_RENEWAL_MS,
   IDEMPOTENT_REPLAYED_HEADER,
   idempotentOutcomeIsStored,
   isValidIdempotencyKey,
@@ -19,6 +20,7 @@ import {
   claimIdempotencyKey as claimRow,
   completeIdempotencyKey,
   releaseIdempotencyKey,
+  renewIdempotencyLock,
   type IdempotencyScope,
   type StoredResponse,
 } from '../modules/idempotency/idempotency.store';
@@ -118,8 +120,10 @@ function replay(res: Response, stored: StoredResponse): void {
 function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, lockToken: string): void {
   const send = res.json.bind(res);
   let settled = false;
+  const stopRenewing = renewLockWhileRunning(deps, res, scope, lockToken);
   const settle = async (status: number, body: unknown): Promise<void> => {
     settled = true;
+    stopRenewing();
     try {
       if (idempotentOutcomeIsStored(status)) {
         await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
@@ -146,6 +150,26 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   res.once('finish', () => {
     if (!settled) void settle(res.statusCode, null);
   });
+}
+
+/**
+ * Renews the key's lock every few seconds until the request has answered: a request that outlives the lock timeout
+ * (its handler waiting for a row lock, say) keeps its key, so a retry answers 409 rather than running it a second
+ * time. Only a key whose instance died goes stale. Stops once the lock is not this request's any more.
+ */
+function renewLockWhileRunning(deps: AppDeps, res: Response, scope: IdempotencyScope, lockToken: string): () => void {
+  const timer = setInterval(() => {
+    if (res.writableEnded) return clearInterval(timer);
+    renewIdempotencyLock(deps.prisma, scope, lockToken, deps.clock.now()).then(
+      (held) => {
+        if (!held) clearInterval(timer);
+      },
+      (err: unknown) =>
+        deps.logger.warn('Could not renew the lock of an idempotent request; retrying', { error: err instanceof Error ? err.message : String(err) }),
+    );
+  }, IDEMPOTENCY_LOCK_RENEWAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /** After validation: takes the key (first request), or answers the replay, 409 or 422. */

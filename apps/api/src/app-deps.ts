@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
-import type { Db } from '@svc/db';
+import type { Db, PgPool } from '@svc/db';
 import type { DeliveryJobData, ReportJobData } from '@svc/queue';
 import type { Clock } from '@svc/domain';
 import type { Mailer } from '@svc/mail';
@@ -12,6 +12,8 @@ export interface AppDeps {
   config: Config;
   logger: Logger;
   prisma: Db;
+  /** One connection of its own, for renewing the locks of idempotent requests still running (held-keys.ts). */
+  idempotencyPool: PgPool;
   redis: Redis;
   deliveryQueue: Queue<DeliveryJobData>;
   /** Producer side of the report-rendering queue (the worker renders); closed at shutdown with the rest. */

@@ -4,11 +4,12 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
-import { createPrismaClient, type Db } from '@svc/db';
+import { createPgPool, createPrismaClient, type Db, type PgPool } from '@svc/db';
 import { createDeliveryQueue, createFailFastRedis, createReportQueue, type DeliveryJobData, type ReportJobData } from '@svc/queue';
 
 export interface ApiConnections {
   prisma: Db;
+  idempotencyPool: PgPool;
   redis: Redis;
   deliveryQueue: Queue<DeliveryJobData>;
   reportQueue: Queue<ReportJobData>;
@@ -20,6 +21,14 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
     max: options.poolSize ?? config.databasePoolSize,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
   });
+  // Apart from the main pool, whose connections the requests it protects may all be holding; closed when idle.
+  const idempotencyPool = createPgPool(config.databaseUrl, {
+    max: 1,
+    connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
+    idleTimeoutMs: 10_000,
+    queryTimeoutMs: 5_000,
+    allowExitOnIdle: true,
+  });
   const redis = createFailFastRedis(config.redis, config.availability.redisCommandTimeoutMs);
   logRedisAvailability(redis, logger);
   const deliveryQueue = createDeliveryQueue(redis, config);
@@ -28,6 +37,7 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
   reportQueue.on('error', (err) => logger.warn('Report queue error', { error: err.message }));
   return {
     prisma,
+    idempotencyPool,
     redis,
     deliveryQueue,
     reportQueue,
@@ -36,6 +46,7 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
       await reportQueue.close().catch(() => undefined);
       await redis.quit().catch(() => redis.disconnect());
       await prisma.$disconnect();
+      await idempotencyPool.end().catch(() => undefined);
     },
   };
 }

@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'api' });
   const connections = openApiConnections(config, logger);
-  const { prisma, redis, deliveryQueue, reportQueue } = connections;
+  const { prisma, idempotencyPool, redis, deliveryQueue, reportQueue } = connections;
   void warmUpQueryCompiler(prisma);
   // Rows stored before chat URLs were sealed and credentials bound to their destination (packages/db
   // stored-credentials.ts): secured once, in the background.
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const mailer = createMailer(config.mail);
   // Upload leftovers of an earlier process that was killed mid-upload (docs/domain.md "Source").
   await sweepTempFilesAtStart(config.source, logger);
-  const app = createApp({ config, logger, prisma, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
+  const app = createApp({ config, logger, prisma, idempotencyPool, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
 
   const server = app.listen(config.port, config.host, () => {
     logger.info('API listening', { url: `http://${config.host}:${config.port}` });

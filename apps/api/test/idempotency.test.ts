@@ -238,6 +238,74 @@ describe('while the first request runs', () => {
     }
   }, 30_000);
 
+  it('renews the keys of requests holding every connection of the pool: a retry on another instance answers 409', async () => {
+    // Instance A's pool (4 connections) is all taken by four keyed creates waiting for a row lock; its renewals go
+    // on a connection of their own, so their keys do not go stale and instance B does not run them again.
+    const a = await createHarness({ DATABASE_CONNECT_TIMEOUT_MS: '2000' });
+    const project = await insertProject(h, org.id);
+    const keys = Array.from({ length: 4 }, () => newKey());
+    const holder = new pg.Client(pgFields(h.config.databaseUrl));
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
+      const firsts = keys.map((key) =>
+        request(a.app).post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name: `Pool ${key}` }).then((res) => res),
+      );
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      await waitFor(async () => (await blockedBy(pid)) >= keys.length);
+      const lockedAt = (await keyRows(org.id, keys[0]!))[0]!.lockedAt!.getTime();
+
+      a.clock.advance(61_000);
+      h.clock.advance(61_000);
+      await waitFor(async () => ((await keyRows(org.id, keys[0]!))[0]?.lockedAt?.getTime() ?? 0) > lockedAt, 15_000);
+      const retry = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, keys[0]!)).send({ name: `Pool ${keys[0]}` });
+      expect(retry.status).toBe(409);
+
+      await holder.query('COMMIT');
+      for (const first of await Promise.all(firsts)) expect(first.status).toBe(201);
+      expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(keys.length);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+      await a.close();
+    }
+  }, 40_000);
+
+  it('keeps the key of a request whose answer could not be stored, and stores it with the next renewal', async () => {
+    const key = newKey();
+    const name = `Unstored ${key}`;
+    // The first attempt to store this key's answer fails (as in a database outage), the next ones go through (a
+    // sequence counts the attempts: unlike a row, its value survives the failed statement).
+    const trigger = `fail_once_${uniqueSuffix().replace(/[^a-z0-9]/gi, '')}`;
+    await h.deps.prisma.$executeRawUnsafe(`CREATE SEQUENCE ${trigger}_seen`);
+    await h.deps.prisma.$executeRawUnsafe(`
+      CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.key = '${key}' AND NEW.state = 'completed' AND nextval('${trigger}_seen') = 1 THEN
+          RAISE EXCEPTION 'storing the answer failed';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await h.deps.prisma.$executeRawUnsafe(`CREATE TRIGGER ${trigger} BEFORE UPDATE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION ${trigger}()`);
+    try {
+      const first = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+      expect(first.status).toBe(201);
+      expect((await keyRows(org.id, key))[0]?.state).toBe('in_flight');
+      // Past the lock timeout: the key is still this instance's, and its answer is stored with the next renewal.
+      h.clock.advance(61_000);
+      await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'completed', 15_000);
+      const again = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).send({ name });
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body.id).toBe(first.body.id);
+      expect(await projectsNamed(org.id, name)).toBe(1);
+    } finally {
+      await h.deps.prisma.$executeRawUnsafe(`DROP TRIGGER IF EXISTS ${trigger} ON idempotency_keys`);
+      await h.deps.prisma.$executeRawUnsafe(`DROP FUNCTION IF EXISTS ${trigger}()`);
+      await h.deps.prisma.$executeRawUnsafe(`DROP SEQUENCE IF EXISTS ${trigger}_seen`);
+    }
+  }, 30_000);
+
   it('lets two concurrent requests with one key create exactly one row', async () => {
     const key = newKey();
     const name = `Race ${key}`;

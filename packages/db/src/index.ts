@@ -11,13 +11,24 @@ export { pgFields } from './pg-fields';
  * `connectTimeoutMs` bounds the wait for a pool connection: without it a query waits forever while PostgreSQL is
  * unreachable (pg's default is no timeout).
  */
-export function createPrismaClient(databaseUrl: string, options: { max?: number; connectTimeoutMs?: number } = {}): PrismaClient {
-  const pool = new pg.Pool({
+/** A pg pool with the service's connection settings (discrete fields, UTC timestamps). */
+export function createPgPool(
+  databaseUrl: string,
+  options: { max?: number; connectTimeoutMs?: number; idleTimeoutMs?: number; queryTimeoutMs?: number; allowExitOnIdle?: boolean } = {},
+): pg.Pool {
+  return new pg.Pool({
     ...pgFields(databaseUrl),
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    ...(options.idleTimeoutMs !== undefined && { idleTimeoutMillis: options.idleTimeoutMs }),
+    ...(options.queryTimeoutMs !== undefined && { query_timeout: options.queryTimeoutMs }),
+    ...(options.allowExitOnIdle !== undefined && { allowExitOnIdle: options.allowExitOnIdle }),
     types: { getTypeParser: utcTypeParser },
   });
+}
+
+export function createPrismaClient(databaseUrl: string, options: { max?: number; connectTimeoutMs?: number } = {}): PrismaClient {
+  const pool = createPgPool(databaseUrl, options);
   // The adapter shares this pool (and ends it on $disconnect); hot paths may query it directly (poolOf).
   const client = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
   pools.set(client, pool);
@@ -69,6 +80,7 @@ export async function warmUpQueryCompiler(client: PrismaClient): Promise<void> {
 /** The client handed to a `$transaction(async (tx) => ...)` callback. */
 export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
 export type Db = PrismaClient;
+export type PgPool = pg.Pool;
 export * from './ids';
 export * from './sealed';
 export * from './erasure-subject';

@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import {
   IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENCY_LOCK_RENEWAL_MS,
   IDEMPOTENT_REPLAYED_HEADER,
   idempotentOutcomeIsStored,
   isValidIdempotencyKey,
@@ -20,10 +19,10 @@ import {
   claimIdempotencyKey as claimRow,
   completeIdempotencyKey,
   releaseIdempotencyKey,
-  renewIdempotencyLock,
   type IdempotencyScope,
   type StoredResponse,
 } from '../modules/idempotency/idempotency.store';
+import type { HeldIdempotencyKeys, HeldKey } from '../modules/idempotency/held-keys';
 import { HttpError, badRequest, unprocessable } from './errors';
 
 /** What route.ts needs to know of a route to decide whether it takes the header. */
@@ -117,22 +116,25 @@ function replay(res: Response, stored: StoredResponse): void {
  * waits for the row. A response without a JSON body (204) is stored when it finishes. A client that hangs up early
  * changes nothing: the handler still answers, into the void, and that answer is stored for its retry.
  */
-function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, lockToken: string): void {
+function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, lockToken: string, key: HeldKey): void {
   const send = res.json.bind(res);
   let settled = false;
-  const stopRenewing = renewLockWhileRunning(deps, res, scope, lockToken);
   const settle = async (status: number, body: unknown): Promise<void> => {
     settled = true;
-    stopRenewing();
+    const store = idempotentOutcomeIsStored(status)
+      ? () => completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey)
+      : () => releaseIdempotencyKey(deps.prisma, scope, lockToken);
     try {
-      if (idempotentOutcomeIsStored(status)) {
-        await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
-      } else {
-        await releaseIdempotencyKey(deps.prisma, scope, lockToken);
-      }
+      await store();
+      key.done();
     } catch (err) {
-      // The response still goes out; the key stays locked until the lock timeout, then a retry takes it over.
-      deps.logger.warn('Could not record the outcome of an idempotent request', { status, error: err instanceof Error ? err.message : String(err) });
+      // The response still goes out. The key stays locked (a retry answers 409) and the outcome is stored again with
+      // the next renewals: while this process lives, no retry takes the key over and runs the request again.
+      key.storeLater(store);
+      deps.logger.warn('Could not record the outcome of an idempotent request; trying again with the lock renewals', {
+        status,
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
   };
   res.json = (body: unknown) => {
@@ -150,37 +152,21 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   res.once('finish', () => {
     if (!settled) void settle(res.statusCode, null);
   });
-}
-
-/**
- * Renews the key's lock every few seconds until the request has answered: a request that outlives the lock timeout
- * (its handler waiting for a row lock, say) keeps its key, so a retry answers 409 rather than running it a second
- * time. Only a key whose instance died goes stale. Stops once the lock is not this request's any more.
- */
-function renewLockWhileRunning(deps: AppDeps, res: Response, scope: IdempotencyScope, lockToken: string): () => void {
-  const timer = setInterval(() => {
-    if (res.writableEnded) return clearInterval(timer);
-    renewIdempotencyLock(deps.prisma, scope, lockToken, deps.clock.now()).then(
-      (held) => {
-        if (!held) clearInterval(timer);
-      },
-      (err: unknown) =>
-        deps.logger.warn('Could not renew the lock of an idempotent request; retrying', { error: err instanceof Error ? err.message : String(err) }),
-    );
-  }, IDEMPOTENCY_LOCK_RENEWAL_MS);
-  timer.unref();
-  return () => clearInterval(timer);
+  // Ended but never flushed (the client had gone): answered all the same.
+  res.once('close', () => {
+    if (!settled && res.writableEnded) void settle(res.statusCode, null);
+  });
 }
 
 /** After validation: takes the key (first request), or answers the replay, 409 or 422. */
-export function claimIdempotencyKey(deps: AppDeps): RequestHandler {
+export function claimIdempotencyKey(deps: AppDeps, heldKeys: HeldIdempotencyKeys): RequestHandler {
   return async (req, res, next) => {
     const asked = pending.get(req);
     if (!asked) return next();
     const scope = scopeOf(req, asked.key);
     const claim = await claimRow(deps.prisma, scope, asked.requestHash, deps.clock.now(), deps.config.encryptionKey);
     if (claim.won) {
-      storeOutcomeOf(deps, res, scope, claim.lockToken);
+      storeOutcomeOf(deps, res, scope, claim.lockToken, heldKeys.hold(scope, claim.lockToken));
       return next();
     }
     switch (judgeTakenKey(claim.row, asked.requestHash)) {

@@ -11,6 +11,7 @@ import { consumeOneOf } from './rate-limit';
 import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
+import { HeldIdempotencyKeys } from '../modules/idempotency/held-keys';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -94,6 +95,7 @@ export function mountRoutes(
   keyCache = new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000),
 ): Router {
   const authenticated = authenticate(deps, keyCache);
+  const heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger);
   for (const spec of specs) {
     const chain: RequestHandler[] =
       spec.scope === 'public'
@@ -101,7 +103,7 @@ export function mountRoutes(
         : [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope)];
     chain.push(checkIdempotencyKey(spec));
     if (spec.schemas) chain.push(validate(spec.schemas));
-    if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps));
+    if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps, heldKeys));
     chain.push(respond(spec, deps.config.nodeEnv === 'test'));
     router[spec.method](spec.path, ...chain);
   }

@@ -46,11 +46,11 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
   });
   const logger = createLogger({ level: config.logLevel, service: 'api-test', silent: !process.env.TEST_LOGS });
   const connections = openApiConnections(config, logger, { poolSize: 4 });
-  const { prisma, redis, deliveryQueue, reportQueue } = connections;
+  const { prisma, idempotencyPool, redis, deliveryQueue, reportQueue } = connections;
   // The API's Redis connection does not queue commands while disconnected: wait for it before the first request.
   await redisReady(redis, 10_000);
   const clock = new OffsetClock();
-  const deps: AppDeps = { config, logger, prisma, redis, deliveryQueue, reportQueue, mailer: createMailer(config.mail), clock, storage: createStorage(config.storage) };
+  const deps: AppDeps = { config, logger, prisma, idempotencyPool, redis, deliveryQueue, reportQueue, mailer: createMailer(config.mail), clock, storage: createStorage(config.storage) };
   const app = createApp(deps);
   return {
     app,

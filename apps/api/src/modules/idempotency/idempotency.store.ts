@@ -83,14 +83,6 @@ export async function completeIdempotencyKey(
      WHERE ${where(scope)} AND lock_token = ${lockToken}`;
 }
 
-/** Renews the lock of a request still running; false once the lock is not this request's any more. */
-export async function renewIdempotencyLock(prisma: Db, scope: IdempotencyScope, lockToken: string, now: Date): Promise<boolean> {
-  const renewed = await prisma.$executeRaw`
-    UPDATE idempotency_keys SET locked_at = ${utcTimestamp(now)}
-     WHERE ${where(scope)} AND lock_token = ${lockToken} AND state = 'in_flight'`;
-  return renewed > 0;
-}
-
 /** Forgets a key whose first request failed with a 5xx: the same key may be retried. */
 export async function releaseIdempotencyKey(prisma: Db, scope: IdempotencyScope, lockToken: string): Promise<void> {
   await prisma.$executeRaw`DELETE FROM idempotency_keys WHERE ${where(scope)} AND lock_token = ${lockToken} AND state = 'in_flight'`;

@@ -1,0 +1,78 @@
+// The renewal of the Idempotency-Keys a process holds (modules/idempotency/held-keys.ts), against a stand-in for its
+// connection: one statement for all keys, never two at once, one warning per failing streak. The database side is
+// in idempotency.test.ts.
+import { HeldIdempotencyKeys } from '../src/modules/idempotency/held-keys';
+
+const clock = { now: () => new Date('2026-11-27T10:00:00Z') };
+const scope = (key: string) => ({ organizationId: 'org_1', credential: 'key:k1', key });
+
+function logger() {
+  const lines: Array<[string, string]> = [];
+  return { lines, warn: (m: string) => lines.push(['warn', m]), info: (m: string) => lines.push(['info', m]) };
+}
+
+describe('HeldIdempotencyKeys', () => {
+  it('renews every held key in one statement, each by its own scope and lock token, and drops the ones it lost', async () => {
+    const calls: unknown[][] = [];
+    const pool = { query: async (_sql: string, params: unknown[]) => (calls.push(params), { rows: [{ lock_token: 't1' }] }), end: async () => undefined };
+    const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
+    keys.hold(scope('a'), 't1');
+    keys.hold(scope('b'), 't2');
+    await keys.renew();
+    expect(calls).toEqual([['2026-11-27T10:00:00.000Z', ['org_1', 'org_1'], ['key:k1', 'key:k1'], ['a', 'b'], ['t1', 't2']]]);
+    expect(keys.size).toBe(1); // t2 is not ours any more
+    await keys.close();
+  });
+
+  it('does not start a renewal while one is still running', async () => {
+    let calls = 0;
+    const pool = { query: () => (calls++, new Promise(() => undefined)), end: async () => undefined };
+    const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
+    keys.hold(scope('a'), 't1');
+    void keys.renew();
+    void keys.renew();
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toBe(1);
+    await keys.close();
+  });
+
+  it('warns once while renewals fail, says when they go through again, and stores an answer later', async () => {
+    let failing = true;
+    const pool = {
+      query: async () => {
+        if (failing) throw new Error('connection refused');
+        return { rows: [{ lock_token: 't1' }] };
+      },
+      end: async () => undefined,
+    };
+    const log = logger();
+    const keys = new HeldIdempotencyKeys(pool as never, clock, log as never, 60_000);
+    const held = keys.hold(scope('a'), 't1');
+    let stores = 0;
+    held.storeLater(async () => {
+      stores += 1;
+      if (stores <= 2) throw new Error('still down');
+    });
+    await keys.renew();
+    await keys.renew();
+    expect(log.lines.filter(([level]) => level === 'warn')).toHaveLength(1);
+    expect(keys.size).toBe(1); // the answer is not stored yet: still held
+    failing = false;
+    await keys.renew();
+    expect(log.lines.at(-1)?.[0]).toBe('info');
+    expect(stores).toBe(3);
+    expect(keys.size).toBe(0); // stored at last: not held any more
+    await keys.close();
+  });
+
+  it('stops renewing a key once its request is done', async () => {
+    let calls = 0;
+    const pool = { query: async () => (calls++, { rows: [] }), end: async () => undefined };
+    const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
+    keys.hold(scope('a'), 't1').done();
+    await keys.renew();
+    expect(calls).toBe(0);
+    expect(keys.size).toBe(0);
+    await keys.close();
+  });
+});

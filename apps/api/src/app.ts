@@ -10,6 +10,7 @@ import { createRateLimiters, type RateLimiters } from './http/rate-limit';
 import { accessLog, requestId } from './http/request-id';
 import { createApiMetrics, metricsRouter, observeRequests } from './http/metrics';
 import { routerFor, type RouteSpec } from './http/route';
+import { HeldIdempotencyKeys } from './modules/idempotency/held-keys';
 import { apiRoutes } from './routes';
 import { healthRouter } from './modules/health/health.routes';
 import { openApiRoute } from './openapi/openapi.routes';
@@ -17,7 +18,7 @@ import { SHARED_REPORTS_PREFIX } from './modules/report-shares/report-shares.rou
 import { sharedResponseHeaders } from './modules/report-shares/shared-report.service';
 
 export interface App extends Express {
-  locals: Express['locals'] & { routes: RouteSpec[]; limiters: RateLimiters };
+  locals: Express['locals'] & { routes: RouteSpec[]; limiters: RateLimiters; heldKeys: HeldIdempotencyKeys };
 }
 
 export function createApp(deps: AppDeps): App {
@@ -48,7 +49,9 @@ export function createApp(deps: AppDeps): App {
   app.use(cookieParser());
   app.use(healthRouter(deps));
   // One API-key principal cache per app (per process in production); auth epochs in Redis keep instances in step.
-  app.use('/api/v1', routerFor(routes, deps, limiters, new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000)));
+  // The Idempotency-Keys this instance's requests hold while they run (main.ts stores what is pending at shutdown).
+  app.locals.heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger);
+  app.use('/api/v1', routerFor(routes, deps, limiters, new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000), app.locals.heldKeys));
   const dashboard = dashboardRouter(deps.config.webDistDir, deps.logger);
   if (dashboard) app.use(dashboard);
   app.use(unknownRoute);

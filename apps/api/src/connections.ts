@@ -7,6 +7,9 @@ import type { Config, Logger } from '@svc/config';
 import { createPgPool, createPrismaClient, type Db, type PgPool } from '@svc/db';
 import { createDeliveryQueue, createFailFastRedis, createReportQueue, type DeliveryJobData, type ReportJobData } from '@svc/queue';
 
+/** The application_name of the connection that renews idempotency locks (pg_stat_activity). */
+export const IDEMPOTENCY_LOCKS_APPLICATION = 'svc-api-idempotency-locks';
+
 export interface ApiConnections {
   prisma: Db;
   idempotencyPool: PgPool;
@@ -21,14 +24,20 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
     max: options.poolSize ?? config.databasePoolSize,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
   });
-  // Apart from the main pool, whose connections the requests it protects may all be holding; closed when idle.
+  // Apart from the main pool, whose connections the requests it protects may all be holding; closed when idle. Its
+  // statement waits for no lock (SKIP LOCKED); the client gives up after 10 s on a connection gone dead. (No
+  // statement_timeout: a startup parameter PgBouncer refuses.)
   const idempotencyPool = createPgPool(config.databaseUrl, {
     max: 1,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
     idleTimeoutMs: 10_000,
-    queryTimeoutMs: 5_000,
+    queryTimeoutMs: 10_000,
     allowExitOnIdle: true,
+    applicationName: IDEMPOTENCY_LOCKS_APPLICATION,
   });
+  // An idle connection the server ends (a restart, a failover) is an 'error' on the pool: without a listener it
+  // would end the process. The next renewal opens a new one.
+  idempotencyPool.on('error', (err) => logger.warn('Idempotency lock connection lost; the next renewal reconnects', { error: err.message }));
   const redis = createFailFastRedis(config.redis, config.availability.redisCommandTimeoutMs);
   logRedisAvailability(redis, logger);
   const deliveryQueue = createDeliveryQueue(redis, config);

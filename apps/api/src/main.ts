@@ -37,6 +37,10 @@ async function main(): Promise<void> {
     server.close();
     server.closeIdleConnections();
     await new Promise((resolve) => server.once('close', resolve));
+    const unstored = await app.locals.heldKeys.storePendingAnswers();
+    if (unstored > 0) {
+      logger.warn('Stopping with answers of idempotent requests not stored: a retry with their key may run them again', { requests: unstored });
+    }
     await connections.close();
     logger.info('Stopped');
     process.exit(0);

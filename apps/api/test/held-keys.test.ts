@@ -12,28 +12,48 @@ function logger() {
 }
 
 describe('HeldIdempotencyKeys', () => {
+  it('keeps a key the renewal skipped (its row locked right now) as long as it is still ours', async () => {
+    const pool = { query: async () => ({ rows: [{ lock_token: 't1', ours: true }] }) };
+    const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
+    keys.hold(scope('a'), 't1');
+    await keys.renew();
+    expect(keys.size).toBe(1);
+  });
+
+  it('does not store an answer again while the last attempt is still running', async () => {
+    const pool = { query: async () => ({ rows: [{ lock_token: 't1', ours: true }] }) };
+    const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
+    let stores = 0;
+    keys.hold(scope('a'), 't1').storeLater(() => (stores++, new Promise(() => undefined)));
+    void keys.renew();
+    await new Promise((r) => setImmediate(r));
+    void keys.renew();
+    await new Promise((r) => setImmediate(r));
+    expect(stores).toBe(1);
+  });
+
   it('renews every held key in one statement, each by its own scope and lock token, and drops the ones it lost', async () => {
     const calls: unknown[][] = [];
-    const pool = { query: async (_sql: string, params: unknown[]) => (calls.push(params), { rows: [{ lock_token: 't1' }] }), end: async () => undefined };
+    const pool = {
+      query: async (_sql: string, params: unknown[]) => (calls.push(params), { rows: [{ lock_token: 't1', ours: true }, { lock_token: 't2', ours: false }] }),
+    };
     const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
     keys.hold(scope('a'), 't1');
     keys.hold(scope('b'), 't2');
     await keys.renew();
     expect(calls).toEqual([['2026-11-27T10:00:00.000Z', ['org_1', 'org_1'], ['key:k1', 'key:k1'], ['a', 'b'], ['t1', 't2']]]);
     expect(keys.size).toBe(1); // t2 is not ours any more
-    await keys.close();
   });
 
   it('does not start a renewal while one is still running', async () => {
     let calls = 0;
-    const pool = { query: () => (calls++, new Promise(() => undefined)), end: async () => undefined };
+    const pool = { query: () => (calls++, new Promise(() => undefined)) };
     const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
     keys.hold(scope('a'), 't1');
     void keys.renew();
     void keys.renew();
     await new Promise((r) => setImmediate(r));
     expect(calls).toBe(1);
-    await keys.close();
   });
 
   it('warns once while renewals fail, says when they go through again, and stores an answer later', async () => {
@@ -41,9 +61,8 @@ describe('HeldIdempotencyKeys', () => {
     const pool = {
       query: async () => {
         if (failing) throw new Error('connection refused');
-        return { rows: [{ lock_token: 't1' }] };
+        return { rows: [{ lock_token: 't1', ours: true }] };
       },
-      end: async () => undefined,
     };
     const log = logger();
     const keys = new HeldIdempotencyKeys(pool as never, clock, log as never, 60_000);
@@ -62,17 +81,15 @@ describe('HeldIdempotencyKeys', () => {
     expect(log.lines.at(-1)?.[0]).toBe('info');
     expect(stores).toBe(3);
     expect(keys.size).toBe(0); // stored at last: not held any more
-    await keys.close();
   });
 
   it('stops renewing a key once its request is done', async () => {
     let calls = 0;
-    const pool = { query: async () => (calls++, { rows: [] }), end: async () => undefined };
+    const pool = { query: async () => (calls++, { rows: [] }) };
     const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
     keys.hold(scope('a'), 't1').done();
     await keys.renew();
     expect(calls).toBe(0);
     expect(keys.size).toBe(0);
-    await keys.close();
   });
 });

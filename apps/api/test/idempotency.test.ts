@@ -8,6 +8,7 @@ import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
 import { insertReadyReport } from './support/domain';
 import { buildOpenApiDocument } from '../src/openapi/document';
+import { HeldIdempotencyKeys } from '../src/modules/idempotency/held-keys';
 import { takesIdempotencyKey } from '../src/http/idempotency';
 import { runMaintenanceJob } from '../../worker/src/maintenance';
 import type { WorkerDeps } from '../../worker/src/deps';
@@ -305,6 +306,51 @@ describe('while the first request runs', () => {
       await h.deps.prisma.$executeRawUnsafe(`DROP SEQUENCE IF EXISTS ${trigger}_seen`);
     }
   }, 30_000);
+
+  it('renews the other keys while one key row is locked, and waits for no lock', async () => {
+    const keys = new HeldIdempotencyKeys(h.deps.idempotencyPool, h.clock, h.deps.logger, 60_000);
+    const old = new Date(h.clock.now().getTime() - 30_000);
+    const [locked, free] = [newKey(), newKey()];
+    for (const [o, key] of [[org, locked], [other, free]] as const) {
+      await h.deps.prisma.idempotencyKey.create({
+        data: { organizationId: o.id, credential: 'key:k1', key, requestHash: 'h', state: 'in_flight', lockToken: `t-${key}`, lockedAt: old, createdAt: old },
+      });
+      keys.hold({ organizationId: o.id, credential: 'key:k1', key }, `t-${key}`);
+    }
+    const holder = new pg.Client(pgFields(h.config.databaseUrl));
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM idempotency_keys WHERE organization_id = $1 AND key = $2 FOR UPDATE', [org.id, locked]);
+      const started = Date.now();
+      await keys.renew();
+      expect(Date.now() - started).toBeLessThan(3000);
+      expect((await keyRows(other.id, free))[0]!.lockedAt!.getTime()).toBeGreaterThan(old.getTime());
+      expect((await keyRows(org.id, locked))[0]!.lockedAt!.getTime()).toBe(old.getTime());
+      expect(keys.size).toBe(2); // skipped this round, still ours
+      await holder.query('COMMIT');
+      await keys.renew();
+      expect((await keyRows(org.id, locked))[0]!.lockedAt!.getTime()).toBeGreaterThan(old.getTime());
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+  });
+
+  it('survives the server ending its renewal connection, and renews on a new one', async () => {
+    const keys = new HeldIdempotencyKeys(h.deps.idempotencyPool, h.clock, h.deps.logger, 60_000);
+    const key = newKey();
+    const old = new Date(h.clock.now().getTime() - 30_000);
+    await h.deps.prisma.idempotencyKey.create({
+      data: { organizationId: org.id, credential: 'key:k1', key, requestHash: 'h', state: 'in_flight', lockToken: `t-${key}`, lockedAt: old, createdAt: old },
+    });
+    keys.hold({ organizationId: org.id, credential: 'key:k1', key }, `t-${key}`);
+    const { rows } = await h.deps.idempotencyPool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    await h.deps.prisma.$queryRaw`SELECT pg_terminate_backend(${rows[0]!.pid}::int)`;
+    await new Promise((r) => setTimeout(r, 300)); // the idle connection's end reaches the pool as an 'error'
+    await keys.renew();
+    expect((await keyRows(org.id, key))[0]!.lockedAt!.getTime()).toBeGreaterThan(old.getTime());
+  });
 
   it('lets two concurrent requests with one key create exactly one row', async () => {
     const key = newKey();

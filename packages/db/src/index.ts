@@ -14,10 +14,18 @@ export { pgFields } from './pg-fields';
 /** A pg pool with the service's connection settings (discrete fields, UTC timestamps). */
 export function createPgPool(
   databaseUrl: string,
-  options: { max?: number; connectTimeoutMs?: number; idleTimeoutMs?: number; queryTimeoutMs?: number; allowExitOnIdle?: boolean } = {},
+  options: {
+    max?: number;
+    connectTimeoutMs?: number;
+    idleTimeoutMs?: number;
+    queryTimeoutMs?: number;
+    allowExitOnIdle?: boolean;
+    applicationName?: string;
+  } = {},
 ): pg.Pool {
   return new pg.Pool({
     ...pgFields(databaseUrl),
+    ...(options.applicationName !== undefined && { application_name: options.applicationName }),
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     ...(options.idleTimeoutMs !== undefined && { idleTimeoutMillis: options.idleTimeoutMs }),

@@ -93,9 +93,9 @@ export function mountRoutes(
   deps: AppDeps,
   limiters: RateLimiters,
   keyCache = new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000),
+  heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger),
 ): Router {
   const authenticated = authenticate(deps, keyCache);
-  const heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger);
   for (const spec of specs) {
     const chain: RequestHandler[] =
       spec.scope === 'public'
@@ -110,6 +110,12 @@ export function mountRoutes(
   return router;
 }
 
-export function routerFor(specs: RouteSpec[], deps: AppDeps, limiters: RateLimiters, keyCache?: ApiKeyCache): Router {
-  return mountRoutes(Router({ mergeParams: true }), specs, deps, limiters, keyCache);
+export function routerFor(
+  specs: RouteSpec[],
+  deps: AppDeps,
+  limiters: RateLimiters,
+  keyCache?: ApiKeyCache,
+  heldKeys?: HeldIdempotencyKeys,
+): Router {
+  return mountRoutes(Router({ mergeParams: true }), specs, deps, limiters, keyCache, heldKeys);
 }

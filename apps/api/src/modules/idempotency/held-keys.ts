@@ -19,15 +19,34 @@ interface Entry {
   scope: IdempotencyScope;
   lockToken: string;
   store?: () => Promise<void>;
+  storing?: boolean;
 }
 
-// locked_at holds UTC wall time, as every timestamp(3) column. Each key by its own organization, credential, key and lock token: a renewal never touches another request's key.
+// locked_at holds UTC wall time, as every timestamp(3) column. Each key by its own organization, credential, key and
+// lock token: a renewal never touches another request's key. A row locked right now (its answer being stored, a
+// retry's claim, an organization being deleted) is skipped, not waited for: one slow row must not hold up the
+// renewal of every other key, and it is renewed with the next round (the lock timeout is twelve rounds away).
+// `ours`: still this request's key as last committed, renewed or not this time.
 const RENEW_SQL = `
-  UPDATE idempotency_keys k SET locked_at = ($1::timestamptz AT TIME ZONE 'UTC')
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS v(organization_id, credential, key, lock_token)
-   WHERE k.organization_id = v.organization_id AND k.credential = v.credential AND k.key = v.key
-     AND k.lock_token = v.lock_token AND k.state = 'in_flight'
-  RETURNING k.lock_token`;
+  WITH v AS (
+    SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS v(organization_id, credential, key, lock_token)
+  ), free AS (
+    SELECT k.organization_id, k.credential, k.key
+      FROM idempotency_keys k JOIN v USING (organization_id, credential, key)
+     WHERE k.lock_token = v.lock_token AND k.state = 'in_flight'
+       FOR UPDATE OF k SKIP LOCKED
+  ), renewed AS (
+    UPDATE idempotency_keys k SET locked_at = ($1::timestamptz AT TIME ZONE 'UTC')
+      FROM free
+     WHERE k.organization_id = free.organization_id AND k.credential = free.credential AND k.key = free.key
+    RETURNING k.lock_token
+  )
+  SELECT v.lock_token,
+         v.lock_token IN (SELECT lock_token FROM renewed) OR EXISTS (
+           SELECT 1 FROM idempotency_keys k
+            WHERE k.organization_id = v.organization_id AND k.credential = v.credential AND k.key = v.key
+              AND k.lock_token = v.lock_token AND k.state = 'in_flight') AS ours
+    FROM v`;
 
 export class HeldIdempotencyKeys {
   private readonly held = new Map<string, Entry>();
@@ -36,7 +55,7 @@ export class HeldIdempotencyKeys {
   private failing = false;
 
   constructor(
-    private readonly pool: Pick<pg.Pool, 'query' | 'end'>,
+    private readonly pool: Pick<pg.Pool, 'query'>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly intervalMs = IDEMPOTENCY_LOCK_RENEWAL_MS,
@@ -59,11 +78,13 @@ export class HeldIdempotencyKeys {
     return this.held.size;
   }
 
-  async close(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    this.held.clear();
-    await this.pool.end().catch(() => undefined);
+  /**
+   * At shutdown: tries once more to store the answers that could not be stored, and answers how many still are not
+   * (their keys go stale 60 s after their last renewal, and a retry then runs their requests again).
+   */
+  async storePendingAnswers(): Promise<number> {
+    await Promise.all([...this.held.values()].filter((e) => e.store).map((e) => this.storeAgain(e)));
+    return [...this.held.values()].filter((e) => e.store).length;
   }
 
   private drop(lockToken: string): void {
@@ -81,16 +102,16 @@ export class HeldIdempotencyKeys {
     const entries = [...this.held.values()];
     try {
       const column = (of: (e: Entry) => string) => entries.map(of);
-      const { rows } = await this.pool.query<{ lock_token: string }>(RENEW_SQL, [
+      const { rows } = await this.pool.query<{ lock_token: string; ours: boolean }>(RENEW_SQL, [
         this.clock.now().toISOString(),
         column((e) => e.scope.organizationId),
         column((e) => e.scope.credential),
         column((e) => e.scope.key),
         column((e) => e.lockToken),
       ]);
-      const stillHeld = new Set(rows.map((r) => r.lock_token));
       // A key that is not ours any more (expired after 24 h and taken, or swept) is not renewed again.
-      for (const e of entries) if (!stillHeld.has(e.lockToken)) this.drop(e.lockToken);
+      const ours = new Set(rows.filter((r) => r.ours).map((r) => r.lock_token));
+      for (const e of entries) if (!ours.has(e.lockToken)) this.drop(e.lockToken);
       if (this.failing) this.logger.info('Renewing idempotency key locks again', { keys: entries.length });
       this.failing = false;
     } catch (err) {
@@ -107,12 +128,19 @@ export class HeldIdempotencyKeys {
     await Promise.all(entries.filter((e) => e.store && this.held.get(e.lockToken) === e).map((e) => this.storeAgain(e)));
   }
 
+  /** Stores an answer that could not be stored before; one attempt at a time per key. */
   private async storeAgain(entry: Entry): Promise<void> {
+    if (entry.storing) return;
+    entry.storing = true;
     try {
       await entry.store!();
+      entry.store = undefined;
       this.drop(entry.lockToken);
+      this.logger.info('Stored the answer of an idempotent request after all');
     } catch {
       // Still failing: the key stays locked (409 to a retry) and its answer is tried again with the next renewal.
+    } finally {
+      entry.storing = false;
     }
   }
 }

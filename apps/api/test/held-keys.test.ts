@@ -24,7 +24,7 @@ describe('HeldIdempotencyKeys', () => {
     const pool = { query: async () => ({ rows: [{ lock_token: 't1', ours: true }] }) };
     const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
     let stores = 0;
-    keys.hold(scope('a'), 't1').storeLater(() => (stores++, new Promise(() => undefined)));
+    void keys.hold(scope('a'), 't1').settle(() => (stores++, new Promise(() => undefined)));
     void keys.renew();
     await new Promise((r) => setImmediate(r));
     void keys.renew();
@@ -66,20 +66,20 @@ describe('HeldIdempotencyKeys', () => {
     };
     const log = logger();
     const keys = new HeldIdempotencyKeys(pool as never, clock, log as never, 60_000);
-    const held = keys.hold(scope('a'), 't1');
     let stores = 0;
-    held.storeLater(async () => {
+    const first = await keys.hold(scope('a'), 't1').settle(async () => {
       stores += 1;
-      if (stores <= 2) throw new Error('still down');
+      if (failing) throw new Error('still down');
     });
+    expect(first?.message).toBe('still down');
     await keys.renew();
     await keys.renew();
     expect(log.lines.filter(([level]) => level === 'warn')).toHaveLength(1);
     expect(keys.size).toBe(1); // the answer is not stored yet: still held
     failing = false;
     await keys.renew();
-    expect(log.lines.at(-1)?.[0]).toBe('info');
-    expect(stores).toBe(3);
+    expect(log.lines.slice(-2).map(([level]) => level)).toEqual(['info', 'info']);
+    expect(stores).toBe(4);
     expect(keys.size).toBe(0); // stored at last: not held any more
   });
 
@@ -87,9 +87,19 @@ describe('HeldIdempotencyKeys', () => {
     let calls = 0;
     const pool = { query: async () => (calls++, { rows: [] }) };
     const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
-    keys.hold(scope('a'), 't1').done();
+    expect(await keys.hold(scope('a'), 't1').settle(async () => undefined)).toBeNull();
     await keys.renew();
     expect(calls).toBe(0);
     expect(keys.size).toBe(0);
+  });
+
+  it('at shutdown, waits for an answer being stored and counts only those it could not store', async () => {
+    const pool = { query: async () => ({ rows: [] }) };
+    const keys = new HeldIdempotencyKeys(pool as never, clock, logger() as never, 60_000);
+    void keys.hold(scope('a'), 't1').settle(() => new Promise((r) => setTimeout(r, 50)));
+    void keys.hold(scope('b'), 't2').settle(async () => {
+      throw new Error('down');
+    });
+    expect(await keys.storePendingAnswers()).toBe(1);
   });
 });

@@ -124,16 +124,13 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
     const store = idempotentOutcomeIsStored(status)
       ? () => completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey)
       : () => releaseIdempotencyKey(deps.prisma, scope, lockToken);
-    try {
-      await store();
-      key.done();
-    } catch (err) {
-      // The response still goes out. The key stays locked (a retry answers 409) and the outcome is stored again with
-      // the next renewals: while this process lives, no retry takes the key over and runs the request again.
-      key.storeLater(store);
+    // The response goes out either way. Not stored, the key stays locked (a retry answers 409) and the outcome is
+    // stored again with the next renewals: while this process lives, no retry takes the key over and runs it again.
+    const failed = await key.settle(store);
+    if (failed) {
       deps.logger.warn('Could not record the outcome of an idempotent request; trying again with the lock renewals', {
         status,
-        error: err instanceof Error ? err.message : String(err),
+        error: failed.message,
       });
     }
   };

@@ -9,17 +9,23 @@ import type { Logger } from '@svc/config';
 import type { IdempotencyScope } from './idempotency.store';
 
 export interface HeldKey {
-  /** The request has answered and its answer is stored (or the key released): the lock is not renewed any more. */
-  done(): void;
-  /** Storing the answer failed: keep the key locked and try `store` again with the next renewals until it succeeds. */
-  storeLater(store: () => Promise<void>): void;
+  /**
+   * The request has answered: `store` stores its answer (or releases the key). Once it has, the lock is not renewed
+   * any more; while it fails, the key stays locked and `store` is tried again with the next renewals. Answers the
+   * first attempt's error, or null.
+   */
+  settle(store: () => Promise<void>): Promise<Error | null>;
 }
 
 interface Entry {
   scope: IdempotencyScope;
   lockToken: string;
+  /** The answer to store, until it is stored. */
   store?: () => Promise<void>;
-  storing?: boolean;
+  /** The attempt at storing it that is running. */
+  storing?: Promise<Error | null>;
+  /** An attempt has failed before. */
+  retried?: boolean;
 }
 
 // locked_at holds UTC wall time, as every timestamp(3) column. Each key by its own organization, credential, key and
@@ -66,9 +72,9 @@ export class HeldIdempotencyKeys {
     this.held.set(lockToken, entry);
     this.timer ??= setInterval(() => void this.renew(), this.intervalMs).unref();
     return {
-      done: () => this.drop(lockToken),
-      storeLater: (store) => {
-        if (this.held.get(lockToken) === entry) entry.store = store;
+      settle: (store) => {
+        entry.store = store;
+        return this.storeAnswer(entry);
       },
     };
   }
@@ -83,7 +89,7 @@ export class HeldIdempotencyKeys {
    * (their keys go stale 60 s after their last renewal, and a retry then runs their requests again).
    */
   async storePendingAnswers(): Promise<number> {
-    await Promise.all([...this.held.values()].filter((e) => e.store).map((e) => this.storeAgain(e)));
+    await Promise.all([...this.held.values()].filter((e) => e.store).map((e) => this.storeAnswer(e)));
     return [...this.held.values()].filter((e) => e.store).length;
   }
 
@@ -125,22 +131,26 @@ export class HeldIdempotencyKeys {
     } finally {
       this.renewing = false;
     }
-    await Promise.all(entries.filter((e) => e.store && this.held.get(e.lockToken) === e).map((e) => this.storeAgain(e)));
+    await Promise.all(entries.filter((e) => e.store && this.held.get(e.lockToken) === e).map((e) => this.storeAnswer(e)));
   }
 
-  /** Stores an answer that could not be stored before; one attempt at a time per key. */
-  private async storeAgain(entry: Entry): Promise<void> {
-    if (entry.storing) return;
-    entry.storing = true;
-    try {
-      await entry.store!();
-      entry.store = undefined;
-      this.drop(entry.lockToken);
-      this.logger.info('Stored the answer of an idempotent request after all');
-    } catch {
-      // Still failing: the key stays locked (409 to a retry) and its answer is tried again with the next renewal.
-    } finally {
-      entry.storing = false;
-    }
+  /** Stores an entry's answer: one attempt at a time (a caller during an attempt gets that attempt's outcome). */
+  private storeAnswer(entry: Entry): Promise<Error | null> {
+    entry.storing ??= entry.store!().then(
+      () => {
+        if (entry.retried) this.logger.info('Stored the answer of an idempotent request on a later attempt');
+        entry.store = undefined;
+        this.drop(entry.lockToken);
+        return null;
+      },
+      (err: unknown) => {
+        // The key stays locked (409 to a retry) and its answer is tried again with the next renewal.
+        entry.retried = true;
+        return err instanceof Error ? err : new Error(String(err));
+      },
+    ).finally(() => {
+      entry.storing = undefined;
+    });
+    return entry.storing;
   }
 }

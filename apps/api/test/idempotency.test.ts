@@ -170,25 +170,20 @@ describe('while the first request runs', () => {
     const project = await insertProject(h, org.id);
     const key = newKey();
     const name = `Held ${key}`;
-    // A second connection holds the project row: the assessment's INSERT (its foreign key takes a share lock on the
-    // project) waits for it, so the first request is genuinely in flight inside its handler.
-    const holder = new pg.Client(pgFields(h.config.databaseUrl));
-    await holder.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
+    // The project row held: the assessment's INSERT (its foreign key takes a share lock on the project) waits for it,
+    // so the first request is genuinely in flight inside its handler.
+    await whileProjectLocked(project.id, async (held) => {
       const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       const firstDone = first.then((res) => res);
       await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'in_flight');
-      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
-      await waitFor(async () => (await blockedBy(pid)) > 0);
+      await waitFor(async () => (await blockedBy(held.pid)) > 0);
 
       const during = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       expect(during.status).toBe(409);
       expect(during.headers['retry-after']).toBe('1');
       expect(during.body.detail).toMatch(/still being processed/);
 
-      await holder.query('COMMIT');
+      await held.release();
       const created = await firstDone;
       expect(created.status).toBe(201);
       const after = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
@@ -196,26 +191,18 @@ describe('while the first request runs', () => {
       expect(after.headers['idempotent-replayed']).toBe('true');
       expect(after.body.id).toBe(created.body.id);
       expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(1);
-    } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end();
-    }
+    });
   });
 
   it('keeps the key of a first request that runs past the lock timeout: a retry answers 409, never runs it twice', async () => {
     const project = await insertProject(h, org.id);
     const key = newKey();
     const name = `Slow ${key}`;
-    const holder = new pg.Client(pgFields(h.config.databaseUrl));
-    await holder.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
+    await whileProjectLocked(project.id, async (held) => {
       const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       const firstDone = first.then((res) => res);
       await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'in_flight');
-      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
-      await waitFor(async () => (await blockedBy(pid)) > 0);
+      await waitFor(async () => (await blockedBy(held.pid)) > 0);
       const lockedAt = (await keyRows(org.id, key))[0]!.lockedAt!.getTime();
 
       // The first request is still waiting for the row lock a minute later: its instance renews the key's lock.
@@ -224,7 +211,7 @@ describe('while the first request runs', () => {
       const retry = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       expect(retry.status).toBe(409);
 
-      await holder.query('COMMIT');
+      await held.release();
       const created = await firstDone;
       expect(created.status).toBe(201);
       const after = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
@@ -233,10 +220,7 @@ describe('while the first request runs', () => {
       expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(1);
       // Answered: the lock is not renewed any more.
       expect((await keyRows(org.id, key))[0]).toMatchObject({ state: 'completed', lockedAt: null, lockToken: null });
-    } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end();
-    }
+    });
   }, 30_000);
 
   it('renews the keys of requests holding every connection of the pool: a retry on another instance answers 409', async () => {
@@ -245,30 +229,25 @@ describe('while the first request runs', () => {
     const a = await createHarness({ DATABASE_CONNECT_TIMEOUT_MS: '2000' });
     const project = await insertProject(h, org.id);
     const keys = Array.from({ length: 4 }, () => newKey());
-    const holder = new pg.Client(pgFields(h.config.databaseUrl));
-    await holder.connect();
     try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
-      const firsts = keys.map((key) =>
-        request(a.app).post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name: `Pool ${key}` }).then((res) => res),
-      );
-      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
-      await waitFor(async () => (await blockedBy(pid)) >= keys.length);
-      const lockedAt = (await keyRows(org.id, keys[0]!))[0]!.lockedAt!.getTime();
+      await whileProjectLocked(project.id, async (held) => {
+        const firsts = keys.map((key) =>
+          request(a.app).post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name: `Pool ${key}` }).then((res) => res),
+        );
+        await waitFor(async () => (await blockedBy(held.pid)) >= keys.length);
+        const lockedAt = (await keyRows(org.id, keys[0]!))[0]!.lockedAt!.getTime();
 
-      a.clock.advance(61_000);
-      h.clock.advance(61_000);
-      await waitFor(async () => ((await keyRows(org.id, keys[0]!))[0]?.lockedAt?.getTime() ?? 0) > lockedAt, 15_000);
-      const retry = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, keys[0]!)).send({ name: `Pool ${keys[0]}` });
-      expect(retry.status).toBe(409);
+        a.clock.advance(61_000);
+        h.clock.advance(61_000);
+        await waitFor(async () => ((await keyRows(org.id, keys[0]!))[0]?.lockedAt?.getTime() ?? 0) > lockedAt, 15_000);
+        const retry = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, keys[0]!)).send({ name: `Pool ${keys[0]}` });
+        expect(retry.status).toBe(409);
 
-      await holder.query('COMMIT');
-      for (const first of await Promise.all(firsts)) expect(first.status).toBe(201);
-      expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(keys.length);
+        await held.release();
+        for (const first of await Promise.all(firsts)) expect(first.status).toBe(201);
+        expect(await h.deps.prisma.assessment.count({ where: { projectId: project.id } })).toBe(keys.length);
+      });
     } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end();
       await a.close();
     }
   }, 40_000);
@@ -587,6 +566,24 @@ async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): P
  * Sessions waiting for a lock the given backend holds (the held request's INSERT). Asked on a connection of its own
  * outside any transaction: inside one, PostgreSQL answers pg_stat_activity from a snapshot taken at its first read.
  */
+/**
+ * Runs `body` while a second connection holds the project's row (FOR UPDATE): a statement that needs it waits, so a
+ * request is genuinely in flight inside its handler. `release` commits; the lock goes at the end either way.
+ */
+async function whileProjectLocked(projectId: string, body: (held: { pid: number; release: () => Promise<void> }) => Promise<void>) {
+  const holder = new pg.Client(pgFields(h.config.databaseUrl));
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [projectId]);
+    const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+    await body({ pid, release: async () => void (await holder.query('COMMIT')) });
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await holder.end();
+  }
+}
+
 async function blockedBy(pid: number): Promise<number> {
   const rows = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
     SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;

@@ -8,7 +8,7 @@ import { createPgPool, createPrismaClient, type Db, type PgPool } from '@svc/db'
 import { createDeliveryQueue, createFailFastRedis, createReportQueue, type DeliveryJobData, type ReportJobData } from '@svc/queue';
 
 /** The application_name of the connection that renews idempotency locks (pg_stat_activity). */
-export const IDEMPOTENCY_LOCKS_APPLICATION = 'svc-api-idempotency-locks';
+const IDEMPOTENCY_LOCKS_APPLICATION = 'svc-api-idempotency-locks';
 
 export interface ApiConnections {
   prisma: Db;

@@ -7,11 +7,10 @@ export * from './generated/prisma/client';
 export { pgFields } from './pg-fields';
 
 /**
- * A Prisma client that talks to PostgreSQL through the pg driver adapter (no query-engine binary).
- * `connectTimeoutMs` bounds the wait for a pool connection: without it a query waits forever while PostgreSQL is
- * unreachable (pg's default is no timeout).
+ * A pg pool with the service's connection settings (discrete fields, UTC timestamps). `connectTimeoutMs` bounds the
+ * wait for a pool connection: without it a query waits forever while PostgreSQL is unreachable (pg's default is no
+ * timeout).
  */
-/** A pg pool with the service's connection settings (discrete fields, UTC timestamps). */
 export function createPgPool(
   databaseUrl: string,
   options: {
@@ -35,6 +34,7 @@ export function createPgPool(
   });
 }
 
+/** A Prisma client that talks to PostgreSQL through the pg driver adapter (no query-engine binary). */
 export function createPrismaClient(databaseUrl: string, options: { max?: number; connectTimeoutMs?: number } = {}): PrismaClient {
   const pool = createPgPool(databaseUrl, options);
   // The adapter shares this pool (and ends it on $disconnect); hot paths may query it directly (poolOf).

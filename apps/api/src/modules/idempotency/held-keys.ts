@@ -3,10 +3,10 @@
 // ones holding every connection of the main pool (each waiting for a row lock, say), and a renewal queued behind them
 // would let the keys go stale and a retry run the create a second time. A key whose answer could not be stored is
 // held on, its answer stored again at each renewal, so that no retry runs it again while this process lives.
-import type pg from 'pg';
 import { IDEMPOTENCY_LOCK_RENEWAL_MS, type Clock } from '@svc/domain';
 import type { Logger } from '@svc/config';
-import type { IdempotencyScope } from './idempotency.store';
+import type { PgPool } from '@svc/db';
+import { renewIdempotencyLocks, type IdempotencyScope } from './idempotency.store';
 
 export interface HeldKey {
   /**
@@ -28,32 +28,6 @@ interface Entry {
   retried?: boolean;
 }
 
-// locked_at holds UTC wall time, as every timestamp(3) column. Each key by its own organization, credential, key and
-// lock token: a renewal never touches another request's key. A row locked right now (its answer being stored, a
-// retry's claim, an organization being deleted) is skipped, not waited for: one slow row must not hold up the
-// renewal of every other key, and it is renewed with the next round (the lock timeout is twelve rounds away).
-// `ours`: still this request's key as last committed, renewed or not this time.
-const RENEW_SQL = `
-  WITH v AS (
-    SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS v(organization_id, credential, key, lock_token)
-  ), free AS (
-    SELECT k.organization_id, k.credential, k.key
-      FROM idempotency_keys k JOIN v USING (organization_id, credential, key)
-     WHERE k.lock_token = v.lock_token AND k.state = 'in_flight'
-       FOR UPDATE OF k SKIP LOCKED
-  ), renewed AS (
-    UPDATE idempotency_keys k SET locked_at = ($1::timestamptz AT TIME ZONE 'UTC')
-      FROM free
-     WHERE k.organization_id = free.organization_id AND k.credential = free.credential AND k.key = free.key
-    RETURNING k.lock_token
-  )
-  SELECT v.lock_token,
-         v.lock_token IN (SELECT lock_token FROM renewed) OR EXISTS (
-           SELECT 1 FROM idempotency_keys k
-            WHERE k.organization_id = v.organization_id AND k.credential = v.credential AND k.key = v.key
-              AND k.lock_token = v.lock_token AND k.state = 'in_flight') AS ours
-    FROM v`;
-
 export class HeldIdempotencyKeys {
   private readonly held = new Map<string, Entry>();
   private timer: NodeJS.Timeout | null = null;
@@ -61,7 +35,7 @@ export class HeldIdempotencyKeys {
   private failing = false;
 
   constructor(
-    private readonly pool: Pick<pg.Pool, 'query'>,
+    private readonly pool: Pick<PgPool, 'query'>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly intervalMs = IDEMPOTENCY_LOCK_RENEWAL_MS,
@@ -107,16 +81,8 @@ export class HeldIdempotencyKeys {
     this.renewing = true;
     const entries = [...this.held.values()];
     try {
-      const column = (of: (e: Entry) => string) => entries.map(of);
-      const { rows } = await this.pool.query<{ lock_token: string; ours: boolean }>(RENEW_SQL, [
-        this.clock.now().toISOString(),
-        column((e) => e.scope.organizationId),
-        column((e) => e.scope.credential),
-        column((e) => e.scope.key),
-        column((e) => e.lockToken),
-      ]);
+      const ours = await renewIdempotencyLocks(this.pool, entries, this.clock.now());
       // A key that is not ours any more (expired after 24 h and taken, or swept) is not renewed again.
-      const ours = new Set(rows.filter((r) => r.ours).map((r) => r.lock_token));
       for (const e of entries) if (!ours.has(e.lockToken)) this.drop(e.lockToken);
       if (this.failing) this.logger.info('Renewing idempotency key locks again', { keys: entries.length });
       this.failing = false;

@@ -3,7 +3,7 @@
 // key exactly one wins it. Response bodies are sealed at rest (they may carry a one-time secret: an API key value,
 // a signing secret, a share URL).
 import { randomBytes } from 'node:crypto';
-import { Prisma, queryRows, seal, unseal, utcTimestamp, type Db } from '@svc/db';
+import { Prisma, queryRows, seal, unseal, utcTimestamp, type Db, type PgPool } from '@svc/db';
 import { IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENCY_LOCK_TIMEOUT_MS, type StoredIdempotencyKey } from '@svc/domain';
 
 export interface IdempotencyScope {
@@ -81,6 +81,52 @@ export async function completeIdempotencyKey(
     UPDATE idempotency_keys SET state = 'completed', response_status = ${response.status}, response_body_enc = ${sealed},
            lock_token = NULL, locked_at = NULL
      WHERE ${where(scope)} AND lock_token = ${lockToken}`;
+}
+
+// locked_at holds UTC wall time, as every timestamp(3) column. Each key by its own organization, credential, key and
+// lock token: a renewal never touches another request's key. A row locked right now (its answer being stored, a
+// retry's claim, an organization being deleted) is skipped, not waited for: one slow row must not hold up the
+// renewal of every other key, and it is renewed with the next round (the lock timeout is twelve rounds away).
+// `ours`: still this request's key as last committed, renewed or not this time.
+const RENEW_SQL = `
+  WITH v AS (
+    SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS v(organization_id, credential, key, lock_token)
+  ), free AS (
+    SELECT k.organization_id, k.credential, k.key
+      FROM idempotency_keys k JOIN v USING (organization_id, credential, key)
+     WHERE k.lock_token = v.lock_token AND k.state = 'in_flight'
+       FOR UPDATE OF k SKIP LOCKED
+  ), renewed AS (
+    UPDATE idempotency_keys k SET locked_at = ($1::timestamptz AT TIME ZONE 'UTC')
+      FROM free
+     WHERE k.organization_id = free.organization_id AND k.credential = free.credential AND k.key = free.key
+    RETURNING k.lock_token
+  )
+  SELECT v.lock_token,
+         v.lock_token IN (SELECT lock_token FROM renewed) OR EXISTS (
+           SELECT 1 FROM idempotency_keys k
+            WHERE k.organization_id = v.organization_id AND k.credential = v.credential AND k.key = v.key
+              AND k.lock_token = v.lock_token AND k.state = 'in_flight') AS ours
+    FROM v`;
+
+/**
+ * Renews the locks of requests still running, all in one statement (on the connection held-keys.ts keeps for it);
+ * answers the lock tokens that are still theirs, renewed now or skipped for a row locked at this moment.
+ */
+export async function renewIdempotencyLocks(
+  pool: Pick<PgPool, 'query'>,
+  held: Array<{ scope: IdempotencyScope; lockToken: string }>,
+  now: Date,
+): Promise<Set<string>> {
+  const column = (of: (h: { scope: IdempotencyScope; lockToken: string }) => string) => held.map(of);
+  const { rows } = await pool.query<{ lock_token: string; ours: boolean }>(RENEW_SQL, [
+    now.toISOString(),
+    column((h) => h.scope.organizationId),
+    column((h) => h.scope.credential),
+    column((h) => h.scope.key),
+    column((h) => h.lockToken),
+  ]);
+  return new Set(rows.filter((r) => r.ours).map((r) => r.lock_token));
 }
 
 /** Forgets a key whose first request failed with a 5xx: the same key may be retried. */

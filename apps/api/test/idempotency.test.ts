@@ -223,6 +223,27 @@ describe('while the first request runs', () => {
     });
   }, 30_000);
 
+  it('logs that its answer was not stored when a retry took its key meanwhile, and leaves the taker\'s key alone', async () => {
+    const project = await insertProject(h, org.id);
+    const key = newKey();
+    await whileProjectLocked(project.id, async (held) => {
+      const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name: `Taken ${key}` });
+      const firstDone = first.then((res) => res);
+      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      // As after a lock gone stale: another request holds the key now, under its own lock token.
+      await h.deps.prisma.$executeRaw`UPDATE idempotency_keys SET lock_token = 'the-retry' WHERE organization_id = ${org.id} AND key = ${key}`;
+      const warn = jest.spyOn(h.deps.logger, 'warn');
+      try {
+        await held.release();
+        expect((await firstDone).status).toBe(201);
+        await waitFor(async () => warn.mock.calls.some(([message]) => String(message).includes('was not stored')));
+      } finally {
+        warn.mockRestore();
+      }
+      expect((await keyRows(org.id, key))[0]).toMatchObject({ state: 'in_flight', lockToken: 'the-retry', responseStatus: null });
+    });
+  });
+
   it('renews the keys of requests holding every connection of the pool: a retry on another instance answers 409', async () => {
     // Instance A's pool (4 connections) is all taken by four keyed creates waiting for a row lock; its renewals go
     // on a connection of their own, so their keys do not go stale and instance B does not run them again.
@@ -563,10 +584,6 @@ async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): P
 }
 
 /**
- * Sessions waiting for a lock the given backend holds (the held request's INSERT). Asked on a connection of its own
- * outside any transaction: inside one, PostgreSQL answers pg_stat_activity from a snapshot taken at its first read.
- */
-/**
  * Runs `body` while a second connection holds the project's row (FOR UPDATE): a statement that needs it waits, so a
  * request is genuinely in flight inside its handler. `release` commits; the lock goes at the end either way.
  */
@@ -584,6 +601,10 @@ async function whileProjectLocked(projectId: string, body: (held: { pid: number;
   }
 }
 
+/**
+ * Sessions waiting for a lock the given backend holds (the held request's INSERT). Asked on a connection of its own
+ * outside any transaction: inside one, PostgreSQL answers pg_stat_activity from a snapshot taken at its first read.
+ */
 async function blockedBy(pid: number): Promise<number> {
   const rows = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
     SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;

@@ -122,7 +122,12 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   const settle = async (status: number, body: unknown): Promise<void> => {
     settled = true;
     const store = idempotentOutcomeIsStored(status)
-      ? () => completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey)
+      ? async () => {
+          const stored = await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
+          if (!stored) {
+            deps.logger.warn('The answer of an idempotent request was not stored: its key had been taken by a retry after its lock went stale', { status });
+          }
+        }
       : () => releaseIdempotencyKey(deps.prisma, scope, lockToken);
     // The response goes out either way. Not stored, the key stays locked (a retry answers 409) and the outcome is
     // stored again with the next renewals: while this process lives, no retry takes the key over and runs it again.

@@ -68,19 +68,23 @@ export async function claimIdempotencyKey(
   throw new Error('Idempotency key claim did not settle');
 }
 
-/** Stores the first request's response; only the request holding the lock can. */
+/**
+ * Stores the first request's response; only the request holding the lock can. False: the key is not this request's
+ * any more (its lock went stale and a retry took it, or it expired), so nothing was stored.
+ */
 export async function completeIdempotencyKey(
   prisma: Db,
   scope: IdempotencyScope,
   lockToken: string,
   response: StoredResponse,
   encryptionKey: Buffer,
-): Promise<void> {
+): Promise<boolean> {
   const sealed = response.body === null ? null : seal(JSON.stringify(response.body), encryptionKey);
-  await prisma.$executeRaw`
+  const stored = await prisma.$executeRaw`
     UPDATE idempotency_keys SET state = 'completed', response_status = ${response.status}, response_body_enc = ${sealed},
            lock_token = NULL, locked_at = NULL
      WHERE ${where(scope)} AND lock_token = ${lockToken}`;
+  return stored > 0;
 }
 
 // locked_at holds UTC wall time, as every timestamp(3) column. Each key by its own organization, credential, key and

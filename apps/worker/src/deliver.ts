@@ -49,7 +49,6 @@ import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
 import { enqueueAfterCommit, heldBackMarker, outboxDeps, type DeliveryRef } from '@svc/outbox';
 import { ACK_MISSING_ERROR, awaitsHecAck, pollHecAck } from './hec-ack';
-import { AttemptSlots } from './attempt-slots';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -70,16 +69,10 @@ export interface DeliveryContext extends WorkerDeps {
   markHeldBack: (subscriptionId: string) => void;
   /** Enqueues the committed deliveries of operational events (without a queue: the outbox relay does). */
   enqueueEvents: (deliveries: DeliveryRef[]) => Promise<void>;
-  /** The attempts in flight at once (WORKER_CONCURRENCY): a loaded delivery waits here for one before its admission. */
-  slots: AttemptSlots;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
-export function createDeliveryContext(
-  deps: WorkerDeps,
-  deliveryQueue?: Queue<DeliveryJobData>,
-  slots = new AttemptSlots(deps.config.webhooks.workerConcurrency),
-): DeliveryContext {
+export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<DeliveryJobData>): DeliveryContext {
   const { webhooks } = deps.config;
   const secureContext = trustedSecureContext(webhooks.extraCaFile);
   const proxy = webhooks.egressProxy && { url: webhooks.egressProxy, connectTimeoutMs: webhooks.connectTimeoutMs };
@@ -152,7 +145,6 @@ export function createDeliveryContext(
     recorder,
     markHeldBack,
     enqueueEvents,
-    slots,
   };
 }
 
@@ -233,37 +225,13 @@ export async function loadDeliveries(prisma: WorkerDeps['prisma'], ids: string[]
   return ids.map((id) => loaded.get(id) ?? null);
 }
 
-/**
- * How long a delivery loaded ahead may wait for an attempt slot and still be sent as loaded. One that waited longer
- * (its slots held by slow receivers) is loaded again, so a subscription deleted, disabled or moved to another URL
- * meanwhile is seen before anything is sent.
- */
-export const LOADED_DELIVERY_FRESH_MS = 1_000;
-
 export async function processDelivery(ctx: DeliveryContext, deliveryId: string): Promise<DeliveryResult> {
-  const loadedAt = performance.now();
-  const loaded = await loadToAttempt(ctx, deliveryId);
-  if (!('subscription' in loaded)) return loaded;
-  return ctx.slots.run(async () => {
-    const fresh = performance.now() - loadedAt <= LOADED_DELIVERY_FRESH_MS;
-    const delivery = fresh ? loaded : await loadToAttempt(ctx, deliveryId);
-    if (!('subscription' in delivery)) return delivery;
-    // An attempt accepted by Splunk HEC waits for its indexer acknowledgement: this run is a poll, not an attempt.
-    if (delivery.hecAckId !== null) return pollHecAck(ctx, delivery);
-    return admitAndAttempt(ctx, delivery);
-  });
-}
-
-/** The delivery with its subscription, or why it gets no attempt (skipped). */
-async function loadToAttempt(ctx: DeliveryContext, deliveryId: string): Promise<LoadedDelivery | DeliveryResult> {
   const delivery = await ctx.loads.run(deliveryId);
   if (!delivery) return skipDelivery(ctx, deliveryId, null, 'delivery not found');
   const skip = reasonToSkip(delivery, ctx.config.webhooks.maxAttempts);
   if (skip !== null) return skipDelivery(ctx, deliveryId, delivery, skip);
-  return delivery;
-}
-
-async function admitAndAttempt(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<DeliveryResult> {
+  // An attempt accepted by Splunk HEC waits for its indexer acknowledgement: this run is a poll, not an attempt.
+  if (delivery.hecAckId !== null) return pollHecAck(ctx, delivery);
   const held = await admit(ctx, delivery);
   if (held) return held;
   const run: AttemptInProgress = {
@@ -276,7 +244,7 @@ async function admitAndAttempt(ctx: DeliveryContext, delivery: LoadedDelivery): 
     return await attempt(ctx, run);
   } catch (err) {
     if (err instanceof AttemptConflictError) {
-      ctx.logger.warn('Attempt already recorded by another worker', { delivery_id: delivery.id, attempt: run.number });
+      ctx.logger.warn('Attempt already recorded by another worker', { delivery_id: deliveryId, attempt: run.number });
       return { status: 'conflict' };
     }
     throw err;

@@ -24,7 +24,6 @@ import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, runOutboxRelay, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
 import { createReportWorker, scheduleReportRelay } from './reports/report-job';
-import { AttemptSlots, SlotsClosedError, lookAheadJobs } from './attempt-slots';
 
 /** BullMQ tuning a test may override (a short stalledInterval, say). */
 export type WorkerTuning = Pick<WorkerOptions, 'stalledInterval' | 'lockDuration' | 'maxStalledCount' | 'concurrency' | 'autorun'>;
@@ -52,22 +51,13 @@ function countEndedDelivery(result: DeliveryResult): void {
 export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}): Worker<DeliveryJobData, DeliveryResult> {
   const wakeConnection = deps.redis();
   const wakeQueue = createDeliveryQueue(wakeConnection, deps.config);
-  const slots = new AttemptSlots(tuning.concurrency ?? deps.config.webhooks.workerConcurrency);
-  const ctx = createDeliveryContext(deps, wakeQueue, slots);
+  const ctx = createDeliveryContext(deps, wakeQueue);
   const connection = deps.redis();
   const processor = async (job: Job<DeliveryJobData>, token?: string) => {
+    // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
+    const process = job.name === ISSUE_EXPORT_JOB ? processIssueExport : processDelivery;
     // The job id goes on every log line through the job's own logger, not an AsyncLocalStorage (@svc/config's logger).
-    const jobCtx = withJobLogger(ctx, job.id);
-    // Issue exports share the queue (transport, attempt slots, backoff); their jobs carry the export's id.
-    const result = await (job.name === ISSUE_EXPORT_JOB
-      ? slots.run(() => processIssueExport(jobCtx, job.data.deliveryId))
-      : processDelivery(jobCtx, job.data.deliveryId)
-    ).catch(async (err: unknown) => {
-      if (!(err instanceof SlotsClosedError)) throw err;
-      // Taken ahead but never attempted before the worker began closing: back to the queue, no attempt counted.
-      await job.moveToDelayed(Date.now(), token);
-      throw new DelayedError();
-    });
+    const result = await process(withJobLogger(ctx, job.id), job.data.deliveryId);
     if (result.status === 'awaiting_ack') {
       // Splunk's indexer acknowledgement is polled later: the job waits without a slot, BullMQ's attempt count unchanged.
       await job.moveToDelayed(result.until.getTime(), token);
@@ -85,16 +75,14 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, processor, {
     connection,
     prefix: bullPrefix(deps.config),
+    concurrency: deps.config.webhooks.workerConcurrency,
     settings: { backoffStrategy: deliveryBackoffStrategy(deps.config) },
     ...tuning,
-    // Jobs beyond the attempt slots are fetched and loaded while the slots' attempts run (attempt-slots.ts).
-    concurrency: slots.size + lookAheadJobs(slots.size),
   });
   ownConnection(worker, connection);
   // The held-back deliveries' rows are written once the last jobs have run, before the caller closes the database.
   const closeWorker = worker.close.bind(worker);
   worker.close = async (force?: boolean) => {
-    slots.close();
     await closeWorker(force);
     await ctx.postponements.flush();
   };

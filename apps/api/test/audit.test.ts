@@ -281,6 +281,57 @@ describe('what is recorded', () => {
     expect(e.metadata).toMatchObject({ level: 'project', project_id: project.id });
   });
 
+  it("webhook.subscription_deleted for each live subscription an assessment's or a project's deletion takes with it; nothing when refused", async () => {
+    const o = await createOrg(h);
+    const subscribeAt = async (base: string, name: string) => {
+      const res = await call('post', `${base}/webhooks/subscriptions`, o.admin.token).send({ name, url: PUBLIC_URL, events: ['finding.created'] });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const newAssessment = async (projectId: string) => {
+      const res = await call('post', `/projects/${projectId}/assessments`, o.admin.token).send({ name: 'A' });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const deletedEvents = async () => (await rows(o.id, { action: 'webhook.subscription_deleted' })).sort((x, y) => (x.targetId! < y.targetId! ? -1 : 1));
+
+    const project = (await call('post', '/projects', o.admin.token).send({ name: 'P' })).body.id as string;
+    const first = await newAssessment(project);
+    const second = await newAssessment(project);
+    const onFirst = await subscribeAt(`/assessments/${first}`, 'first siem');
+    const onSecond = await subscribeAt(`/assessments/${second}`, 'second siem');
+    const onProject = await subscribeAt(`/projects/${project}`, 'project siem');
+    const deletedBefore = await subscribeAt(`/projects/${project}`, 'gone already');
+    expect((await call('delete', `/projects/${project}/webhooks/subscriptions/${deletedBefore}`, o.admin.token)).status).toBe(204);
+
+    // Refused: a queued assessment is not deleted, and neither is its subscription, so nothing is recorded.
+    const queued = await newAssessment(project);
+    const onQueued = await subscribeAt(`/assessments/${queued}`, 'queued siem');
+    expect((await call('post', `/assessments/${queued}/launch`, o.admin.token)).status).toBe(200);
+    expect((await call('delete', `/assessments/${queued}`, o.admin.token)).status).toBe(409);
+    expect(await rows(o.id, { action: 'webhook.subscription_deleted', targetId: onQueued })).toEqual([]);
+
+    expect((await call('delete', `/assessments/${first}`, o.admin.token)).status).toBe(204);
+    const withAssessment = await only(o.id, { action: 'webhook.subscription_deleted', targetId: onFirst });
+    expect(withAssessment).toMatchObject({
+      ...byUser(o.admin),
+      targetType: 'webhook_subscription',
+      metadata: { level: 'assessment', project_id: project, assessment_id: first, name: 'first siem', reason: 'assessment_deleted' },
+    });
+    expectFromRequest(withAssessment);
+
+    expect((await call('delete', `/projects/${project}`, o.admin.token)).status).toBe(204);
+    const events = await deletedEvents();
+    const byTarget = new Map(events.map((e) => [e.targetId, e]));
+    // Each subscription once: the one deleted on its own is not recorded again with the project.
+    expect(events.map((e) => e.targetId).sort()).toEqual([deletedBefore, onFirst, onProject, onQueued, onSecond].sort());
+    expect(byTarget.get(onProject)!.metadata).toEqual({ level: 'project', project_id: project, name: 'project siem', reason: 'project_deleted' });
+    expect(byTarget.get(onSecond)!.metadata).toMatchObject({ level: 'assessment', assessment_id: second, reason: 'project_deleted' });
+    expect(byTarget.get(onQueued)!.metadata).toMatchObject({ assessment_id: queued, reason: 'project_deleted' });
+    expectFromRequest(byTarget.get(onProject)!);
+    expect(await h.deps.prisma.webhookSubscription.count({ where: { organizationId: o.id } })).toBe(0);
+  });
+
   it('api_key_policy.updated: the policy before and after', async () => {
     const o = await createOrg(h);
     expect((await call('put', '/organization/api-key-policy', o.admin.token).send({ enabled: true, inactivity_days: 30 })).status).toBe(200);

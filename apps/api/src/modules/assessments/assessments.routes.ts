@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
+import { acting } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import {
   assessmentResponse,
@@ -68,7 +69,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
       path: '/assessments/:id',
       scope: 'assessments:delete',
       summary: 'Permanently delete an assessment with its findings; not while queued or running (write access required)',
-      handler: (req) => deleteAssessment(deps, principalOf(req), idParam(req)),
+      handler: (req) => deleteAssessment(deps, acting(req), idParam(req)),
     },
     {
       method: 'post',

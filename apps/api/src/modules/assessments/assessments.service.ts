@@ -17,6 +17,8 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
 import { assertWithinSpendCap } from '../spend/spend-guard';
+import type { Acting } from '../audit/audit.context';
+import { deleteWithSubscriptions } from '../webhooks/subscriptions.service';
 import {
   ACTIVE_STATES,
   ASSESSMENT_TRANSITIONS,
@@ -264,15 +266,21 @@ export async function updateAssessment(
   return presentAssessment(await db.assessment.findUniqueOrThrow({ where: { id: current.id } }));
 }
 
-/** Deletes the assessment with its findings (cascade); 409 while queued or running (cancel or stop it first). */
-export async function deleteAssessment(deps: AppDeps, principal: Principal, id: string): Promise<void> {
+/**
+ * Deletes the assessment with its findings and webhook subscriptions (cascade; each subscription audited as deleted);
+ * 409 while queued or running (cancel or stop it first).
+ */
+export async function deleteAssessment(deps: AppDeps, by: Acting, id: string): Promise<void> {
+  const { principal } = by;
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
-  const db = scopedTo(deps.prisma, principal);
-  const deleted = await db.assessment.deleteMany({
-    where: { id: current.id, status: { notIn: [...ACTIVE_STATES] } },
-  });
-  if (deleted.count !== 1) {
-    const fresh = await db.assessment.findUnique({ where: { id: current.id }, select: { status: true } });
+  const deleted = await scopedTo(deps.prisma, principal).$transaction((tx) =>
+    deleteWithSubscriptions(tx, { assessmentId: current.id }, by, deps.clock.now(), async () => {
+      const gone = await tx.assessment.deleteMany({ where: { id: current.id, status: { notIn: [...ACTIVE_STATES] } } });
+      return gone.count === 1;
+    }),
+  );
+  if (!deleted) {
+    const fresh = await scopedTo(deps.prisma, principal).assessment.findUnique({ where: { id: current.id }, select: { status: true } });
     if (fresh) throw conflict(`Cannot delete an assessment that is ${fresh.status}: cancel or emergency-stop it first.`);
     return;
   }

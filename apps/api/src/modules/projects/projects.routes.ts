@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { acting } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import { createProjectBody, listProjectsQuery, projectResponse, updateProjectBody } from './projects.schemas';
 import { createProject, deleteProject, getProject, listProjects, updateProject } from './projects.service';
@@ -48,7 +49,7 @@ export function projectRoutes(deps: AppDeps): RouteSpec[] {
       path: '/projects/:id',
       scope: 'projects:delete',
       summary: 'Permanently delete a project with its assessments (write access required)',
-      handler: (req) => deleteProject(deps, principalOf(req), req.params.id as string),
+      handler: (req) => deleteProject(deps, acting(req), req.params.id as string),
     },
   ];
 }

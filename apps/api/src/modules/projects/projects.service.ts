@@ -10,6 +10,8 @@ import { eraseProjectHistory } from '../history-deletion/history-deletion.servic
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
+import type { Acting } from '../audit/audit.context';
+import { deleteWithSubscriptions } from '../webhooks/subscriptions.service';
 
 /** Every project answer carries its source (null when none is attached). */
 const withSource = { source: { include: { archive: true } } } as const;
@@ -90,12 +92,16 @@ export async function updateProject(
 }
 
 /**
- * Deletes the project with its assessments and grants (cascade); its subscriptions' deliveries go first, in bounded
- * batches (history-deletion.service.ts), and its stored source objects after the rows.
+ * Deletes the project with its assessments, grants and webhook subscriptions (cascade; each live subscription audited
+ * as deleted); its subscriptions' deliveries go first, in bounded batches (history-deletion.service.ts), and its
+ * stored source objects after the rows.
  */
-export async function deleteProject(deps: AppDeps, principal: Principal, id: string): Promise<void> {
+export async function deleteProject(deps: AppDeps, by: Acting, id: string): Promise<void> {
+  const { principal } = by;
   await requireProjectAccess(deps, principal, id, 'write');
   await eraseProjectHistory(deps.prisma, principal.organizationId, id);
-  const { count } = await scopedTo(deps.prisma, principal).project.deleteMany({ where: { id } });
-  if (count === 1) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
+  const deleted = await scopedTo(deps.prisma, principal).$transaction((tx) =>
+    deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => (await tx.project.deleteMany({ where: { id } })).count === 1),
+  );
+  if (deleted) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
 }

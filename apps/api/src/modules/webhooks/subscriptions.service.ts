@@ -19,7 +19,7 @@ import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId, scopedTo } from '@svc/db';
+import { newId, scopedTo, type Scoped, type Tx } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
@@ -310,6 +310,43 @@ export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: s
       metadata: { ...levelOf(ctx), name: subscription.name },
     });
   });
+}
+
+/** What goes with a project or an assessment when it is deleted: its subscriptions (and theirs, an assessment's). */
+export type SubscriptionsOwner = { projectId: string } | { assessmentId: string };
+
+/**
+ * Runs `remove` (the deletion of a project or an assessment, whose foreign keys cascade to its subscriptions) and,
+ * when it removed the owner, audits each live subscription that went with it as deleted, like one deleted on its
+ * own, saying what took it. Inside the deleting transaction: the events commit or roll back with the deletion.
+ */
+export async function deleteWithSubscriptions(
+  tx: Scoped<Tx>,
+  owner: SubscriptionsOwner,
+  by: Acting,
+  at: Date,
+  remove: () => Promise<boolean>,
+): Promise<boolean> {
+  const doomed = await tx.webhookSubscription.findMany({
+    where: { ...owner, organizationId: by.principal.organizationId, kind: WEBHOOK_KIND, deletedAt: null },
+    select: { id: true, name: true, level: true, projectId: true, assessmentId: true },
+    orderBy: { id: 'asc' },
+  });
+  if (!(await remove())) return false;
+  if (doomed.length === 0) return true;
+  const reason = 'assessmentId' in owner ? 'assessment_deleted' : 'project_deleted';
+  await recordAs(
+    tx,
+    by.principal,
+    by.meta,
+    at,
+    doomed.map((s) => ({
+      action: 'webhook.subscription_deleted' as const,
+      target: { type: 'webhook_subscription', id: s.id },
+      metadata: { level: s.level, project_id: s.projectId ?? undefined, assessment_id: s.assessmentId ?? undefined, name: s.name, reason },
+    })),
+  );
+  return true;
 }
 
 /** The new secret signs from now on; the previous one keeps signing alongside it for the grace window. */

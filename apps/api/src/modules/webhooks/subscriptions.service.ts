@@ -327,6 +327,9 @@ export async function deleteWithSubscriptions(
   at: Date,
   remove: () => Promise<boolean>,
 ): Promise<boolean> {
+  // Waits for a subscription being created in the organization (its creation holds this row) and keeps new ones out
+  // until the deletion commits, so none goes with the cascade unlisted.
+  await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${by.principal.organizationId} FOR SHARE`;
   const doomed = await tx.webhookSubscription.findMany({
     where: { ...owner, organizationId: by.principal.organizationId, kind: WEBHOOK_KIND, deletedAt: null },
     select: { id: true, name: true, level: true, projectId: true, assessmentId: true },

@@ -24,6 +24,14 @@ import { freeTextBatch, freeTextPreview, type PreviewColumn } from './erasure-sq
 /** Requests previewed or erased per run; the next run takes the rest. */
 const REQUESTS_PER_RUN = 20;
 
+/**
+ * How long one run goes on erasing. The erasure shares the maintenance queue, one job at a time, with the retention
+ * purge, the SLA scan and the key lifecycle: a large organization's erasure must not hold them up for minutes. Past
+ * the budget a run stops after the step in hand (each run takes at least one step of a request, so every request
+ * moves on), with its progress recorded, and the next run (every ERASURE_INTERVAL_MS) resumes there.
+ */
+export const ERASURE_RUN_BUDGET_MS = 20 * 1000;
+
 export class ErasureRefused extends Error {}
 
 export interface ErasureReceipt {
@@ -393,10 +401,14 @@ interface EraseOutcome {
 }
 
 /** Erases one confirmed request, batch after batch, until it completes or another worker holds it. */
-async function eraseOne(deps: WorkerDeps, requestId: string): Promise<EraseOutcome> {
+async function eraseOne(deps: WorkerDeps, requestId: string, deadline: number): Promise<EraseOutcome> {
   const passes = freeTextPasses();
   const outcome: EraseOutcome = { completed: false, reports: [], authChanged: [] };
-  for (;;) {
+  for (let steps = 0; ; steps += 1) {
+    if (steps > 0 && performance.now() >= deadline) {
+      deps.logger.info('Erasure paused: the run spent its time budget; the next run resumes it', { erasure_request_id: requestId, steps });
+      return outcome;
+    }
     const step = await deps.prisma.$transaction(
       async (tx) => {
         const req = await claim(tx, requestId, 'erasing');
@@ -467,8 +479,12 @@ async function afterErasure(deps: WorkerDeps, requestId: string, outcome: EraseO
   }
 }
 
-/** One run of the erasure job: previews, then confirmed erasures, each request on its own. */
-export async function runErasures(deps: WorkerDeps): Promise<ErasureRunResult> {
+/**
+ * One run of the erasure job: previews, then confirmed erasures, each request on its own, within `budgetMs`
+ * (ERASURE_RUN_BUDGET_MS): the requests it did not reach, and the rest of one it paused, go on with the next run.
+ */
+export async function runErasures(deps: WorkerDeps, budgetMs = ERASURE_RUN_BUDGET_MS): Promise<ErasureRunResult> {
+  const deadline = performance.now() + budgetMs;
   const result: ErasureRunResult = { previewed: 0, completed: 0, failed: 0 };
   const waiting = await deps.prisma.erasureRequest.findMany({
     where: { status: { in: ['previewing', 'erasing'] } },
@@ -479,14 +495,15 @@ export async function runErasures(deps: WorkerDeps): Promise<ErasureRunResult> {
   let connection: ReturnType<WorkerDeps['redis']> | undefined;
   const redis = () => (connection ??= deps.redis());
   try {
-    for (const { id, status } of waiting) {
+    for (const [index, { id, status }] of waiting.entries()) {
+      if (index > 0 && performance.now() >= deadline) break;
       const from = status as 'previewing' | 'erasing';
       try {
         if (from === 'previewing') {
           if (await previewOne(deps, id)) result.previewed += 1;
           continue;
         }
-        const outcome = await eraseOne(deps, id);
+        const outcome = await eraseOne(deps, id, deadline);
         await afterErasure(deps, id, outcome, redis);
         if (outcome.completed) {
           result.completed += 1;

@@ -497,6 +497,41 @@ describe('at volume: batches, progress, a worker killed midway', () => {
   }, 180_000);
 });
 
+describe("a run's time budget", () => {
+  it('stops after the step in hand once the budget is spent, leaves the next request for later, and the next runs complete both', async () => {
+    const first = await member(org, 'Budget First');
+    const second = await member(org, 'Budget Second');
+    const filed = [await fileFor(org.admin.token, { user_id: first.id }), await fileFor(org.admin.token, { user_id: second.id })];
+    expect(await runErasures(deps)).toEqual({ previewed: 2, completed: 0, failed: 0 });
+    for (const f of filed) expect((await api().post(`${BASE}/${f.id}/confirm`).set(bearer(org.admin.token))).status).toBe(202);
+    const progressOf = async (id: string) => (await h.deps.prisma.erasureRequest.findUniqueOrThrow({ where: { id } })).progress;
+
+    // A spent budget: one step of the first request, recorded; the second is not started.
+    expect(await runErasures(deps, 0)).toEqual({ previewed: 0, completed: 0, failed: 0 });
+    expect((await read(filed[0].id)).status).toBe('erasing');
+    const afterOne = await progressOf(filed[0].id);
+    expect(afterOne).not.toBeNull();
+    expect(await progressOf(filed[1].id)).toBeNull();
+    expect(await runErasures(deps, 0)).toEqual({ previewed: 0, completed: 0, failed: 0 });
+    expect(await progressOf(filed[0].id)).not.toEqual(afterOne);
+
+    let runs = 2;
+    let completed = 0;
+    while (completed < 2 && runs < 200) {
+      completed += (await runErasures(deps, 0)).completed;
+      runs += 1;
+    }
+    expect(completed).toBe(2);
+    expect(runs).toBeGreaterThan(4);
+    for (const [i, person] of [first, second].entries()) {
+      const done = await read(filed[i].id);
+      expect(done.status).toBe('completed');
+      expect(done.receipt).toMatchObject({ membership_removed: true, account_erased: true });
+      expect((await h.deps.prisma.user.findUnique({ where: { id: person.id } }))?.email ?? null).not.toBe(person.email);
+    }
+  });
+});
+
 describe('the job on a real worker', () => {
   it('runs from the maintenance queue, on the schedule every worker registers', async () => {
     expect(MAINTENANCE_SCHEDULES.map((s) => s.name)).toContain('erasure');

@@ -486,10 +486,11 @@ async function afterErasure(deps: WorkerDeps, requestId: string, outcome: EraseO
 export async function runErasures(deps: WorkerDeps, budgetMs = ERASURE_RUN_BUDGET_MS): Promise<ErasureRunResult> {
   const deadline = performance.now() + budgetMs;
   const result: ErasureRunResult = { previewed: 0, completed: 0, failed: 0 };
+  // Previews first (reads only, and a person waits for each to confirm), then erasures, oldest first.
   const waiting = await deps.prisma.erasureRequest.findMany({
     where: { status: { in: ['previewing', 'erasing'] } },
     select: { id: true, status: true },
-    orderBy: { createdAt: 'asc' },
+    orderBy: [{ status: 'desc' }, { createdAt: 'asc' }],
     take: REQUESTS_PER_RUN,
   });
   let connection: ReturnType<WorkerDeps['redis']> | undefined;

@@ -513,7 +513,15 @@ describe("a run's time budget", () => {
     expect(afterOne).not.toBeNull();
     expect(await progressOf(filed[1].id)).toBeNull();
     expect(await runErasures(deps, 0)).toEqual({ previewed: 0, completed: 0, failed: 0 });
-    expect(await progressOf(filed[0].id)).not.toEqual(afterOne);
+    const afterTwo = await progressOf(filed[0].id);
+    expect(afterTwo).not.toEqual(afterOne);
+
+    // A request filed meanwhile is previewed first (a person waits for it), not after the erasures.
+    const later = await fileFor(org.admin.token, { user_id: (await member(org, 'Budget Later')).id });
+    expect(await runErasures(deps, 0)).toEqual({ previewed: 1, completed: 0, failed: 0 });
+    expect((await read(later.id)).status).toBe('awaiting_confirmation');
+    expect(await progressOf(filed[0].id)).toEqual(afterTwo);
+    expect((await api().post(`${BASE}/${later.id}/cancel`).set(bearer(org.admin.token))).status).toBe(200);
 
     let runs = 2;
     let completed = 0;

@@ -48,7 +48,7 @@ import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './is
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
 import { enqueueAfterCommit, heldBackMarker, outboxDeps, type DeliveryRef } from '@svc/outbox';
-import { ACK_MISSING_ERROR, awaitsHecAck, pollHecAck } from './hec-ack';
+import { ACK_MISSING_ERROR, AckPolls, awaitsHecAck, pollHecAck } from './hec-ack';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -69,6 +69,8 @@ export interface DeliveryContext extends WorkerDeps {
   markHeldBack: (subscriptionId: string) => void;
   /** Enqueues the committed deliveries of operational events (without a queue: the outbox relay does). */
   enqueueEvents: (deliveries: DeliveryRef[]) => Promise<void>;
+  /** Splunk HEC ack polls, those of one channel that fall due together in one request. */
+  ackPolls: AckPolls;
 }
 
 /** Reads the extra CA once and builds the HTTP transport with its connection pools. */
@@ -145,6 +147,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     recorder,
     markHeldBack,
     enqueueEvents,
+    ackPolls: new AckPolls(),
   };
 }
 

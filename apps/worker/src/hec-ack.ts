@@ -4,8 +4,10 @@
 // worker slot waits meanwhile, and a restarted worker finds the same row). Each poll asks /services/collector/ack on
 // the subscription's host, channel and token, through the worker's one transport: indexed ends the delivery
 // succeeded; no ack by the deadline makes the attempt a failed `ack_timeout`, so the delivery is sent again
-// (at-least-once) or fails per the retry policy.
+// (at-least-once) or fails per the retry policy. The polls of one channel that fall due while one of its polls is
+// in flight go together in the next request (one request answers many ackIds, as Splunk recommends).
 import { resolveWebhookTarget } from '@svc/net';
+import { Coalescer } from '@svc/db';
 import { nextAttempt } from '@svc/domain';
 import { HEC_ACK_PATH, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
 import { credentialsBoundElsewhere, type DeliveryContext, type DeliveryResult, type LoadedDelivery } from './deliver';
@@ -24,20 +26,24 @@ export function awaitsHecAck(delivery: LoadedDelivery): boolean {
 export const ACK_MISSING_ERROR =
   'hec_ack is on but Splunk answered without an ackId: turn on indexer acknowledgement for the HEC token, or turn hec_ack off';
 
-/** One poll of the ack endpoint; anything but a readable answer about this ackId is `unknown` (polled again). */
-async function askSplunk(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
+/**
+ * One request to the ack endpoint for these ackIds of `delivery`'s subscription and channel; each answer is
+ * `unknown` unless the endpoint said something readable about that ackId (polled again then).
+ */
+async function askSplunk(ctx: DeliveryContext, delivery: LoadedDelivery, ackIds: number[]): Promise<HecAckStatus[]> {
   const { subscription } = delivery;
+  const unknown = (): HecAckStatus[] => ackIds.map(() => 'unknown');
   // The URL moved since the POST without the token given again: the token stays where it was given (the next
   // attempt, after the ack deadline, fails as unsafe and says why).
   const elsewhere = credentialsBoundElsewhere(subscription, subscription.url);
   if (elsewhere) {
-    ctx.logger.info('HEC ack poll not sent', { delivery_id: delivery.id, reason: 'credentials bound elsewhere' });
-    return 'unknown';
+    ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, acks: ackIds.length, reason: 'credentials bound elsewhere' });
+    return unknown();
   }
   const check = await resolveWebhookTarget(hecAckUrl(subscription.url), { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok) {
-    ctx.logger.info('HEC ack poll not sent', { delivery_id: delivery.id, reason: check.reason });
-    return 'unknown';
+    ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, acks: ackIds.length, reason: check.reason });
+    return unknown();
   }
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
@@ -46,13 +52,53 @@ async function askSplunk(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: 
     ...(subscription.splunkChannel && { 'X-Splunk-Request-Channel': subscription.splunkChannel }),
   };
   const { target } = check;
-  const result = await ctx.post({ url: target.url, address: target.address, family: target.family, headers, body: hecAckRequestBody(ackId) });
+  const result = await ctx.post({ url: target.url, address: target.address, family: target.family, headers, body: hecAckRequestBody(ackIds) });
   const status = result.response?.status;
   if (status === undefined || status < 200 || status >= 300) {
-    ctx.logger.info('HEC ack poll failed', { delivery_id: delivery.id, path: HEC_ACK_PATH, response_status: status ?? null, error: result.error?.message });
-    return 'unknown';
+    ctx.logger.info('HEC ack poll failed', {
+      subscription_id: subscription.id,
+      acks: ackIds.length,
+      path: HEC_ACK_PATH,
+      response_status: status ?? null,
+      error: result.error?.message,
+    });
+    return unknown();
   }
-  return hecAckStatusOf(result.body, ackId);
+  return ackIds.map((ackId) => hecAckStatusOf(result.body, ackId));
+}
+
+/** ackIds one request asks about at most. */
+const ACKS_PER_POLL = 100;
+
+/**
+ * The polls in flight of each channel (a subscription as loaded: same URL, channel and token), and the ackIds that
+ * wait for them. An entry lives while it has callers.
+ */
+export class AckPolls {
+  private readonly byChannel = new Map<string, { polls: Coalescer<number, HecAckStatus>; callers: number }>();
+
+  /** What Splunk says about the delivery's awaited ackId, in the channel's next request. */
+  async ask(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
+    const { subscription } = delivery;
+    const key = [subscription.id, subscription.url, subscription.splunkChannel, subscription.authorizationEnc].join('\n');
+    let entry = this.byChannel.get(key);
+    if (!entry) {
+      entry = { polls: new Coalescer((ids: number[]) => askSplunk(ctx, delivery, ids), 1, ACKS_PER_POLL), callers: 0 };
+      this.byChannel.set(key, entry);
+    }
+    entry.callers += 1;
+    try {
+      return await entry.polls.run(ackId);
+    } finally {
+      entry.callers -= 1;
+      if (entry.callers === 0) this.byChannel.delete(key);
+    }
+  }
+
+  /** Channels with polls in flight or waiting (for tests). */
+  get size(): number {
+    return this.byChannel.size;
+  }
 }
 
 /** A poll of the delivery's awaited ack, and what follows from the answer. */
@@ -65,7 +111,7 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
   };
   const ackId = Number(awaited.ackId);
   const deadline = delivery.hecAckDeadline ?? ctx.clock.now();
-  const status = await askSplunk(ctx, delivery, ackId);
+  const status = await ctx.ackPolls.ask(ctx, delivery, ackId);
   const now = ctx.clock.now();
   const decision = hecAckDecision(status, deadline, now, ctx.config.webhooks.hecAck.pollMs);
   if (decision.action === 'poll') {

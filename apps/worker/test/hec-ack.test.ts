@@ -11,6 +11,7 @@ import { startWorker } from '../src/worker';
 const EVENT_PATH = '/services/collector/event';
 const ACK_PATH = '/services/collector/ack';
 const TOKEN = 'Splunk 11111111-2222-3333-4444-555555555555';
+const OTHER_TOKEN = 'Splunk 66666666-7777-8888-9999-000000000000';
 
 /** What the fake indexer says about one ackId at its n-th poll (1-based). */
 type Indexing = (ackId: number, poll: number) => boolean;
@@ -20,6 +21,10 @@ class FakeHec {
   private readonly channels = new Map<string, { nextAckId: number; indexing: Indexing; polls: Map<number, number> }>();
   /** Answer of the event endpoint per channel, when a test wants something else than an ackId. */
   readonly eventAnswer = new Map<string, string>();
+  /** How long the ack endpoint takes to answer, per channel (a slow indexer). */
+  readonly ackDelayMs = new Map<string, number>();
+  /** The token each ackId was issued under, by `channel:ackId`. */
+  readonly tokenOfAck = new Map<string, string>();
 
   channel(indexing: Indexing): string {
     const id = randomUUID();
@@ -38,12 +43,13 @@ class FakeHec {
     if (custom) return { status: 200, headers: { 'content-type': 'application/json' }, body: custom };
     const ackId = channel.nextAckId;
     channel.nextAckId += 1;
+    this.tokenOfAck.set(`${request.headers['x-splunk-request-channel']}:${ackId}`, request.headers.authorization as string);
     return json(200, { text: 'Success', code: 0, ackId });
   }
 
   ack(request: ReceivedRequest) {
     const channel = this.channels.get(request.headers['x-splunk-request-channel'] as string);
-    if (!channel || request.headers.authorization !== TOKEN) return json(401, { text: 'Invalid token', code: 4 });
+    if (!channel || ![TOKEN, OTHER_TOKEN].includes(request.headers.authorization as string)) return json(401, { text: 'Invalid token', code: 4 });
     const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
     const answer: Record<string, boolean> = {};
     for (const id of acks) {
@@ -51,7 +57,8 @@ class FakeHec {
       channel.polls.set(id, n);
       answer[String(id)] = channel.indexing(id, n);
     }
-    return json(200, { acks: answer });
+    const delayMs = this.ackDelayMs.get(request.headers['x-splunk-request-channel'] as string);
+    return { ...json(200, { acks: answer }), ...(delayMs && { delayMs }) };
   }
 }
 
@@ -76,14 +83,14 @@ afterAll(() => w?.close());
 
 const onChannel = (channel: string) => (r: ReceivedRequest) => r.headers['x-splunk-request-channel'] === channel;
 
-async function hecSubscription(channel: string, world: World = w, events = ['finding.created']) {
+async function hecSubscription(channel: string, world: World = w, events = ['finding.created'], authorization = TOKEN) {
   return world.subscribe({
     name: `hec ${channel.slice(0, 8)}`,
     url: world.receiver.url(EVENT_PATH),
     events,
     payload_format: 'splunk_hec',
     splunk_channel: channel,
-    authorization: TOKEN,
+    authorization,
     hec_ack: true,
   });
 }
@@ -122,6 +129,45 @@ describe('an ack that turns true after a few polls', () => {
       expect(JSON.parse(request.body.toString())).toEqual({ acks: [0] });
     }
     expect((await w.subscription(sub.id)).consecutiveFailures).toBe(0);
+  });
+});
+
+describe('polls of one channel that fall due together', () => {
+  it('go in one request carrying their ackIds while another poll is in flight; every delivery succeeds once indexed', async () => {
+    const channel = hec.channel((_id, n) => n >= 2);
+    hec.ackDelayMs.set(channel, 300);
+    const sub = await hecSubscription(channel);
+    const published = await Promise.all(Array.from({ length: 6 }, (_, i) => w.publish({ type: 'finding.created', data: { ...FINDING, finding_id: `fnd_batch_${i}` } })));
+    const deliveryIds = await Promise.all(published.map((p) => w.deliveryFor(p, sub.id)));
+    for (const id of deliveryIds) expect(await w.waitForDelivery(id, 15_000)).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+
+    const asked = w.receiver.requests(ACK_PATH).filter(onChannel(channel)).map((r) => (JSON.parse(r.body.toString()) as { acks: number[] }).acks);
+    // Each ackId asked until indexed (twice at least), in fewer requests than ackIds asked: polls went together.
+    const perAck = new Map<number, number>();
+    for (const acks of asked) for (const id of acks) perAck.set(id, (perAck.get(id) ?? 0) + 1);
+    expect([...perAck.keys()].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const n of perAck.values()) expect(n).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...asked.map((acks) => acks.length))).toBeGreaterThan(1);
+    expect(asked.length).toBeLessThan([...perAck.values()].reduce((a, b) => a + b, 0));
+    for (const acks of asked) expect(new Set(acks).size).toBe(acks.length);
+  });
+
+  it("never carry another subscription's ackIds, even on the same channel and host: each request asks under its own token", async () => {
+    const channel = hec.channel((_id, n) => n >= 2);
+    hec.ackDelayMs.set(channel, 300);
+    const mine = await hecSubscription(channel, w, ['finding.created'], TOKEN);
+    const theirs = await hecSubscription(channel, w, ['finding.created'], OTHER_TOKEN);
+    const published = await Promise.all(Array.from({ length: 4 }, (_, i) => w.publish({ type: 'finding.created', data: { ...FINDING, finding_id: `fnd_shared_${i}` } })));
+    for (const p of published) {
+      for (const sub of [mine, theirs]) expect(await w.waitForDelivery(await w.deliveryFor(p, sub.id), 15_000)).toMatchObject({ status: 'succeeded' });
+    }
+    const requests = w.receiver.requests(ACK_PATH).filter(onChannel(channel));
+    expect(requests.some((r) => (JSON.parse(r.body.toString()) as { acks: number[] }).acks.length > 1)).toBe(true);
+    for (const r of requests) {
+      for (const id of (JSON.parse(r.body.toString()) as { acks: number[] }).acks) {
+        expect(hec.tokenOfAck.get(`${channel}:${id}`)).toBe(r.headers.authorization);
+      }
+    }
   });
 });
 

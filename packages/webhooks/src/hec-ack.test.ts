@@ -39,7 +39,8 @@ describe('hecAckIdOf', () => {
 
 describe('hecAckRequestBody', () => {
   it('is {"acks":[id]}', () => {
-    expect(hecAckRequestBody(12).toString()).toBe('{"acks":[12]}');
+    expect(hecAckRequestBody([12]).toString()).toBe('{"acks":[12]}');
+    expect(hecAckRequestBody([3, 4, 9]).toString()).toBe('{"acks":[3,4,9]}');
   });
 });
 

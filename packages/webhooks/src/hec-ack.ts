@@ -28,8 +28,9 @@ export function hecAckIdOf(body: Buffer | string): number | null {
 }
 
 /** The body of the ack request. */
-export function hecAckRequestBody(ackId: number): Buffer {
-  return Buffer.from(JSON.stringify({ acks: [ackId] }), 'utf8');
+/** The ack endpoint's request for these ackIds of one channel (Splunk answers each of them). */
+export function hecAckRequestBody(ackIds: readonly number[]): Buffer {
+  return Buffer.from(JSON.stringify({ acks: ackIds }), 'utf8');
 }
 
 /**

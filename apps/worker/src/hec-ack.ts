@@ -26,24 +26,40 @@ export function awaitsHecAck(delivery: LoadedDelivery): boolean {
 export const ACK_MISSING_ERROR =
   'hec_ack is on but Splunk answered without an ackId: turn on indexer acknowledgement for the HEC token, or turn hec_ack off';
 
+/** One delivery's poll of its awaited ackId, with the job's context and the delivery as that job loaded it. */
+interface AckPoll {
+  ctx: DeliveryContext;
+  delivery: LoadedDelivery;
+  ackId: number;
+}
+
 /**
- * One request to the ack endpoint for these ackIds of `delivery`'s subscription and channel; each answer is
- * `unknown` unless the endpoint said something readable about that ackId (polled again then).
+ * One request to the ack endpoint for these polls of one subscription, URL, channel and token (an AckPolls key);
+ * each answer is `unknown` unless the endpoint said something readable about that ackId (polled again then). Each
+ * poll is checked against its own job's snapshot of the subscription (a poll whose credentials are bound elsewhere
+ * is not sent), and the request is made and logged by the batch's first poll that may go, under its own job.
  */
-async function askSplunk(ctx: DeliveryContext, delivery: LoadedDelivery, ackIds: number[]): Promise<HecAckStatus[]> {
-  const { subscription } = delivery;
-  const unknown = (): HecAckStatus[] => ackIds.map(() => 'unknown');
+async function askSplunk(polls: AckPoll[]): Promise<HecAckStatus[]> {
+  const answers: HecAckStatus[] = polls.map(() => 'unknown');
   // The URL moved since the POST without the token given again: the token stays where it was given (the next
   // attempt, after the ack deadline, fails as unsafe and says why).
-  const elsewhere = credentialsBoundElsewhere(subscription, subscription.url);
-  if (elsewhere) {
-    ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, acks: ackIds.length, reason: 'credentials bound elsewhere' });
-    return unknown();
-  }
+  const going: number[] = [];
+  polls.forEach(({ ctx, delivery }, i) => {
+    if (credentialsBoundElsewhere(delivery.subscription, delivery.subscription.url)) {
+      ctx.logger.info('HEC ack poll not sent', { delivery_id: delivery.id, reason: 'credentials bound elsewhere' });
+    } else {
+      going.push(i);
+    }
+  });
+  if (going.length === 0) return answers;
+  const { ctx, delivery } = polls[going[0]];
+  const { subscription } = delivery;
+  const ackIds = going.map((i) => polls[i].ackId);
+  const deliveryIds = going.map((i) => polls[i].delivery.id);
   const check = await resolveWebhookTarget(hecAckUrl(subscription.url), { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok) {
-    ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, acks: ackIds.length, reason: check.reason });
-    return unknown();
+    ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, delivery_ids: deliveryIds, reason: check.reason });
+    return answers;
   }
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
@@ -57,14 +73,15 @@ async function askSplunk(ctx: DeliveryContext, delivery: LoadedDelivery, ackIds:
   if (status === undefined || status < 200 || status >= 300) {
     ctx.logger.info('HEC ack poll failed', {
       subscription_id: subscription.id,
-      acks: ackIds.length,
+      delivery_ids: deliveryIds,
       path: HEC_ACK_PATH,
       response_status: status ?? null,
       error: result.error?.message,
     });
-    return unknown();
+    return answers;
   }
-  return ackIds.map((ackId) => hecAckStatusOf(result.body, ackId));
+  going.forEach((i) => (answers[i] = hecAckStatusOf(result.body, polls[i].ackId)));
+  return answers;
 }
 
 /** ackIds one request asks about at most. */
@@ -72,10 +89,11 @@ const ACKS_PER_POLL = 100;
 
 /**
  * The polls in flight of each channel (a subscription as loaded: same URL, channel and token), and the ackIds that
- * wait for them. An entry lives while it has callers.
+ * wait for them. An entry lives while it has callers; each of its requests is made for the polls it carries (their
+ * jobs, their snapshots), never for the poll that happened to open the entry.
  */
 export class AckPolls {
-  private readonly byChannel = new Map<string, { polls: Coalescer<number, HecAckStatus>; callers: number }>();
+  private readonly byChannel = new Map<string, { polls: Coalescer<AckPoll, HecAckStatus>; callers: number }>();
 
   /** What Splunk says about the delivery's awaited ackId, in the channel's next request. */
   async ask(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
@@ -83,12 +101,12 @@ export class AckPolls {
     const key = [subscription.id, subscription.url, subscription.splunkChannel, subscription.authorizationEnc].join('\n');
     let entry = this.byChannel.get(key);
     if (!entry) {
-      entry = { polls: new Coalescer((ids: number[]) => askSplunk(ctx, delivery, ids), 1, ACKS_PER_POLL), callers: 0 };
+      entry = { polls: new Coalescer(askSplunk, 1, ACKS_PER_POLL), callers: 0 };
       this.byChannel.set(key, entry);
     }
     entry.callers += 1;
     try {
-      return await entry.polls.run(ackId);
+      return await entry.polls.run({ ctx, delivery, ackId });
     } finally {
       entry.callers -= 1;
       if (entry.callers === 0) this.byChannel.delete(key);

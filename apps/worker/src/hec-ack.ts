@@ -31,6 +31,8 @@ interface AckPoll {
   ctx: DeliveryContext;
   delivery: LoadedDelivery;
   ackId: number;
+  /** The order in which the polls of its AckPolls entry were asked (1, 2, ...). */
+  seq: number;
 }
 
 /**
@@ -39,7 +41,7 @@ interface AckPoll {
  * poll is checked against its own job's snapshot of the subscription (a poll whose credentials are bound elsewhere
  * is not sent), and the request is made and logged by the batch's first poll that may go, under its own job.
  */
-async function askSplunk(polls: AckPoll[]): Promise<HecAckStatus[]> {
+async function askSplunk(polls: AckPoll[]): Promise<{ answers: HecAckStatus[]; failed: boolean }> {
   const answers: HecAckStatus[] = polls.map(() => 'unknown');
   // The URL moved since the POST without the token given again: the token stays where it was given (the next
   // attempt, after the ack deadline, fails as unsafe and says why).
@@ -51,7 +53,7 @@ async function askSplunk(polls: AckPoll[]): Promise<HecAckStatus[]> {
       going.push(i);
     }
   });
-  if (going.length === 0) return answers;
+  if (going.length === 0) return { answers, failed: false };
   const { ctx, delivery } = polls[going[0]];
   const { subscription } = delivery;
   const ackIds = going.map((i) => polls[i].ackId);
@@ -59,7 +61,7 @@ async function askSplunk(polls: AckPoll[]): Promise<HecAckStatus[]> {
   const check = await resolveWebhookTarget(hecAckUrl(subscription.url), { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
   if (!check.ok) {
     ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, delivery_ids: deliveryIds, reason: check.reason });
-    return answers;
+    return { answers, failed: false };
   }
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
@@ -78,14 +80,38 @@ async function askSplunk(polls: AckPoll[]): Promise<HecAckStatus[]> {
       response_status: status ?? null,
       error: result.error?.message,
     });
-    return answers;
+    return { answers, failed: true };
   }
   going.forEach((i) => (answers[i] = hecAckStatusOf(result.body, polls[i].ackId)));
-  return answers;
+  return { answers, failed: false };
 }
 
 /** ackIds one request asks about at most. */
 const ACKS_PER_POLL = 100;
+
+interface ChannelPolls {
+  polls: Coalescer<AckPoll, HecAckStatus>;
+  callers: number;
+  /** Polls asked so far (the last `seq`). */
+  asked: number;
+  /** Polls up to this `seq` took the answer of a request that failed (no answer, or not a 2xx). */
+  failedUpTo: number;
+}
+
+/**
+ * A batch of one entry: the polls that fell due while a request that then failed was in flight take its failure
+ * (`unknown`, polled again after WEBHOOK_HEC_ACK_POLL_MS) rather than a request of their own, so that no poll waits
+ * for more than one request: behind a hung endpoint each would otherwise hold its job for two request timeouts.
+ */
+async function askFor(entry: ChannelPolls, polls: AckPoll[]): Promise<HecAckStatus[]> {
+  const answers: HecAckStatus[] = polls.map(() => 'unknown');
+  const fresh = polls.flatMap((poll, i) => (poll.seq > entry.failedUpTo ? [i] : []));
+  if (fresh.length === 0) return answers;
+  const asked = await askSplunk(fresh.map((i) => polls[i]));
+  if (asked.failed) entry.failedUpTo = entry.asked;
+  fresh.forEach((i, j) => (answers[i] = asked.answers[j]));
+  return answers;
+}
 
 /**
  * The polls in flight of each channel (a subscription as loaded: same URL, channel and token), and the ackIds that
@@ -93,7 +119,7 @@ const ACKS_PER_POLL = 100;
  * jobs, their snapshots), never for the poll that happened to open the entry.
  */
 export class AckPolls {
-  private readonly byChannel = new Map<string, { polls: Coalescer<AckPoll, HecAckStatus>; callers: number }>();
+  private readonly byChannel = new Map<string, ChannelPolls>();
 
   /** What Splunk says about the delivery's awaited ackId, in the channel's next request. */
   async ask(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
@@ -101,12 +127,14 @@ export class AckPolls {
     const key = [subscription.id, subscription.url, subscription.splunkChannel, subscription.authorizationEnc].join('\n');
     let entry = this.byChannel.get(key);
     if (!entry) {
-      entry = { polls: new Coalescer(askSplunk, 1, ACKS_PER_POLL), callers: 0 };
-      this.byChannel.set(key, entry);
+      const created: ChannelPolls = { polls: null!, callers: 0, asked: 0, failedUpTo: 0 };
+      created.polls = new Coalescer((polls: AckPoll[]) => askFor(created, polls), 1, ACKS_PER_POLL);
+      this.byChannel.set(key, (entry = created));
     }
     entry.callers += 1;
+    entry.asked += 1;
     try {
-      return await entry.polls.run({ ctx, delivery, ackId });
+      return await entry.polls.run({ ctx, delivery, ackId, seq: entry.asked });
     } finally {
       entry.callers -= 1;
       if (entry.callers === 0) this.byChannel.delete(key);

@@ -1,11 +1,29 @@
-// AckPolls (hec-ack.ts) on its own, against a stubbed transport: which snapshot, logger and answer each batched
-// poll of one channel gets. No database, no network: ctx.post is a function the test controls.
+// AckPolls (hec-ack.ts) on its own: which snapshot, logger and answer each batched poll of one channel gets. The
+// polls go through the worker's real transport to a real HTTPS receiver on loopback (its ack endpoint scripted per
+// test: slow, hung, or answering); the deliveries are the snapshots their jobs would have loaded, and each job's
+// logger records what it logs.
+import { credentialDestination } from '@svc/webhooks';
 import { AckPolls } from '../src/hec-ack';
 import type { DeliveryContext, LoadedDelivery } from '../src/deliver';
-import type { HttpResult, OutboundRequest } from '../src/http/post';
+import { createPostWebhook, type PostWebhook } from '../src/http/post';
+import { trustedSecureContext } from '../src/http/trust';
+import { startReceiver, type Receiver } from './support/receiver';
+import { createTestTls, type TestTls } from './support/tls';
 
-const URL_ = 'https://splunk.example/services/collector/event';
+const ACK_PATH = '/services/collector/ack';
 const CHANNEL = '11111111-2222-3333-4444-555555555555';
+
+let tls: TestTls;
+let receiver: Receiver;
+const transports: PostWebhook[] = [];
+beforeAll(async () => {
+  tls = await createTestTls();
+  receiver = await startReceiver(tls);
+});
+afterEach(() => {
+  for (const t of transports.splice(0)) t.close();
+});
+afterAll(() => receiver?.close());
 
 interface LogLine {
   job: string;
@@ -19,33 +37,37 @@ function logger(job: string, lines: LogLine[]) {
 }
 
 /** A delivery awaiting `ackId`, its subscription as loaded now (`bound`: the credential destination). */
-function delivery(id: string, ackId: number, bound: string | null = 'https://splunk.example:443'): LoadedDelivery {
+function delivery(id: string, ackId: number, bound?: string): LoadedDelivery {
+  const url = receiver.url('/services/collector/event');
   return {
     id,
     subscriptionId: 'whsub_1',
     hecAckId: BigInt(ackId),
     subscription: {
       id: 'whsub_1',
-      url: URL_,
+      url,
       splunkChannel: CHANNEL,
       authorizationEnc: 'v1.sealed-token',
       azureCredentialsEnc: null,
-      credentialDestination: bound,
+      credentialDestination: bound ?? credentialDestination(url),
     },
   } as unknown as LoadedDelivery;
 }
 
-/** A transport whose every request takes `delayMs` and answers `answer(ackIds)` (null: no response, a timeout). */
-function transport(delayMs: number, answer: (ackIds: number[]) => Record<string, boolean> | null) {
+/**
+ * The receiver's ack endpoint: every request takes `delayMs` (null: it never answers, the transport times out) and
+ * answers `answer(ackIds)`; `sent` lists the ackIds of each request. The worker's transport, with `timeoutMs`.
+ */
+function transport(delayMs: number | null, answer: (ackIds: number[]) => Record<string, boolean>, timeoutMs = 2_000) {
   const sent: number[][] = [];
-  const post = async (request: OutboundRequest): Promise<HttpResult> => {
+  receiver.script(ACK_PATH, (request) => {
     const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
     sent.push(acks);
-    await new Promise((resolve) => setTimeout(resolve, delayMs));
-    const body = answer(acks);
-    if (body === null) return { response: null, body: Buffer.alloc(0), error: new Error('Timeout awaiting request'), durationMs: delayMs };
-    return { response: { status: 200, headers: {} }, body: Buffer.from(JSON.stringify({ acks: body })), error: null, durationMs: delayMs };
-  };
+    if (delayMs === null) return { hang: true };
+    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ acks: answer(acks) }), delayMs };
+  });
+  const post = createPostWebhook({ timeoutMs, connectTimeoutMs: 1_000, secureContext: trustedSecureContext(tls.caFile), maxSocketsPerAddress: 4 });
+  transports.push(post);
   return { post, sent };
 }
 
@@ -53,8 +75,7 @@ function transport(delayMs: number, answer: (ackIds: number[]) => Record<string,
 function jobContext(job: string, lines: LogLine[], post: unknown, ackPolls: AckPolls): DeliveryContext {
   return {
     logger: logger(job, lines),
-    config: { webhooks: { allowedHosts: [] } },
-    lookup: async () => [{ address: '93.184.216.34', family: 4 }],
+    config: { webhooks: { allowedHosts: ['127.0.0.1'] } },
     openSealed: (sealed: string) => `Splunk token-of-${sealed}`,
     post,
     ackPolls,
@@ -72,7 +93,7 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
     // another destination (same URL, channel and sealed token: the AckPolls key is unchanged) and job 2 loads that.
     const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
     await sleep(20);
-    const second = polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2, 'https://elsewhere.example:443'), 2);
+    const second = polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2, 'https://elsewhere.example'), 2);
     expect(await first).toBe('pending');
     expect(await second).toBe('unknown');
     // Before the batching, job 2's poll checked its own snapshot and sent nothing; its ackId must not go out now.
@@ -83,18 +104,15 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
 
   it("logs under its own job (and names its delivery), not under the job that opened the channel's entry", async () => {
     const lines: LogLine[] = [];
-    const { post } = transport(100, () => ({}) /* 2xx without the ids: unknown */);
-    const failing = transport(100, () => null);
+    const { post } = transport(100, () => ({}) /* 2xx without the ids: unknown */, 300);
     const polls = new AckPolls();
     // Job 1 opens the entry; jobs 2 and 3 fall due while its request is in flight; the endpoint then stops answering.
-    let current = post;
-    const switching = (request: OutboundRequest) => current(request);
-    const first = polls.ask(jobContext('job-1', lines, switching, polls), delivery('whdel_1', 1), 1);
+    const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
     await sleep(20);
-    current = failing.post;
+    receiver.script(ACK_PATH, () => ({ hang: true }));
     const rest = [
-      polls.ask(jobContext('job-2', lines, switching, polls), delivery('whdel_2', 2), 2),
-      polls.ask(jobContext('job-3', lines, switching, polls), delivery('whdel_3', 3), 3),
+      polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2), 2),
+      polls.ask(jobContext('job-3', lines, post, polls), delivery('whdel_3', 3), 3),
     ];
     await Promise.all([first, ...rest]);
     const failed = lines.filter((l) => l.message === 'HEC ack poll failed');
@@ -107,7 +125,7 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
   it('that failed without an answer (a hung endpoint) is answered with it: no poll holds its job for two request timeouts', async () => {
     const lines: LogLine[] = [];
     const timeoutMs = 300;
-    const { post, sent } = transport(timeoutMs, () => null);
+    const { post, sent } = transport(null, () => ({}), timeoutMs);
     const polls = new AckPolls();
     const started = performance.now();
     const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
@@ -126,11 +144,14 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
 
   it('after a failure, a poll that falls due later is asked again (only the waiters of the failed request share its answer)', async () => {
     const lines: LogLine[] = [];
-    let fail = true;
-    const { post, sent } = transport(50, (acks) => (fail ? null : Object.fromEntries(acks.map((id) => [String(id), true]))));
+    const { post, sent } = transport(null, () => ({}), 300);
     const polls = new AckPolls();
     expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
-    fail = false;
+    receiver.script(ACK_PATH, (request) => {
+      const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
+      sent.push(acks);
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ acks: Object.fromEntries(acks.map((id) => [String(id), true])) }) };
+    });
     expect(await polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2), 2)).toBe('indexed');
     expect(sent).toEqual([[1], [2]]);
   });

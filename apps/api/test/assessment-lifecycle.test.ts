@@ -2,8 +2,9 @@
 // the engine (an API key with assessments:update) starts, records findings, completes or fails.
 // Checks per route: the happy path, 403 naming the scope, cross-organization 404, 409 naming the current state,
 // 400 for bad bodies, and the assessment.completed event with its deliveries.
+import pg from 'pg';
 import request from 'supertest';
-import { organizationOf } from '@svc/db';
+import { organizationOf, pgFields } from '@svc/db';
 import * as spendGuard from '../src/modules/spend/spend-guard';
 import { badRequest } from '../src/http/errors';
 import { createHarness, type Harness } from './support/harness';
@@ -233,6 +234,61 @@ describe('archive, unarchive, delete', () => {
     const d = await inState('draft');
     expect((await api().delete(`/api/v1/assessments/${d.id}`).set(bearer(org.owner.token))).status).toBe(204);
   });
+});
+
+describe('a deletion in progress', () => {
+  /**
+   * Runs `body` while a second connection holds a finding of the assessment (FOR UPDATE): the deletion's cascade waits
+   * for it inside the deleting transaction, as it would behind any transaction touching those rows or a long cascade.
+   */
+  async function whileFindingLocked(findingId: string, body: (held: { pid: number; release: () => Promise<void> }) => Promise<void>) {
+    const holder = new pg.Client(pgFields(h.config.databaseUrl));
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM findings WHERE id = $1 FOR UPDATE', [findingId]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      await body({ pid, release: async () => void (await holder.query('COMMIT')) });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+  }
+  const blockedBy = async (pid: number) =>
+    (await h.deps.prisma.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`)[0]!.n;
+  async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000) {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error('condition not met in time');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  /** The response, or 'still waiting' after `ms`. */
+  const within = <T>(p: PromiseLike<T>, ms: number) =>
+    Promise.race([p, new Promise<'still waiting'>((r) => setTimeout(() => r('still waiting'), ms))]);
+
+  it("does not hold up the organization's other writes (usage recorded, a subscription created elsewhere) while it runs", async () => {
+    const billing = await createKey(h, org.admin.token, ['billing:manage']);
+    const elsewhere = await insertProject(h, org.id);
+    const a = await inState('completed');
+    const f = await insertFinding(h, a);
+    await whileFindingLocked(f.id, async (held) => {
+      const deletion = api().delete(`/api/v1/assessments/${a.id}`).set(bearer(org.admin.token)).then((res) => res);
+      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      try {
+        const usage = await within(post('/usage', billing, { project_id: elsewhere.id, credits: '1' }).then((res) => res.status), 3000);
+        expect(usage).toBe(201);
+        const subscription = await within(
+          post(`/projects/${elsewhere.id}/webhooks/subscriptions`, org.admin.token, { name: 'elsewhere', url: 'https://203.0.114.10/hooks', events: ['finding.created'] }).then((res) => res.status),
+          3000,
+        );
+        expect(subscription).toBe(201);
+      } finally {
+        await held.release();
+        await deletion;
+      }
+    });
+  }, 30_000);
 });
 
 describe('launch and the spend cap', () => {

@@ -327,9 +327,15 @@ export async function deleteWithSubscriptions(
   at: Date,
   remove: () => Promise<boolean>,
 ): Promise<boolean> {
-  // Waits for a subscription being created in the organization (its creation holds this row) and keeps new ones out
-  // until the deletion commits, so none goes with the cascade unlisted.
-  await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${by.principal.organizationId} FOR SHARE`;
+  // The row being deleted, held as its DELETE would hold it: a subscription being created under it (its INSERT holds
+  // this row through the foreign key, FOR KEY SHARE) commits first and is listed, or waits and then finds its owner
+  // gone. Only this row: the organization's row would hold up every org-wide writer (usage, uploads, creations
+  // elsewhere) for as long as the cascade runs.
+  if ('assessmentId' in owner) {
+    await tx.$queryRaw`SELECT id FROM assessments WHERE id = ${owner.assessmentId} AND organization_id = ${by.principal.organizationId} FOR UPDATE`;
+  } else {
+    await tx.$queryRaw`SELECT id FROM projects WHERE id = ${owner.projectId} AND organization_id = ${by.principal.organizationId} FOR UPDATE`;
+  }
   const doomed = await tx.webhookSubscription.findMany({
     where: { ...owner, organizationId: by.principal.organizationId, kind: WEBHOOK_KIND, deletedAt: null },
     select: { id: true, name: true, level: true, projectId: true, assessmentId: true },

@@ -289,6 +289,21 @@ describe('a deletion in progress', () => {
       }
     });
   }, 30_000);
+
+  it('completes when its cascade takes longer than five seconds (204, the assessment gone)', async () => {
+    const a = await inState('completed');
+    const f = await insertFinding(h, a);
+    let status = 0;
+    await whileFindingLocked(f.id, async (held) => {
+      const deletion = api().delete(`/api/v1/assessments/${a.id}`).set(bearer(org.admin.token)).then((res) => res);
+      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      await new Promise((r) => setTimeout(r, 6000));
+      await held.release();
+      status = (await deletion).status;
+    });
+    expect(status).toBe(204);
+    expect(await h.deps.prisma.assessment.findUnique({ where: { id: a.id } })).toBeNull();
+  }, 30_000);
 });
 
 describe('launch and the spend cap', () => {

@@ -18,7 +18,7 @@ import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
 import { assertWithinSpendCap } from '../spend/spend-guard';
 import type { Acting } from '../audit/audit.context';
-import { deleteWithSubscriptions } from '../webhooks/subscriptions.service';
+import { DELETION_TRANSACTION, deleteWithSubscriptions } from '../webhooks/subscriptions.service';
 import {
   ACTIVE_STATES,
   ASSESSMENT_TRANSITIONS,
@@ -278,6 +278,7 @@ export async function deleteAssessment(deps: AppDeps, by: Acting, id: string): P
       const gone = await tx.assessment.deleteMany({ where: { id: current.id, status: { notIn: [...ACTIVE_STATES] } } });
       return gone.count === 1;
     }),
+    DELETION_TRANSACTION,
   );
   if (!deleted) {
     const fresh = await scopedTo(deps.prisma, principal).assessment.findUnique({ where: { id: current.id }, select: { status: true } });

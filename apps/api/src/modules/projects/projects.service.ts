@@ -11,7 +11,7 @@ import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '.
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { Acting } from '../audit/audit.context';
-import { deleteWithSubscriptions } from '../webhooks/subscriptions.service';
+import { DELETION_TRANSACTION, deleteWithSubscriptions } from '../webhooks/subscriptions.service';
 
 /** Every project answer carries its source (null when none is attached). */
 const withSource = { source: { include: { archive: true } } } as const;
@@ -102,6 +102,7 @@ export async function deleteProject(deps: AppDeps, by: Acting, id: string): Prom
   await eraseProjectHistory(deps.prisma, principal.organizationId, id);
   const deleted = await scopedTo(deps.prisma, principal).$transaction((tx) =>
     deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => (await tx.project.deleteMany({ where: { id } })).count === 1),
+    DELETION_TRANSACTION,
   );
   if (deleted) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
 }

@@ -312,6 +312,14 @@ export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: s
   });
 }
 
+/**
+ * The options of a transaction around deleteWithSubscriptions. Prisma ends an interactive transaction after 5 s by
+ * default (500 to the client, nothing deleted); a cascade through a large project's findings, reports and source
+ * files, or one waiting for a row another transaction holds, takes longer, and had no such limit as the single
+ * DELETE it was before it ran in a transaction.
+ */
+export const DELETION_TRANSACTION = { timeout: 10 * 60 * 1000 } as const;
+
 /** What goes with a project or an assessment when it is deleted: its subscriptions (and theirs, an assessment's). */
 export type SubscriptionsOwner = { projectId: string } | { assessmentId: string };
 

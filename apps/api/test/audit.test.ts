@@ -1,14 +1,15 @@
 // The audit log: one entry per security-relevant action (actor, organization, action, target, time, IP, user
 // agent), listing with filters and cursor pagination, JSON Lines and CSV exports, the scopes that guard them,
 // isolation between organizations, and never a secret in the table.
+import pg from 'pg';
 import request from 'supertest';
 import { AUDIT_ACTIONS } from '@svc/audit';
 import type { AuditEvent } from '@svc/db';
-import { newId } from '@svc/db';
+import { newId, pgFields } from '@svc/db';
 import { csvField } from '../src/http/csv';
 import { AUDIT_CSV_COLUMNS, auditCsvRecord, presentAuditEvent } from '../src/modules/audit/audit.service';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, type TestOrg, type TestUser } from './support/fixtures';
+import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, insertGrant, type TestOrg, type TestUser } from './support/fixtures';
 import { oathtoolCode, signupAndVerify, wrongCode } from './support/auth-helpers';
 
 const IP = '203.0.113.7';
@@ -330,6 +331,77 @@ describe('what is recorded', () => {
     expect(byTarget.get(onQueued)!.metadata).toMatchObject({ assessment_id: queued, reason: 'project_deleted' });
     expectFromRequest(byTarget.get(onProject)!);
     expect(await h.deps.prisma.webhookSubscription.count({ where: { organizationId: o.id } })).toBe(0);
+  });
+
+  describe('a subscription deleted on its own while its assessment is being deleted', () => {
+    /** An assessment (with a finding) and a subscription on it, through the API. */
+    async function withSubscription() {
+      const o = await createOrg(h);
+      const project = (await call('post', '/projects', o.admin.token).send({ name: 'P' })).body.id as string;
+      const assessment = (await call('post', `/projects/${project}/assessments`, o.admin.token).send({ name: 'A' })).body.id as string;
+      const res = await call('post', `/assessments/${assessment}/webhooks/subscriptions`, o.admin.token).send({ name: 'siem', url: PUBLIC_URL, events: ['finding.created'] });
+      expect(res.status).toBe(201);
+      const finding = newId('fnd');
+      await h.deps.prisma.finding.create({
+        data: { id: finding, organizationId: o.id, projectId: project, assessmentId: assessment, fingerprint: 'fp', title: 'T', severity: 'high', originalSeverity: 'high' },
+      });
+      // An access grant on the assessment: its cascade goes before the subscriptions' (constraints in creation order).
+      const grant = (await insertGrant(h, o.id, { assessmentId: assessment }, { userId: o.member.id }, 'read')).id;
+      return { o, assessment, finding, grant, subscription: res.body.id as string };
+    }
+
+    /**
+     * DELETE of the assessment held up by a second connection holding `table`'s row `id` (FOR UPDATE), the
+     * subscription's own DELETE sent meanwhile, then the row let go. Answers both statuses.
+     */
+    async function raced(s: Awaited<ReturnType<typeof withSubscription>>, table: 'assessments' | 'access_grants' | 'findings', id: string) {
+      const holder = new pg.Client(pgFields(h.config.databaseUrl));
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`SELECT id FROM ${table} WHERE id = $1 FOR UPDATE`, [id]);
+        const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+        const deletion = call('delete', `/assessments/${s.assessment}`, s.o.admin.token).then((res) => res.status);
+        for (let i = 0; ; i++) {
+          const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
+          if (n > 0) break;
+          if (i > 500) throw new Error('the deletion never reached the held row');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const own = call('delete', `/assessments/${s.assessment}/webhooks/subscriptions/${s.subscription}`, s.o.admin.token).then((res) => res.status);
+        // It answers, or it waits for the deletion: either way the held row goes now.
+        await Promise.race([own, new Promise((r) => setTimeout(r, 1500))]);
+        await holder.query('COMMIT');
+        return { deletion: await deletion, own: await own };
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        await holder.end();
+      }
+    }
+
+    it('is recorded deleted once, when it goes before the deletion lists the subscriptions', async () => {
+      const s = await withSubscription();
+      const answers = await raced(s, 'assessments', s.assessment);
+      expect(answers.deletion).toBe(204);
+      expect([204, 404]).toContain(answers.own);
+      expect(await rows(s.o.id, { action: 'webhook.subscription_deleted', targetId: s.subscription })).toHaveLength(1);
+    }, 30_000);
+
+    it('is recorded deleted once, when it goes after the deletion listed the subscriptions and before its cascade reached them', async () => {
+      const s = await withSubscription();
+      const answers = await raced(s, 'access_grants', s.grant);
+      expect(answers.deletion).toBe(204);
+      expect([204, 404]).toContain(answers.own);
+      expect(await rows(s.o.id, { action: 'webhook.subscription_deleted', targetId: s.subscription })).toHaveLength(1);
+    }, 30_000);
+
+    it("answers 404 (not 500) when the assessment's deletion took the subscription first, and is recorded deleted once", async () => {
+      const s = await withSubscription();
+      const answers = await raced(s, 'findings', s.finding);
+      expect(answers.deletion).toBe(204);
+      expect([204, 404]).toContain(answers.own);
+      expect(await rows(s.o.id, { action: 'webhook.subscription_deleted', targetId: s.subscription })).toHaveLength(1);
+    }, 30_000);
   });
 
   it('api_key_policy.updated: the policy before and after', async () => {

@@ -19,7 +19,7 @@ import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { newId, scopedTo, type Scoped, type Tx } from '@svc/db';
+import { newId, Prisma, scopedTo, type Scoped, type Tx } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
@@ -303,7 +303,10 @@ export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: s
   const subscription = await findSubscription(deps, ctx, id);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
-    await tx.webhookSubscription.update({ where: { id }, data: { deletedAt: now } });
+    // Only while live: deleted meanwhile (another DELETE, or its project's or assessment's deletion, which audits it)
+    // it is not deleted or recorded a second time.
+    const { count } = await tx.webhookSubscription.updateMany({ where: { id, ...subscriptionsOf(ctx) }, data: { deletedAt: now } });
+    if (count !== 1) throw notFound('Webhook subscription');
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_deleted',
       target: { type: 'webhook_subscription', id },
@@ -335,20 +338,25 @@ export async function deleteWithSubscriptions(
   at: Date,
   remove: () => Promise<boolean>,
 ): Promise<boolean> {
+  const organizationId = by.principal.organizationId;
   // The row being deleted, held as its DELETE would hold it: a subscription being created under it (its INSERT holds
   // this row through the foreign key, FOR KEY SHARE) commits first and is listed, or waits and then finds its owner
   // gone. Only this row: the organization's row would hold up every org-wide writer (usage, uploads, creations
   // elsewhere) for as long as the cascade runs.
   if ('assessmentId' in owner) {
-    await tx.$queryRaw`SELECT id FROM assessments WHERE id = ${owner.assessmentId} AND organization_id = ${by.principal.organizationId} FOR UPDATE`;
+    await tx.$queryRaw`SELECT id FROM assessments WHERE id = ${owner.assessmentId} AND organization_id = ${organizationId} FOR UPDATE`;
   } else {
-    await tx.$queryRaw`SELECT id FROM projects WHERE id = ${owner.projectId} AND organization_id = ${by.principal.organizationId} FOR UPDATE`;
+    await tx.$queryRaw`SELECT id FROM projects WHERE id = ${owner.projectId} AND organization_id = ${organizationId} FOR UPDATE`;
   }
-  const doomed = await tx.webhookSubscription.findMany({
-    where: { ...owner, organizationId: by.principal.organizationId, kind: WEBHOOK_KIND, deletedAt: null },
-    select: { id: true, name: true, level: true, projectId: true, assessmentId: true },
-    orderBy: { id: 'asc' },
-  });
+  // The live ones, held until the cascade removes them: one deleted on its own meanwhile (DELETE .../subscriptions/:id
+  // soft-deletes and audits it) either went first and is not listed, or waits and then finds it gone. FOR NO KEY
+  // UPDATE, as that soft-delete takes: a delivery's foreign key (FOR KEY SHARE) is not held up by it.
+  const doomed = await tx.$queryRaw<Array<{ id: string; name: string; level: string; project_id: string | null; assessment_id: string | null }>>`
+    SELECT id, name, level::text AS level, project_id, assessment_id FROM webhook_subscriptions
+     WHERE organization_id = ${organizationId} AND kind = ${WEBHOOK_KIND} AND deleted_at IS NULL
+       AND ${'assessmentId' in owner ? Prisma.sql`assessment_id = ${owner.assessmentId}` : Prisma.sql`project_id = ${owner.projectId}`}
+     ORDER BY id
+       FOR NO KEY UPDATE`;
   if (!(await remove())) return false;
   if (doomed.length === 0) return true;
   const reason = 'assessmentId' in owner ? 'assessment_deleted' : 'project_deleted';
@@ -360,7 +368,7 @@ export async function deleteWithSubscriptions(
     doomed.map((s) => ({
       action: 'webhook.subscription_deleted' as const,
       target: { type: 'webhook_subscription', id: s.id },
-      metadata: { level: s.level, project_id: s.projectId ?? undefined, assessment_id: s.assessmentId ?? undefined, name: s.name, reason },
+      metadata: { level: s.level, project_id: s.project_id ?? undefined, assessment_id: s.assessment_id ?? undefined, name: s.name, reason },
     })),
   );
   return true;

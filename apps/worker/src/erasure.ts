@@ -486,24 +486,26 @@ async function afterErasure(deps: WorkerDeps, requestId: string, outcome: EraseO
 export async function runErasures(deps: WorkerDeps, budgetMs = ERASURE_RUN_BUDGET_MS): Promise<ErasureRunResult> {
   const deadline = performance.now() + budgetMs;
   const result: ErasureRunResult = { previewed: 0, completed: 0, failed: 0 };
-  // Previews first (reads only, and a person waits for each to confirm), then erasures, oldest first.
-  const waiting = await deps.prisma.erasureRequest.findMany({
-    where: { status: { in: ['previewing', 'erasing'] } },
-    select: { id: true, status: true },
-    orderBy: [{ status: 'desc' }, { createdAt: 'asc' }],
-    take: REQUESTS_PER_RUN,
-  });
+  // Previews first (reads only, and a person waits for each to confirm), then erasures, oldest first. Each kind has
+  // its own share of the run and its own first step: previews filed faster than a run takes them, or slow enough to
+  // spend the budget, must not keep a confirmed erasure (another organization's, say) waiting for ever.
+  const waiting = (status: 'previewing' | 'erasing') =>
+    deps.prisma.erasureRequest.findMany({ where: { status }, select: { id: true }, orderBy: { createdAt: 'asc' }, take: REQUESTS_PER_RUN });
   let connection: ReturnType<WorkerDeps['redis']> | undefined;
   const redis = () => (connection ??= deps.redis());
   try {
-    for (const [index, { id, status }] of waiting.entries()) {
+    for (const [index, { id }] of (await waiting('previewing')).entries()) {
       if (index > 0 && performance.now() >= deadline) break;
-      const from = status as 'previewing' | 'erasing';
       try {
-        if (from === 'previewing') {
-          if (await previewOne(deps, id)) result.previewed += 1;
-          continue;
-        }
+        if (await previewOne(deps, id)) result.previewed += 1;
+      } catch (err) {
+        result.failed += 1;
+        await markFailed(deps, id, 'previewing', err);
+      }
+    }
+    for (const [index, { id }] of (await waiting('erasing')).entries()) {
+      if (index > 0 && performance.now() >= deadline) break;
+      try {
         const outcome = await eraseOne(deps, id, deadline);
         await afterErasure(deps, id, outcome, redis);
         if (outcome.completed) {
@@ -512,7 +514,7 @@ export async function runErasures(deps: WorkerDeps, budgetMs = ERASURE_RUN_BUDGE
         }
       } catch (err) {
         result.failed += 1;
-        await markFailed(deps, id, from, err);
+        await markFailed(deps, id, 'erasing', err);
       }
     }
   } finally {

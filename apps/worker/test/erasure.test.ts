@@ -516,11 +516,13 @@ describe("a run's time budget", () => {
     const afterTwo = await progressOf(filed[0].id);
     expect(afterTwo).not.toEqual(afterOne);
 
-    // A request filed meanwhile is previewed first (a person waits for it), not after the erasures.
+    // A request filed meanwhile is previewed first (a person waits for it), not after the erasures; the oldest
+    // erasure still takes its one step of the run.
     const later = await fileFor(org.admin.token, { user_id: (await member(org, 'Budget Later')).id });
     expect(await runErasures(deps, 0)).toEqual({ previewed: 1, completed: 0, failed: 0 });
     expect((await read(later.id)).status).toBe('awaiting_confirmation');
-    expect(await progressOf(filed[0].id)).toEqual(afterTwo);
+    expect(await progressOf(filed[0].id)).not.toEqual(afterTwo);
+    expect(await progressOf(filed[1].id)).toBeNull();
     expect((await api().post(`${BASE}/${later.id}/cancel`).set(bearer(org.admin.token))).status).toBe(200);
 
     let runs = 2;
@@ -537,6 +539,42 @@ describe("a run's time budget", () => {
       expect(done.receipt).toMatchObject({ membership_removed: true, account_erased: true });
       expect((await h.deps.prisma.user.findUnique({ where: { id: person.id } }))?.email ?? null).not.toBe(person.email);
     }
+  });
+});
+
+describe('previews do not hold erasures back', () => {
+  it("an erasure confirmed before a steady flow of previews (another organization's, 20 a run) completes", async () => {
+    // Another organization's admin files erasure requests for 20 people each run (the job takes 20 requests a run),
+    // cancelling them once previewed and filing them again: every run finds 20 previews waiting.
+    const people = await Promise.all(Array.from({ length: 20 }, (_, i) => member(org, `Flood ${i}`)));
+    const third = await createOrg(h);
+    const victim = await member(third, 'Waiting Person');
+    const filed = await fileFor(third.admin.token, { user_id: victim.id });
+    await runErasures(deps);
+    expect((await api().post(`${BASE}/${filed.id}/confirm`).set(bearer(third.admin.token))).status).toBe(202);
+
+    for (let round = 0; round < 3 && (await read(filed.id, third.admin.token)).status === 'erasing'; round += 1) {
+      const flood = [];
+      for (const p of people) flood.push(await fileFor(org.admin.token, { user_id: p.id }));
+      expect((await runErasures(deps)).previewed).toBe(20);
+      for (const f of flood) expect((await api().post(`${BASE}/${f.id}/cancel`).set(bearer(org.admin.token))).status).toBe(200);
+    }
+    expect((await read(filed.id, third.admin.token)).status).toBe('completed');
+  }, 120_000);
+
+  it('a run whose previews spent its budget still takes a step of the oldest erasure', async () => {
+    const erased = await member(org, 'Budget Erased');
+    const filed = await fileFor(org.admin.token, { user_id: erased.id });
+    await runErasures(deps);
+    expect((await api().post(`${BASE}/${filed.id}/confirm`).set(bearer(org.admin.token))).status).toBe(202);
+    const progressOf = async () => (await h.deps.prisma.erasureRequest.findUniqueOrThrow({ where: { id: filed.id } })).progress;
+    const later = await fileFor(org.admin.token, { user_id: (await member(org, 'Budget Previewed')).id });
+    expect(await runErasures(deps, 0)).toEqual({ previewed: 1, completed: 0, failed: 0 });
+    expect((await read(later.id)).status).toBe('awaiting_confirmation');
+    expect(await progressOf()).not.toBeNull();
+    expect((await api().post(`${BASE}/${later.id}/cancel`).set(bearer(org.admin.token))).status).toBe(200);
+    for (let runs = 0; runs < 50 && (await read(filed.id)).status === 'erasing'; runs += 1) await runErasures(deps);
+    expect((await read(filed.id)).status).toBe('completed');
   });
 });
 

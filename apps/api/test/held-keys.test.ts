@@ -83,6 +83,23 @@ describe('HeldIdempotencyKeys', () => {
     expect(keys.size).toBe(0); // stored at last: not held any more
   });
 
+  it('logs that an answer it was still to store was not stored when a retry took its key meanwhile', async () => {
+    // The first store failed (a database outage), the renewals failed too for over a minute, and a retry took the
+    // key: the next renewal finds it not ours, and the answer is never stored.
+    const pool = { query: async () => ({ rows: [{ lock_token: 't1', ours: false }] }) };
+    const log = logger();
+    const keys = new HeldIdempotencyKeys(pool as never, clock, log as never, 60_000);
+    let stores = 0;
+    await keys.hold(scope('a'), 't1').settle(async () => {
+      stores += 1;
+      throw new Error('down');
+    });
+    await keys.renew();
+    expect(keys.size).toBe(0);
+    expect(stores).toBe(1);
+    expect(log.lines).toEqual([['warn', expect.stringContaining('The answer of an idempotent request was not stored')]]);
+  });
+
   it('stops renewing a key once its request is done', async () => {
     let calls = 0;
     const pool = { query: async () => (calls++, { rows: [] }) };

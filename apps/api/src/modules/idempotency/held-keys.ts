@@ -82,8 +82,16 @@ export class HeldIdempotencyKeys {
     const entries = [...this.held.values()];
     try {
       const ours = await renewIdempotencyLocks(this.pool, entries, this.clock.now());
-      // A key that is not ours any more (expired after 24 h and taken, or swept) is not renewed again.
-      for (const e of entries) if (!ours.has(e.lockToken)) this.drop(e.lockToken);
+      // A key that is not ours any more (expired after 24 h and taken, or swept) is not renewed again. One whose answer
+      // was still to be stored (its first attempt failed) loses it, said as when a store finds the key taken; one
+      // with an attempt running says it there, if that attempt does not store it.
+      for (const e of entries) {
+        if (ours.has(e.lockToken)) continue;
+        if (e.store && !e.storing) {
+          this.logger.warn('The answer of an idempotent request was not stored: its key had been taken by a retry after its lock went stale');
+        }
+        this.drop(e.lockToken);
+      }
       if (this.failing) this.logger.info('Renewing idempotency key locks again', { keys: entries.length });
       this.failing = false;
     } catch (err) {

@@ -1,4 +1,6 @@
+import pg from 'pg';
 import request from 'supertest';
+import { pgFields } from '@svc/db';
 import { EVENT_TYPES, OPERATIONAL_EVENT_TYPES } from '@svc/webhooks';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
@@ -135,6 +137,44 @@ describe('levels are kept apart', () => {
     expect(projectList.body.data.map((s: { id: string }) => s.id)).not.toContain(atAssessment.body.id);
   });
 });
+
+describe('an assessment deleted while a subscription is created under it', () => {
+  it('answers 409 with the error envelope, not 500, and creates and records nothing', async () => {
+    const doomed = (await createAssessment(h, org.id, projectId, 'Doomed')).id;
+    // A deletion holds the assessment's row (as DELETE /assessments/:id does) while the subscription's INSERT waits
+    // for its foreign key; the deletion then commits.
+    const holder = new pg.Client(pgFields(h.config.databaseUrl));
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM assessments WHERE id = $1 FOR UPDATE', [doomed]);
+      const creating = create(`/api/v1/assessments/${doomed}/webhooks`, org.admin.token, { name: 'raced' }).then((res) => res);
+      await waitFor(async () => {
+        const { rows } = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%webhook_subscriptions%'`.then((r) => ({ rows: r }));
+        return rows[0]!.n > 0;
+      });
+      await holder.query('DELETE FROM assessments WHERE id = $1', [doomed]);
+      await holder.query('COMMIT');
+      const res = await creating;
+      expect(res.status).toBe(409);
+      expect(res.body).toEqual({ detail: expect.stringContaining('was deleted while it ran') });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    expect(await h.deps.prisma.webhookSubscription.count({ where: { assessmentId: doomed } })).toBe(0);
+    expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'webhook.subscription_created', metadata: { path: ['assessment_id'], equals: doomed } } })).toBe(0);
+  });
+});
+
+async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 describe('updating, rotating, deleting', () => {
   it('PATCH updates fields, re-checks every URL change, and maps active to the status', async () => {

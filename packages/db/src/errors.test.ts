@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable, isUniqueViolation } from './errors';
+import { isDatabaseUnavailable, isForeignKeyViolation, isUniqueViolation } from './errors';
 
 const adapterError = (cause: Record<string, unknown>, code = 'P2010') => ({
   code,
@@ -34,5 +34,23 @@ describe('isDatabaseUnavailable', () => {
 
   it('does not confuse a unique violation with an outage, nor the reverse', () => {
     expect(isUniqueViolation({ code: 'P1001' })).toBe(false);
+  });
+});
+
+describe('isForeignKeyViolation', () => {
+  it("recognises Prisma's P2003 and PostgreSQL's 23503, however they arrive", () => {
+    expect(isForeignKeyViolation({ code: 'P2003', message: 'Foreign key constraint violated' })).toBe(true);
+    expect(isForeignKeyViolation({ code: '23503' })).toBe(true);
+    expect(isForeignKeyViolation({ meta: { code: '23503' } })).toBe(true);
+    expect(isForeignKeyViolation({ code: 'P2010', meta: { driverAdapterError: { cause: { originalCode: '23503' } } } })).toBe(true);
+  });
+
+  it('is false for anything else: a unique violation, an outage, a plain error, nothing', () => {
+    expect(isForeignKeyViolation({ code: 'P2002' })).toBe(false);
+    expect(isForeignKeyViolation({ code: '23505' })).toBe(false);
+    expect(isForeignKeyViolation({ code: 'P1001' })).toBe(false);
+    expect(isForeignKeyViolation(new Error('foreign key'))).toBe(false);
+    expect(isForeignKeyViolation(null)).toBe(false);
+    expect(isForeignKeyViolation('23503')).toBe(false);
   });
 });

@@ -8,6 +8,17 @@ export function isUniqueViolation(err: unknown): boolean {
   return code === 'P2002' || code === '23505' || meta?.code === '23505' || /\b23505\b|unique constraint/i.test(String((err as Error).message));
 }
 
+/**
+ * True when a write failed on a foreign key: the row it refers to was deleted while the request ran (an assessment
+ * deleted while a subscription is created under it, say). Prisma's P2003 from a model query, PostgreSQL's 23503 from
+ * a raw statement.
+ */
+export function isForeignKeyViolation(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, meta } = err as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } };
+  return code === 'P2003' || code === '23503' || meta?.code === '23503' || meta?.driverAdapterError?.cause?.originalCode === '23503';
+}
+
 // Prisma codes and driver-adapter kinds that mean "PostgreSQL cannot be reached now", not "this query is wrong".
 const UNAVAILABLE_PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2037']);
 const UNAVAILABLE_ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);

@@ -1,7 +1,7 @@
 // The error envelope of SPEC ("Errors"): every error body is { detail } (plus `code` where SPEC says so).
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@svc/config';
-import { isDatabaseUnavailable } from '@svc/db';
+import { isDatabaseUnavailable, isForeignKeyViolation } from '@svc/db';
 import { isRedisUnavailable } from '@svc/queue';
 
 export class HttpError extends Error {
@@ -40,6 +40,15 @@ function fromOutage(err: unknown): HttpError | undefined {
   return undefined;
 }
 
+/**
+ * A write whose parent row was deleted while it ran (the foreign key refused it; its transaction rolled back): the
+ * client lost a race with a deletion, not a server fault.
+ */
+function fromRace(err: unknown): HttpError | undefined {
+  if (!isForeignKeyViolation(err)) return undefined;
+  return new HttpError(409, 'Something this request refers to was deleted while it ran; nothing was changed. Read it again.');
+}
+
 export const missingScope = (scope: string) => forbidden(`Missing required scope: ${scope}.`);
 
 export const unknownRoute: RequestHandler = (req, _res, next) => {
@@ -76,7 +85,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     const outage = err instanceof HttpError ? undefined : fromOutage(err);
     if (outage) logger.warn('Backing service unavailable', { status: 503, error: err instanceof Error ? err.message : String(err) });
-    const httpError = err instanceof HttpError ? err : (outage ?? fromClientError(err));
+    const httpError = err instanceof HttpError ? err : (outage ?? fromRace(err) ?? fromClientError(err));
     if (!httpError) {
       logger.error('Unhandled error', { error: err instanceof Error ? err.stack : String(err) });
       res.status(500).json({ detail: 'Internal server error.' });

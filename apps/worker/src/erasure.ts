@@ -401,9 +401,12 @@ interface EraseOutcome {
 }
 
 /** Erases one confirmed request, batch after batch, until it completes or another worker holds it. */
-async function eraseOne(deps: WorkerDeps, requestId: string, deadline: number): Promise<EraseOutcome> {
+/**
+ * Erases one request step by step until done, paused by the deadline, or failed; what its committed steps changed
+ * goes into `outcome` as they commit, so a step that fails later does not lose it (afterErasure still tells the API).
+ */
+async function eraseOne(deps: WorkerDeps, requestId: string, deadline: number, outcome: EraseOutcome): Promise<EraseOutcome> {
   const passes = freeTextPasses();
-  const outcome: EraseOutcome = { completed: false, reports: [], authChanged: [] };
   for (let steps = 0; ; steps += 1) {
     if (steps > 0 && performance.now() >= deadline) {
       deps.logger.info('Erasure paused: the run spent its time budget; the next run resumes it', { erasure_request_id: requestId, steps });
@@ -505,9 +508,9 @@ export async function runErasures(deps: WorkerDeps, budgetMs = ERASURE_RUN_BUDGE
     }
     for (const [index, { id }] of (await waiting('erasing')).entries()) {
       if (index > 0 && performance.now() >= deadline) break;
+      const outcome: EraseOutcome = { completed: false, reports: [], authChanged: [] };
       try {
-        const outcome = await eraseOne(deps, id, deadline);
-        await afterErasure(deps, id, outcome, redis);
+        await eraseOne(deps, id, deadline, outcome);
         if (outcome.completed) {
           result.completed += 1;
           deps.logger.info('Erasure completed', { erasure_request_id: id });
@@ -515,6 +518,9 @@ export async function runErasures(deps: WorkerDeps, budgetMs = ERASURE_RUN_BUDGE
       } catch (err) {
         result.failed += 1;
         await markFailed(deps, id, 'erasing', err);
+      } finally {
+        // Also after a failure: a membership removed by a step that committed before it is forgotten by the API now.
+        await afterErasure(deps, id, outcome, redis);
       }
     }
   } finally {

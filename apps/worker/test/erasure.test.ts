@@ -608,6 +608,33 @@ describe('filing, failing and retrying', () => {
     expect(await h.deps.prisma.erasureRequest.count({ where: { subjectUserId: org.owner.id } })).toBe(0);
   });
 
+  it("tells the API to forget a member it removed even when a later step fails: the member's cached key is refused at once", async () => {
+    const p = await member(org, 'Cache Keeper', undefined, 'manager');
+    const key = await createKey(h, p.token, ['projects:read']);
+    await traces(org, [p.email]); // a finding naming them: the free-text step after the membership's rewrites it
+    const fn = `fail_findings_${uniqueSuffix().replace(/[^a-z0-9]/gi, '')}`;
+    await h.deps.prisma.$executeRawUnsafe(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'findings are read-only now'; END $$`);
+    await h.deps.prisma.$executeRawUnsafe(`CREATE TRIGGER ${fn} BEFORE UPDATE ON findings FOR EACH ROW WHEN (NEW.organization_id = '${org.id}') EXECUTE FUNCTION ${fn}()`);
+    let filed: Filed;
+    try {
+      filed = await fileFor(org.admin.token, { user_id: p.id });
+      await runErasures(deps);
+      expect((await api().post(`${BASE}/${filed.id}/confirm`).set(bearer(org.admin.token))).status).toBe(202);
+      // The key's principal cached (the first request learns its owner, the second caches it under the owner's epochs).
+      for (let i = 0; i < 2; i++) expect((await api().get('/api/v1/projects').set(bearer(key))).status).toBe(200);
+      expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 0, failed: 1 });
+      expect((await read(filed.id)).status).toBe('failed');
+      // The membership step committed (the key revoked with it) before the findings step failed.
+      expect((await api().get('/api/v1/projects').set(bearer(key))).status).toBe(401);
+    } finally {
+      await h.deps.prisma.$executeRawUnsafe(`DROP TRIGGER IF EXISTS ${fn} ON findings`);
+      await h.deps.prisma.$executeRawUnsafe(`DROP FUNCTION IF EXISTS ${fn}()`);
+    }
+    // Retried once the cause is gone, it resumes and completes.
+    expect((await api().post(`${BASE}/${filed.id}/retry`).set(bearer(org.admin.token))).status).toBe(202);
+    expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 1, failed: 0 });
+  });
+
   it('fails a confirmed request whose person became owner meanwhile, and resumes it on retry once ownership moved on', async () => {
     const fresh = await createOrg(h);
     const p = await member(fresh, 'Owen Later', undefined, 'admin');

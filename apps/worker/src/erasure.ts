@@ -405,12 +405,12 @@ interface EraseOutcome {
  * Erases one request step by step until done, paused by the deadline, or failed; what its committed steps changed
  * goes into `outcome` as they commit, so a step that fails later does not lose it (afterErasure still tells the API).
  */
-async function eraseOne(deps: WorkerDeps, requestId: string, deadline: number, outcome: EraseOutcome): Promise<EraseOutcome> {
+async function eraseOne(deps: WorkerDeps, requestId: string, deadline: number, outcome: EraseOutcome): Promise<void> {
   const passes = freeTextPasses();
   for (let steps = 0; ; steps += 1) {
     if (steps > 0 && performance.now() >= deadline) {
       deps.logger.info('Erasure paused: the run spent its time budget; the next run resumes it', { erasure_request_id: requestId, steps });
-      return outcome;
+      return;
     }
     const step = await deps.prisma.$transaction(
       async (tx) => {
@@ -424,12 +424,12 @@ async function eraseOne(deps: WorkerDeps, requestId: string, deadline: number, o
       },
       { timeout: 60_000, maxWait: 30_000 },
     );
-    if (!step) return outcome;
+    if (!step) return;
     if (step.authChanged) outcome.authChanged.push(step.authChanged);
     if (step.done) {
       outcome.completed = true;
       outcome.reports = step.progress.receipt.reports_regenerated;
-      return outcome;
+      return;
     }
   }
 }

@@ -17,6 +17,7 @@ import { canonicalJson } from '@svc/webhooks';
 import type { AppDeps } from '../app-deps';
 import {
   claimIdempotencyKey as claimRow,
+  ANSWER_NOT_STORED,
   completeIdempotencyKey,
   releaseIdempotencyKey,
   type IdempotencyScope,
@@ -125,7 +126,7 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
       ? async () => {
           const stored = await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
           if (!stored) {
-            deps.logger.warn('The answer of an idempotent request was not stored: its key had been taken by a retry after its lock went stale', { status });
+            deps.logger.warn(ANSWER_NOT_STORED, { status });
           }
         }
       : () => releaseIdempotencyKey(deps.prisma, scope, lockToken);

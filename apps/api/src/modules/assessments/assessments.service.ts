@@ -273,7 +273,8 @@ export async function updateAssessment(
 export async function deleteAssessment(deps: AppDeps, by: Acting, id: string): Promise<void> {
   const { principal } = by;
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
-  const deleted = await scopedTo(deps.prisma, principal).$transaction((tx) =>
+  const db = scopedTo(deps.prisma, principal);
+  const deleted = await db.$transaction((tx) =>
     deleteWithSubscriptions(tx, { assessmentId: current.id }, by, deps.clock.now(), async () => {
       const gone = await tx.assessment.deleteMany({ where: { id: current.id, status: { notIn: [...ACTIVE_STATES] } } });
       return gone.count === 1;
@@ -281,7 +282,7 @@ export async function deleteAssessment(deps: AppDeps, by: Acting, id: string): P
     DELETION_TRANSACTION,
   );
   if (!deleted) {
-    const fresh = await scopedTo(deps.prisma, principal).assessment.findUnique({ where: { id: current.id }, select: { status: true } });
+    const fresh = await db.assessment.findUnique({ where: { id: current.id }, select: { status: true } });
     if (fresh) throw conflict(`Cannot delete an assessment that is ${fresh.status}: cancel or emergency-stop it first.`);
     return;
   }

@@ -6,7 +6,7 @@
 import { IDEMPOTENCY_LOCK_RENEWAL_MS, type Clock } from '@svc/domain';
 import type { Logger } from '@svc/config';
 import type { PgPool } from '@svc/db';
-import { renewIdempotencyLocks, type IdempotencyScope } from './idempotency.store';
+import { ANSWER_NOT_STORED, renewIdempotencyLocks, type IdempotencyScope } from './idempotency.store';
 
 export interface HeldKey {
   /**
@@ -88,7 +88,7 @@ export class HeldIdempotencyKeys {
       for (const e of entries) {
         if (ours.has(e.lockToken)) continue;
         if (e.store && !e.storing) {
-          this.logger.warn('The answer of an idempotent request was not stored: its key had been taken by a retry after its lock went stale');
+          this.logger.warn(ANSWER_NOT_STORED);
         }
         this.drop(e.lockToken);
       }

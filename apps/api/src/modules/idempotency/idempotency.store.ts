@@ -68,6 +68,9 @@ export async function claimIdempotencyKey(
   throw new Error('Idempotency key claim did not settle');
 }
 
+/** Logged when a request's answer could not be stored because a retry had taken its key (never the key or body). */
+export const ANSWER_NOT_STORED = 'The answer of an idempotent request was not stored: its key had been taken by a retry after its lock went stale';
+
 /**
  * Stores the first request's response; only the request holding the lock can. False: the key is not this request's
  * any more (its lock went stale and a retry took it, or it expired), so nothing was stored.

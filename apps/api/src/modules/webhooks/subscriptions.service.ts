@@ -339,27 +339,26 @@ export async function deleteWithSubscriptions(
   remove: () => Promise<boolean>,
 ): Promise<boolean> {
   const organizationId = by.principal.organizationId;
+  const ofAssessment = 'assessmentId' in owner;
+  const ownerId = ofAssessment ? owner.assessmentId : owner.projectId;
   // The row being deleted, held as its DELETE would hold it: a subscription being created under it (its INSERT holds
   // this row through the foreign key, FOR KEY SHARE) commits first and is listed, or waits and then finds its owner
   // gone. Only this row: the organization's row would hold up every org-wide writer (usage, uploads, creations
   // elsewhere) for as long as the cascade runs.
-  if ('assessmentId' in owner) {
-    await tx.$queryRaw`SELECT id FROM assessments WHERE id = ${owner.assessmentId} AND organization_id = ${organizationId} FOR UPDATE`;
-  } else {
-    await tx.$queryRaw`SELECT id FROM projects WHERE id = ${owner.projectId} AND organization_id = ${organizationId} FOR UPDATE`;
-  }
+  const ownerTable = Prisma.raw(ofAssessment ? 'assessments' : 'projects');
+  await tx.$queryRaw`SELECT id FROM ${ownerTable} WHERE id = ${ownerId} AND organization_id = ${organizationId} FOR UPDATE`;
   // The live ones, held until the cascade removes them: one deleted on its own meanwhile (DELETE .../subscriptions/:id
   // soft-deletes and audits it) either went first and is not listed, or waits and then finds it gone. FOR NO KEY
   // UPDATE, as that soft-delete takes: a delivery's foreign key (FOR KEY SHARE) is not held up by it.
   const doomed = await tx.$queryRaw<Array<{ id: string; name: string; level: string; project_id: string | null; assessment_id: string | null }>>`
     SELECT id, name, level::text AS level, project_id, assessment_id FROM webhook_subscriptions
      WHERE organization_id = ${organizationId} AND kind = ${WEBHOOK_KIND} AND deleted_at IS NULL
-       AND ${'assessmentId' in owner ? Prisma.sql`assessment_id = ${owner.assessmentId}` : Prisma.sql`project_id = ${owner.projectId}`}
+       AND ${Prisma.raw(ofAssessment ? 'assessment_id' : 'project_id')} = ${ownerId}
      ORDER BY id
        FOR NO KEY UPDATE`;
   if (!(await remove())) return false;
   if (doomed.length === 0) return true;
-  const reason = 'assessmentId' in owner ? 'assessment_deleted' : 'project_deleted';
+  const reason = ofAssessment ? 'assessment_deleted' : 'project_deleted';
   await recordAs(
     tx,
     by.principal,

@@ -404,6 +404,24 @@ describe('what is recorded', () => {
     }, 30_000);
   });
 
+  it("another organization is untouched by a deletion: its subscriptions stay live, its audit log gains nothing, and its project is out of reach (404)", async () => {
+    const [o, them] = [await createOrg(h), await createOrg(h)];
+    const projectOf = async (owner: TestOrg) => (await call('post', '/projects', owner.admin.token).send({ name: 'P' })).body.id as string;
+    const [mine, theirs] = [await projectOf(o), await projectOf(them)];
+    for (const [owner, project] of [[o, mine], [them, theirs]] as const) {
+      const res = await call('post', `/projects/${project}/webhooks/subscriptions`, owner.admin.token).send({ name: 'siem', url: PUBLIC_URL, events: ['finding.created'] });
+      expect(res.status).toBe(201);
+    }
+    const theirEventsBefore = await rows(them.id);
+    // o's admin cannot reach the other organization's project; deleting its own touches only its own rows.
+    expect((await call('delete', `/projects/${theirs}`, o.admin.token)).status).toBe(404);
+    expect((await call('delete', `/projects/${mine}`, o.admin.token)).status).toBe(204);
+    expect(await rows(o.id, { action: 'webhook.subscription_deleted' })).toHaveLength(1);
+    expect(await rows(them.id)).toEqual(theirEventsBefore);
+    expect(await h.deps.prisma.webhookSubscription.count({ where: { organizationId: them.id, projectId: theirs, deletedAt: null } })).toBe(1);
+    expect(await h.deps.prisma.project.count({ where: { id: theirs } })).toBe(1);
+  });
+
   it('api_key_policy.updated: the policy before and after', async () => {
     const o = await createOrg(h);
     expect((await call('put', '/organization/api-key-policy', o.admin.token).send({ enabled: true, inactivity_days: 30 })).status).toBe(200);

@@ -12,10 +12,12 @@ const extraWorkers: RunningWorker[] = [];
 beforeAll(async () => {
   buildWorker();
   // A receiver's 20 ms answer must not time out while the whole suite loads a slow machine: at the harness's 3 s a
-  // stalled first attempt was sent again, which the third test would read as a duplicate. Nor may the enqueue after
+  // stalled first attempt was sent again, which the third test would read as a duplicate. The connect timeout is the
+  // smaller of its own setting (3 s by default) and the attempt's: in a CI run the TLS handshakes of 30 parallel
+  // attempts to this process's receiver took over 3 s and every first attempt failed at 'secureConnect'. Nor may the enqueue after
   // a publish (the harness's Redis connection fails a command after 1 s): in a full run on a 2-core VM all three
   // tests once waited for deliveries that were never enqueued (left to the relay, which these workers do not run).
-  w = await createWorld({ worker: false, env: { WEBHOOK_TIMEOUT_MS: '20000', REDIS_COMMAND_TIMEOUT_MS: '10000' } });
+  w = await createWorld({ worker: false, env: { WEBHOOK_TIMEOUT_MS: '20000', WEBHOOK_CONNECT_TIMEOUT_MS: '20000', REDIS_COMMAND_TIMEOUT_MS: '10000' } });
 }, 180_000);
 afterEach(async () => {
   if (child && child.process.exitCode === null && child.process.signalCode === null) {

@@ -7,7 +7,6 @@
 // (at-least-once) or fails per the retry policy. The polls of one channel that fall due while one of its polls is
 // in flight go together in the next request (one request answers many ackIds, as Splunk recommends).
 import { resolveWebhookTarget } from '@svc/net';
-import { Coalescer } from '@svc/db';
 import { nextAttempt } from '@svc/domain';
 import { HEC_ACK_PATH, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
 import { credentialsBoundElsewhere, type DeliveryContext, type DeliveryResult, type LoadedDelivery } from './deliver';
@@ -31,8 +30,6 @@ interface AckPoll {
   ctx: DeliveryContext;
   delivery: LoadedDelivery;
   ackId: number;
-  /** The order in which the polls of its AckPolls entry were asked (1, 2, ...). */
-  seq: number;
 }
 
 /**
@@ -89,61 +86,151 @@ async function askSplunk(polls: AckPoll[]): Promise<{ answers: HecAckStatus[]; f
 /** ackIds one request asks about at most. */
 const ACKS_PER_POLL = 100;
 
+/** How long an 'indexed' answer that arrived after its poll stopped waiting is kept for that delivery's next poll. */
+const KEEP_ANSWER_MS = 10 * 60_000;
+
+/** A job waiting for the answer about its delivery's ackId. */
+interface Waiter {
+  ackId: number;
+  settle: (status: HecAckStatus | Error) => void;
+}
+
+/** One channel's requests (a subscription as loaded: same URL, channel and token) and the polls around them. */
 interface ChannelPolls {
-  polls: Coalescer<AckPoll, HecAckStatus>;
-  callers: number;
-  /** Polls asked so far (the last `seq`). */
-  asked: number;
-  /** Polls up to this `seq` took the answer of a request that failed (no answer, or not a 2xx). */
-  failedUpTo: number;
+  /** The polls the next request carries, by delivery id: their jobs may wait for it, or may have moved on. */
+  next: Map<string, AckPoll>;
+  /** The jobs waiting for an answer, by delivery id. */
+  waiters: Map<string, Waiter>;
+  /** 'indexed' answers that arrived after their poll stopped waiting, by delivery id, for its next poll. */
+  indexed: Map<string, { ackId: number; at: number }>;
+  /** When the request in flight was sent (performance.now()); null while none is. */
+  inFlightSince: number | null;
+  /** The last request failed or took longer than the wait: polls do not wait for the channel until one answers in time. */
+  slow: boolean;
 }
 
 /**
- * A batch of one entry: the polls that fell due while a request that then failed was in flight take its failure
- * (`unknown`, polled again after WEBHOOK_HEC_ACK_POLL_MS) rather than a request of their own, so that no poll waits
- * for more than one request: behind a hung endpoint each would otherwise hold its job for two request timeouts.
- */
-async function askFor(entry: ChannelPolls, polls: AckPoll[]): Promise<HecAckStatus[]> {
-  const answers: HecAckStatus[] = polls.map(() => 'unknown');
-  const fresh = polls.flatMap((poll, i) => (poll.seq > entry.failedUpTo ? [i] : []));
-  if (fresh.length === 0) return answers;
-  const asked = await askSplunk(fresh.map((i) => polls[i]));
-  if (asked.failed) entry.failedUpTo = entry.asked;
-  fresh.forEach((i, j) => (answers[i] = asked.answers[j]));
-  return answers;
-}
-
-/**
- * The polls in flight of each channel (a subscription as loaded: same URL, channel and token), and the ackIds that
- * wait for them. An entry lives while it has callers; each of its requests is made for the polls it carries (their
- * jobs, their snapshots), never for the poll that happened to open the entry.
+ * The polls of each channel, one request in flight per channel carrying up to 100 ackIds (Splunk's advice). A poll
+ * waits for its answer only while the channel answers within `waitMs` (WEBHOOK_SLOW_ATTEMPT_MS): behind a slow or
+ * hung ack endpoint it does not hold a worker slot for the request's timeout (with a few hundred deliveries awaiting
+ * acks, their polls would hold every slot and starve every other subscription). Its ackId still goes in the
+ * channel's next request, and an 'indexed' answer is kept for the delivery's next poll. Each request is made for the
+ * polls it carries (their jobs, their snapshots), never for the poll that happened to start it.
  */
 export class AckPolls {
   private readonly byChannel = new Map<string, ChannelPolls>();
+  private lastSweep = 0;
 
-  /** What Splunk says about the delivery's awaited ackId, in the channel's next request. */
+  constructor(private readonly waitMs: number) {}
+
+  /** What Splunk says about the delivery's awaited ackId: 'unknown' when the channel did not answer within the wait. */
   async ask(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
+    this.sweep();
     const { subscription } = delivery;
     const key = [subscription.id, subscription.url, subscription.splunkChannel, subscription.authorizationEnc].join('\n');
+    const entry = this.entryFor(key);
+    const kept = entry.indexed.get(delivery.id);
+    entry.indexed.delete(delivery.id);
+    if (kept?.ackId === ackId) {
+      this.dropIfIdle(key, entry);
+      return 'indexed';
+    }
+    entry.next.set(delivery.id, { ctx, delivery, ackId });
+    if (entry.inFlightSince === null) this.send(key, entry);
+    const waitMs = entry.slow ? 0 : entry.inFlightSince! + this.waitMs - performance.now();
+    if (waitMs <= 0) return 'unknown';
+    return this.waitForAnswer(entry, delivery.id, ackId, waitMs);
+  }
+
+  /** Channels with requests in flight, polls waiting or answers kept (for tests). */
+  get size(): number {
+    return this.byChannel.size;
+  }
+
+  private entryFor(key: string): ChannelPolls {
     let entry = this.byChannel.get(key);
     if (!entry) {
-      const created: ChannelPolls = { polls: null!, callers: 0, asked: 0, failedUpTo: 0 };
-      created.polls = new Coalescer((polls: AckPoll[]) => askFor(created, polls), 1, ACKS_PER_POLL);
-      this.byChannel.set(key, (entry = created));
+      entry = { next: new Map(), waiters: new Map(), indexed: new Map(), inFlightSince: null, slow: false };
+      this.byChannel.set(key, entry);
     }
-    entry.callers += 1;
-    entry.asked += 1;
-    try {
-      return await entry.polls.run({ ctx, delivery, ackId, seq: entry.asked });
-    } finally {
-      entry.callers -= 1;
-      if (entry.callers === 0) this.byChannel.delete(key);
+    return entry;
+  }
+
+  private waitForAnswer(entry: ChannelPolls, deliveryId: string, ackId: number, waitMs: number): Promise<HecAckStatus> {
+    return new Promise<HecAckStatus>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (entry.waiters.get(deliveryId) === waiter) entry.waiters.delete(deliveryId);
+        resolve('unknown');
+      }, waitMs);
+      timer.unref?.();
+      const waiter: Waiter = {
+        ackId,
+        settle: (status) => {
+          clearTimeout(timer);
+          if (status instanceof Error) reject(status);
+          else resolve(status);
+        },
+      };
+      entry.waiters.set(deliveryId, waiter);
+    });
+  }
+
+  /** Sends the channel's next request; when it ends, answers its polls and sends the next one if polls came meanwhile. */
+  private send(key: string, entry: ChannelPolls): void {
+    const polls = [...entry.next.values()].slice(0, ACKS_PER_POLL);
+    for (const poll of polls) entry.next.delete(poll.delivery.id);
+    const sentAt = performance.now();
+    entry.inFlightSince = sentAt;
+    askSplunk(polls)
+      .then(
+        ({ answers, failed }) => {
+          entry.slow = failed || performance.now() - sentAt > this.waitMs;
+          polls.forEach((poll, i) => this.answer(entry, poll, answers[i]));
+          // The polls that came while a failed request was in flight take its failure rather than a request of their
+          // own (asked again at their next poll): a failing endpoint is not asked again at once.
+          if (failed) for (const poll of entry.next.values()) this.answer(entry, poll, 'unknown');
+          if (failed) entry.next.clear();
+        },
+        (err: unknown) => {
+          const error = err instanceof Error ? err : new Error(String(err));
+          entry.slow = true;
+          for (const poll of [...polls, ...entry.next.values()]) this.answer(entry, poll, error);
+          entry.next.clear();
+        },
+      )
+      .finally(() => {
+        entry.inFlightSince = null;
+        if (entry.next.size > 0) this.send(key, entry);
+        else this.dropIfIdle(key, entry);
+      });
+  }
+
+  private answer(entry: ChannelPolls, poll: AckPoll, status: HecAckStatus | Error): void {
+    const id = poll.delivery.id;
+    const waiter = entry.waiters.get(id);
+    if (waiter && waiter.ackId === poll.ackId) {
+      entry.waiters.delete(id);
+      waiter.settle(status);
+    } else if (status === 'indexed') {
+      entry.indexed.set(id, { ackId: poll.ackId, at: performance.now() });
     }
   }
 
-  /** Channels with polls in flight or waiting (for tests). */
-  get size(): number {
-    return this.byChannel.size;
+  private dropIfIdle(key: string, entry: ChannelPolls): void {
+    if (entry.inFlightSince === null && entry.next.size === 0 && entry.waiters.size === 0 && entry.indexed.size === 0) {
+      this.byChannel.delete(key);
+    }
+  }
+
+  /** Forgets kept answers no poll came back for (the delivery settled elsewhere, or its worker changed). */
+  private sweep(): void {
+    const now = performance.now();
+    if (now - this.lastSweep < 1_000) return;
+    this.lastSweep = now;
+    for (const [key, entry] of this.byChannel) {
+      for (const [id, kept] of entry.indexed) if (now - kept.at > KEEP_ANSWER_MS) entry.indexed.delete(id);
+      this.dropIfIdle(key, entry);
+    }
   }
 }
 

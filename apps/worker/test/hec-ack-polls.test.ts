@@ -88,7 +88,7 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
   it("is checked against its own subscription snapshot, not the first caller's: credentials rebound elsewhere meanwhile go nowhere", async () => {
     const lines: LogLine[] = [];
     const { post, sent } = transport(100, (acks) => Object.fromEntries(acks.map((id) => [String(id), false])));
-    const polls = new AckPolls();
+    const polls = new AckPolls(2_000);
     // Job 1 polls with the subscription as it was; while its request is in flight, the credentials are bound to
     // another destination (same URL, channel and sealed token: the AckPolls key is unchanged) and job 2 loads that.
     const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
@@ -105,7 +105,7 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
   it("logs under its own job (and names its delivery), not under the job that opened the channel's entry", async () => {
     const lines: LogLine[] = [];
     const { post } = transport(100, () => ({}) /* 2xx without the ids: unknown */, 300);
-    const polls = new AckPolls();
+    const polls = new AckPolls(2_000);
     // Job 1 opens the entry; jobs 2 and 3 fall due while its request is in flight; the endpoint then stops answering.
     const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
     await sleep(20);
@@ -126,7 +126,7 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
     const lines: LogLine[] = [];
     const timeoutMs = 300;
     const { post, sent } = transport(null, () => ({}), timeoutMs);
-    const polls = new AckPolls();
+    const polls = new AckPolls(2_000);
     const started = performance.now();
     const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
     await sleep(20);
@@ -145,7 +145,7 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
   it('after a failure, a poll that falls due later is asked again (only the waiters of the failed request share its answer)', async () => {
     const lines: LogLine[] = [];
     const { post, sent } = transport(null, () => ({}), 300);
-    const polls = new AckPolls();
+    const polls = new AckPolls(2_000);
     expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
     receiver.script(ACK_PATH, (request) => {
       const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
@@ -159,7 +159,7 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
   it('answers each delivery its own ackId, duplicates and extra ids in the answer notwithstanding', async () => {
     const lines: LogLine[] = [];
     const { post, sent } = transport(50, () => ({ 1: false, 2: true, 3: false, 99: true }));
-    const polls = new AckPolls();
+    const polls = new AckPolls(2_000);
     const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
     await sleep(10);
     const rest = [2, 3, 2].map((id, i) => polls.ask(jobContext(`job-${i + 2}`, lines, post, polls), delivery(`whdel_${i + 2}`, id), id));
@@ -169,3 +169,45 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
     expect(polls.size).toBe(0);
   });
 });
+
+describe('AckPolls: a channel slower than the wait (WEBHOOK_SLOW_ATTEMPT_MS)', () => {
+  it('lets a poll go after the wait; the answer that comes later is kept for its next poll, for that ackId only', async () => {
+    const lines: LogLine[] = [];
+    const { post, sent } = transport(400, (acks) => Object.fromEntries(acks.map((id) => [String(id), true])));
+    const polls = new AckPolls(100);
+    const started = performance.now();
+    expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
+    // Before, the poll held its job (and a worker slot) for the whole request.
+    expect(performance.now() - started).toBeLessThan(300);
+    await sleep(500);
+    expect(await polls.ask(jobContext('job-1b', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('indexed');
+    expect(sent).toEqual([[1]]);
+    expect(polls.size).toBe(0);
+
+    // A delivery sent again under a new ackId is not answered with what its old ackId got.
+    const again = polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 7), 7);
+    expect(await again).toBe('unknown');
+    await sleep(500);
+    // (The channel is slow now: this poll does not wait at all; its request goes out all the same.)
+    expect(await polls.ask(jobContext('job-2b', lines, post, polls), delivery('whdel_2', 8), 8)).toBe('unknown');
+    await sleep(500);
+    expect(sent).toEqual([[1], [7], [8]]);
+  });
+
+  it('behind a hung request, holds no poll at all once the wait has passed, and sends one request at a time', async () => {
+    const lines: LogLine[] = [];
+    const { post, sent } = transport(null, () => ({}), 600);
+    const polls = new AckPolls(100);
+    expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
+    const started = performance.now();
+    const rest = await Promise.all([2, 3, 4].map((id) => polls.ask(jobContext(`job-${id}`, lines, post, polls), delivery(`whdel_${id}`, id), id)));
+    expect(rest).toEqual(['unknown', 'unknown', 'unknown']);
+    expect(performance.now() - started).toBeLessThan(50);
+    await sleep(700);
+    // The polls that came while the request hung took its failure: the failing endpoint was not asked again at once.
+    expect(sent).toEqual([[1]]);
+    expect(lines.filter((l) => l.message === 'HEC ack poll failed')).toHaveLength(1);
+    expect(polls.size).toBe(0);
+  });
+});
+

@@ -351,3 +351,83 @@ describe('waiting for an ack', () => {
     }
   });
 });
+
+describe('a channel whose ack endpoint hangs', () => {
+  let local: World;
+  const lhec = new FakeHec();
+  beforeAll(async () => {
+    // Long enough that the awaiting deliveries keep polling through the test; each hung poll request ends at the
+    // transport's 8 s timeout.
+    local = await createWorld({ env: { ...ENV, WEBHOOK_HEC_ACK_TIMEOUT_MS: '60000', WEBHOOK_TIMEOUT_MS: '8000' }, worker: false });
+    local.receiver.script(EVENT_PATH, (req) => lhec.event(req));
+    local.receiver.script(ACK_PATH, (req) => lhec.ack(req));
+    local.receiver.script('/healthy', () => ({ status: 200, body: 'ok' }));
+  });
+  afterAll(() => local?.close());
+
+  it("leaves the worker's slots to the other subscriptions: their deliveries go out at once while its polls wait", async () => {
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 4 } });
+    try {
+      const channel = lhec.channel(() => false);
+      lhec.ackDelayMs.set(channel, 600_000);
+      const sub = await hecSubscription(channel, local, ['finding.created']);
+      for (let i = 0; i < 12; i += 1) await local.publish({ type: 'finding.created', data: { ...FINDING, finding_id: `fnd_${i}` } });
+      await poll(async () => local.receiver.requests(EVENT_PATH).filter(onChannel(channel)).length, (n) => n === 12, 15_000, 'the 12 HEC events');
+      await poll(async () => local.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first (hung) ack poll');
+      // Let every awaiting delivery fall due for its poll while that request hangs.
+      await new Promise((r) => setTimeout(r, 500));
+
+      const healthy = await local.subscribe({ name: 'healthy', url: local.receiver.url('/healthy'), events: ['report.ready'] });
+      const started = Date.now();
+      const ids = [];
+      for (let i = 0; i < 8; i += 1) ids.push(await local.deliveryFor(await local.publish({ type: 'report.ready', data: { report_id: `rep_${i}` } }), healthy.id));
+      const delivered = await Promise.all(ids.map((id) => local.waitForDelivery(id, 30_000)));
+      expect(delivered.map((d) => d.status)).toEqual(Array(8).fill('succeeded'));
+      // Had the polls held the four slots while the ack request hung, these would have waited for its 8 s timeout.
+      const slowest = Math.max(...local.receiver.requests('/healthy').map((r) => r.at)) - started;
+      expect(slowest).toBeLessThan(4_000);
+      // One request at a time asks the hung channel, whatever the number of polls.
+      expect(local.receiver.requests(ACK_PATH).filter(onChannel(channel)).length).toBeLessThanOrEqual(2);
+
+      // The endpoint comes back: each awaiting delivery succeeds on the event it sent, without a re-send.
+      lhec.ackDelayMs.delete(channel);
+      lhec.setIndexing(channel, () => true);
+      const awaiting = await local.h.deps.prisma.webhookDelivery.findMany({ where: { subscriptionId: sub.id } });
+      expect(awaiting).toHaveLength(12);
+      const settled = await Promise.all(awaiting.map((d) => local.waitForDelivery(d.id, 30_000)));
+      expect(settled.map((d) => [d.status, d.attemptCount])).toEqual(Array(12).fill(['succeeded', 1]));
+      expect(local.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(12);
+    } finally {
+      await worker.close();
+    }
+  }, 60_000);
+});
+
+describe('a channel whose ack endpoint answers, but slower than the wait', () => {
+  let local: World;
+  const lhec = new FakeHec();
+  beforeAll(async () => {
+    // Polls wait 300 ms at most (WEBHOOK_SLOW_ATTEMPT_MS); the endpoint takes 800 ms to answer.
+    local = await createWorld({ env: { ...ENV, WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_SLOW_ATTEMPT_MS: '300' }, worker: false });
+    local.receiver.script(EVENT_PATH, (req) => lhec.event(req));
+    local.receiver.script(ACK_PATH, (req) => lhec.ack(req));
+  });
+  afterAll(() => local?.close());
+
+  it('still settles each delivery on its one POST: an answer that comes after its poll stopped waiting is kept for its next poll', async () => {
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 4 } });
+    try {
+      const channel = lhec.channel((_id, n) => n >= 2);
+      lhec.ackDelayMs.set(channel, 800);
+      const sub = await hecSubscription(channel, local, ['finding.created']);
+      const ids = [];
+      for (let i = 0; i < 6; i += 1) ids.push(await local.deliveryFor(await local.publish({ type: 'finding.created', data: { ...FINDING, finding_id: `fnd_${i}` } }), sub.id));
+      const settled = await Promise.all(ids.map((id) => local.waitForDelivery(id, 30_000)));
+      expect(settled.map((d) => [d.status, d.attemptCount])).toEqual(Array(6).fill(['succeeded', 1]));
+      expect(settled.flatMap((d) => d.attempts.map((a) => a.outcome))).toEqual(Array(6).fill('success'));
+      expect(local.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(6);
+    } finally {
+      await worker.close();
+    }
+  }, 60_000);
+});

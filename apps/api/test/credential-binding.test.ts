@@ -98,6 +98,19 @@ describe('issue trackers: base_url', () => {
     expect(JSON.stringify(entry)).not.toContain('ghp_newTokenForHostB0123');
   });
 
+  it('compares with the destination the token is bound to: a base_url moved behind the API is not confirmed by repeating it', async () => {
+    const id = await github();
+    await h.deps.prisma.issueExportTarget.update({ where: { id }, data: { baseUrl: `${HOST_B}/api/v3` } });
+    const before = await h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id } });
+    const res = await api().patch(`${TARGETS}/${id}`).set(bearer(org.admin.token)).send({ base_url: `${HOST_B}/api/v3` });
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toMatch(/needs token again/);
+    expect(await h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id } })).toEqual(before);
+    const withToken = await api().patch(`${TARGETS}/${id}`).set(bearer(org.admin.token)).send({ base_url: `${HOST_B}/api/v3`, token: 'ghp_newTokenForHostB0123456789' });
+    expect(withToken.status).toBe(200);
+    expect((await h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id } })).credentialDestination).toBe('https://203.0.114.11:443');
+  });
+
   it('refuses a Jira site moved without the API token (422 naming email and api_token)', async () => {
     const created = await api().post(TARGETS).set(bearer(org.admin.token)).send({
       kind: 'jira', name: 'jira', base_url: `${HOST_A}/jira`, project_key: 'SEC', email: 'bot@example.com', api_token: 'ATATT-stored-jira-token',
@@ -174,6 +187,32 @@ describe('webhook subscriptions: url', () => {
     expect(res.body.detail).toMatch(/needs azure_tenant_id/);
     const neither = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl(HOST_B) });
     expect(neither.body.detail).toMatch(/needs authorization, azure_tenant_id, azure_client_id and azure_client_secret again/);
+  });
+
+  it('compares with the destination the credentials are bound to: a URL moved behind the API is not confirmed by repeating it', async () => {
+    const id = await subscribe({ url: sentinelUrl(HOST_A), payload_format: 'microsoft_sentinel', authorization: 'Bearer static', ...AZURE });
+    // A database edit (a restore, a script) moved the URL; the credentials stay bound to HOST_A and the worker refuses to send them.
+    await h.deps.prisma.webhookSubscription.update({ where: { id }, data: { url: sentinelUrl(HOST_B) } });
+    const before = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } });
+    expect(before.credentialDestination).toBe('https://203.0.114.10:443');
+
+    // Before, the same URL counted as "no move", and the PATCH bound both credentials to HOST_B without either.
+    const repeated = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl(HOST_B) });
+    expect(repeated.status).toBe(422);
+    expect(repeated.body.detail).toMatch(/needs authorization, azure_tenant_id, azure_client_id and azure_client_secret again/);
+    // One credential given again rebinds all of them to the URL's destination: the other must come too.
+    const one = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ authorization: 'Bearer new' });
+    expect(one.status).toBe(422);
+    expect(one.body.detail).toMatch(/needs azure_tenant_id, azure_client_id and azure_client_secret again/);
+    expect(await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).toEqual(before);
+
+    // A change that rebinds nothing still goes through; a move back to the bound destination needs no credential.
+    expect((await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ name: 'renamed' })).status).toBe(200);
+    const back = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl(HOST_A) });
+    expect(back.status).toBe(200);
+    const both = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl(HOST_B), authorization: 'Bearer b', ...AZURE });
+    expect(both.status).toBe(200);
+    expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).credentialDestination).toBe('https://203.0.114.11:443');
   });
 
   it('holds at the project level too', async () => {

@@ -4,9 +4,21 @@
 import { credentialDestination, credentialsLeftBehind, sameCredentialDestination, type CredentialField } from '@svc/webhooks';
 import { unprocessable } from './errors';
 
-/** 422 naming the credential field(s) when `urlField` moves to another scheme, host or port without them. */
-export function refuseCredentialLeftBehind(urlField: string, currentUrl: string, nextUrl: string | undefined, credentials: readonly CredentialField[]): void {
-  const left = credentialsLeftBehind(currentUrl, nextUrl, credentials);
+/** Where the stored credentials are bound now: the row's bound destination, or (a row not yet bound) its URL. */
+export interface CurrentDestination {
+  url: string;
+  boundTo: string | null;
+}
+
+/**
+ * 422 naming the credential field(s) when the request binds the credentials to another scheme, host or port than
+ * the one they were given for without giving them again: a new `urlField`, or a credential given while another stays
+ * stored (all are rebound to the URL's destination together). Compared with the bound destination, not the URL: a
+ * URL that no longer matches it (moved behind the API) is not confirmed by a PATCH that repeats it.
+ */
+export function refuseCredentialLeftBehind(urlField: string, current: CurrentDestination, nextUrl: string | undefined, credentials: readonly CredentialField[]): void {
+  const rebindsTo = nextUrl ?? (credentials.some((c) => c.supplied) ? current.url : undefined);
+  const left = credentialsLeftBehind(current.boundTo ?? current.url, rebindsTo, credentials);
   if (left.length === 0) return;
   throw unprocessable(
     `Changing ${urlField} to another destination (scheme, host or port) needs ${left.join(', ')} again in the same request: a stored credential is only ever sent to the destination it was given for.`,

@@ -145,7 +145,7 @@ function credentialField(current: IssueExportTarget, input: IssueTargetInput) {
 
 export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: string, input: IssueTargetInput, by: Acting) {
   const current = await findIssueTarget(deps, tenant, id);
-  refuseCredentialLeftBehind('base_url', current.baseUrl, input.base_url, [credentialField(current, input)]);
+  refuseCredentialLeftBehind('base_url', { url: current.baseUrl, boundTo: current.credentialDestination }, input.base_url, [credentialField(current, input)]);
   const columns = await toColumns(deps, input, current.kind as IssueTrackerKind);
   // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
   const rebinds = columns.baseUrl !== undefined || columns.credentialsEnc !== undefined;

@@ -267,7 +267,7 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
   const current = await findSubscription(deps, ctx, id);
   const before = current;
   refuseOperationalBelowOrganization(input.events, current.level);
-  refuseCredentialLeftBehind('url', current.url, input.url, [
+  refuseCredentialLeftBehind('url', { url: current.url, boundTo: current.credentialDestination }, input.url, [
     { field: 'authorization', stored: current.authorizationEnc !== null, supplied: input.authorization !== undefined },
     { field: 'azure_tenant_id, azure_client_id and azure_client_secret', stored: current.azureCredentialsEnc !== null, supplied: input.azure_client_secret !== undefined },
   ]);

@@ -111,6 +111,15 @@ describe('issue trackers: base_url', () => {
     expect((await h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id } })).credentialDestination).toBe('https://203.0.114.11:443');
   });
 
+  it('says where the token is bound when base_url was moved behind the API, not that the request changed it', async () => {
+    const id = await github();
+    await h.deps.prisma.issueExportTarget.update({ where: { id }, data: { baseUrl: `${HOST_B}/api/v3` } });
+    const res = await api().patch(`${TARGETS}/${id}`).set(bearer(org.admin.token)).send({ name: 'renamed', base_url: `${HOST_B}/api/v3` });
+    expect(res.status).toBe(422);
+    expect(res.body.detail).not.toMatch(/^Changing base_url/);
+    expect(res.body.detail).toMatch(/given for https:\/\/203\.0\.114\.10:443, not .*https:\/\/203\.0\.114\.11:443 .* needs token again/);
+  });
+
   it('refuses a Jira site moved without the API token (422 naming email and api_token)', async () => {
     const created = await api().post(TARGETS).set(bearer(org.admin.token)).send({
       kind: 'jira', name: 'jira', base_url: `${HOST_A}/jira`, project_key: 'SEC', email: 'bot@example.com', api_token: 'ATATT-stored-jira-token',
@@ -213,6 +222,21 @@ describe('webhook subscriptions: url', () => {
     const both = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl(HOST_B), authorization: 'Bearer b', ...AZURE });
     expect(both.status).toBe(200);
     expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).credentialDestination).toBe('https://203.0.114.11:443');
+  });
+
+  it('says where the credentials are bound when the url was moved behind the API, not that the request changed it', async () => {
+    const id = await subscribe({ url: sentinelUrl(HOST_A), payload_format: 'microsoft_sentinel', authorization: 'Bearer static', ...AZURE });
+    await h.deps.prisma.webhookSubscription.update({ where: { id }, data: { url: sentinelUrl(HOST_B) } });
+    // No url in the request at all, and (the dashboard always sends it) the stored url repeated: neither changes it.
+    for (const body of [{ authorization: 'Bearer new' }, { name: 'renamed', url: sentinelUrl(HOST_B), authorization: 'Bearer new' }]) {
+      const res = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send(body);
+      expect(res.status).toBe(422);
+      expect(res.body.detail).not.toMatch(/^Changing url/);
+      expect(res.body.detail).toMatch(/given for https:\/\/203\.0\.114\.10:443, not .*https:\/\/203\.0\.114\.11:443 .* needs azure_tenant_id, azure_client_id and azure_client_secret again/);
+    }
+    // A request that does move the url keeps the usual wording.
+    const third = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl('https://203.0.114.12') });
+    expect(third.body.detail).toMatch(/^Changing url to another destination .* needs authorization, azure_tenant_id/);
   });
 
   it('holds at the project level too', async () => {

@@ -19,9 +19,15 @@ export interface CurrentDestination {
 export function refuseCredentialLeftBehind(urlField: string, current: CurrentDestination, nextUrl: string | undefined, credentials: readonly CredentialField[]): void {
   const rebindsTo = nextUrl ?? (credentials.some((c) => c.supplied) ? current.url : undefined);
   const left = credentialsLeftBehind(current.boundTo ?? current.url, rebindsTo, credentials);
-  if (left.length === 0) return;
+  if (left.length === 0 || rebindsTo === undefined) return;
+  const needs = `needs ${left.join(', ')} again in the same request: a stored credential is only ever sent to the destination it was given for.`;
+  if (current.boundTo === null || !sameCredentialDestination(current.url, rebindsTo)) {
+    throw unprocessable(`Changing ${urlField} to another destination (scheme, host or port) ${needs}`);
+  }
+  // The request keeps the URL's destination: the URL was moved outside the API, away from the credentials. Saying
+  // "changing" would blame a request that changed nothing; say where they are bound (the worker's disabled_reason does too).
   throw unprocessable(
-    `Changing ${urlField} to another destination (scheme, host or port) needs ${left.join(', ')} again in the same request: a stored credential is only ever sent to the destination it was given for.`,
+    `The stored credentials were given for ${current.boundTo}, not for ${urlField}'s destination ${credentialDestination(current.url) ?? current.url} (changed outside the API): binding them there ${needs}`,
   );
 }
 

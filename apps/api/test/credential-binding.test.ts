@@ -239,6 +239,18 @@ describe('webhook subscriptions: url', () => {
     expect(third.body.detail).toMatch(/^Changing url to another destination .* needs authorization, azure_tenant_id/);
   });
 
+  it('on a URL moved behind the API, a removal (null) counts as given; an empty value is no credential (400)', async () => {
+    const id = await subscribe({ url: sentinelUrl(HOST_A), payload_format: 'microsoft_sentinel', authorization: 'Bearer static', ...AZURE });
+    await h.deps.prisma.webhookSubscription.update({ where: { id }, data: { url: sentinelUrl(HOST_B) } });
+    expect((await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ authorization: '' })).status).toBe(400);
+    const one = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ authorization: null });
+    expect(one.status).toBe(422);
+    expect(one.body.detail).toMatch(/needs azure_tenant_id, azure_client_id and azure_client_secret again/);
+    const both = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ authorization: null, azure_tenant_id: null, azure_client_id: null, azure_client_secret: null });
+    expect(both.status).toBe(200);
+    expect(both.body).toMatchObject({ has_authorization: false, has_azure_credentials: false });
+  });
+
   it('holds at the project level too', async () => {
     const project = await createProject(h, org.id);
     const base = `/api/v1/projects/${project.id}/webhooks/subscriptions`;

@@ -105,8 +105,6 @@ interface ChannelPolls {
   indexed: Map<string, { ackId: number; at: number }>;
   /** When the request in flight was sent (performance.now()); null while none is. */
   inFlightSince: number | null;
-  /** The last request failed or took longer than the wait: polls do not wait for the channel until one answers in time. */
-  slow: boolean;
 }
 
 /**
@@ -119,6 +117,13 @@ interface ChannelPolls {
  */
 export class AckPolls {
   private readonly byChannel = new Map<string, ChannelPolls>();
+  /**
+   * The channels whose last request failed or took longer than the wait, and when it ended: their polls do not wait
+   * until one answers in time. Kept apart from the entries, which go once idle (a hung endpoint's entry goes after
+   * each failed request: its next poll would otherwise wait again, every request timeout); forgotten after
+   * KEEP_ANSWER_MS without a request.
+   */
+  private readonly slowSince = new Map<string, number>();
   private lastSweep = 0;
 
   constructor(private readonly waitMs: number) {}
@@ -137,7 +142,7 @@ export class AckPolls {
     }
     entry.next.set(delivery.id, { ctx, delivery, ackId });
     if (entry.inFlightSince === null) this.send(key, entry);
-    const waitMs = entry.slow ? 0 : entry.inFlightSince! + this.waitMs - performance.now();
+    const waitMs = this.slowSince.has(key) ? 0 : entry.inFlightSince! + this.waitMs - performance.now();
     if (waitMs <= 0) return 'unknown';
     return this.waitForAnswer(entry, delivery.id, ackId, waitMs);
   }
@@ -150,7 +155,7 @@ export class AckPolls {
   private entryFor(key: string): ChannelPolls {
     let entry = this.byChannel.get(key);
     if (!entry) {
-      entry = { next: new Map(), waiters: new Map(), indexed: new Map(), inFlightSince: null, slow: false };
+      entry = { next: new Map(), waiters: new Map(), indexed: new Map(), inFlightSince: null };
       this.byChannel.set(key, entry);
     }
     return entry;
@@ -184,7 +189,7 @@ export class AckPolls {
     askSplunk(polls)
       .then(
         ({ answers, failed }) => {
-          entry.slow = failed || performance.now() - sentAt > this.waitMs;
+          this.markSlow(key, failed || performance.now() - sentAt > this.waitMs);
           polls.forEach((poll, i) => this.answer(entry, poll, answers[i]));
           // The polls that came while a failed request was in flight take its failure rather than a request of their
           // own (asked again at their next poll): a failing endpoint is not asked again at once.
@@ -193,7 +198,7 @@ export class AckPolls {
         },
         (err: unknown) => {
           const error = err instanceof Error ? err : new Error(String(err));
-          entry.slow = true;
+          this.markSlow(key, true);
           for (const poll of [...polls, ...entry.next.values()]) this.answer(entry, poll, error);
           entry.next.clear();
         },
@@ -203,6 +208,11 @@ export class AckPolls {
         if (entry.next.size > 0) this.send(key, entry);
         else this.dropIfIdle(key, entry);
       });
+  }
+
+  private markSlow(key: string, slow: boolean): void {
+    if (slow) this.slowSince.set(key, performance.now());
+    else this.slowSince.delete(key);
   }
 
   private answer(entry: ChannelPolls, poll: AckPoll, status: HecAckStatus | Error): void {
@@ -231,6 +241,7 @@ export class AckPolls {
       for (const [id, kept] of entry.indexed) if (now - kept.at > KEEP_ANSWER_MS) entry.indexed.delete(id);
       this.dropIfIdle(key, entry);
     }
+    for (const [key, since] of this.slowSince) if (now - since > KEEP_ANSWER_MS && !this.byChannel.has(key)) this.slowSince.delete(key);
   }
 }
 

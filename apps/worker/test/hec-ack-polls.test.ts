@@ -152,8 +152,13 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
       sent.push(acks);
       return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ acks: Object.fromEntries(acks.map((id) => [String(id), true])) }) };
     });
-    expect(await polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2), 2)).toBe('indexed');
-    expect(sent).toEqual([[1], [2]]);
+    // The channel's last request failed: job 2's poll does not wait (docs/siem.md), but its ackId is asked again
+    // at once, and the answer is kept for its next poll; that request answered in time, so the next poll waits.
+    expect(await polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2), 2)).toBe('unknown');
+    await sleep(100);
+    expect(await polls.ask(jobContext('job-2b', lines, post, polls), delivery('whdel_2', 2), 2)).toBe('indexed');
+    expect(await polls.ask(jobContext('job-3', lines, post, polls), delivery('whdel_3', 3), 3)).toBe('indexed');
+    expect(sent).toEqual([[1], [2], [3]]);
   });
 
   it('answers each delivery its own ackId, duplicates and extra ids in the answer notwithstanding', async () => {
@@ -211,3 +216,35 @@ describe('AckPolls: a channel slower than the wait (WEBHOOK_SLOW_ATTEMPT_MS)', (
   });
 });
 
+
+describe('AckPolls: a channel whose last request failed or was slow (review)', () => {
+  it('is still slow for the next poll once that request has ended: the poll does not wait again for a hung endpoint', async () => {
+    const lines: LogLine[] = [];
+    const { post, sent } = transport(null, () => ({}), 300);
+    const polls = new AckPolls(200);
+    // The first poll waits 200 ms for the request, which hangs and fails at the transport's 300 ms timeout.
+    expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
+    await sleep(300);
+    expect(lines.filter((l) => l.message === 'HEC ack poll failed')).toHaveLength(1);
+    // The channel's last request failed: the next poll (a new cycle) must not hold its job (a worker slot) again.
+    const started = performance.now();
+    expect(await polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2), 2)).toBe('unknown');
+    expect(performance.now() - started).toBeLessThan(100);
+    await sleep(400);
+    expect(sent).toEqual([[1], [2]]);
+    expect(polls.size).toBe(0);
+  });
+
+  it('is still slow for the next poll after an answer slower than the wait', async () => {
+    const lines: LogLine[] = [];
+    const { post, sent } = transport(400, (acks) => Object.fromEntries(acks.map((id) => [String(id), false])));
+    const polls = new AckPolls(100);
+    expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
+    await sleep(500);
+    const started = performance.now();
+    expect(await polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2), 2)).toBe('unknown');
+    expect(performance.now() - started).toBeLessThan(50);
+    await sleep(500);
+    expect(sent).toEqual([[1], [2]]);
+  });
+});

@@ -48,7 +48,7 @@ import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './is
 import type { Queue } from 'bullmq';
 import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
 import { enqueueAfterCommit, heldBackMarker, outboxDeps, type DeliveryRef } from '@svc/outbox';
-import { ACK_MISSING_ERROR, AckPolls, awaitsHecAck, pollHecAck } from './hec-ack';
+import { ACK_MISSING_ERROR, AckPolls, awaitsHecAck, pollHecAck, recordLateIndexed } from './hec-ack';
 
 export interface DeliveryContext extends WorkerDeps {
   post: PostWebhook;
@@ -147,7 +147,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     recorder,
     markHeldBack,
     enqueueEvents,
-    ackPolls: new AckPolls(deps.config.webhooks.isolation?.slowAttemptMs ?? DEFAULT_ISOLATION_RULES.slowAttemptMs),
+    ackPolls: new AckPolls(deps.config.webhooks.isolation?.slowAttemptMs ?? DEFAULT_ISOLATION_RULES.slowAttemptMs, recordLateIndexed),
   };
 }
 

@@ -11,6 +11,7 @@ import { nextAttempt } from '@svc/domain';
 import { HEC_ACK_PATH, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
 import { credentialsBoundElsewhere, type DeliveryContext, type DeliveryResult, type LoadedDelivery } from './deliver';
 import { notifyHealthChange } from './health-notify';
+import { deliveriesEnded } from './metrics';
 import type { DeliveryRef } from '@svc/outbox';
 import { postponeAckPoll, settleAck, type AwaitedAck, type SubscriptionEffect } from './record';
 import { USER_AGENT } from './request';
@@ -26,7 +27,7 @@ export const ACK_MISSING_ERROR =
   'hec_ack is on but Splunk answered without an ackId: turn on indexer acknowledgement for the HEC token, or turn hec_ack off';
 
 /** One delivery's poll of its awaited ackId, with the job's context and the delivery as that job loaded it. */
-interface AckPoll {
+export interface AckPoll {
   ctx: DeliveryContext;
   delivery: LoadedDelivery;
   ackId: number;
@@ -126,7 +127,15 @@ export class AckPolls {
   private readonly slowSince = new Map<string, number>();
   private lastSweep = 0;
 
-  constructor(private readonly waitMs: number) {}
+  /**
+   * `recordLate`: records an 'indexed' answer that came after its poll stopped waiting (true: the delivery is settled).
+   * Splunk says true about an ackId once; kept only in this worker's memory, the answer would be lost when the
+   * delivery's next poll runs on another worker (or after a restart), and the delivery sent again.
+   */
+  constructor(
+    private readonly waitMs: number,
+    private readonly recordLate?: (poll: AckPoll) => Promise<boolean>,
+  ) {}
 
   /** What Splunk says about the delivery's awaited ackId: 'unknown' when the channel did not answer within the wait. */
   async ask(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
@@ -222,7 +231,15 @@ export class AckPolls {
       entry.waiters.delete(id);
       waiter.settle(status);
     } else if (status === 'indexed') {
-      entry.indexed.set(id, { ackId: poll.ackId, at: performance.now() });
+      const kept = { ackId: poll.ackId, at: performance.now() };
+      entry.indexed.set(id, kept);
+      // Recorded at once; kept too, for this worker's next poll should the record fail (never rejects).
+      void this.recordLate?.(poll).then(
+        (settled) => {
+          if (settled && entry.indexed.get(id) === kept) entry.indexed.delete(id);
+        },
+        () => undefined,
+      );
     }
   }
 
@@ -247,12 +264,7 @@ export class AckPolls {
 
 /** A poll of the delivery's awaited ack, and what follows from the answer. */
 export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<DeliveryResult> {
-  const awaited: AwaitedAck = {
-    deliveryId: delivery.id,
-    subscriptionId: delivery.subscriptionId,
-    number: delivery.attemptCount,
-    ackId: delivery.hecAckId!,
-  };
+  const awaited = awaitedAckOf(delivery);
   const ackId = Number(awaited.ackId);
   const deadline = delivery.hecAckDeadline ?? ctx.clock.now();
   const status = await ctx.ackPolls.ask(ctx, delivery, ackId);
@@ -263,14 +275,40 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
     return { status: 'awaiting_ack', until: decision.at };
   }
   if (decision.action === 'succeed') {
-    const published: DeliveryRef[] = [];
-    const { settled } = await settleAck(ctx.prisma, awaited, { outcome: 'success', delivery: { status: 'succeeded' } }, now, published);
-    await ctx.enqueueEvents(published);
-    if (!settled) return { status: 'conflict' };
-    ctx.logger.debug('HEC ack: indexed', { delivery_id: delivery.id, attempt: awaited.number });
+    if (!(await recordIndexed(ctx, awaited, now))) return { status: 'conflict' };
     return { status: 'succeeded', attempt: awaited.number, outcome: 'success' };
   }
   return giveUp(ctx, awaited, ackId, now);
+}
+
+function awaitedAckOf(delivery: LoadedDelivery): AwaitedAck {
+  return { deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, number: delivery.attemptCount, ackId: delivery.hecAckId! };
+}
+
+/** Splunk said indexed: attempt N succeeded, and the delivery (false: settled already, by another poll or worker). */
+async function recordIndexed(ctx: DeliveryContext, awaited: AwaitedAck, now: Date): Promise<boolean> {
+  const published: DeliveryRef[] = [];
+  const { settled } = await settleAck(ctx.prisma, awaited, { outcome: 'success', delivery: { status: 'succeeded' } }, now, published);
+  await ctx.enqueueEvents(published);
+  if (settled) ctx.logger.debug('HEC ack: indexed', { delivery_id: awaited.deliveryId, attempt: awaited.number });
+  return settled;
+}
+
+/**
+ * An 'indexed' answer that came after its poll stopped waiting (AckPolls): recorded at once, claimed by the attempt
+ * and ackId that poll saw (nothing when the delivery moved on). The job's next poll finds the delivery settled.
+ */
+export async function recordLateIndexed(poll: AckPoll): Promise<boolean> {
+  const { ctx, delivery } = poll;
+  try {
+    if (delivery.hecAckId === null || Number(delivery.hecAckId) !== poll.ackId) return false;
+    const settled = await recordIndexed(ctx, awaitedAckOf(delivery), ctx.clock.now());
+    if (settled) deliveriesEnded.inc({ result: 'succeeded', reason: 'success' });
+    return settled;
+  } catch (err) {
+    ctx.logger.warn('Could not record a late HEC ack (kept for the next poll of this worker)', { delivery_id: delivery.id, error: String(err) });
+    return false;
+  }
 }
 
 /** No ack by the deadline: attempt N failed; the delivery is sent again after the backoff, or fails. */

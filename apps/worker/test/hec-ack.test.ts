@@ -25,6 +25,9 @@ class FakeHec {
   readonly ackDelayMs = new Map<string, number>();
   /** The token each ackId was issued under, by `channel:ackId`. */
   readonly tokenOfAck = new Map<string, string>();
+  /** Channels that say true about an ackId once and then forget it, as Splunk does (later asks answer false). */
+  readonly trueOnce = new Set<string>();
+  private readonly reported = new Set<string>();
 
   channel(indexing: Indexing): string {
     const id = randomUUID();
@@ -55,7 +58,10 @@ class FakeHec {
     for (const id of acks) {
       const n = (channel.polls.get(id) ?? 0) + 1;
       channel.polls.set(id, n);
-      answer[String(id)] = channel.indexing(id, n);
+      const key = `${request.headers['x-splunk-request-channel']}:${id}`;
+      const once = this.trueOnce.has(request.headers['x-splunk-request-channel'] as string);
+      answer[String(id)] = channel.indexing(id, n) && !(once && this.reported.has(key));
+      if (answer[String(id)] && once) this.reported.add(key);
     }
     const delayMs = this.ackDelayMs.get(request.headers['x-splunk-request-channel'] as string);
     return { ...json(200, { acks: answer }), ...(delayMs && { delayMs }) };
@@ -428,6 +434,48 @@ describe('a channel whose ack endpoint answers, but slower than the wait', () =>
       expect(local.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(6);
     } finally {
       await worker.close();
+    }
+  }, 60_000);
+});
+
+// Review: Splunk reports an ackId true once (a later ask answers false); an 'indexed' answer kept in one worker's
+// memory is lost to every other worker.
+describe('a slow ack endpoint that reports each ackId true once (as Splunk does), with the job taken by another worker', () => {
+  let local: World;
+  const lhec = new FakeHec();
+  beforeAll(async () => {
+    // Polls wait 300 ms at most; the endpoint takes 800 ms; one poll every 1.5 s, 6 s to be acknowledged.
+    local = await createWorld({
+      env: { ...ENV, WEBHOOK_HEC_ACK_TIMEOUT_MS: '6000', WEBHOOK_HEC_ACK_POLL_MS: '1500', WEBHOOK_SLOW_ATTEMPT_MS: '300' },
+      worker: false,
+    });
+    local.receiver.script(EVENT_PATH, (req) => lhec.event(req));
+    local.receiver.script(ACK_PATH, (req) => lhec.ack(req));
+  });
+  afterAll(() => local?.close());
+
+  it("settles the delivery on its one POST: Splunk's one 'indexed' answer is not lost in the worker that asked", async () => {
+    const first = await startWorker(local.workerDeps, { schedule: false });
+    let second: Awaited<ReturnType<typeof startWorker>> | null = null;
+    try {
+      const channel = lhec.channel(() => true);
+      lhec.trueOnce.add(channel);
+      lhec.ackDelayMs.set(channel, 800);
+      const sub = await hecSubscription(channel, local, ['finding.created']);
+      const deliveryId = await local.deliveryFor(await local.publish({ type: 'finding.created', data: FINDING }), sub.id);
+      // The first worker's poll goes out; Splunk answers 'indexed' 800 ms later, after the poll stopped waiting.
+      await poll(async () => local.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first ack poll');
+      await new Promise((r) => setTimeout(r, 1_000));
+      // The job's next poll is taken by another live worker (the first one takes no more jobs).
+      await first.deliveryWorker.pause();
+      second = await startWorker(local.workerDeps, { schedule: false });
+      const delivery = await local.waitForDelivery(deliveryId, 20_000);
+      expect(delivery).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+      expect(delivery.attempts.map((a) => a.outcome)).toEqual(['success']);
+      expect(local.receiver.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(1);
+    } finally {
+      await second?.close();
+      await first.close();
     }
   }, 60_000);
 });

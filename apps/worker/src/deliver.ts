@@ -39,7 +39,7 @@ import {
   type SubscriptionEffect,
 } from './record';
 import { deliveryHeaders } from './request';
-import { DEFAULT_ISOLATION_RULES, nextAttempt, postponeOrFail, wakeJitterMs, type WaitReason } from '@svc/domain';
+import { nextAttempt, postponeOrFail, wakeJitterMs, type WaitReason } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { attemptSignatures, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
@@ -147,7 +147,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     recorder,
     markHeldBack,
     enqueueEvents,
-    ackPolls: new AckPolls(deps.config.webhooks.isolation?.slowAttemptMs ?? DEFAULT_ISOLATION_RULES.slowAttemptMs, recordLateIndexed),
+    ackPolls: new AckPolls(deps.config.webhooks.hecAck.waitMs, recordLateIndexed),
   };
 }
 

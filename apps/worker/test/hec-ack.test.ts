@@ -479,3 +479,39 @@ describe('a slow ack endpoint that reports each ackId true once (as Splunk does)
     }
   }, 60_000);
 });
+
+// Review: WEBHOOK_SLOW_ATTEMPT_MS bounds a poll's wait (docs/operations.md) with WEBHOOK_ISOLATION off too.
+describe('a hung ack endpoint with WEBHOOK_ISOLATION=false and WEBHOOK_SLOW_ATTEMPT_MS set', () => {
+  let local: World;
+  const lhec = new FakeHec();
+  beforeAll(async () => {
+    local = await createWorld({
+      env: { ...ENV, WEBHOOK_ISOLATION: 'false', WEBHOOK_SLOW_ATTEMPT_MS: '200', WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_TIMEOUT_MS: '8000' },
+      worker: false,
+    });
+    local.receiver.script(EVENT_PATH, (req) => lhec.event(req));
+    local.receiver.script(ACK_PATH, (req) => lhec.ack(req));
+    local.receiver.script('/healthy', () => ({ status: 200, body: 'ok' }));
+  });
+  afterAll(() => local?.close());
+
+  it("holds the worker's one slot for WEBHOOK_SLOW_ATTEMPT_MS at most, not the 2 s default", async () => {
+    const worker = await startWorker(local.workerDeps, { schedule: false, delivery: { concurrency: 1 } });
+    try {
+      const channel = lhec.channel(() => false);
+      lhec.ackDelayMs.set(channel, 600_000);
+      const sub = await hecSubscription(channel, local, ['finding.created']);
+      const healthy = await local.subscribe({ name: 'healthy', url: local.receiver.url('/healthy'), events: ['report.ready'] });
+      await local.deliveryFor(await local.publish({ type: 'finding.created', data: FINDING }), sub.id);
+      // The first poll of the (new, not yet slow) channel waits for its hung request: the one slot is taken.
+      await poll(async () => local.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first ack poll');
+      const started = Date.now();
+      const id = await local.deliveryFor(await local.publish({ type: 'report.ready', data: { report_id: 'rep_1' } }), healthy.id);
+      expect(await local.waitForDelivery(id, 10_000)).toMatchObject({ status: 'succeeded' });
+      const at = local.receiver.requests('/healthy')[0].at;
+      expect(at - started).toBeLessThan(1_000);
+    } finally {
+      await worker.close();
+    }
+  }, 60_000);
+});

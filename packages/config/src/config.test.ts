@@ -28,7 +28,7 @@ describe('loadConfig', () => {
       maxPayloadBytes: 256 * 1024,
       allowedHosts: [],
       secretGraceHours: 72,
-      hecAck: { timeoutMs: 60_000, pollMs: 5_000 },
+      hecAck: { timeoutMs: 60_000, pollMs: 5_000, waitMs: 2_000 },
       health: { failingAfterFailures: 3, disableAfterFailures: 10, disableMinSpanMs: 24 * 3600 * 1000 },
       retentionDays: 30,
     });
@@ -36,7 +36,9 @@ describe('loadConfig', () => {
   });
 
   it('reads the HEC acknowledgement timeout and poll interval, and refuses values too small to mean anything', () => {
-    expect(loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_HEC_ACK_POLL_MS: '2000' }).webhooks.hecAck).toEqual({ timeoutMs: 30_000, pollMs: 2_000 });
+    expect(loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_HEC_ACK_POLL_MS: '2000' }).webhooks.hecAck).toEqual({ timeoutMs: 30_000, pollMs: 2_000, waitMs: 2_000 });
+    // The ack polls' wait is WEBHOOK_SLOW_ATTEMPT_MS whether per-subscription isolation is on or off.
+    expect(loadConfig({ WEBHOOK_ISOLATION: 'false', WEBHOOK_SLOW_ATTEMPT_MS: '500' }).webhooks.hecAck.waitMs).toBe(500);
     expect(() => loadConfig({ WEBHOOK_HEC_ACK_POLL_MS: '0' })).toThrow(/WEBHOOK_HEC_ACK_POLL_MS/);
     expect(() => loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: 'soon' })).toThrow(/WEBHOOK_HEC_ACK_TIMEOUT_MS/);
   });

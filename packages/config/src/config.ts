@@ -286,7 +286,12 @@ export interface Config {
     egressProxy?: URL;
     secretGraceHours: number;
     /** Splunk HEC indexer acknowledgement: deadline after the event POST, and the wait between polls. */
-    hecAck: { timeoutMs: number; pollMs: number };
+    hecAck: {
+      timeoutMs: number;
+      pollMs: number;
+      /** The longest a poll waits for its channel's request (WEBHOOK_SLOW_ATTEMPT_MS, with or without isolation). */
+      waitMs: number;
+    };
     health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
     connectTimeoutMs: number;
@@ -490,7 +495,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       extraCaFile: value.WEBHOOK_EXTRA_CA_FILE || undefined,
       egressProxy: value.WEBHOOK_EGRESS_PROXY ? new URL(value.WEBHOOK_EGRESS_PROXY) : undefined,
       secretGraceHours: value.WEBHOOK_SECRET_GRACE_HOURS,
-      hecAck: { timeoutMs: value.WEBHOOK_HEC_ACK_TIMEOUT_MS, pollMs: value.WEBHOOK_HEC_ACK_POLL_MS },
+      hecAck: { timeoutMs: value.WEBHOOK_HEC_ACK_TIMEOUT_MS, pollMs: value.WEBHOOK_HEC_ACK_POLL_MS, waitMs: value.WEBHOOK_SLOW_ATTEMPT_MS },
       health: {
         failingAfterFailures: value.WEBHOOK_FAILING_AFTER_FAILURES,
         disableAfterFailures: value.WEBHOOK_DISABLE_AFTER_FAILURES,

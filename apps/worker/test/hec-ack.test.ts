@@ -552,3 +552,25 @@ describe('a hung ack endpoint with WEBHOOK_ISOLATION=false and WEBHOOK_SLOW_ATTE
     }
   }, 60_000);
 });
+
+// Review: ackIds are counted per channel; the delivery keeps its ackId but not the channel it was issued on.
+describe("a subscription's splunk_channel PATCHed while its delivery waits for the ack", () => {
+  // KNOWN DEFECT (pre-existing: fails on 011df28 and on 4ad2ed8 before it; not fixed, it needs the channel, or the
+  // whole AckPolls key, saved with the ackId on the delivery row): remove `.failing` once fixed.
+  it.failing("does not take the new channel's answer about the same ackId number for the delivery's event", async () => {
+    // The old channel never indexes the delivery's event; the new one indexes every event it has received.
+    const oldChannel = hec.channel(() => false);
+    const newChannel = hec.channel((id) => w.receiver.requests(EVENT_PATH).filter(onChannel(newChannel)).length > id);
+    const sub = await hecSubscription(oldChannel, w, ['assessment.completed']);
+    const deliveryId = await w.deliveryFor(await w.publish({ type: 'assessment.completed', data: { assessment_id: 'asm_9', project_id: 'prj_1' } }), sub.id);
+    await poll(async () => w.receiver.requests(ACK_PATH).filter(onChannel(oldChannel)).length, (n) => n >= 1, 10_000, 'a first ack poll');
+    const patched = await w.api().patch(`/api/v1/webhooks/subscriptions/${sub.id}`).set(bearer(w.org.admin.token)).send({ splunk_channel: newChannel });
+    expect(patched.status).toBe(200);
+    // The subscription's next event goes to the new channel, where it is ackId 0 too, and is indexed.
+    await w.publish({ type: 'assessment.completed', data: { assessment_id: 'asm_10', project_id: 'prj_1' } });
+    await poll(async () => w.receiver.requests(EVENT_PATH).filter(onChannel(newChannel)).length, (n) => n >= 1, 10_000, 'the event on the new channel');
+    const delivery = await w.waitForDelivery(deliveryId, 15_000);
+    // Splunk never said the first event (old channel, ackId 0) was indexed: not a success on its first attempt.
+    expect(delivery.attempts[0].outcome).not.toBe('success');
+  }, 30_000);
+});

@@ -106,6 +106,8 @@ interface ChannelPolls {
   indexed: Map<string, { ackId: number; at: number }>;
   /** When the request in flight was sent (performance.now()); null while none is. */
   inFlightSince: number | null;
+  /** The deliveries whose ackIds the request in flight carries. */
+  asking: Map<string, number>;
 }
 
 /**
@@ -140,8 +142,7 @@ export class AckPolls {
   /** What Splunk says about the delivery's awaited ackId: 'unknown' when the channel did not answer within the wait. */
   async ask(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number): Promise<HecAckStatus> {
     this.sweep();
-    const { subscription } = delivery;
-    const key = [subscription.id, subscription.url, subscription.splunkChannel, subscription.authorizationEnc].join('\n');
+    const key = channelKey(delivery);
     const entry = this.entryFor(key);
     const kept = entry.indexed.get(delivery.id);
     entry.indexed.delete(delivery.id);
@@ -156,6 +157,12 @@ export class AckPolls {
     return this.waitForAnswer(entry, delivery.id, ackId, waitMs);
   }
 
+  /** Whether a request in flight or the channel's next one carries this delivery's ackId (its answer is to come). */
+  awaitsAnswer(delivery: LoadedDelivery, ackId: number): boolean {
+    const entry = this.byChannel.get(channelKey(delivery));
+    return entry !== undefined && (entry.asking.get(delivery.id) === ackId || entry.next.get(delivery.id)?.ackId === ackId);
+  }
+
   /** Channels with requests in flight, polls waiting or answers kept (for tests). */
   get size(): number {
     return this.byChannel.size;
@@ -164,7 +171,7 @@ export class AckPolls {
   private entryFor(key: string): ChannelPolls {
     let entry = this.byChannel.get(key);
     if (!entry) {
-      entry = { next: new Map(), waiters: new Map(), indexed: new Map(), inFlightSince: null };
+      entry = { next: new Map(), waiters: new Map(), indexed: new Map(), inFlightSince: null, asking: new Map() };
       this.byChannel.set(key, entry);
     }
     return entry;
@@ -192,6 +199,7 @@ export class AckPolls {
   /** Sends the channel's next request; when it ends, answers its polls and sends the next one if polls came meanwhile. */
   private send(key: string, entry: ChannelPolls): void {
     const polls = [...entry.next.values()].slice(0, ACKS_PER_POLL);
+    entry.asking = new Map(polls.map((poll) => [poll.delivery.id, poll.ackId]));
     for (const poll of polls) entry.next.delete(poll.delivery.id);
     const sentAt = performance.now();
     entry.inFlightSince = sentAt;
@@ -214,6 +222,7 @@ export class AckPolls {
       )
       .finally(() => {
         entry.inFlightSince = null;
+        entry.asking = new Map();
         if (entry.next.size > 0) this.send(key, entry);
         else this.dropIfIdle(key, entry);
       });
@@ -262,6 +271,12 @@ export class AckPolls {
   }
 }
 
+/** The AckPolls key: a subscription as loaded (its id, URL, channel and sealed token). */
+function channelKey(delivery: LoadedDelivery): string {
+  const { subscription } = delivery;
+  return [subscription.id, subscription.url, subscription.splunkChannel, subscription.authorizationEnc].join('\n');
+}
+
 /** A poll of the delivery's awaited ack, and what follows from the answer. */
 export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<DeliveryResult> {
   const awaited = awaitedAckOf(delivery);
@@ -269,6 +284,11 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
   const deadline = delivery.hecAckDeadline ?? ctx.clock.now();
   const status = await ctx.ackPolls.ask(ctx, delivery, ackId);
   const now = ctx.clock.now();
+  if (status === 'unknown' && answerStillComing(ctx, delivery, ackId, deadline, now)) {
+    const at = new Date(Math.min(now.getTime() + ctx.config.webhooks.hecAck.pollMs, deadline.getTime() + ctx.config.webhooks.timeoutMs));
+    await postponeAckPoll(ctx.prisma, awaited, at);
+    return { status: 'awaiting_ack', until: at };
+  }
   const decision = hecAckDecision(status, deadline, now, ctx.config.webhooks.hecAck.pollMs);
   if (decision.action === 'poll') {
     await postponeAckPoll(ctx.prisma, awaited, decision.at);
@@ -279,6 +299,15 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
     return { status: 'succeeded', attempt: awaited.number, outcome: 'success' };
   }
   return giveUp(ctx, awaited, ackId, now);
+}
+
+/**
+ * At the deadline, a slow channel's poll that did not wait for its answer gives the request carrying its ackId (asked
+ * before the deadline) up to one request timeout before giving up: a late 'indexed' settles the delivery meanwhile.
+ */
+function answerStillComing(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number, deadline: Date, now: Date): boolean {
+  if (now.getTime() < deadline.getTime() || now.getTime() >= deadline.getTime() + ctx.config.webhooks.timeoutMs) return false;
+  return ctx.ackPolls.awaitsAnswer(delivery, ackId);
 }
 
 function awaitedAckOf(delivery: LoadedDelivery): AwaitedAck {

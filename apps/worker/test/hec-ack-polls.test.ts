@@ -104,11 +104,12 @@ describe('AckPolls: a poll that waits behind another poll of its channel', () =>
 
   it("logs under its own job (and names its delivery), not under the job that opened the channel's entry", async () => {
     const lines: LogLine[] = [];
-    const { post } = transport(100, () => ({}) /* 2xx without the ids: unknown */, 300);
+    const { post, sent } = transport(100, () => ({}) /* 2xx without the ids: unknown */, 300);
     const polls = new AckPolls(2_000);
     // Job 1 opens the entry; jobs 2 and 3 fall due while its request is in flight; the endpoint then stops answering.
     const first = polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1);
-    await sleep(20);
+    // (Once job 1's request has reached the receiver: a fixed 20 ms was too short on a loaded machine.)
+    while (sent.length === 0) await sleep(5);
     receiver.script(ACK_PATH, () => ({ hang: true }));
     const rest = [
       polls.ask(jobContext('job-2', lines, post, polls), delivery('whdel_2', 2), 2),

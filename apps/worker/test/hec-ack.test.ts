@@ -495,9 +495,8 @@ describe('a slow ack endpoint whose event is indexed shortly before the ack dead
   });
   afterAll(() => local?.close());
 
-  // KNOWN DEFECT (review of 011df28, not fixed): remove `.failing` once the poll on the deadline no longer gives up
-  // on an ackId whose request is still out (it failed here with attemptCount 3; it passed before 011df28).
-  it.failing('succeeds on its one POST when Splunk says indexed about an ackId asked before the deadline', async () => {
+  // Review of 011df28: the poll on the deadline gave up on an ackId whose request was still out (attemptCount 3).
+  it('succeeds on its one POST when Splunk says indexed about an ackId asked before the deadline', async () => {
     const worker = await startWorker(local.workerDeps, { schedule: false });
     try {
       // Indexed 1.5 s after its POST (ackIds are counted per channel: ackId n is the channel's n-th event).

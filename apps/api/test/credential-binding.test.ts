@@ -251,6 +251,25 @@ describe('webhook subscriptions: url', () => {
     expect(both.body).toMatchObject({ has_authorization: false, has_azure_credentials: false });
   });
 
+  it("leaves another organization untouched: its own subscription keeps its binding, and it cannot rebind this one's", async () => {
+    const other = await createOrg(h);
+    const mine = await subscribe({ url: `${HOST_A}/services/collector`, authorization: 'Splunk mine' });
+    const theirs = await api().post(SUBS).set(bearer(other.admin.token)).send({ name: 'theirs', events: ['finding.created'], url: `${HOST_A}/services/collector`, authorization: 'Splunk theirs' });
+    expect(theirs.status).toBe(201);
+    const theirsBefore = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: theirs.body.id } });
+    await h.deps.prisma.webhookSubscription.update({ where: { id: mine }, data: { url: `${HOST_B}/services/collector` } });
+    const mineBefore = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: mine } });
+
+    // The other organization cannot see, let alone rebind, this one's subscription (404, nothing changed).
+    const foreign = await api().patch(`${SUBS}/${mine}`).set(bearer(other.admin.token)).send({ url: `${HOST_B}/services/collector`, authorization: 'Splunk stolen' });
+    expect(foreign.status).toBe(404);
+    expect(await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: mine } })).toEqual(mineBefore);
+    // This organization's refused and accepted rebinds leave the other's row as it was.
+    expect((await api().patch(`${SUBS}/${mine}`).set(bearer(org.admin.token)).send({ url: `${HOST_B}/services/collector` })).status).toBe(422);
+    expect((await api().patch(`${SUBS}/${mine}`).set(bearer(org.admin.token)).send({ authorization: 'Splunk new' })).status).toBe(200);
+    expect(await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: theirs.body.id } })).toEqual(theirsBefore);
+  });
+
   it('holds at the project level too', async () => {
     const project = await createProject(h, org.id);
     const base = `/api/v1/projects/${project.id}/webhooks/subscriptions`;

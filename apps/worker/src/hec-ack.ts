@@ -115,7 +115,8 @@ interface ChannelPolls {
  * waits for its answer only while the channel answers within `waitMs` (WEBHOOK_SLOW_ATTEMPT_MS): behind a slow or
  * hung ack endpoint it does not hold a worker slot for the request's timeout (with a few hundred deliveries awaiting
  * acks, their polls would hold every slot and starve every other subscription). Its ackId still goes in the
- * channel's next request, and an 'indexed' answer is kept for the delivery's next poll. Each request is made for the
+ * channel's next request, and an 'indexed' answer that comes later is recorded at once (`recordLate`; kept for the
+ * delivery's next poll in this worker should the record fail). Each request is made for the
  * polls it carries (their jobs, their snapshots), never for the poll that happened to start it.
  */
 export class AckPolls {
@@ -210,8 +211,10 @@ export class AckPolls {
           polls.forEach((poll, i) => this.answer(entry, poll, answers[i]));
           // The polls that came while a failed request was in flight take its failure rather than a request of their
           // own (asked again at their next poll): a failing endpoint is not asked again at once.
-          if (failed) for (const poll of entry.next.values()) this.answer(entry, poll, 'unknown');
-          if (failed) entry.next.clear();
+          if (failed) {
+            for (const poll of entry.next.values()) this.answer(entry, poll, 'unknown');
+            entry.next.clear();
+          }
         },
         (err: unknown) => {
           const error = err instanceof Error ? err : new Error(String(err));
@@ -284,12 +287,9 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
   const deadline = delivery.hecAckDeadline ?? ctx.clock.now();
   const status = await ctx.ackPolls.ask(ctx, delivery, ackId);
   const now = ctx.clock.now();
-  if (status === 'unknown' && answerStillComing(ctx, delivery, ackId, deadline, now)) {
-    const at = new Date(Math.min(now.getTime() + ctx.config.webhooks.hecAck.pollMs, deadline.getTime() + ctx.config.webhooks.timeoutMs));
-    await postponeAckPoll(ctx.prisma, awaited, at);
-    return { status: 'awaiting_ack', until: at };
-  }
-  const decision = hecAckDecision(status, deadline, now, ctx.config.webhooks.hecAck.pollMs);
+  // At the deadline, the request carrying this ackId (asked before it) gets up to one request timeout more.
+  const stillAsked = ctx.ackPolls.awaitsAnswer(delivery, ackId) ? { graceMs: ctx.config.webhooks.timeoutMs } : undefined;
+  const decision = hecAckDecision(status, deadline, now, ctx.config.webhooks.hecAck.pollMs, stillAsked);
   if (decision.action === 'poll') {
     await postponeAckPoll(ctx.prisma, awaited, decision.at);
     return { status: 'awaiting_ack', until: decision.at };
@@ -299,15 +299,6 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
     return { status: 'succeeded', attempt: awaited.number, outcome: 'success' };
   }
   return giveUp(ctx, awaited, ackId, now);
-}
-
-/**
- * At the deadline, a slow channel's poll that did not wait for its answer gives the request carrying its ackId (asked
- * before the deadline) up to one request timeout before giving up: a late 'indexed' settles the delivery meanwhile.
- */
-function answerStillComing(ctx: DeliveryContext, delivery: LoadedDelivery, ackId: number, deadline: Date, now: Date): boolean {
-  if (now.getTime() < deadline.getTime() || now.getTime() >= deadline.getTime() + ctx.config.webhooks.timeoutMs) return false;
-  return ctx.ackPolls.awaitsAnswer(delivery, ackId);
 }
 
 function awaitedAckOf(delivery: LoadedDelivery): AwaitedAck {

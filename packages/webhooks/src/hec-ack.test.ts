@@ -87,4 +87,14 @@ describe('hecAckSchedule and hecAckDecision', () => {
     expect(hecAckDecision('pending', at(60_000), at(60_000), 5_000)).toEqual({ action: 'give_up' });
     expect(hecAckDecision('unknown', at(60_000), at(90_000), 5_000)).toEqual({ action: 'give_up' });
   });
+
+  it("past the deadline, polls again while an 'unknown' ackId is still being asked, for up to the grace", () => {
+    const stillAsked = { graceMs: 10_000 };
+    expect(hecAckDecision('unknown', at(60_000), at(60_000), 5_000, stillAsked)).toEqual({ action: 'poll', at: at(65_000) });
+    expect(hecAckDecision('unknown', at(60_000), at(67_000), 5_000, stillAsked)).toEqual({ action: 'poll', at: at(70_000) });
+    expect(hecAckDecision('unknown', at(60_000), at(70_000), 5_000, stillAsked)).toEqual({ action: 'give_up' });
+    // Splunk answered 'not indexed': nothing more to wait for.
+    expect(hecAckDecision('pending', at(60_000), at(60_000), 5_000, stillAsked)).toEqual({ action: 'give_up' });
+    expect(hecAckDecision('indexed', at(60_000), at(69_000), 5_000, stillAsked)).toEqual({ action: 'succeed' });
+  });
 });

@@ -62,10 +62,20 @@ export interface HecAckTiming {
  */
 export type HecAckDecision = { action: 'succeed' } | { action: 'poll'; at: Date } | { action: 'give_up' };
 
-export function hecAckDecision(status: HecAckStatus, deadline: Date, now: Date, pollMs: number): HecAckDecision {
+/**
+ * `stillAsked`: the answer about this ackId is still to come from a request sent before the deadline (a slow channel's
+ * poll does not wait for it): an 'unknown' at the deadline then polls again, for up to `graceMs` past it, rather
+ * than give up without that answer.
+ */
+export function hecAckDecision(status: HecAckStatus, deadline: Date, now: Date, pollMs: number, stillAsked?: { graceMs: number }): HecAckDecision {
   if (status === 'indexed') return { action: 'succeed' };
-  if (now.getTime() >= deadline.getTime()) return { action: 'give_up' };
-  return { action: 'poll', at: new Date(Math.min(now.getTime() + pollMs, deadline.getTime())) };
+  const t = now.getTime();
+  const due = deadline.getTime();
+  if (t < due) return { action: 'poll', at: new Date(Math.min(t + pollMs, due)) };
+  if (stillAsked && status === 'unknown' && t < due + stillAsked.graceMs) {
+    return { action: 'poll', at: new Date(Math.min(t + pollMs, due + stillAsked.graceMs)) };
+  }
+  return { action: 'give_up' };
 }
 
 /** When an event POST answered at `sentAt` must be acknowledged by, and when to ask first. */

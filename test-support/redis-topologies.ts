@@ -133,15 +133,28 @@ export async function startSentinelSet(masterName = 'svc-main'): Promise<Sentine
       async failOver({ keepOldMaster = false, via = 0 } = {}) {
         const sentinelPort = sentinelPorts[via];
         const oldMaster = await masterOf(sentinelPort);
-        // Right after a failover the sentinels may still be settling (INPROG, NOGOODSLAVE): ask again.
-        await waitFor('a sentinel to accept SENTINEL FAILOVER', async () => {
-          const answer = await redisCli(sentinelPort, 'SENTINEL', 'FAILOVER', masterName);
-          if (answer !== 'OK') await new Promise((r) => setTimeout(r, 200));
-          return answer === 'OK';
-        }, 30_000);
-        const deadline = Date.now() + 30_000;
+        const failoverInProgress = async () => {
+          const fields = (await redisCli(sentinelPort, 'SENTINEL', 'master', masterName)).split('\n');
+          return fields[fields.indexOf('flags') + 1].includes('failover_in_progress');
+        };
+        // Right after a failover the sentinels may still be settling (INPROG, NOGOODSLAVE): ask again. A failover the
+        // sentinel accepted can still abort (-failover-abort-no-good-slave, -failover-abort-slave-timeout on a busy
+        // machine): it is then asked again, within one deadline.
+        const deadline = Date.now() + 60_000;
+        const requestFailover = () =>
+          waitFor('a sentinel to accept SENTINEL FAILOVER', async () => {
+            const answer = await redisCli(sentinelPort, 'SENTINEL', 'FAILOVER', masterName);
+            if (answer !== 'OK') await new Promise((r) => setTimeout(r, 200));
+            return answer === 'OK';
+          }, Math.max(1_000, deadline - Date.now()));
+        await requestFailover();
         while ((await masterOf(sentinelPort)) === oldMaster) {
-          if (Date.now() > deadline) throw new Error('the sentinels did not promote the replica within 30000 ms');
+          if (Date.now() > deadline) {
+            // What the sentinel thinks of its replicas says why it would not promote one.
+            const replicas = await redisCli(sentinelPort, 'SENTINEL', 'replicas', masterName);
+            throw new Error(`the sentinels did not promote the replica within 60000 ms; the sentinel's replicas:\n${replicas}`);
+          }
+          if (!(await failoverInProgress()) && (await masterOf(sentinelPort)) === oldMaster) await requestFailover();
           await new Promise((r) => setTimeout(r, 20));
         }
         const promotedAt = Date.now();

@@ -1,8 +1,9 @@
 // Splunk HEC indexer acknowledgement for subscriptions with hec_ack (docs/siem.md "Splunk (HTTP Event Collector)").
 // An event POST that Splunk accepts with an ackId does not end the delivery: the attempt is recorded `ack_pending`,
-// the ackId and deadline are saved on the delivery row, and the job goes back to the queue until the next poll (no
-// worker slot waits meanwhile, and a restarted worker finds the same row). Each poll asks /services/collector/ack on
-// the subscription's host, channel and token, through the worker's one transport: indexed ends the delivery
+// the ackId, its channel and the deadline are saved on the delivery row, and the job goes back to the queue until the
+// next poll (no worker slot waits meanwhile, and a restarted worker finds the same row). Each poll asks
+// /services/collector/ack on the subscription's host and token, on the channel the event POST went on (a changed
+// splunk_channel does not answer for the old one's ackIds), through the worker's one transport: indexed ends the delivery
 // succeeded; no ack by the deadline makes the attempt a failed `ack_timeout`, so the delivery is sent again
 // (at-least-once) or fails per the retry policy. The polls of one channel that fall due while one of its polls is
 // in flight go together in the next request (one request answers many ackIds, as Splunk recommends).
@@ -65,7 +66,7 @@ async function askSplunk(polls: AckPoll[]): Promise<{ answers: HecAckStatus[]; f
     'Content-Type': 'application/json',
     'User-Agent': USER_AGENT,
     ...(subscription.authorizationEnc && { Authorization: ctx.openSealed(subscription.authorizationEnc) }),
-    ...(subscription.splunkChannel && { 'X-Splunk-Request-Channel': subscription.splunkChannel }),
+    ...(ackChannelOf(delivery) && { 'X-Splunk-Request-Channel': ackChannelOf(delivery) }),
   };
   const { target } = check;
   const result = await ctx.post({ url: target.url, address: target.address, family: target.family, headers, body: hecAckRequestBody(ackIds) });
@@ -274,10 +275,18 @@ export class AckPolls {
   }
 }
 
-/** The AckPolls key: a subscription as loaded (its id, URL, channel and sealed token). */
+/** The AckPolls key: a subscription as loaded (its id, URL and sealed token) and the channel the ackId is from. */
 function channelKey(delivery: LoadedDelivery): string {
   const { subscription } = delivery;
-  return [subscription.id, subscription.url, subscription.splunkChannel, subscription.authorizationEnc].join('\n');
+  return [subscription.id, subscription.url, ackChannelOf(delivery), subscription.authorizationEnc].join('\n');
+}
+
+/**
+ * The channel the awaited ackId was issued on: the one the event POST went on, which the delivery keeps; the
+ * subscription's channel for a row saved before it was kept (an ack is awaited only where a channel is set).
+ */
+function ackChannelOf(delivery: LoadedDelivery): string {
+  return delivery.hecAckChannel ?? delivery.subscription.splunkChannel ?? '';
 }
 
 /** A poll of the delivery's awaited ack, and what follows from the answer. */

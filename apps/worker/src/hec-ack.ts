@@ -130,6 +130,8 @@ export class AckPolls {
    */
   private readonly slowSince = new Map<string, number>();
   private lastSweep = 0;
+  /** The late answers being recorded (`recordLate`), for `settled` at shutdown. */
+  private readonly recording = new Set<Promise<unknown>>();
 
   /**
    * `recordLate`: records an 'indexed' answer that came after its poll stopped waiting (true: the delivery is settled).
@@ -163,6 +165,15 @@ export class AckPolls {
   awaitsAnswer(delivery: LoadedDelivery, ackId: number): boolean {
     const entry = this.byChannel.get(channelKey(delivery));
     return entry !== undefined && (entry.asking.get(delivery.id) === ackId || entry.next.get(delivery.id)?.ackId === ackId);
+  }
+
+  /**
+   * Resolves once the late answers being recorded are written (or failed). The worker's close awaits it before the
+   * database is closed: Splunk reports an ackId true once, so an answer whose write a shutdown cut off would be lost,
+   * and its event sent again.
+   */
+  async settled(): Promise<void> {
+    while (this.recording.size > 0) await Promise.allSettled([...this.recording]);
   }
 
   /** Channels with requests in flight, polls waiting or answers kept (for tests). */
@@ -247,12 +258,15 @@ export class AckPolls {
       const kept = { ackId: poll.ackId, at: performance.now() };
       entry.indexed.set(id, kept);
       // Recorded at once; kept too, for this worker's next poll should the record fail (never rejects).
-      void this.recordLate?.(poll).then(
+      if (!this.recordLate) return;
+      const recorded = this.recordLate(poll).then(
         (settled) => {
           if (settled && entry.indexed.get(id) === kept) entry.indexed.delete(id);
         },
         () => undefined,
       );
+      this.recording.add(recorded);
+      void recorded.finally(() => this.recording.delete(recorded));
     }
   }
 

@@ -80,11 +80,12 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     ...tuning,
   });
   ownConnection(worker, connection);
-  // The held-back deliveries' rows are written once the last jobs have run, before the caller closes the database.
+  // The held-back deliveries' rows, and the late Splunk acks being recorded, are written once the last jobs have run,
+  // before the caller closes the database.
   const closeWorker = worker.close.bind(worker);
   worker.close = async (force?: boolean) => {
     await closeWorker(force);
-    await ctx.postponements.flush();
+    await Promise.all([ctx.postponements.flush(), ctx.ackPolls.settled()]);
   };
   worker.on('closed', () => {
     void closeDeliveryContext(ctx);

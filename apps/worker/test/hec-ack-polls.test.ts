@@ -218,6 +218,27 @@ describe('AckPolls: a channel slower than the wait (WEBHOOK_SLOW_ATTEMPT_MS)', (
 });
 
 
+describe('AckPolls: a late answer at shutdown', () => {
+  it("is written before settled() resolves (the worker's close awaits it before closing the database)", async () => {
+    const lines: LogLine[] = [];
+    const { post } = transport(200, (acks) => Object.fromEntries(acks.map((id) => [String(id), true])));
+    const events: string[] = [];
+    const polls = new AckPolls(50, async (poll) => {
+      events.push(`recording ${poll.delivery.id}`);
+      await sleep(300);
+      events.push(`written ${poll.delivery.id}`);
+      return true;
+    });
+    expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
+    while (events.length === 0) await sleep(5);
+    await polls.settled();
+    events.push('settled');
+    // Splunk reports an ackId true once: a write cut off by the shutdown would lose it, and the event be sent again.
+    expect(events).toEqual(['recording whdel_1', 'written whdel_1', 'settled']);
+    await polls.settled();
+  });
+});
+
 describe('AckPolls: a channel whose last request failed or was slow (review)', () => {
   it('is still slow for the next poll once that request has ended: the poll does not wait again for a hung endpoint', async () => {
     const lines: LogLine[] = [];

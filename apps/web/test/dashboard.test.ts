@@ -449,6 +449,50 @@ describe('dashboard in Chromium', () => {
     });
   }, 60_000);
 
+  it('Entra credentials left on a subscription that is no longer microsoft_sentinel can be removed, and then its URL moved', async () => {
+    const dcr = '/dataCollectionRules/dcr-0123456789abcdef0123456789abcdef/streams/Custom-SecurityAssessment?api-version=2023-01-01';
+    await step('entra-leftover', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.goto(`${base}/webhooks`);
+      await page.getByLabel('Subscription name').fill('leftover');
+      await page.getByLabel('Endpoint URL (https)').fill(w.receiver.url(dcr));
+      await page.getByLabel('finding.created', { exact: true }).check();
+      await page.getByLabel('Payload format').selectOption('microsoft_sentinel');
+      await page.getByLabel('Entra tenant id').fill('contoso.onmicrosoft.com');
+      await page.getByLabel('Entra client id').fill('0f8fad5b-d9cb-469f-a165-70867728950e');
+      await page.getByLabel('Entra client secret').fill(`entra-secret-${Date.now()}`);
+      await page.getByRole('button', { name: 'Create subscription' }).click();
+      await page.getByRole('link', { name: 'Open leftover' }).click();
+      await page.getByRole('heading', { name: 'Subscription leftover' }).waitFor();
+      // Another format keeps the stored credentials (nothing said to remove them).
+      await page.getByRole('button', { name: 'Edit' }).click();
+      await page.getByLabel('Payload format').selectOption('service');
+      await page.getByRole('button', { name: 'Save' }).click();
+      const stored = () => w.h.deps.prisma.webhookSubscription.findFirstOrThrow({ where: { organizationId: w.org.id, name: 'leftover' } });
+      const kept = await poll(async () => ((await stored()).payloadFormat === 'service' ? stored() : undefined), 'the format saved', 10_000);
+      await page.getByRole('definition').getByText('set (never shown)').waitFor();
+      expect(kept.azureCredentialsEnc).not.toBeNull();
+      // Before, the form showed the removal only for microsoft_sentinel: a move to another host was refused for
+      // credentials the page could neither show nor remove.
+      await page.getByRole('button', { name: 'Edit' }).click();
+      await page.getByTestId('azure-leftover').waitFor();
+      await page.getByLabel('Remove the stored Entra credentials').check();
+      // Another port is another destination for the credentials.
+      const elsewhere = new URL(w.receiver.url('/moved'));
+      elsewhere.port = String(Number(elsewhere.port) + 1);
+      await page.getByLabel('Endpoint URL (https)').fill(elsewhere.toString());
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('definition').getByText(elsewhere.toString(), { exact: true }).waitFor();
+      // Nothing left to show for this format.
+      expect(await page.getByRole('term').filter({ hasText: 'Entra credentials' }).count()).toBe(0);
+      const moved = await stored();
+      expect(moved.azureCredentialsEnc).toBeNull();
+      expect(moved.url).toBe(elsewhere.toString());
+      await storageIsEmpty();
+    });
+  }, 60_000);
+
   it("GitHub sign-in of an account with 2FA lands on the dashboard's TOTP page; the partial token never reaches script, URL or storage", async () => {
     const account = await signupAndVerify(w.h);
     const session = await loginRequest(w.h, { email: account.email, password: account.password });

@@ -129,6 +129,16 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
           {hasAzure && <Check label="Remove the stored Entra credentials" checked={form.removeAzureCredentials} onChange={set('removeAzureCredentials')} />}
         </fieldset>
       )}
+      {form.payloadFormat !== 'microsoft_sentinel' && hasAzure && (
+        <fieldset>
+          <legend>Stored Entra credentials</legend>
+          <p className="hint" data-testid="azure-leftover">
+            This subscription still holds the Entra credentials it was given as microsoft_sentinel. This format sends them
+            nowhere, but they stay bound to their host: remove them here, or a URL on another host is refused.
+          </p>
+          <Check label="Remove the stored Entra credentials" checked={form.removeAzureCredentials} onChange={set('removeAzureCredentials')} />
+        </fieldset>
+      )}
       <Field
         label={initial?.has_authorization ? 'Authorization header (set; type to replace)' : 'Authorization header (optional)'}
         name="authorization"
@@ -325,7 +335,7 @@ export function SubscriptionPage() {
                 <dt>Indexer acknowledgement</dt><dd data-testid="hec-ack">{s.hec_ack ? 'on' : 'off'}</dd>
               </>
             )}
-            {s.payload_format === 'microsoft_sentinel' && (
+            {(s.payload_format === 'microsoft_sentinel' || s.has_azure_credentials) && (
               <>
                 <dt>Entra credentials</dt><dd>{s.has_azure_credentials ? 'set (never shown)' : 'not set'}</dd>
               </>

@@ -181,7 +181,7 @@ interface AttemptInProgress {
 const DELIVERY_COLUMNS = [
   'id', 'organization_id', 'subscription_id', 'event_id', 'event_type', 'payload', 'payload_format', 'status', 'attempt_count',
   'next_attempt_at', 'wait_reason', 'enqueued_at', 'completed_at', 'failure_reason', 'redelivery_of', 'recovered_at', 'created_at', 'updated_at',
-  'hec_ack_id', 'hec_ack_channel', 'hec_ack_deadline',
+  'hec_ack_id', 'hec_ack_channel', 'hec_ack_destination', 'hec_ack_deadline',
 ] as const;
 const SUBSCRIPTION_COLUMNS = [
   'id', 'organization_id', 'level', 'project_id', 'assessment_id', 'name', 'url', 'events', 'status', 'severity_filter',
@@ -346,8 +346,10 @@ async function awaitHecAck(ctx: DeliveryContext, run: AttemptInProgress, result:
   const record = attemptRecord(run, result, 'ack_pending');
   logAttempt(ctx, run, record);
   const now = ctx.clock.now();
-  // The channel the POST went on: its ackIds mean something there only (the subscription's channel may change).
-  const ack = { ackId, channel: run.delivery.subscription.splunkChannel, ...hecAckSchedule(now, ctx.config.webhooks.hecAck) };
+  // The channel and host the POST went on: its ackId means something there only (the subscription may change).
+  const { subscription } = run.delivery;
+  const sentOn = { channel: subscription.splunkChannel, destination: credentialDestination(subscription.url) };
+  const ack = { ackId, ...sentOn, ...hecAckSchedule(now, ctx.config.webhooks.hecAck) };
   await recordAwaitingAck(ctx.prisma, { deliveryId: run.delivery.id, subscriptionId: run.delivery.subscriptionId, attempt: record, now }, ack);
   return { status: 'awaiting_ack', until: ack.firstPollAt };
 }

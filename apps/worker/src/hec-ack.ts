@@ -9,7 +9,7 @@
 // in flight go together in the next request (one request answers many ackIds, as Splunk recommends).
 import { resolveWebhookTarget } from '@svc/net';
 import { nextAttempt } from '@svc/domain';
-import { HEC_ACK_PATH, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
+import { HEC_ACK_PATH, credentialDestination, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
 import { credentialsBoundElsewhere, type DeliveryContext, type DeliveryResult, type LoadedDelivery } from './deliver';
 import { notifyHealthChange } from './health-notify';
 import { deliveriesEnded } from './metrics';
@@ -308,6 +308,8 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
   const awaited = awaitedAckOf(delivery);
   const ackId = Number(awaited.ackId);
   const deadline = delivery.hecAckDeadline ?? ctx.clock.now();
+  const moved = movedSincePost(delivery, ackId);
+  if (moved) return giveUp(ctx, awaited, ackId, ctx.clock.now(), moved);
   const status = await ctx.ackPolls.ask(ctx, delivery, ackId);
   const now = ctx.clock.now();
   // At the deadline, the request carrying this ackId (asked before it) gets up to one request timeout more.
@@ -322,6 +324,19 @@ export async function pollHecAck(ctx: DeliveryContext, delivery: LoadedDelivery)
     return { status: 'succeeded', attempt: awaited.number, outcome: 'success' };
   }
   return giveUp(ctx, awaited, ackId, now);
+}
+
+/**
+ * Why the awaited ackId can no longer be asked, or null: the subscription's URL moved to another destination since
+ * the event POST. That host numbers its own ackIds on the same channel (asked there, another event could read as
+ * indexed), and the old host must not get the credentials given for the new one: the attempt ends at once and the
+ * event is sent again, to the new URL.
+ */
+function movedSincePost(delivery: LoadedDelivery, ackId: number): string | null {
+  const sentTo = delivery.hecAckDestination;
+  const now = credentialDestination(delivery.subscription.url);
+  if (sentTo === null || now === sentTo) return null;
+  return `the subscription's URL moved from ${sentTo} to ${now ?? 'another destination'} after the event POST: ackId ${ackId} cannot be asked there`;
 }
 
 function awaitedAckOf(delivery: LoadedDelivery): AwaitedAck {
@@ -354,9 +369,12 @@ export async function recordLateIndexed(poll: AckPoll): Promise<boolean> {
   }
 }
 
-/** No ack by the deadline: attempt N failed; the delivery is sent again after the backoff, or fails. */
-async function giveUp(ctx: DeliveryContext, awaited: AwaitedAck, ackId: number, now: Date): Promise<DeliveryResult> {
-  const error = `Splunk did not report ackId ${ackId} indexed within ${ctx.config.webhooks.hecAck.timeoutMs} ms`;
+/**
+ * No ack by the deadline (or none to be had, `why`): attempt N failed; the delivery is sent again after the backoff,
+ * or fails.
+ */
+async function giveUp(ctx: DeliveryContext, awaited: AwaitedAck, ackId: number, now: Date, why?: string): Promise<DeliveryResult> {
+  const error = why ?? `Splunk did not report ackId ${ackId} indexed within ${ctx.config.webhooks.hecAck.timeoutMs} ms`;
   const decision = nextAttempt(awaited.number, { status: null, retryAfter: null, now }, webhookRetryPolicy(ctx.config));
   const last = { outcome: 'ack_timeout', responseStatus: null, error };
   ctx.logger.info('Webhook attempt', { delivery_id: awaited.deliveryId, subscription_id: awaited.subscriptionId, attempt: awaited.number, outcome: 'ack_timeout', error });

@@ -350,7 +350,7 @@ export async function failPendingDelivery(prisma: Db, deliveryId: string, reason
   const { count } = await prisma.webhookDelivery.updateMany({
     where: { id: deliveryId, status: 'pending' },
     // An awaited Splunk ack (hec_ack) ends with the delivery.
-    data: { status: 'failed', nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: reason, hecAckId: null, hecAckChannel: null, hecAckDeadline: null },
+    data: { status: 'failed', nextAttemptAt: null, waitReason: null, completedAt: now, failureReason: reason, hecAckId: null, hecAckChannel: null, hecAckDestination: null, hecAckDeadline: null },
   });
   return count === 1;
 }
@@ -377,7 +377,7 @@ async function insertAttempt(tx: Tx, write: Pick<AttemptWrite, 'deliveryId' | 'a
 export async function recordAwaitingAck(
   prisma: Db,
   write: Omit<AttemptWrite, 'delivery' | 'subscription'>,
-  ack: { ackId: number; channel: string | null; deadline: Date; firstPollAt: Date },
+  ack: { ackId: number; channel: string | null; destination: string | null; deadline: Date; firstPollAt: Date },
 ): Promise<void> {
   const { attempt } = write;
   try {
@@ -390,6 +390,7 @@ export async function recordAwaitingAck(
           waitReason: 'hec_ack',
           hecAckId: BigInt(ack.ackId),
           hecAckChannel: ack.channel,
+          hecAckDestination: ack.destination,
           hecAckDeadline: ack.deadline,
         },
       });
@@ -425,7 +426,7 @@ export async function settleAck(
   return prisma.$transaction(async (tx) => {
     const claimed = await tx.webhookDelivery.updateMany({
       where: { id: awaited.deliveryId, status: 'pending', attemptCount: awaited.number, hecAckId: awaited.ackId },
-      data: { ...deliveryColumns(result.delivery, awaited.number, now), hecAckId: null, hecAckChannel: null, hecAckDeadline: null },
+      data: { ...deliveryColumns(result.delivery, awaited.number, now), hecAckId: null, hecAckChannel: null, hecAckDestination: null, hecAckDeadline: null },
     });
     if (claimed.count !== 1) return { settled: false, change: null };
     await tx.webhookAttempt.updateMany({

@@ -204,6 +204,7 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
     scope: ORG,
     columns: {
       id: N, organization_id: N, subscription_id: N, event_id: N, event_type: N, payload_format: N, wait_reason: N, redelivery_of: N,
+      hec_ack_channel: N, hec_ack_destination: N,
       payload: FREE_JSON, failure_reason: FREE,
     },
   },

@@ -1,0 +1,96 @@
+// A Splunk HEC subscription moved to another host while a delivery waits for its indexer acknowledgement (review of
+// 935f5fd: the stored channel alone did not cover it). Real PostgreSQL, Redis, BullMQ worker and two loopback HTTPS
+// "Splunk" hosts, each counting its ackIds per channel as Splunk does.
+import { randomUUID } from 'node:crypto';
+import { bearer } from '../../api/test/support/fixtures';
+import { startReceiver, type ReceivedRequest, type Receiver } from './support/receiver';
+import { createWorld, poll, type World } from './support/world';
+
+const EVENT_PATH = '/services/collector/event';
+const ACK_PATH = '/services/collector/ack';
+const TOKEN = 'Splunk 11111111-2222-3333-4444-555555555555';
+
+/** One fake Splunk host: its own channels (created by the first event POST on them, as HEC does), ackIds per channel. */
+class HecHost {
+  private readonly channels = new Map<string, number>();
+  constructor(private readonly indexed: (channel: string, ackId: number) => boolean) {}
+
+  event(request: ReceivedRequest) {
+    const channel = request.headers['x-splunk-request-channel'] as string | undefined;
+    if (!channel) return json(400, { text: 'Data channel is missing', code: 10 });
+    const ackId = this.channels.get(channel) ?? 0;
+    this.channels.set(channel, ackId + 1);
+    return json(200, { text: 'Success', code: 0, ackId });
+  }
+
+  ack(request: ReceivedRequest) {
+    const channel = request.headers['x-splunk-request-channel'] as string | undefined;
+    if (!channel || request.headers.authorization !== TOKEN) return json(401, { text: 'Invalid token', code: 4 });
+    const issued = this.channels.get(channel);
+    if (issued === undefined) return json(400, { text: 'Invalid data channel', code: 11 });
+    const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
+    const answer: Record<string, boolean> = {};
+    for (const id of acks) answer[String(id)] = id < issued && this.indexed(channel, id);
+    return json(200, { acks: answer });
+  }
+
+  serve(receiver: Receiver): void {
+    receiver.script(EVENT_PATH, (req) => this.event(req));
+    receiver.script(ACK_PATH, (req) => this.ack(req));
+  }
+}
+
+function json(status: number, body: unknown) {
+  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+}
+
+const onChannel = (channel: string) => (r: ReceivedRequest) => r.headers['x-splunk-request-channel'] === channel;
+
+let w: World;
+beforeAll(async () => {
+  w = await createWorld({ env: { WEBHOOK_HEC_ACK_TIMEOUT_MS: '1500', WEBHOOK_HEC_ACK_POLL_MS: '100', WEBHOOK_MAX_ATTEMPTS: '3' } });
+});
+afterAll(() => w?.close());
+
+describe("a subscription's URL PATCHed to another Splunk host (token given again, splunk_channel kept) while its delivery waits for the ack", () => {
+  // Before hec_ack_destination, the polls followed the subscription's URL to the new host, which numbers its own
+  // ackIds on the same channel from 0: its answer about its own event settled the old host's event as indexed.
+  it("does not take the new host's answer about its own ackId 0 for the old host's event", async () => {
+    const channel = randomUUID();
+    const oldHost = new HecHost(() => false); // never indexes the delivery's event
+    const newHost = new HecHost(() => true); // indexes everything it received
+    oldHost.serve(w.receiver);
+    const elsewhere = await startReceiver(w.tls);
+    try {
+      newHost.serve(elsewhere);
+      const sub = await w.subscribe({
+        name: 'hec moved', url: w.receiver.url(EVENT_PATH), events: ['assessment.completed'],
+        payload_format: 'splunk_hec', splunk_channel: channel, authorization: TOKEN, hec_ack: true,
+      });
+      const deliveryId = await w.deliveryFor(await w.publish({ type: 'assessment.completed', data: { assessment_id: 'asm_1', project_id: 'prj_1' } }), sub.id);
+      await poll(async () => w.receiver.requests(ACK_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'a first ack poll on the old host');
+
+      // The operator moves HEC to a new host: a new URL on another destination, the token given again (the API's
+      // credential-binding rule is met), the channel GUID unchanged.
+      const moved = await w.api().patch(`/api/v1/webhooks/subscriptions/${sub.id}`).set(bearer(w.org.admin.token))
+        .send({ url: elsewhere.url(EVENT_PATH), authorization: TOKEN });
+      expect(moved.status).toBe(200);
+      const movedAt = Date.now();
+      // The subscription's next event goes to the new host on the same channel: ackId 0 there, indexed.
+      await w.publish({ type: 'assessment.completed', data: { assessment_id: 'asm_2', project_id: 'prj_1' } });
+      await poll(async () => elsewhere.requests(EVENT_PATH).filter(onChannel(channel)).length, (n) => n >= 1, 10_000, 'the event on the new host');
+
+      const delivery = await w.waitForDelivery(deliveryId, 15_000);
+      // The old host never said its ackId 0 was indexed: attempt 1 must not be a success (it was never indexed).
+      expect(delivery.attempts[0].outcome).toBe('ack_timeout');
+      expect(delivery.attempts[0].error).toMatch(/moved from https:\/\/127\.0\.0\.1:\d+ to https:\/\/127\.0\.0\.1:\d+ after the event POST/);
+      // Sent again to the new host, where it is indexed; the old host was not asked after the move.
+      expect(delivery).toMatchObject({ status: 'succeeded' });
+      expect(elsewhere.requests(EVENT_PATH).filter(onChannel(channel))).toHaveLength(2);
+      // (A poll already on its way at the PATCH may still arrive.)
+      expect(w.receiver.requests(ACK_PATH).filter((r) => r.at > movedAt + 500)).toEqual([]);
+    } finally {
+      await elsewhere.close();
+    }
+  }, 30_000);
+});

@@ -130,8 +130,8 @@ export class AckPolls {
    */
   private readonly slowSince = new Map<string, number>();
   private lastSweep = 0;
-  /** The late answers being recorded (`recordLate`), for `settled` at shutdown. */
-  private readonly recording = new Set<Promise<unknown>>();
+  /** The requests in flight and the late answers being recorded (`recordLate`), for `settled` at shutdown. */
+  private readonly pending = new Set<Promise<unknown>>();
 
   /**
    * `recordLate`: records an 'indexed' answer that came after its poll stopped waiting (true: the delivery is settled).
@@ -168,12 +168,18 @@ export class AckPolls {
   }
 
   /**
-   * Resolves once the late answers being recorded are written (or failed). The worker's close awaits it before the
-   * database is closed: Splunk reports an ackId true once, so an answer whose write a shutdown cut off would be lost,
-   * and its event sent again.
+   * Resolves once the requests in flight have ended (each within the transport's timeout) and their late answers are
+   * written (or failed). The worker's close awaits it after its last job and before it closes the transport and the
+   * database: Splunk reports an ackId true once, so an answer cut off on the wire or in its write would be lost, and
+   * its event sent again.
    */
   async settled(): Promise<void> {
-    while (this.recording.size > 0) await Promise.allSettled([...this.recording]);
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private track(work: Promise<unknown>): void {
+    this.pending.add(work);
+    void work.finally(() => this.pending.delete(work));
   }
 
   /** Channels with requests in flight, polls waiting or answers kept (for tests). */
@@ -216,7 +222,7 @@ export class AckPolls {
     for (const poll of polls) entry.next.delete(poll.delivery.id);
     const sentAt = performance.now();
     entry.inFlightSince = sentAt;
-    askSplunk(polls)
+    const request = askSplunk(polls)
       .then(
         ({ answers, failed }) => {
           this.markSlow(key, failed || performance.now() - sentAt > this.waitMs);
@@ -241,6 +247,7 @@ export class AckPolls {
         if (entry.next.size > 0) this.send(key, entry);
         else this.dropIfIdle(key, entry);
       });
+    this.track(request);
   }
 
   private markSlow(key: string, slow: boolean): void {
@@ -265,8 +272,7 @@ export class AckPolls {
         },
         () => undefined,
       );
-      this.recording.add(recorded);
-      void recorded.finally(() => this.recording.delete(recorded));
+      this.track(recorded);
     }
   }
 
@@ -370,17 +376,18 @@ export async function recordLateIndexed(poll: AckPoll): Promise<boolean> {
 }
 
 /**
- * No ack by the deadline (or none to be had, `why`): attempt N failed; the delivery is sent again after the backoff,
- * or fails.
+ * No ack by the deadline: attempt N failed; the delivery is sent again after the backoff, or fails. `moved`: there is
+ * no ack to be had, the subscription's URL moved (the operator's doing, not the endpoint's failure): sent again at
+ * once, and on the last allowed attempt the delivery fails without counting against the subscription's health.
  */
-async function giveUp(ctx: DeliveryContext, awaited: AwaitedAck, ackId: number, now: Date, why?: string): Promise<DeliveryResult> {
-  const error = why ?? `Splunk did not report ackId ${ackId} indexed within ${ctx.config.webhooks.hecAck.timeoutMs} ms`;
+async function giveUp(ctx: DeliveryContext, awaited: AwaitedAck, ackId: number, now: Date, moved?: string): Promise<DeliveryResult> {
+  const error = moved ?? `Splunk did not report ackId ${ackId} indexed within ${ctx.config.webhooks.hecAck.timeoutMs} ms`;
   const decision = nextAttempt(awaited.number, { status: null, retryAfter: null, now }, webhookRetryPolicy(ctx.config));
   const last = { outcome: 'ack_timeout', responseStatus: null, error };
   ctx.logger.info('Webhook attempt', { delivery_id: awaited.deliveryId, subscription_id: awaited.subscriptionId, attempt: awaited.number, outcome: 'ack_timeout', error });
   if (decision.action === 'stop') {
-    const effect: SubscriptionEffect = { kind: 'terminal_failure', rules: ctx.config.webhooks.health };
-    const reason = `${decision.detail}; last: ack_timeout: ${error}`;
+    const effect: SubscriptionEffect = moved ? { kind: 'none' } : { kind: 'terminal_failure', rules: ctx.config.webhooks.health };
+    const reason = `${decision.detail}; last: ack_timeout: ${error}${moved ? ' (not counted against the subscription; resend the delivery to send it to the new URL)' : ''}`;
     const published: DeliveryRef[] = [];
     const { settled, change } = await settleAck(ctx.prisma, awaited, { outcome: 'ack_timeout', error, delivery: { status: 'failed', reason }, effect }, now, published);
     await ctx.enqueueEvents(published);
@@ -388,9 +395,10 @@ async function giveUp(ctx: DeliveryContext, awaited: AwaitedAck, ackId: number, 
     if (change) await notifyHealthChange(ctx, change, last);
     return { status: 'failed', attempt: awaited.number, outcome: 'ack_timeout' };
   }
-  const nextAttemptAt = new Date(now.getTime() + decision.delayMs);
+  const delayMs = moved ? 0 : decision.delayMs;
+  const nextAttemptAt = new Date(now.getTime() + delayMs);
   const update = { outcome: 'ack_timeout' as const, error, delivery: { status: 'pending' as const, nextAttemptAt }, effect: { kind: 'none' as const } };
   const { settled } = await settleAck(ctx.prisma, awaited, update, now);
   if (!settled) return { status: 'conflict' };
-  throw new RetryableDeliveryError(`Attempt ${awaited.number} not acknowledged by Splunk; sending again in ${decision.delayMs} ms`, decision.delayMs);
+  throw new RetryableDeliveryError(`Attempt ${awaited.number} not acknowledged by Splunk; sending again in ${delayMs} ms`, delayMs);
 }

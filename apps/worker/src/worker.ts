@@ -80,17 +80,24 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     ...tuning,
   });
   ownConnection(worker, connection);
-  // The held-back deliveries' rows, and the late Splunk acks being recorded, are written once the last jobs have run,
-  // before the caller closes the database.
+  // Once the last jobs have run: the held-back deliveries' rows are written, and the Splunk ack requests still in
+  // flight end and their answers are recorded (through the transport and the wake queue, closed after them), before
+  // the caller closes the database.
   const closeWorker = worker.close.bind(worker);
+  let closing: Promise<void> | null = null;
+  const finish = async () => {
+    try {
+      await Promise.all([ctx.postponements.flush(), ctx.ackPolls.settled()]);
+    } finally {
+      void closeDeliveryContext(ctx).catch(() => undefined);
+      void wakeQueue.close().finally(() => wakeConnection.quit().catch(() => wakeConnection.disconnect()));
+    }
+  };
   worker.close = async (force?: boolean) => {
     await closeWorker(force);
-    await Promise.all([ctx.postponements.flush(), ctx.ackPolls.settled()]);
+    closing ??= finish();
+    await closing;
   };
-  worker.on('closed', () => {
-    void closeDeliveryContext(ctx);
-    void wakeQueue.close().finally(() => wakeConnection.quit().catch(() => wakeConnection.disconnect()));
-  });
   worker.on('completed', (_job, result) => countEndedDelivery(result));
   logFailures(worker, deps);
   return worker;

@@ -132,6 +132,8 @@ export class AckPolls {
   private lastSweep = 0;
   /** The requests in flight and the late answers being recorded (`recordLate`), for `settled` at shutdown. */
   private readonly pending = new Set<Promise<unknown>>();
+  /** Set by `settled`: the worker is closing, no request is started any more. */
+  private closing = false;
 
   /**
    * `recordLate`: records an 'indexed' answer that came after its poll stopped waiting (true: the delivery is settled).
@@ -154,6 +156,7 @@ export class AckPolls {
       this.dropIfIdle(key, entry);
       return 'indexed';
     }
+    if (this.closing) return 'unknown';
     entry.next.set(delivery.id, { ctx, delivery, ackId });
     if (entry.inFlightSince === null) this.send(key, entry);
     const waitMs = this.slowSince.has(key) ? 0 : entry.inFlightSince! + this.waitMs - performance.now();
@@ -168,12 +171,14 @@ export class AckPolls {
   }
 
   /**
-   * Resolves once the requests in flight have ended (each within the transport's timeout) and their late answers are
-   * written (or failed). The worker's close awaits it after its last job and before it closes the transport and the
-   * database: Splunk reports an ackId true once, so an answer cut off on the wire or in its write would be lost, and
-   * its event sent again.
+   * Starts no request any more, and resolves once the requests in flight have ended (within the transport's timeout:
+   * one WEBHOOK_TIMEOUT_MS at most, however many polls wait) and their late answers are written (or failed). The
+   * worker's close awaits it after its last job and before it closes the transport and the database: Splunk reports an
+   * ackId true once, so an answer cut off on the wire or in its write would be lost, and its event sent again. The
+   * polls still queued for a channel's next request are asked again by their jobs after the restart.
    */
   async settled(): Promise<void> {
+    this.closing = true;
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
@@ -244,7 +249,7 @@ export class AckPolls {
       .finally(() => {
         entry.inFlightSince = null;
         entry.asking = new Map();
-        if (entry.next.size > 0) this.send(key, entry);
+        if (entry.next.size > 0 && !this.closing) this.send(key, entry);
         else this.dropIfIdle(key, entry);
       });
     this.track(request);

@@ -109,6 +109,10 @@ describe('issue trackers: base_url', () => {
     const withToken = await api().patch(`${TARGETS}/${id}`).set(bearer(org.admin.token)).send({ base_url: `${HOST_B}/api/v3`, token: 'ghp_newTokenForHostB0123456789' });
     expect(withToken.status).toBe(200);
     expect((await h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id } })).credentialDestination).toBe('https://203.0.114.11:443');
+    // The URL did not change in this request; the binding did, and the audit log says where it went.
+    const [entry] = await auditOf(id, 'issue_export_target.updated');
+    expect(entry.metadata).not.toHaveProperty('destination_changed');
+    expect(entry.metadata).toMatchObject({ credentials_rebound: { from: 'https://203.0.114.10:443', to: 'https://203.0.114.11:443' } });
   });
 
   it('says where the token is bound when base_url was moved behind the API, not that the request changed it', async () => {
@@ -222,6 +226,23 @@ describe('webhook subscriptions: url', () => {
     const both = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl(HOST_B), authorization: 'Bearer b', ...AZURE });
     expect(both.status).toBe(200);
     expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).credentialDestination).toBe('https://203.0.114.11:443');
+  });
+
+  it('audits the credentials rebound to a URL moved behind the API (the URL itself unchanged by the request)', async () => {
+    const id = await subscribe({ url: sentinelUrl(HOST_A), payload_format: 'microsoft_sentinel', authorization: 'Bearer static', ...AZURE });
+    await h.deps.prisma.webhookSubscription.update({ where: { id }, data: { url: sentinelUrl(HOST_B) } });
+    const res = await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: sentinelUrl(HOST_B), authorization: 'Bearer b', ...AZURE });
+    expect(res.status).toBe(200);
+    const [entry] = await auditOf(id, 'webhook.subscription_updated');
+    // Before, nothing in the entry showed that the credentials now go to HOST_B.
+    expect(entry.metadata).not.toHaveProperty('destination_changed');
+    expect(entry.metadata).toMatchObject({ credentials_rebound: { from: 'https://203.0.114.10:443', to: 'https://203.0.114.11:443' } });
+    expect(JSON.stringify(entry)).not.toContain('Bearer b');
+    // A rename rebinds nothing and says nothing of it.
+    expect((await api().patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ name: 'renamed' })).status).toBe(200);
+    const entries = await auditOf(id, 'webhook.subscription_updated');
+    expect(entries).toHaveLength(2);
+    expect(entries[1].metadata).not.toHaveProperty('credentials_rebound');
   });
 
   it('says where the credentials are bound when the url was moved behind the API, not that the request changed it', async () => {

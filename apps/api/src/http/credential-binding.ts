@@ -31,6 +31,16 @@ export function refuseCredentialLeftBehind(urlField: string, current: CurrentDes
   );
 }
 
+/**
+ * Audit metadata of stored credentials bound to another destination by the request (`from` null: not bound before).
+ * A move of the URL shows as `destination_changed` too, but a URL moved outside the API and then confirmed with the
+ * credentials given again moves only the binding: without this, the log would not show where they went.
+ */
+export function credentialsRebound(boundBefore: string | null, boundAfter: string | null, credentialsStored: boolean) {
+  if (!credentialsStored || boundAfter === null || boundBefore === boundAfter) return {};
+  return { credentials_rebound: { from: boundBefore, to: boundAfter } };
+}
+
 /** Audit metadata of a move to another destination (scheme://host:port only, never a path that may carry a token). */
 export function destinationChange(currentUrl: string, nextUrl: string | undefined) {
   if (nextUrl === undefined || sameCredentialDestination(currentUrl, nextUrl)) return {};

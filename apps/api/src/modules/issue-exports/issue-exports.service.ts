@@ -11,7 +11,7 @@ import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { requireFindingAccess } from '../findings/finding-access';
 import { recordAs, type Acting } from '../audit/audit.context';
-import { destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
+import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 
 export interface IssueTargetInput {
   kind?: IssueTrackerKind;
@@ -156,12 +156,18 @@ export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: strin
       data: { ...columns, ...(rebinds && { credentialDestination: credentialDestination(columns.baseUrl ?? current.baseUrl) }) },
     });
     if (count !== 1) throw conflict('The target changed while this request ran; read it again and retry.');
+    const row = await tx.issueExportTarget.findUniqueOrThrow({ where: { id } });
     await recordAs(tx, by.principal, by.meta, deps.clock.now(), {
       action: 'issue_export_target.updated',
       target: { type: 'issue_export_target', id },
-      metadata: { kind: current.kind, ...auditedInput(input), ...destinationChange(current.baseUrl, columns.baseUrl) },
+      metadata: {
+        kind: current.kind,
+        ...auditedInput(input),
+        ...destinationChange(current.baseUrl, columns.baseUrl),
+        ...credentialsRebound(current.credentialDestination, row.credentialDestination, row.credentialsEnc !== ''),
+      },
     });
-    return tx.issueExportTarget.findUniqueOrThrow({ where: { id } });
+    return row;
   });
   return presentIssueTarget(updated);
 }

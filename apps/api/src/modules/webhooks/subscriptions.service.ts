@@ -23,7 +23,7 @@ import { newId, Prisma, scopedTo, type Scoped, type Tx } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
-import { destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
+import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 import { refuseOperationalBelowOrganization } from './operational-events';
 
@@ -285,7 +285,12 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.subscription_updated',
       target: { type: 'webhook_subscription', id },
-      metadata: { ...levelOf(ctx), ...auditedInput(input), ...destinationChange(current.url, input.url) },
+      metadata: {
+        ...levelOf(ctx),
+        ...auditedInput(input),
+        ...destinationChange(current.url, input.url),
+        ...credentialsRebound(current.credentialDestination, row.credentialDestination, row.authorizationEnc !== null || row.azureCredentialsEnc !== null),
+      },
     });
     if (before.status !== 'active' && row.status === 'active') {
       await recordAs(tx, by.principal, by.meta, now, {

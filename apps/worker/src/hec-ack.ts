@@ -62,11 +62,12 @@ async function askSplunk(polls: AckPoll[]): Promise<{ answers: HecAckStatus[]; f
     ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, delivery_ids: deliveryIds, reason: check.reason });
     return { answers, failed: false };
   }
+  const channel = ackChannelOf(delivery);
   const headers: Record<string, string> = {
     'Content-Type': 'application/json',
     'User-Agent': USER_AGENT,
     ...(subscription.authorizationEnc && { Authorization: ctx.openSealed(subscription.authorizationEnc) }),
-    ...(ackChannelOf(delivery) && { 'X-Splunk-Request-Channel': ackChannelOf(delivery) }),
+    ...(channel && { 'X-Splunk-Request-Channel': channel }),
   };
   const { target } = check;
   const result = await ctx.post({ url: target.url, address: target.address, family: target.family, headers, body: hecAckRequestBody(ackIds) });

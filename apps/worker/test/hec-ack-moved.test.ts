@@ -3,48 +3,9 @@
 // "Splunk" hosts, each counting its ackIds per channel as Splunk does.
 import { randomUUID } from 'node:crypto';
 import { bearer } from '../../api/test/support/fixtures';
-import { startReceiver, type ReceivedRequest, type Receiver } from './support/receiver';
+import { HecHost, HEC_ACK_PATH as ACK_PATH, HEC_EVENT_PATH as EVENT_PATH, HEC_TOKEN as TOKEN, onChannel } from './support/hec-host';
+import { startReceiver } from './support/receiver';
 import { createWorld, poll, type World } from './support/world';
-
-const EVENT_PATH = '/services/collector/event';
-const ACK_PATH = '/services/collector/ack';
-const TOKEN = 'Splunk 11111111-2222-3333-4444-555555555555';
-
-/** One fake Splunk host: its own channels (created by the first event POST on them, as HEC does), ackIds per channel. */
-class HecHost {
-  private readonly channels = new Map<string, number>();
-  constructor(private readonly indexed: (channel: string, ackId: number) => boolean) {}
-
-  event(request: ReceivedRequest) {
-    const channel = request.headers['x-splunk-request-channel'] as string | undefined;
-    if (!channel) return json(400, { text: 'Data channel is missing', code: 10 });
-    const ackId = this.channels.get(channel) ?? 0;
-    this.channels.set(channel, ackId + 1);
-    return json(200, { text: 'Success', code: 0, ackId });
-  }
-
-  ack(request: ReceivedRequest) {
-    const channel = request.headers['x-splunk-request-channel'] as string | undefined;
-    if (!channel || request.headers.authorization !== TOKEN) return json(401, { text: 'Invalid token', code: 4 });
-    const issued = this.channels.get(channel);
-    if (issued === undefined) return json(400, { text: 'Invalid data channel', code: 11 });
-    const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
-    const answer: Record<string, boolean> = {};
-    for (const id of acks) answer[String(id)] = id < issued && this.indexed(channel, id);
-    return json(200, { acks: answer });
-  }
-
-  serve(receiver: Receiver): void {
-    receiver.script(EVENT_PATH, (req) => this.event(req));
-    receiver.script(ACK_PATH, (req) => this.ack(req));
-  }
-}
-
-function json(status: number, body: unknown) {
-  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
-}
-
-const onChannel = (channel: string) => (r: ReceivedRequest) => r.headers['x-splunk-request-channel'] === channel;
 
 let w: World;
 beforeAll(async () => {

@@ -4,58 +4,9 @@
 import { randomUUID } from 'node:crypto';
 import { bearer } from '../../api/test/support/fixtures';
 import { startWorker } from '../src/worker';
-import { startReceiver, type ReceivedRequest, type Receiver } from './support/receiver';
+import { HecHost, HEC_ACK_PATH as ACK_PATH, HEC_EVENT_PATH as EVENT_PATH, HEC_TOKEN as TOKEN, onChannel } from './support/hec-host';
+import { startReceiver } from './support/receiver';
 import { createWorld, levelBase, poll, type World } from './support/world';
-
-const EVENT_PATH = '/services/collector/event';
-const ACK_PATH = '/services/collector/ack';
-const TOKEN = 'Splunk 11111111-2222-3333-4444-555555555555';
-
-/** One fake Splunk host: ackIds per channel; an ackId indexed is reported true once (then false, as Splunk does). */
-class HecHost {
-  private readonly channels = new Map<string, number>();
-  private readonly reported = new Set<string>();
-  constructor(
-    private readonly indexed: (channel: string, ackId: number) => boolean,
-    private readonly ackDelayMs = 0,
-  ) {}
-
-  event(request: ReceivedRequest) {
-    const channel = request.headers['x-splunk-request-channel'] as string | undefined;
-    if (!channel) return json(400, { text: 'Data channel is missing', code: 10 });
-    const ackId = this.channels.get(channel) ?? 0;
-    this.channels.set(channel, ackId + 1);
-    return json(200, { text: 'Success', code: 0, ackId });
-  }
-
-  ack(request: ReceivedRequest) {
-    const channel = request.headers['x-splunk-request-channel'] as string | undefined;
-    if (!channel || request.headers.authorization !== TOKEN) return json(401, { text: 'Invalid token', code: 4 });
-    const issued = this.channels.get(channel);
-    if (issued === undefined) return json(400, { text: 'Invalid data channel', code: 11 });
-    const { acks } = JSON.parse(request.body.toString('utf8')) as { acks: number[] };
-    const answer: Record<string, boolean> = {};
-    for (const id of acks) {
-      const key = `${channel}/${id}`;
-      const yes = id < issued && this.indexed(channel, id) && !this.reported.has(key);
-      if (yes) this.reported.add(key); // Splunk answers true about an ackId once
-      answer[String(id)] = yes;
-    }
-    // The answer is made at once; the network (or a loaded search head) is slow to carry it.
-    return { ...json(200, { acks: answer }), delayMs: this.ackDelayMs };
-  }
-
-  serve(receiver: Receiver): void {
-    receiver.script(EVENT_PATH, (req) => this.event(req));
-    receiver.script(ACK_PATH, (req) => this.ack(req));
-  }
-}
-
-function json(status: number, body: unknown) {
-  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
-}
-
-const onChannel = (channel: string) => (r: ReceivedRequest) => r.headers['x-splunk-request-channel'] === channel;
 
 describe('a URL moved while the LAST allowed attempt waits for its ack (WEBHOOK_MAX_ATTEMPTS=1)', () => {
   let w: World;

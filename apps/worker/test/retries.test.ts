@@ -8,6 +8,7 @@ import { createWorld, type CreatedSubscription, type World } from './support/wor
 
 const internalLookup: Lookup = async (hostname) => {
   if (hostname === 'internal.example.test') return [{ address: '10.1.2.3', family: 4 }];
+  if (hostname === 'azure-platform.example.test') return [{ address: '168.63.129.16', family: 4 }];
   throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
 };
 
@@ -198,6 +199,16 @@ describe('URL safety at delivery time', () => {
     const sub = await subscribe('/private-dns');
     await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: 'https://internal.example.test/hook' } });
     await expectDisabledWithoutRequest(sub, '/private-dns');
+  });
+
+  it("disables the subscription at once when its host now resolves to Azure's platform address (cloud metadata)", async () => {
+    const sub = await subscribe('/azure-platform');
+    await w.h.deps.prisma.webhookSubscription.update({ where: { id: sub.id }, data: { url: 'https://azure-platform.example.test/hook' } });
+    const delivery = await deliver(sub);
+    expect(delivery).toMatchObject({ status: 'failed', attemptCount: 1 });
+    expect(delivery.attempts).toEqual([expect.objectContaining({ outcome: 'unsafe_url', responseStatus: null, responseBody: null })]);
+    expect(delivery.attempts[0].error).toMatch(/not a public address \(cloud metadata\)/);
+    expect(await w.subscription(sub.id)).toMatchObject({ status: 'disabled', disabledReason: expect.stringMatching(/URL became unsafe/) });
   });
 
   it('treats a host that does not resolve as a network error to retry, not as unsafe', async () => {

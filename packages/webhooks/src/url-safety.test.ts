@@ -51,6 +51,7 @@ const NON_PUBLIC: Array<[string, IpRejectionReason]> = [
   ['127.255.255.254', 'loopback'],
   ['169.254.0.1', 'link_local'],
   ['169.254.169.254', 'cloud_metadata'],
+  ['168.63.129.16', 'cloud_metadata'], // Azure WireServer / platform address
   ['169.254.170.2', 'link_local'],
   ['172.16.0.1', 'private'],
   ['172.31.255.255', 'private'],

@@ -48,6 +48,9 @@ function cidr4(text: string, reason: IpRejectionReason): Ipv4Range {
 // Most specific first: the first range that contains the address gives the reason.
 const IPV4_NON_PUBLIC: readonly Ipv4Range[] = [
   cidr4('169.254.169.254/32', 'cloud_metadata'),
+  // Azure's platform address (WireServer, VM agent goal state and extension settings, platform DNS): reachable from
+  // every Azure VM although it is outside the private ranges.
+  cidr4('168.63.129.16/32', 'cloud_metadata'),
   cidr4('255.255.255.255/32', 'broadcast'),
   cidr4('0.0.0.0/8', 'unspecified'),
   cidr4('10.0.0.0/8', 'private'),

@@ -10,8 +10,17 @@ export interface RequestSchemas {
   params?: Joi.Schema;
 }
 
+// joi's pattern messages quote the value; a credential field (token, api_token, authorization, a client secret) is
+// checked by pattern, and a credential is never sent back, not even malformed: these name the field only.
+const VALUE_FREE_MESSAGES = {
+  'string.pattern.base': '{{#label}} fails to match the required pattern: {{#regex}}',
+  'string.pattern.name': '{{#label}} fails to match the {{#name}} pattern',
+  'string.pattern.invert.base': '{{#label}} matches the inverted pattern: {{#regex}}',
+  'string.pattern.invert.name': '{{#label}} matches the inverted {{#name}} pattern',
+};
+
 function check<T>(schema: Joi.Schema, value: unknown, where: string): T {
-  const { value: validated, error } = schema.validate(value ?? {}, { abortEarly: true, convert: true });
+  const { value: validated, error } = schema.validate(value ?? {}, { abortEarly: true, convert: true, messages: VALUE_FREE_MESSAGES });
   if (error) throw new HttpError(400, `Invalid ${where}: ${error.details[0].message.replace(/"/g, "'")}.`);
   const nul = pathOfNulCharacter(validated, '');
   if (nul !== null) throw new HttpError(400, `Invalid ${where}: '${nul || where}' must not contain NUL characters.`);

@@ -74,6 +74,53 @@ describe('creating API keys', () => {
   });
 });
 
+describe('keys minted by a key', () => {
+  it('never outlive the key that minted them: no expiry takes its expiry, a later one is 422', async () => {
+    // A short-lived key that may mint keys falls into an attacker's hands.
+    const parentExpiry = new Date(h.clock.now().getTime() + 3600_000);
+    const parent = await mintKey(org.admin.token, {
+      name: 'short-lived deploy key',
+      scopes: ['api_keys:create', 'projects:read'],
+      expires_at: parentExpiry.toISOString(),
+    });
+    expect(parent.status).toBe(201);
+
+    const later = await mintKey(parent.body.key, {
+      name: 'longer',
+      scopes: ['projects:read'],
+      expires_at: new Date(parentExpiry.getTime() + 24 * 3600_000).toISOString(),
+    });
+    expect(later.status).toBe(422);
+    expect(later.body).toEqual({ detail: expect.stringContaining(parentExpiry.toISOString()) });
+
+    const child = await mintKey(parent.body.key, { name: 'no expiry given', scopes: ['projects:read'] });
+    expect(child.status).toBe(201);
+    expect(child.body.expires_at).toBe(parentExpiry.toISOString());
+    expect(await h.deps.prisma.apiKey.count({ where: { name: 'longer' } })).toBe(0);
+
+    // Once the minting key has expired, nothing it minted still works.
+    h.clock.advance(2 * 3600_000);
+    try {
+      expect((await request(h.app).get('/api/v1/projects').set(bearer(parent.body.key))).status).toBe(401);
+      expect((await request(h.app).get('/api/v1/projects').set(bearer(child.body.key))).status).toBe(401);
+    } finally {
+      h.clock.reset();
+    }
+  });
+
+  it('an earlier expiry than the minting key is kept as asked', async () => {
+    const parent = await mintKey(org.admin.token, {
+      name: 'parent',
+      scopes: ['api_keys:create', 'projects:read'],
+      expires_at: new Date(h.clock.now().getTime() + 3600_000).toISOString(),
+    });
+    const asked = new Date(h.clock.now().getTime() + 600_000).toISOString();
+    const child = await mintKey(parent.body.key, { name: 'child', scopes: ['projects:read'], expires_at: asked });
+    expect(child.status).toBe(201);
+    expect(child.body.expires_at).toBe(asked);
+  });
+});
+
 describe('authenticating with API keys', () => {
   it('accepts a key for the scopes it holds and names the missing scope otherwise', async () => {
     const { body } = await mintKey(org.admin.token, { name: 'reader', scopes: ['api_keys:read'] });

@@ -156,9 +156,31 @@ describe('2FA setup, enable and login', () => {
     expect(locked.status).toBe(429);
     expect(Number(locked.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(locked.body).toEqual({ detail: `Rate limit exceeded. Retry after ${locked.headers['retry-after']}s.` });
-    // Another partial token of the same user is not affected.
+    // Wrong codes count per user as well: another partial token of the same user is locked too.
     const fresh = await loginWith2fa(await partialTokenFor(account), codeNow(account.secret));
-    expect(fresh.status).toBe(200);
+    expect(fresh.status).toBe(429);
+  });
+
+  it('counts wrong codes per user across partial tokens: a fresh partial token does not buy 5 more guesses', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    const wrong = wrongCode(account.secret, h.clock.now());
+    // An attacker who knows the password signs in again and again (the login limit allows 10 a minute per e-mail),
+    // spending a few guesses on each partial token, so that no token is ever locked.
+    for (let i = 0; i < 5; i++) {
+      const res = await loginWith2fa(await partialTokenFor(account), wrong);
+      expect(res.status).toBe(401);
+    }
+    const guess = await loginWith2fa(await partialTokenFor(account), wrong);
+    expect(guess.status).toBe(429);
+    expect(Number(guess.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(guess.body).toEqual({ detail: `Rate limit exceeded. Retry after ${guess.headers['retry-after']}s.` });
+    // Locked for the user, whatever the token: even the right code gets no session until the window has passed.
+    const sessionsBefore = await h.deps.prisma.session.count({ where: { userId: account.userId } });
+    const right = await loginWith2fa(await partialTokenFor(account), codeNow(account.secret));
+    expect(right.status).toBe(429);
+    expect(right.body.token).toBeUndefined();
+    expect(await h.deps.prisma.session.count({ where: { userId: account.userId } })).toBe(sessionsBefore);
   });
 
   it('refuses expired, forged and malformed partial tokens', async () => {

@@ -193,7 +193,7 @@ describe('sign-in and signup', () => {
     expect(await h.deps.prisma.membership.count({ where: { userId } })).toBe(1);
   });
 
-  it("links an existing password account by its verified e-mail (activating one still pending) and keeps its password", async () => {
+  it('links an existing password account still pending by its verified e-mail, activating it without its unproven password', async () => {
     const pending = await signupViaApi(h); // never opened the verification mail
     const account = newAccount({ email: pending.email.toUpperCase() });
     const { res } = await signInWithGoogle(account);
@@ -204,7 +204,22 @@ describe('sign-in and signup', () => {
     const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: pending.userId }, include: { oauthIdentities: true } });
     expect(user.status).toBe('active');
     expect(user.oauthIdentities).toEqual([expect.objectContaining({ provider: 'google', subject: account.sub, email: pending.email })]);
-    expect((await loginRequest(h, { email: pending.email, password: pending.password })).status).toBe(200);
+    expect((await loginRequest(h, { email: pending.email, password: pending.password })).status).toBe(401);
+  });
+
+  it("a password chosen at a signup never verified does not survive the address owner's Google sign-in (no pre-account takeover)", async () => {
+    // The attacker signs up with the victim's address and a password of their own; the mail goes to the victim, unread.
+    const planted = await signupViaApi(h, { password: 'attacker-chosen-password' });
+    // Later the victim signs in with Google, whose verified address it is: the pending account becomes theirs.
+    const { res } = await signInWithGoogle(newAccount({ email: planted.email }));
+    expect(res.status).toBe(200);
+    expect((await me(h, res.body.token)).body.user.id).toBe(planted.userId);
+    // The attacker's password no longer opens the now active account.
+    const attacker = await loginRequest(h, { email: planted.email, password: 'attacker-chosen-password' });
+    expect(attacker.status).toBe(401);
+    expect(attacker.body).toEqual({ detail: expect.any(String) });
+    expect(attacker.body.token).toBeUndefined();
+    expect(await h.deps.prisma.user.findUniqueOrThrow({ where: { id: planted.userId } })).toMatchObject({ status: 'active', passwordHash: null });
   });
 
   it('redirects to redirect_after with the session cookies when it was given at start', async () => {

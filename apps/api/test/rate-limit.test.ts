@@ -38,6 +38,22 @@ describe('login attempts (LOGIN_RATE_LIMIT_PER_MINUTE=3), per client address and
     expect((await attempt('203.0.113.11', `other-${uniqueSuffix()}@example.test`)).status).toBe(401);
   });
 
+  it('counts an IPv6 client by its /64: one host cycling through the addresses of its own subnet is still one address', async () => {
+    // Any host with IPv6 holds a whole /64 (2^64 addresses): counting each address apart would let it spray passwords
+    // over many e-mails without limit. Each attempt below uses a new address of the same /64 and a new e-mail.
+    const sprayed = (i: number) => attempt(`2001:db8:12:34::${(i + 1).toString(16)}`, `spray-${i}-${uniqueSuffix()}@example.test`);
+    for (let i = 0; i < 3; i++) expect((await sprayed(i)).status).toBe(401);
+    expectRateLimited(await sprayed(3));
+    expectRateLimited(await attempt('2001:0db8:0012:0034:ffff:ffff:ffff:ffff', `spray-y-${uniqueSuffix()}@example.test`));
+    // Another /64 is another client.
+    expect((await attempt('2001:db8:12:35::1', `other-${uniqueSuffix()}@example.test`)).status).toBe(401);
+  });
+
+  it('counts an IPv4-mapped IPv6 address as its IPv4 address', async () => {
+    for (let i = 0; i < 3; i++) expect((await attempt('192.0.2.77', `mapped-${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    expectRateLimited(await attempt('::ffff:192.0.2.77', `mapped-x-${uniqueSuffix()}@example.test`));
+  });
+
   it('limits one e-mail tried from many addresses', async () => {
     const target = `target-${uniqueSuffix()}@example.test`;
     for (let i = 0; i < 3; i++) expect((await attempt(`198.51.100.${i + 1}`, target)).status).toBe(401);

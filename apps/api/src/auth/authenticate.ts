@@ -203,6 +203,7 @@ async function principalFromApiKey(deps: AppDeps, cache: ApiKeyCache, value: str
     scopes: resolved.scopes,
     apiKeyId: key.id,
     apiKeyPrefix: key.displayPrefix,
+    apiKeyExpiresAt: key.expiresAt,
   };
 }
 

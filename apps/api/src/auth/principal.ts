@@ -12,6 +12,8 @@ export interface Principal {
   sessionId?: string;
   apiKeyId?: string;
   apiKeyPrefix?: string;
+  /** The calling key's own expiration (null: none); a key it mints may not outlive it. */
+  apiKeyExpiresAt?: Date | null;
 }
 
 declare global {

@@ -2,6 +2,7 @@
 // While Redis is down (docs/operations.md "Outages"): the per-credential request limit fails open to an in-memory limit of the
 // same size per API instance, so reads that need only PostgreSQL keep working; the login and TOTP limits, which
 // stop password and code guessing, fail closed (503) rather than let guessing run unlimited.
+import { isIPv6 } from 'node:net';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { Coalescer, coalescerOf } from '@svc/db';
@@ -49,6 +50,29 @@ export function createRateLimiters(
     login: make('login', limits.loginPerMinute, 60, false),
     totpFailures: make('totp', limits.totpMaxFailures, limits.partialTokenTtlSeconds, false),
   };
+}
+
+/**
+ * The rate-limit key of a client address. An IPv6 client counts by its /64: a single host is routinely given a
+ * whole /64 and can send from any of its 2^64 addresses, so counting each address apart would not limit it at all.
+ * An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) counts as its IPv4 address.
+ */
+export function clientAddressKey(ip: string | null | undefined): string {
+  if (!ip) return 'ip:unknown';
+  if (!isIPv6(ip)) return `ip:${ip}`;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return `ip:${mapped[1]}`;
+  let address = ip.split('%')[0]!;
+  const v4Tail = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  if (v4Tail) {
+    const [a, b, c, d] = v4Tail.slice(2).map(Number) as [number, number, number, number];
+    address = `${v4Tail[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `ip6:${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
 function retryAfterSeconds(res: RateLimiterRes): number {

@@ -7,7 +7,7 @@ import { hasScope } from '@svc/scopes';
 import type { AppDeps } from '../app-deps';
 import { ApiKeyCache, authenticate } from '../auth/authenticate';
 import type { RateLimiters } from './rate-limit';
-import { consumeOneOf } from './rate-limit';
+import { clientAddressKey, consumeOneOf } from './rate-limit';
 import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
@@ -58,7 +58,7 @@ function rateLimitPrincipal(limiters: RateLimiters): RequestHandler {
 
 function rateLimitClient(limiters: RateLimiters): RequestHandler {
   return async (req, _res, next) => {
-    await consumeOneOf(limiters.request, `ip:${req.ip}`);
+    await consumeOneOf(limiters.request, clientAddressKey(req.ip));
     next();
   };
 }

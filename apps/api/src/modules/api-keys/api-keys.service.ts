@@ -47,6 +47,23 @@ function checkRequestedScopes(principal: Principal, requested: string[]): string
   return result.scopes;
 }
 
+/**
+ * A key minted by a key expires no later than the calling key (as its scopes lie within the calling key's): a
+ * short-lived key must not hand out a lasting one. None asked for: the calling key's expiration; a later one: 422.
+ */
+function withinCallingKeyLifetime(
+  principal: Principal,
+  chosen: { expiresAt: Date | null; autoFilled: boolean },
+  asked: boolean,
+): { expiresAt: Date | null; autoFilled: boolean } {
+  const limit = principal.kind === 'api_key' ? principal.apiKeyExpiresAt : null;
+  if (!limit || (chosen.expiresAt && chosen.expiresAt <= limit)) return chosen;
+  if (asked) {
+    throw unprocessable(`expires_at is beyond the expiration of the calling API key: at most ${limit.toISOString()}.`);
+  }
+  return { expiresAt: limit, autoFilled: chosen.autoFilled };
+}
+
 export async function createApiKey(
   deps: AppDeps,
   principal: Principal,
@@ -57,7 +74,8 @@ export async function createApiKey(
   const now = deps.clock.now();
   if (input.expires_at && input.expires_at <= now) throw unprocessable('expires_at must be in the future.');
   const policy = await loadKeyPolicy(deps, principal.organizationId);
-  const { expiresAt, autoFilled } = expirationUnderPolicy(policy, input.expires_at, now);
+  const underPolicy = expirationUnderPolicy(policy, input.expires_at, now);
+  const { expiresAt, autoFilled } = withinCallingKeyLifetime(principal, underPolicy, input.expires_at !== undefined);
   const value = generateApiKeyValue();
   const key = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const created = await tx.apiKey.create({

@@ -5,7 +5,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { PARTIAL_AUDIENCE, signToken } from '../../auth/tokens';
 import { badRequest, forbidden, unauthorized } from '../../http/errors';
-import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
+import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { recordAs, recordInOrganizations, recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import { issueSession, revokeSession, type IssuedSession } from './sessions';
@@ -64,8 +64,8 @@ export async function login(
   input: { email: string; password: string; organization_id?: string },
   meta: RequestMeta,
 ): Promise<LoginOutcome> {
-  // Counted per client address and per e-mail (hashed: no addresses in Redis keys), before any work.
-  await consumeOrThrow(limiters.login, `ip:${meta.ip ?? 'unknown'}`);
+  // Counted per client address (an IPv6 client by its /64) and per e-mail (hashed: no addresses in Redis keys), before any work.
+  await consumeOrThrow(limiters.login, clientAddressKey(meta.ip));
   await consumeOrThrow(limiters.login, `email:${sha256Hex(input.email)}`);
 
   const user = await deps.prisma.user.findUnique({ where: { email: input.email } });

@@ -33,8 +33,12 @@ export async function loginWithSecondFactor(
   const usedKey = `${deps.config.redisPrefix}:partial-used:${claims.jti}`;
   if (await deps.redis.exists(usedKey)) throw unauthorized(INVALID_PARTIAL_TOKEN);
 
-  // After TOTP_MAX_FAILURES wrong codes the partial token is locked (429) for the rest of its life.
+  // After TOTP_MAX_FAILURES wrong codes the partial token is locked (429) for the rest of its life. Wrong codes also
+  // count per user, over every partial token (and the 2FA management routes, the same secret): with the password,
+  // a fresh partial token is one login away, so a per-token count alone let guessing go on at the login limit's pace.
   const failuresKey = `partial:${claims.jti}`;
+  const userFailuresKey = `user:${claims.sub}`;
+  await throwIfExhausted(limiters.totpFailures, userFailuresKey);
   await throwIfExhausted(limiters.totpFailures, failuresKey);
 
   const user = await deps.prisma.user.findUnique({ where: { id: claims.sub } });
@@ -43,6 +47,7 @@ export async function loginWithSecondFactor(
   const step = acceptTotpCode(secret, input.code, now, user.totpLastStep);
   if (step === undefined) {
     await recordLoginFailure(deps, user, meta, 'invalid_totp_code');
+    await consumeOrThrow(limiters.totpFailures, userFailuresKey);
     await consumeOrThrow(limiters.totpFailures, failuresKey);
     throw unauthorized(INVALID_TOTP_CODE);
   }

@@ -199,12 +199,17 @@ async function linkIdentity(deps: Deps, userId: string, identity: ProviderIdenti
   }
 }
 
-/** The provider verified the address: an account still waiting for its verification e-mail becomes active. */
+/**
+ * The provider verified the address: an account still waiting for its verification e-mail becomes active. Its
+ * password is dropped: whoever chose it at signup never proved the address was theirs (it may be someone who signed
+ * up with another person's address, waiting for them to arrive), so it must not open the account now owned by the
+ * address's holder. The pending account never signed in, so it has no sessions or keys to keep.
+ */
 async function activate(deps: Deps, user: User): Promise<User> {
   if (user.status === 'active') return user;
   return deps.prisma.user.update({
     where: { id: user.id },
-    data: { status: 'active', emailVerifiedAt: user.emailVerifiedAt ?? deps.clock.now() },
+    data: { status: 'active', emailVerifiedAt: user.emailVerifiedAt ?? deps.clock.now(), passwordHash: null },
   });
 }
 

@@ -57,6 +57,12 @@ export const password = () =>
   });
 export const name = () => Joi.string().trim().min(1).max(200);
 
+/**
+ * An ISO 8601 timestamp PostgreSQL can hold. Joi's iso() also takes expanded years (`-271821-04-20`, `+275760-…`),
+ * which JavaScript parses but a timestamp column refuses (a 500): years 0001 to 9999 only, else 400.
+ */
+export const isoTimestamp = () => Joi.date().iso().min('0001-01-01T00:00:00.000Z').max('9999-12-31T23:59:59.999Z');
+
 export const paginationQuery = {
   limit: Joi.number().integer().min(1).max(100).default(25),
   // A cursor is a `next_cursor` this API returned: an id (`<prefix>_<26 base32 chars>`); anything else is a 400.

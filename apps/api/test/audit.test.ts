@@ -580,6 +580,20 @@ describe('listing', () => {
     expect((await list('?color=blue')).status).toBe(400);
   });
 
+  it('refuses since/until that JavaScript parses but PostgreSQL cannot hold (400 with the envelope, list and export)', async () => {
+    // Joi's iso() takes expanded years (±YYYYYY): these dates reached the query and PostgreSQL refused them (500;
+    // the export had sent its 200 and then cut the body).
+    for (const query of ['?since=-271821-04-20T00:00:00.000Z', '?until=%2B275760-09-13T00:00:00.000Z', '?since=-000001-01-01T00:00:00Z']) {
+      const listed = await list(query);
+      expect(listed.status).toBe(400);
+      expect(listed.body).toEqual({ detail: expect.stringMatching(/since|until/) });
+      const exported = await call('get', `/audit-events/export${query}`, f.owner.token);
+      expect(exported.status).toBe(400);
+      expect(exported.body).toEqual({ detail: expect.stringMatching(/since|until/) });
+    }
+    expect((await list('?since=2026-01-01T00:00:00Z&until=9999-12-31T00:00:00Z')).status).toBe(200);
+  });
+
   it('needs audit:read: admins and owners list, managers and members get 403 naming the scope', async () => {
     expect((await list('', f.admin.token)).status).toBe(200);
     for (const user of [f.manager, f.member]) {

@@ -189,3 +189,34 @@ describe('GET /reports/{id}/download', () => {
     expect((await api().get(`/api/v1/reports/${report.id}/download`).set(bearer(other.owner.token))).status).toBe(404);
   });
 });
+
+describe('an id holding a NUL character', () => {
+  it('is refused with 400 and the envelope on every id route of reports, shares, findings, fix verifications and limits; nothing changes', async () => {
+    // PostgreSQL text cannot hold U+0000: before, the id reached the query and every one of these answered 500.
+    const report = (await requestReport(org.admin.token, completed.id)).body;
+    await markReady(report.id);
+    const calls: Array<[method: 'get' | 'post' | 'patch' | 'delete', path: string, body?: object]> = [
+      ['get', '/reports/rpt_%00'],
+      ['get', '/reports/rpt_%00/download'],
+      ['get', '/reports/rpt_%00/shares'],
+      ['delete', '/reports/rpt_%00/publication'],
+      ['delete', `/reports/${report.id}/shares/rsh_%00`],
+      ['get', '/findings/fnd_%00'],
+      ['post', '/findings/fnd_%00/confirm', {}],
+      ['post', '/findings/fnd_%00/reassign', { assignee_user_id: null }],
+      ['get', '/findings/fnd_%00/fix-verifications'],
+      ['get', '/fix-verifications/fxv_%00'],
+      ['get', '/billing/limits/lim_%00'],
+      ['patch', '/billing/limits/lim_%00', { credits: '1' }],
+      ['delete', '/billing/limits/lim_%00'],
+    ];
+    for (const [method, path, body] of calls) {
+      const req = api()[method](`/api/v1${path}`).set(bearer(org.owner.token));
+      const res = body ? await req.send(body) : await req;
+      expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 400, body: { detail: expect.stringContaining('NUL') } });
+    }
+    // Still authentication first: without a credential it is 401 as before.
+    expect((await api().get('/api/v1/reports/rpt_%00')).status).toBe(401);
+    expect((await api().get(`/api/v1/reports/${report.id}`).set(bearer(org.owner.token))).body.status).toBe('ready');
+  });
+});

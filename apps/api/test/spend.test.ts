@@ -78,6 +78,15 @@ describe('POST /usage, GET /billing/usage and /billing/balance', () => {
     expect(future.body.data).toEqual([]);
   });
 
+  it('refuses usage since/until outside what PostgreSQL holds with 400 and the envelope, not a 500', async () => {
+    const t = await tenant();
+    for (const query of ['since=-271821-04-20T00:00:00.000Z', 'until=%2B275760-09-13T00:00:00.000Z']) {
+      const res = await api().get(`/api/v1/billing/usage?${query}`).set(bearer(t.org.admin.token));
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ detail: expect.stringMatching(/since|until/) });
+    }
+  });
+
   it('validates amounts: malformed 400, zero 422; an unknown or foreign project 404', async () => {
     const t = await tenant();
     for (const credits of ['abc', '1.234', 1.234, '-5', '', null, '1e3', '1234567890123']) expect((await use(t, credits)).status).toBe(400);

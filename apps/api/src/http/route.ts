@@ -9,7 +9,7 @@ import { ApiKeyCache, authenticate } from '../auth/authenticate';
 import type { RateLimiters } from './rate-limit';
 import { clientAddressKey, consumeOneOf } from './rate-limit';
 import { missingScope } from './errors';
-import { validate, type RequestSchemas } from './validate';
+import { rejectNulInParams, validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 import { HeldIdempotencyKeys } from '../modules/idempotency/held-keys';
 
@@ -100,7 +100,8 @@ export function mountRoutes(
     const chain: RequestHandler[] =
       spec.scope === 'public'
         ? [rateLimitClient(limiters)]
-        : [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope)];
+        : // A public route answers a malformed path its own way (a share token: the uniform 404).
+          [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope), rejectNulInParams];
     chain.push(checkIdempotencyKey(spec));
     if (spec.schemas) chain.push(validate(spec.schemas));
     if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps, heldKeys));

@@ -38,6 +38,16 @@ function pathOfNulCharacter(value: unknown, path: string): string | null {
   return null;
 }
 
+/**
+ * Every authenticated route: a path parameter (an id, a token) holding U+0000 is 400, as in a query or body. Without it the id
+ * reached a query and PostgreSQL refused it (500).
+ */
+export const rejectNulInParams: RequestHandler = (req, _res, next) => {
+  const nul = pathOfNulCharacter(req.params, '');
+  if (nul !== null) throw new HttpError(400, `Invalid path parameter: '${nul}' must not contain NUL characters.`);
+  next();
+};
+
 /** Validates and replaces req.body / req.query / req.params with the converted values. */
 export function validate(schemas: RequestSchemas): RequestHandler {
   return (req, _res, next) => {
@@ -65,6 +75,12 @@ export const password = () =>
     return value;
   });
 export const name = () => Joi.string().trim().min(1).max(200);
+
+/**
+ * An ISO 8601 timestamp PostgreSQL can hold. Joi's iso() also takes expanded years (`-271821-04-20`, `+275760-…`),
+ * which JavaScript parses but a timestamp column refuses (a 500): years 0001 to 9999 only, else 400.
+ */
+export const isoTimestamp = () => Joi.date().iso().min('0001-01-01T00:00:00.000Z').max('9999-12-31T23:59:59.999Z');
 
 export const paginationQuery = {
   limit: Joi.number().integer().min(1).max(100).default(25),

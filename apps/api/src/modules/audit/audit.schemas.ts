@@ -1,7 +1,7 @@
 import Joi from 'joi';
 import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES } from '@svc/audit';
 import { id, nullableString, timestamp } from '../../http/responses';
-import { paginationQuery } from '../../http/validate';
+import { isoTimestamp, paginationQuery } from '../../http/validate';
 import { AUDIT_EXPORT_FORMATS } from './audit.service';
 
 // `action` outside the catalogue is well-formed but refused by the service (422), like other list filters.
@@ -9,8 +9,8 @@ const filters = {
   action: Joi.string().max(100),
   actor_id: Joi.string().max(100),
   target_id: Joi.string().max(200),
-  since: Joi.date().iso(),
-  until: Joi.date().iso(),
+  since: isoTimestamp(),
+  until: isoTimestamp(),
 };
 
 export const listAuditEventsQuery = Joi.object({ ...paginationQuery, ...filters });

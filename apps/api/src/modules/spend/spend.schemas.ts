@@ -1,5 +1,5 @@
 import Joi from 'joi';
-import { paginationQuery } from '../../http/validate';
+import { isoTimestamp, paginationQuery } from '../../http/validate';
 import { id, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 
 const AMOUNT = /^\d{1,12}(\.\d{1,2})?$/;
@@ -23,8 +23,8 @@ export const recordUsageBody = Joi.object({
 export const listUsageQuery = Joi.object({
   ...paginationQuery,
   project_id: Joi.string().min(1).max(200),
-  since: Joi.date().iso(),
-  until: Joi.date().iso(),
+  since: isoTimestamp(),
+  until: isoTimestamp(),
 });
 
 // kind is checked by the service: a well-formed value outside its list is 422.

@@ -102,7 +102,7 @@ export function mountRoutes(
         ? [rateLimitClient(limiters)]
         : [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope)];
     chain.push(checkIdempotencyKey(spec));
-    if (spec.schemas) chain.push(validate(spec.schemas));
+    chain.push(validate(spec.schemas ?? {}));
     if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps, heldKeys));
     chain.push(respond(spec, deps.config.nodeEnv === 'test'));
     router[spec.method](spec.path, ...chain);

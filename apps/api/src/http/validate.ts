@@ -33,6 +33,8 @@ function pathOfNulCharacter(value: unknown, path: string): string | null {
 export function validate(schemas: RequestSchemas): RequestHandler {
   return (req, _res, next) => {
     if (schemas.params) req.params = check(schemas.params, req.params, 'path parameter');
+    // Every route's path ids, with a schema or not: an id holding NUL names nothing PostgreSQL can store (400, not 500).
+    else check(Joi.object().unknown(true), req.params, 'path parameter');
     if (schemas.query) {
       // Express 5's req.query is a getter: shadow it with the validated value.
       Object.defineProperty(req, 'query', { value: check(schemas.query, req.query, 'query'), writable: true });

@@ -18,11 +18,15 @@ function check<T>(schema: Joi.Schema, value: unknown, where: string): T {
   return validated as T;
 }
 
-/** PostgreSQL text and jsonb cannot hold U+0000: the path of the first string that has one, or null. */
+/**
+ * PostgreSQL text and jsonb cannot hold U+0000: the path of the first string that has one, or of the object with a
+ * key that has one, or null.
+ */
 function pathOfNulCharacter(value: unknown, path: string): string | null {
   if (typeof value === 'string') return value.includes('\u0000') ? path : null;
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, item] of Object.entries(value)) {
+    if (key.includes('\u0000')) return path;
     const found = pathOfNulCharacter(item, path ? `${path}.${key}` : key);
     if (found !== null) return found;
   }

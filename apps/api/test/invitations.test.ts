@@ -260,6 +260,15 @@ describe('invitations sent by someone who lost the right to send them', () => {
     const admin = await createUserInOrg(h, org.id, 'admin', 'soon-demoted');
     const inv = await invited(admin, 'admin', freshEmail('alt'));
     const other = await invited(org.admin, 'member', freshEmail('unrelated'));
+    // The same person's invitation in another organization, where they keep their role.
+    const elsewhere = await createOrg(h);
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: elsewhere.id, userId: admin.id, role: 'admin' } });
+    const theirs = await h.deps.prisma.invitation.create({
+      data: {
+        id: newId('inv'), organizationId: elsewhere.id, email: freshEmail('theirs'), role: 'admin', tokenHash: sha256Hex(`t-${uniqueSuffix()}`),
+        invitedById: admin.id, expiresAt: new Date(Date.now() + 3600_000),
+      },
+    });
     const res = await demote(admin);
     expect([200, 204]).toContain(res.status);
 
@@ -271,6 +280,7 @@ describe('invitations sent by someone who lost the right to send them', () => {
     const listed = await api().get('/api/v1/invitations?limit=100').set(bearer(org.owner.token));
     expect(listed.status).toBe(200);
     expect(listed.body.data.map((i: { id: string }) => i.id)).not.toContain(inv.id);
+    expect(await h.deps.prisma.invitation.findUnique({ where: { id: theirs.id } })).not.toBeNull();
     // Invitations sent by others stay valid.
     expect((await accept({ token: other.token, password: NEW_PASSWORD })).status).toBe(200);
   });

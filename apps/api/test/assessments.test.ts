@@ -143,3 +143,34 @@ describe('GET /assessments and /assessments/{id}', () => {
     }
   });
 });
+
+describe('a NUL character in a key of settings or summary', () => {
+  // PostgreSQL jsonb cannot hold U+0000 in a key either: such a key reached the database and answered 500.
+  it('creating with such settings answers 400 with the envelope and creates nothing', async () => {
+    const p = await insertProject(h, org.id);
+    const res = await api()
+      .post(`/api/v1/projects/${p.id}/assessments`)
+      .set(bearer(org.admin.token))
+      .set('Content-Type', 'application/json')
+      .send('{"name":"nul key","settings":{"nested":{"a\\u0000b":1}}}');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: expect.stringContaining('NUL') });
+    expect(await h.deps.prisma.assessment.count({ where: { projectId: p.id } })).toBe(0);
+  });
+
+  it('completing with such a summary answers 400 and leaves the assessment running', async () => {
+    const p = await insertProject(h, org.id);
+    const a = await insertAssessment(h, org.id, p.id);
+    await h.deps.prisma.assessment.update({ where: { id: a.id }, data: { status: 'running' } });
+    const res = await api()
+      .post(`/api/v1/assessments/${a.id}/complete`)
+      .set(bearer(org.admin.token))
+      .set('Content-Type', 'application/json')
+      .send('{"summary":{"k\\u0000":1}}');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: expect.stringContaining('NUL') });
+    const row = await h.deps.prisma.assessment.findUniqueOrThrow({ where: { id: a.id } });
+    expect(row.status).toBe('running');
+    expect(row.summary).toBeNull();
+  });
+});

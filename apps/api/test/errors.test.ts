@@ -154,3 +154,27 @@ describe('an error after the response started (a streamed export failing midway)
     }
   });
 });
+
+describe('a NUL character in a path id', () => {
+  // PostgreSQL text cannot hold U+0000: such an id reached the database and answered 500 on these routes.
+  it.each([
+    ['get', '/api/v1/projects/%00'],
+    ['patch', '/api/v1/projects/%00'],
+    ['get', '/api/v1/assessments/%00'],
+    ['post', '/api/v1/assessments/%00/cancel'],
+    ['get', '/api/v1/teams/%00'],
+    ['get', '/api/v1/teams/%00/members'],
+    ['get', '/api/v1/projects/%00/access'],
+    ['get', '/api/v1/assessments/%00/access'],
+    ['patch', '/api/v1/members/%00'],
+    ['delete', '/api/v1/members/%00'],
+    ['delete', '/api/v1/invitations/%00'],
+  ] as const)('%s %s answers 400 with the envelope and changes nothing', async (method, path) => {
+    const before = await h.deps.prisma.membership.count({ where: { organizationId: org.id } });
+    const body = method === 'patch' ? (path.includes('members') ? { role: 'member' } : { name: 'x' }) : undefined;
+    const res = await request(h.app)[method](path).set(bearer(org.owner.token)).send(body);
+    expectEnvelope(res, 400);
+    expect(res.body.detail).toContain('NUL');
+    expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id } })).toBe(before);
+  });
+});

@@ -3,7 +3,7 @@ import request from 'supertest';
 import { sha256Hex } from '../src/lib/crypto';
 import { newId } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { TEST_PASSWORD, bearer, createOrg, type TestOrg } from './support/fixtures';
+import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, type TestOrg } from './support/fixtures';
 
 let h: Harness;
 let org: TestOrg;
@@ -247,5 +247,51 @@ describe('POST /invitations/accept', () => {
   it('rejects a malformed body with 400', async () => {
     expect((await accept({})).status).toBe(400);
     expect((await accept({ token: 'x', password: 'y', extra: 1 })).status).toBe(400);
+  });
+});
+
+describe('invitations sent by someone who lost the right to send them', () => {
+  // An admin invites a second address of their own as admin, is then demoted or removed, and accepts the link:
+  // before, the link still made that address an admin, so the demotion or removal was undone by its subject.
+  it.each([
+    ['demoted to member', (u: { id: string }) => api().patch(`/api/v1/members/${u.id}`).set(bearer(org.owner.token)).send({ role: 'member' })],
+    ['removed', (u: { id: string }) => api().delete(`/api/v1/members/${u.id}`).set(bearer(org.owner.token))],
+  ])('an admin %s: their pending invitations no longer admit anyone (400), nothing is created', async (_label, demote) => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'soon-demoted');
+    const inv = await invited(admin, 'admin', freshEmail('alt'));
+    const other = await invited(org.admin, 'member', freshEmail('unrelated'));
+    // The same person's invitation in another organization, where they keep their role.
+    const elsewhere = await createOrg(h);
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: elsewhere.id, userId: admin.id, role: 'admin' } });
+    const theirs = await h.deps.prisma.invitation.create({
+      data: {
+        id: newId('inv'), organizationId: elsewhere.id, email: freshEmail('theirs'), role: 'admin', tokenHash: sha256Hex(`t-${uniqueSuffix()}`),
+        invitedById: admin.id, expiresAt: new Date(Date.now() + 3600_000),
+      },
+    });
+    const res = await demote(admin);
+    expect([200, 204]).toContain(res.status);
+
+    const accepted = await accept({ token: inv.token, password: NEW_PASSWORD });
+    expect(accepted.status).toBe(400);
+    expect(accepted.body).toEqual({ detail: expect.any(String) });
+    expect(await h.deps.prisma.user.count({ where: { email: inv.email } })).toBe(0);
+    expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id, user: { email: inv.email } } })).toBe(0);
+    const listed = await api().get('/api/v1/invitations?limit=100').set(bearer(org.owner.token));
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((i: { id: string }) => i.id)).not.toContain(inv.id);
+    expect(await h.deps.prisma.invitation.findUnique({ where: { id: theirs.id } })).not.toBeNull();
+    // Invitations sent by others stay valid.
+    expect((await accept({ token: other.token, password: NEW_PASSWORD })).status).toBe(200);
+  });
+
+  it('a demotion that keeps the admin role (ownership transfer) leaves their invitations valid', async () => {
+    const local = await createOrg(h);
+    const inv = await invited(local.owner, 'admin', freshEmail('kept'));
+    const moved = await api().post('/api/v1/organization/transfer-ownership').set(bearer(local.owner.token)).send({ user_id: local.admin.id });
+    expect(moved.status).toBe(200);
+    const accepted = await accept({ token: inv.token, password: NEW_PASSWORD });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.role).toBe('admin');
   });
 });

@@ -160,6 +160,8 @@ async function removeMembership(tx: Tx, organizationId: string, userId: string, 
     data: { revokedAt: now, revokedReason: 'member_erased' },
   });
   await disableRoutesConfiguredBy(tx, organizationId, userId, now);
+  // The invitations they sent and nobody accepted yet stop too, as on DELETE /members/:id.
+  await tx.invitation.deleteMany({ where: { organizationId, invitedById: userId, acceptedAt: null } });
   return { removed: count > 0, sessions: sessions.count, apiKeys: keys.count };
 }
 

@@ -766,3 +766,27 @@ describe('filing, failing and retrying', () => {
     expect((await file(readOnly, { user_id: org.member.id })).status).toBe(403);
   });
 });
+
+describe('an erased member loses what DELETE /members/:id takes away', () => {
+  it("an erased admin's pending invitations no longer admit anyone; other people's stay valid", async () => {
+    const fresh = await createOrg(h);
+    const p = await member(fresh, 'Ivy Inviter', undefined, 'admin');
+    const tokenOf = async (inviter: TestUser, email: string) => {
+      const res = await api().post('/api/v1/invitations').set(bearer(inviter.token)).send({ email, role: 'admin' });
+      expect(res.status).toBe(201);
+      const mail = h.mail().filter((m) => m.to === email).pop()!;
+      return /accept-invite\?token=([A-Za-z0-9_-]+)/.exec(mail.text)![1];
+    };
+    // Before, the erased admin could accept this link with a second address of theirs and be an admin again.
+    const alt = `alt-${uniqueSuffix()}@example.test`;
+    const theirs = await tokenOf(p, alt);
+    const others = await tokenOf(fresh.owner, `kept-${uniqueSuffix()}@example.test`);
+    await eraseFully(fresh.owner.token, { user_id: p.id });
+
+    const res = await api().post('/api/v1/invitations/accept').send({ token: theirs, password: 'a brand new passphrase' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: expect.any(String) });
+    expect(await h.deps.prisma.user.count({ where: { email: alt } })).toBe(0);
+    expect((await api().post('/api/v1/invitations/accept').send({ token: others, password: 'a brand new passphrase' })).status).toBe(200);
+  });
+});

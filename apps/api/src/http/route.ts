@@ -103,7 +103,7 @@ export function mountRoutes(
         : // A public route answers a malformed path its own way (a share token: the uniform 404).
           [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope), rejectNulInParams];
     chain.push(checkIdempotencyKey(spec));
-    if (spec.schemas) chain.push(validate(spec.schemas));
+    chain.push(validate(spec.schemas ?? {}));
     if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps, heldKeys));
     chain.push(respond(spec, deps.config.nodeEnv === 'test'));
     router[spec.method](spec.path, ...chain);

@@ -27,11 +27,15 @@ function check<T>(schema: Joi.Schema, value: unknown, where: string): T {
   return validated as T;
 }
 
-/** PostgreSQL text and jsonb cannot hold U+0000: the path of the first string that has one, or null. */
+/**
+ * PostgreSQL text and jsonb cannot hold U+0000: the path of the first string that has one, or of the object with a
+ * key that has one, or null.
+ */
 function pathOfNulCharacter(value: unknown, path: string): string | null {
   if (typeof value === 'string') return value.includes('\u0000') ? path : null;
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, item] of Object.entries(value)) {
+    if (key.includes('\u0000')) return path;
     const found = pathOfNulCharacter(item, path ? `${path}.${key}` : key);
     if (found !== null) return found;
   }
@@ -52,6 +56,8 @@ export const rejectNulInParams: RequestHandler = (req, _res, next) => {
 export function validate(schemas: RequestSchemas): RequestHandler {
   return (req, _res, next) => {
     if (schemas.params) req.params = check(schemas.params, req.params, 'path parameter');
+    // Every route's path ids, with a schema or not: an id holding NUL names nothing PostgreSQL can store (400, not 500).
+    else check(Joi.object().unknown(true), req.params, 'path parameter');
     if (schemas.query) {
       // Express 5's req.query is a getter: shadow it with the validated value.
       Object.defineProperty(req, 'query', { value: check(schemas.query, req.query, 'query'), writable: true });

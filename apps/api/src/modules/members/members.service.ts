@@ -2,7 +2,7 @@
 // someone whose role is above their own; the owner role moves only through transfer-ownership, so an
 // organization always keeps exactly one owner.
 import { roleRank, type Role } from '@svc/scopes';
-import { scopedTo, type Membership, type User } from '@svc/db';
+import { scopedTo, type Membership, type Scoped, type Tx, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -45,6 +45,15 @@ async function findMember(deps: AppDeps, principal: Principal, userId: string): 
   return m;
 }
 
+/**
+ * The pending invitations a member sent stop with their right to send them (demoted below admin, or removed): a
+ * pending link would otherwise let them, or a second address of theirs, join again with the role they lost. Runs in
+ * the transaction of the change; an accept that comes later finds no invitation (400).
+ */
+async function revokeInvitationsSentBy(tx: Scoped<Tx>, userId: string): Promise<void> {
+  await tx.invitation.deleteMany({ where: { invitedById: userId, acceptedAt: null } });
+}
+
 function refuseIfAbove(principal: Principal, target: Membership, action: string): void {
   if (roleRank(target.role as Role) > roleRank(principal.role)) {
     throw forbidden(`You cannot ${action} a member whose role (${target.role}) is above your own (${principal.role}).`);
@@ -84,8 +93,12 @@ export async function changeRole(
         metadata: { email: target.user.email, previous_role: target.role, role: input.role },
       });
     }
-    // Routes of events they configured stop with the organization-wide role (access/event-routing.ts).
-    if (roleRank(input.role) < roleRank('admin')) await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
+    // Routes of events they configured stop with the organization-wide role (access/event-routing.ts), and so do
+    // the invitations they sent: below admin they could not send them (members:invite).
+    if (roleRank(input.role) < roleRank('admin')) {
+      await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
+      await revokeInvitationsSentBy(tx, userId);
+    }
   });
   if (target.role !== input.role) await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
   return presentMember({ ...target, role: input.role });
@@ -108,6 +121,7 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
     await tx.teamMember.deleteMany({ where: { userId } });
     await tx.accessGrant.deleteMany({ where: { userId } });
     await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
+    await revokeInvitationsSentBy(tx, userId);
     await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     const keys = await tx.apiKey.findMany({
       where: { userId, revokedAt: null },

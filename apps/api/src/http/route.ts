@@ -9,7 +9,7 @@ import { ApiKeyCache, authenticate } from '../auth/authenticate';
 import type { RateLimiters } from './rate-limit';
 import { clientAddressKey, consumeOneOf } from './rate-limit';
 import { missingScope } from './errors';
-import { rejectNulInParams, validate, type RequestSchemas } from './validate';
+import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 import { HeldIdempotencyKeys } from '../modules/idempotency/held-keys';
 
@@ -100,9 +100,9 @@ export function mountRoutes(
     const chain: RequestHandler[] =
       spec.scope === 'public'
         ? [rateLimitClient(limiters)]
-        : // A public route answers a malformed path its own way (a share token: the uniform 404).
-          [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope), rejectNulInParams];
+        : [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope)];
     chain.push(checkIdempotencyKey(spec));
+    // Every route, with schemas or not: its path parameters are checked for NUL characters at least.
     chain.push(validate(spec.schemas ?? {}));
     if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps, heldKeys));
     chain.push(respond(spec, deps.config.nodeEnv === 'test'));

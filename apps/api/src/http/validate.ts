@@ -42,16 +42,6 @@ function pathOfNulCharacter(value: unknown, path: string): string | null {
   return null;
 }
 
-/**
- * Every authenticated route: a path parameter (an id, a token) holding U+0000 is 400, as in a query or body. Without it the id
- * reached a query and PostgreSQL refused it (500).
- */
-export const rejectNulInParams: RequestHandler = (req, _res, next) => {
-  const nul = pathOfNulCharacter(req.params, '');
-  if (nul !== null) throw new HttpError(400, `Invalid path parameter: '${nul}' must not contain NUL characters.`);
-  next();
-};
-
 /** Validates and replaces req.body / req.query / req.params with the converted values. */
 export function validate(schemas: RequestSchemas): RequestHandler {
   return (req, _res, next) => {

@@ -1,11 +1,11 @@
 import Joi from 'joi';
-import { name, paginationQuery } from '../../http/validate';
+import { isoTimestamp, name, paginationQuery } from '../../http/validate';
 import { id, nullableTimestamp, timestamp } from '../../http/responses';
 
 export const createApiKeyBody = Joi.object({
   name: name().required(),
   scopes: Joi.array().items(Joi.string().max(100)).min(1).max(200).required(),
-  expires_at: Joi.date().iso(),
+  expires_at: isoTimestamp(),
 });
 
 export const listApiKeysQuery = Joi.object(paginationQuery);

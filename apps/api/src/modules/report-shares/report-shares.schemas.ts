@@ -1,16 +1,16 @@
 import Joi from 'joi';
-import { email, paginationQuery } from '../../http/validate';
+import { email, isoTimestamp, paginationQuery } from '../../http/validate';
 import { id, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 
 /** The published link never expires unless asked; `null` says so explicitly. */
 export const publishReportBody = Joi.object({
-  expires_at: Joi.date().iso().allow(null),
+  expires_at: isoTimestamp().allow(null),
 });
 
 /** A grant's lifetime defaults to REPORT_SHARE_DEFAULT_TTL_DAYS. */
 export const shareReportBody = Joi.object({
   email: email().required(),
-  expires_at: Joi.date().iso(),
+  expires_at: isoTimestamp(),
 });
 
 export const listSharesQuery = Joi.object({

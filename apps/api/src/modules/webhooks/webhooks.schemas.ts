@@ -1,7 +1,7 @@
 // Shapes of the webhook management requests. Values that are well-formed but refused (unknown event types,
 // filter values outside their lists, unsafe URLs) are checked by the service and answer 422.
 import Joi from 'joi';
-import { name, paginationQuery } from '../../http/validate';
+import { isoTimestamp, name, paginationQuery } from '../../http/validate';
 import { id, list, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 
 const stringList = (max: number) => Joi.array().items(Joi.string().max(100)).max(max).unique();
@@ -68,8 +68,8 @@ export const deliveriesQuery = Joi.object({
   subscription_id: Joi.string().max(100),
   event_type: Joi.string().max(100),
   status: Joi.string().valid('pending', 'succeeded', 'failed'),
-  since: Joi.date().iso(),
-  until: Joi.date().iso(),
+  since: isoTimestamp(),
+  until: isoTimestamp(),
 });
 
 const deliveryStatus = Joi.string().valid('pending', 'succeeded', 'failed');
@@ -177,8 +177,8 @@ export const sentinelSchemaResponse = Joi.object({
 });
 
 export const recoverBody = Joi.object({
-  since: Joi.date().iso().required(),
-  until: Joi.date().iso(),
+  since: isoTimestamp().required(),
+  until: isoTimestamp(),
 });
 
 export const recoverResponse = Joi.object({

@@ -443,6 +443,16 @@ describe('the public share routes', () => {
     expect((await view(`rshare_${'y'.repeat(43)}`, '203.0.113.100')).status).toBe(404);
   });
 
+  it('count an IPv6 client by its /64: one host cycling through its own addresses is limited like one address', async () => {
+    // A host is routinely given a whole /64: counted per address, it could guess tokens without ever reaching 429.
+    for (let i = 0; i < PER_IP; i++) {
+      expect((await view(`rshare_${String(i).padStart(43, 'v')}`, `2001:db8:5:6::${(i + 1).toString(16)}`)).status).toBe(404);
+    }
+    expect((await view(`rshare_${'w'.repeat(43)}`, '2001:db8:5:6:ffff:1:2:3')).status).toBe(429);
+    // Another /64 is another client.
+    expect((await view(`rshare_${'w'.repeat(43)}`, '2001:db8:5:7::1')).status).toBe(404);
+  });
+
   it('are documented as public in the OpenAPI document', async () => {
     const doc = (await api().get('/api/v1/openapi.json')).body;
     expect(doc.paths['/api/v1/shared/reports/{token}'].get.security).toEqual([]);

@@ -9,7 +9,7 @@ import type { AuditAction } from '@svc/audit';
 import type { AppDeps } from '../../app-deps';
 import { hashShareToken, looksLikeShareToken } from '../../auth/share-token';
 import { conflict, notFound } from '../../http/errors';
-import { consumeOrThrow, redisRateLimiter } from '../../http/rate-limit';
+import { clientAddressKey, consumeOrThrow, redisRateLimiter } from '../../http/rate-limit';
 import { recordInOrganizations, requestMeta } from '../audit/audit.context';
 import { sendReportPdf } from '../reports/reports.service';
 
@@ -37,7 +37,7 @@ const NOT_FOUND = () => notFound('Report');
 
 /** The live share of `token` with its ready report (without the PDF); 404 alike for every reason it is not (409 while regenerated). */
 async function openShare(deps: AppDeps, limiters: ShareLimiters, req: Request, token: string) {
-  await consumeOrThrow(limiters.perIp, `ip:${req.ip}`);
+  await consumeOrThrow(limiters.perIp, clientAddressKey(req.ip));
   if (!looksLikeShareToken(token)) throw NOT_FOUND();
   const tokenHash = hashShareToken(token, deps.config.apiKeyPepper);
   // Keyed by the hash: the token itself never reaches Redis.

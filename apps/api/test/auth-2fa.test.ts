@@ -207,3 +207,27 @@ describe('2FA setup, enable and login', () => {
     expect(user.totpLastStep).not.toBeNull();
   });
 });
+
+describe('enabling 2FA ends the account\'s other sessions', () => {
+  it('a session signed in before 2FA was turned on answers 401; the session that turned it on and the API keys keep working', async () => {
+    // Someone who had the password (and so a session) before the owner turned 2FA on must not keep that session.
+    const account = await signupAndVerify(h);
+    const { token: owners } = await loginViaApi(h, account.email, account.password);
+    const { token: earlier } = await loginViaApi(h, account.email, account.password);
+    const me = (token: string) => request(h.app).get('/api/v1/auth/me').set(bearer(token));
+    expect((await me(earlier)).status).toBe(200);
+    const key = await post('/api-keys', owners, { name: 'ci', scopes: ['projects:read'] });
+    expect(key.status).toBe(201);
+
+    const setup = await post('/auth/2fa/setup', owners);
+    expect((await post('/auth/2fa/enable', owners, { code: codeNow(setup.body.secret) })).status).toBe(200);
+
+    const after = await me(earlier);
+    expect(after.status).toBe(401);
+    expect(after.body).toEqual({ detail: expect.any(String) });
+    expect((await me(owners)).status).toBe(200);
+    expect((await request(h.app).get('/api/v1/projects').set(bearer(key.body.key))).status).toBe(200);
+    const audit = await h.deps.prisma.auditEvent.findFirstOrThrow({ where: { action: 'auth.2fa_enabled', targetId: account.userId } });
+    expect(audit.metadata).toMatchObject({ other_sessions_revoked: 1 });
+  });
+});

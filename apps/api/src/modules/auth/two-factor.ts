@@ -44,9 +44,10 @@ async function recordTwoFactorChange(
   meta: RequestMeta,
   at: Date,
   action: 'auth.2fa_enabled' | 'auth.2fa_disabled',
+  metadata?: Record<string, unknown>,
 ): Promise<void> {
   const actor = await userActor(tx, principal.userId);
-  await recordInUserOrganizations(tx, actor, meta, at, { action, target: { type: 'user', id: principal.userId } });
+  await recordInUserOrganizations(tx, actor, meta, at, { action, target: { type: 'user', id: principal.userId }, ...(metadata && { metadata }) });
 }
 
 export async function setupTwoFactor(deps: AppDeps, principal: Principal) {
@@ -73,7 +74,14 @@ export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, pri
       data: { totpSecretEnc: user.totpPendingEnc, totpPendingEnc: null, totpEnabled: true, totpLastStep: BigInt(step) },
     });
     if (updated.count !== 1) throw conflict('Two-factor settings changed concurrently; try again.');
-    await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_enabled');
+    // The account's other sessions end: one opened with a stolen password before 2FA was on must not outlive it.
+    // API keys stay (they bypass 2FA by design; docs/api.md).
+    const now = deps.clock.now();
+    const ended = await tx.session.updateMany({
+      where: { userId: user.id, revokedAt: null, id: { not: principal.sessionId } },
+      data: { revokedAt: now },
+    });
+    await recordTwoFactorChange(tx, principal, meta, now, 'auth.2fa_enabled', { other_sessions_revoked: ended.count });
   });
   return { two_factor_enabled: true };
 }

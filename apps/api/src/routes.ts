@@ -36,7 +36,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...keyPolicyRoutes(deps),
     ...auditRoutes(deps),
     ...memberRoutes(deps),
-    ...invitationRoutes(deps),
+    ...invitationRoutes(deps, limiters),
     ...teamRoutes(deps),
     ...projectRoutes(deps),
     ...assessmentRoutes(deps),

@@ -215,6 +215,20 @@ describe('POST /invitations/accept', () => {
     expect(memberships.map((m) => [m.organizationId, m.role]).sort()).toEqual([[elsewhere.id, 'manager'], [org.id, 'member']].sort());
   });
 
+  it("counts an existing account's password guesses with its logins: past the login limit (10 a minute per e-mail) 429, even for the right password", async () => {
+    // The accept route checks the account's password: without the login's per-e-mail count it was a second,
+    // faster place to guess it (only the 600-a-minute per-client limit applied).
+    const elsewhere = await createOrg(h);
+    const inv = await invited(org.admin, 'member', elsewhere.member.email);
+    for (let i = 0; i < 10; i++) expect((await accept({ token: inv.token, password: `guess number ${i}` })).status).toBe(401);
+    const limited = await accept({ token: inv.token, password: TEST_PASSWORD });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id, userId: elsewhere.member.id } })).toBe(0);
+    // The same count as the login's: a password login of that account is limited too.
+    expect((await api().post('/api/v1/auth/login').send({ email: elsewhere.member.email, password: TEST_PASSWORD })).status).toBe(429);
+  });
+
   it('answers 409 when the invitee is already a member, and leaves the invitation unused', async () => {
     const inv = await invited();
     const first = await accept({ token: inv.token, password: NEW_PASSWORD });

@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import type { RateLimiters } from '../../http/rate-limit';
 import { page } from '../../http/responses';
 import {
   acceptInvitationBody,
@@ -11,7 +12,7 @@ import {
 } from './invitations.schemas';
 import { acceptInvitation, createInvitation, listInvitations, revokeInvitation } from './invitations.service';
 
-export function invitationRoutes(deps: AppDeps): RouteSpec[] {
+export function invitationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [
     {
       method: 'post',
@@ -39,7 +40,7 @@ export function invitationRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Accept an invitation with the mailed token: new e-mail -> active user with the password; existing user -> password check',
       schemas: { body: acceptInvitationBody },
       response: acceptedInvitationResponse,
-      handler: (req) => acceptInvitation(deps, req.body),
+      handler: (req) => acceptInvitation(deps, limiters, req.body),
     },
     {
       method: 'delete',

@@ -7,6 +7,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
@@ -98,7 +99,7 @@ export async function revokeInvitation(deps: AppDeps, principal: Principal, id: 
 
 const INVALID_TOKEN = 'The invitation link is invalid, expired or already used.';
 
-export async function acceptInvitation(deps: AppDeps, input: { token: string; name?: string; password?: string }) {
+export async function acceptInvitation(deps: AppDeps, limiters: RateLimiters, input: { token: string; name?: string; password?: string }) {
   const now = deps.clock.now();
   // Unscoped: the token is the only thing the invitee has; it names the organization.
   const inv = await deps.prisma.invitation.findUnique({ where: { tokenHash: sha256Hex(input.token) } });
@@ -110,6 +111,8 @@ export async function acceptInvitation(deps: AppDeps, input: { token: string; na
     const member = await scopedTo(deps.prisma, inv).membership.findFirst({ where: { userId: user.id } });
     if (member) throw conflict('You are already a member of this organization.');
     if (input.password === undefined) throw badRequest('An account with this e-mail exists: send its password to accept.');
+    // A password check like the login's, so counted with the login's per-e-mail attempts (not a second place to guess).
+    await consumeOrThrow(limiters.login, `email:${sha256Hex(user.email)}`);
     if (!user.passwordHash || !(await bcrypt.compare(input.password, user.passwordHash))) {
       throw unauthorized('Wrong password for the existing account.');
     }

@@ -92,6 +92,7 @@ export function createDeliveryContext(deps: WorkerDeps, deliveryQueue?: Queue<De
     proxy,
     allowedHosts: webhooks.allowedHosts,
     lookup: deps.lookup,
+    dns: webhooks.dns,
     redis: deps.redis,
     redisPrefix: deps.config.redisPrefix,
     key: deps.config.encryptionKey,
@@ -318,7 +319,7 @@ async function attempt(ctx: DeliveryContext, run: AttemptInProgress): Promise<De
     return conclude(ctx, run, mailed, mailed.error ? 'network_error' : 'success');
   }
   const url = chatUrlOf(subscription, ctx.openSealed);
-  const check = await resolveWebhookTarget(url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  const check = await resolveWebhookTarget(url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup, dns: ctx.config.webhooks.dns });
   if (!check.ok && check.reason === 'unresolvable') {
     return conclude(ctx, run, noResponse(run, new Error('the host does not resolve')), 'network_error');
   }

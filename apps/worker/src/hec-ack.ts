@@ -57,7 +57,7 @@ async function askSplunk(polls: AckPoll[]): Promise<{ answers: HecAckStatus[]; f
   const { subscription } = delivery;
   const ackIds = going.map((i) => polls[i].ackId);
   const deliveryIds = going.map((i) => polls[i].delivery.id);
-  const check = await resolveWebhookTarget(hecAckUrl(subscription.url), { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  const check = await resolveWebhookTarget(hecAckUrl(subscription.url), { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup, dns: ctx.config.webhooks.dns });
   if (!check.ok) {
     ctx.logger.info('HEC ack poll not sent', { subscription_id: subscription.id, delivery_ids: deliveryIds, reason: check.reason });
     return { answers, failed: false };

@@ -95,7 +95,7 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
  * certain to go out (the check passed), and before it does.
  */
 async function send(ctx: DeliveryContext, request: IssueRequest, responseLimitBytes: number, beforeSend?: () => Promise<void>): Promise<Sent> {
-  const check = await resolveWebhookTarget(request.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup });
+  const check = await resolveWebhookTarget(request.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup, dns: ctx.config.webhooks.dns });
   if (!check.ok && check.reason !== 'unresolvable') return { unsafe: `unsafe url: ${describeTargetRejection(check.reason)}` };
   if (!check.ok) return { result: { response: null, body: Buffer.alloc(0), error: new Error('the host does not resolve'), durationMs: 0 } };
   await beforeSend?.();

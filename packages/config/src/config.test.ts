@@ -229,3 +229,18 @@ describe('loadConfig: egress proxy', () => {
     },
   );
 });
+
+describe('loadConfig: DNS for customer-configured names', () => {
+  it("defaults to the system's name servers and a 2 s first timeout; takes ip, ip:port and [ipv6]:port", () => {
+    expect(loadConfig({}).webhooks.dns).toEqual({ servers: [], timeoutMs: 2_000, tries: 2 });
+    const dns = loadConfig({ WEBHOOK_DNS_SERVERS: '10.0.0.53, 10.0.0.54:5353,[2001:db8::53]:53', WEBHOOK_DNS_TIMEOUT_MS: '500' }).webhooks.dns;
+    expect(dns).toEqual({ servers: ['10.0.0.53', '10.0.0.54:5353', '[2001:db8::53]:53'], timeoutMs: 500, tries: 2 });
+  });
+
+  it.each([['WEBHOOK_DNS_SERVERS', 'dns.example.com'], ['WEBHOOK_DNS_SERVERS', '10.0.0.53:99999'], ['WEBHOOK_DNS_TIMEOUT_MS', '50']])(
+    'refuses %s=%s and names it',
+    (name, value) => {
+      expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(name));
+    },
+  );
+});

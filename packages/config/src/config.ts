@@ -1,5 +1,7 @@
 // The one configuration module of the service. Every setting comes from the environment, is validated with joi
 // at start-up, and a missing or malformed one stops the process with a message naming it.
+import { Resolver } from 'node:dns';
+import { isIPv4, isIPv6 } from 'node:net';
 import os from 'node:os';
 import Joi from 'joi';
 import { DEFAULT_HEALTH_RULES } from '@svc/domain';
@@ -67,6 +69,30 @@ const egressProxyUrl = Joi.string()
     }
     return value;
   }, 'proxy URL');
+
+/** ip, ip:port (IPv4) or [ipv6]:port, or a bare IPv6 address; a port within 1-65535. */
+function isNameServer(entry: string): boolean {
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
+  const v4 = /^([\d.]+)(?::(\d+))?$/.exec(entry);
+  const [address, port] = bracketed ? [bracketed[1], bracketed[2]] : v4 ? [v4[1], v4[2]] : [entry, undefined];
+  const portOk = port === undefined || (Number(port) >= 1 && Number(port) <= 65_535);
+  return portOk && (bracketed || !v4 ? isIPv6(address!) : isIPv4(address!));
+}
+
+// Name servers as c-ares takes them: ip, ip:port, [ipv6]:port; checked by c-ares itself, so a bad entry stops start-up.
+const dnsServerList = Joi.string()
+  .allow('')
+  .default('')
+  .custom((value: string, helpers) => {
+    try {
+      const servers = splitList(value);
+      if (!servers.every(isNameServer)) throw new Error('not a name server');
+      new Resolver().setServers(servers);
+    } catch {
+      return helpers.message({ custom: 'must be a comma-separated list of ip or ip:port ([ipv6]:port) name servers' });
+    }
+    return value;
+  }, 'name server list');
 
 const schema = Joi.object({
   NODE_ENV: Joi.string().valid('development', 'test', 'production').default('development'),
@@ -162,6 +188,10 @@ const schema = Joi.object({
   WORKER_CONCURRENCY: Joi.number().integer().min(1).default(64),
   // Most dead hosts fail at connect: give up on the TCP + TLS handshake well before the total timeout.
   WEBHOOK_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).default(3_000),
+  // Customer-configured names are resolved through DNS on the event loop (docs/operations.md "DNS"): the name servers
+  // (comma-separated ip or ip:port; empty: /etc/resolv.conf's) and a query's first timeout (doubled on its retry).
+  WEBHOOK_DNS_SERVERS: dnsServerList,
+  WEBHOOK_DNS_TIMEOUT_MS: Joi.number().integer().min(100).max(30_000).default(2_000),
   // Delivery isolation (docs/webhooks.md "Delivery isolation"): per-subscription in-flight cap and circuit breaker.
   WEBHOOK_ISOLATION: Joi.boolean().default(true),
   // Fair share of backlogs: the enqueue rate (deliveries per second, decaying average) beyond which a subscription's
@@ -295,6 +325,8 @@ export interface Config {
     health: { failingAfterFailures: number; disableAfterFailures: number; disableMinSpanMs: number };
     workerConcurrency: number;
     connectTimeoutMs: number;
+    /** How customer-configured names are resolved (@svc/net's DnsSettings). */
+    dns: { servers: string[]; timeoutMs: number; tries: number };
     fairSharePerSecond: number;
     /** Per-subscription isolation; null when WEBHOOK_ISOLATION=false. */
     isolation: IsolationRules | null;
@@ -504,6 +536,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workerConcurrency: value.WORKER_CONCURRENCY,
       fairSharePerSecond: value.WEBHOOK_FAIR_SHARE_PER_SECOND,
       connectTimeoutMs: Math.min(value.WEBHOOK_CONNECT_TIMEOUT_MS, value.WEBHOOK_TIMEOUT_MS),
+      dns: { servers: splitList(value.WEBHOOK_DNS_SERVERS), timeoutMs: value.WEBHOOK_DNS_TIMEOUT_MS, tries: 2 },
       isolation: value.WEBHOOK_ISOLATION
         ? {
             minInFlight: value.WEBHOOK_MIN_IN_FLIGHT,

@@ -1,7 +1,7 @@
 // Where a webhook may be sent: the URL passes the static checks of @svc/webhooks, and EVERY address its host
 // resolves to is public (or the host is on the operator allow-list). The worker then connects to the very
 // address returned here, so a DNS answer cannot change between the check and the connection (no rebinding).
-import { lookup as dnsLookup } from 'node:dns/promises';
+import { lookup as systemDnsLookup, Resolver } from 'node:dns/promises';
 import { classifyIpAddress, validateWebhookUrl } from '@svc/webhooks';
 
 export interface ResolvedTarget {
@@ -14,11 +14,59 @@ export type TargetCheck = { ok: true; target: ResolvedTarget } | { ok: false; re
 
 export type Lookup = (hostname: string) => Promise<Array<{ address: string; family: number }>>;
 
-const systemLookup: Lookup = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+/** How customer-configured names are resolved (WEBHOOK_DNS_SERVERS, WEBHOOK_DNS_TIMEOUT_MS). */
+export interface DnsSettings {
+  /** Name servers (`ip` or `ip:port`); empty: the system's (/etc/resolv.conf). */
+  servers: readonly string[];
+  /** A query's first timeout (c-ares doubles it on each retry). */
+  timeoutMs: number;
+  /** Tries per name server. */
+  tries: number;
+}
+
+export const DEFAULT_DNS_SETTINGS: DnsSettings = { servers: [], timeoutMs: 2_000, tries: 2 };
+
+/**
+ * The operating system's resolver (getaddrinfo: /etc/hosts, then DNS). It runs on libuv's thread pool, four threads
+ * shared with bcrypt, file reads and the rest, and with no timeout of its own: kept for the operator's allow-listed
+ * hosts (localhost, /etc/hosts names), never for a name a customer chose.
+ */
+const systemLookup: Lookup = (hostname) => systemDnsLookup(hostname, { all: true, verbatim: true });
+
+const resolvers = new WeakMap<DnsSettings, Resolver>();
+
+function resolverFor(settings: DnsSettings): Resolver {
+  let resolver = resolvers.get(settings);
+  if (!resolver) {
+    resolver = new Resolver({ timeout: settings.timeoutMs, tries: settings.tries });
+    if (settings.servers.length > 0) resolver.setServers([...settings.servers]);
+    resolvers.set(settings, resolver);
+  }
+  return resolver;
+}
+
+/**
+ * A customer-configured name through DNS (c-ares): asked on the event loop, not on the thread pool, and given up
+ * after the settings' timeouts. A name server that never answers (anyone can run one for their own domain) then
+ * holds no thread: through getaddrinfo, four such lookups stalled every other lookup of the process, and the
+ * API's bcrypt (logins) behind them, for the system resolver's whole timeout. IPv4 addresses first, then IPv6.
+ */
+export function dnsLookup(settings: DnsSettings = DEFAULT_DNS_SETTINGS): Lookup {
+  const resolver = resolverFor(settings);
+  return async (hostname) => {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+    const addresses = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (addresses.length === 0) throw v4.status === 'rejected' ? v4.reason : new Error(`ENODATA: ${hostname} has no address`);
+    return addresses;
+  };
+}
 
 export async function resolveWebhookTarget(
   rawUrl: string,
-  options: { allowedHosts?: readonly string[]; lookup?: Lookup } = {},
+  options: { allowedHosts?: readonly string[]; lookup?: Lookup; dns?: DnsSettings } = {},
 ): Promise<TargetCheck> {
   const checked = validateWebhookUrl(rawUrl, { allowedHosts: options.allowedHosts });
   if (!checked.ok) return { ok: false, reason: checked.reason };
@@ -28,7 +76,8 @@ export async function resolveWebhookTarget(
   }
   let addresses: Array<{ address: string; family: number }>;
   try {
-    addresses = await (options.lookup ?? systemLookup)(checked.url.hostname);
+    const lookup = options.lookup ?? (checked.allowListed ? systemLookup : dnsLookup(options.dns));
+    addresses = await lookup(checked.url.hostname);
   } catch {
     return { ok: false, reason: 'unresolvable' };
   }

@@ -8,7 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { SecureContext } from 'node:tls';
 import type { Redis } from 'ioredis';
 import { seal, unseal } from '@svc/db';
-import { describeTargetRejection, resolveWebhookTarget, type Lookup } from '@svc/net';
+import { describeTargetRejection, resolveWebhookTarget, type DnsSettings, type Lookup } from '@svc/net';
 import { ConnectionPool, type EgressProxyOptions } from './agents';
 import { loadGot } from './got';
 import { pinnedLookup } from './pinned-lookup';
@@ -53,6 +53,8 @@ export interface EntraTokenOptions {
   /** WEBHOOK_ALLOWED_HOSTS and the DNS override (tests), as for receivers. */
   allowedHosts: readonly string[];
   lookup?: Lookup;
+  /** How the token endpoint's name is resolved, as for receivers (WEBHOOK_DNS_*). */
+  dns?: DnsSettings;
   redis: () => Redis;
   redisPrefix: string;
   key: Buffer;
@@ -109,7 +111,7 @@ export function createEntraTokens(options: EntraTokenOptions): EntraTokens {
   async function fetchToken(credentials: AzureCredentials): Promise<{ accessToken: string; expiresIn: number }> {
     const got = await loadGot();
     const url = tokenEndpoint(options.authorityHost, credentials.tenant_id);
-    const check = await resolveWebhookTarget(url, { allowedHosts: options.allowedHosts, lookup: options.lookup });
+    const check = await resolveWebhookTarget(url, { allowedHosts: options.allowedHosts, lookup: options.lookup, dns: options.dns });
     if (!check.ok) throw new TokenError(`token endpoint refused: ${describeTargetRejection(check.reason)}`);
     const { address, family } = check.target;
     const agent = pool.agentFor({ hostname: check.target.url.hostname, port: Number(check.target.url.port || 443), address, family });

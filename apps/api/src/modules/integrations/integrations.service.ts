@@ -48,7 +48,7 @@ const hint = (credential: string) => `…${credential.slice(-4)}`;
 /** A GitHub Enterprise base URL must be https and resolve only to public addresses, like a webhook URL. */
 async function checkedBaseUrl(deps: AppDeps, url: string | null | undefined): Promise<string | null> {
   if (!url) return null;
-  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts });
+  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts, dns: deps.config.webhooks.dns });
   if (!check.ok) throw unprocessable(`GitHub Enterprise base URL refused: ${describeTargetRejection(check.reason)}.`);
   return check.target.url.toString().replace(/\/+$/, '');
 }

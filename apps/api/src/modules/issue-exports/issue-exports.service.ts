@@ -53,7 +53,7 @@ export function presentIssueTarget(t: IssueExportTarget) {
 
 /** A customer-configured URL (GitHub Enterprise API base, Jira site) passes the webhooks' public-address rule. */
 async function checkedUrl(deps: AppDeps, url: string): Promise<string> {
-  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts });
+  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts, dns: deps.config.webhooks.dns });
   if (!check.ok) throw unprocessable(`Issue tracker URL refused: ${describeTargetRejection(check.reason)}.`);
   return check.target.url.toString().replace(/\/+$/, '');
 }

@@ -96,7 +96,7 @@ async function presentWithStatus(deps: AppDeps, target: WebhookSubscription) {
  * it again at every send.
  */
 async function checkedUrl(deps: AppDeps, url: string): Promise<string> {
-  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts });
+  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts, dns: deps.config.webhooks.dns });
   if (!check.ok) throw unprocessable(`Notification target URL refused: ${describeTargetRejection(check.reason)}.`);
   return check.target.url.toString();
 }

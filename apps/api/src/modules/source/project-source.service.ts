@@ -30,7 +30,7 @@ export function presentProjectSource(source: SourceRow | null) {
 
 /** Clone URLs travel to a worker that fetches them: same rule as webhook URLs (https, public host, no credentials). */
 async function checkedRepositoryUrl(deps: AppDeps, url: string): Promise<string> {
-  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts });
+  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts, dns: deps.config.webhooks.dns });
   if (!check.ok) throw unprocessable(`Repository URL refused: ${describeTargetRejection(check.reason)}.`);
   const parsed = check.target.url;
   if (parsed.search || parsed.hash) throw unprocessable('Repository URL refused: a clone URL has no query or fragment.');

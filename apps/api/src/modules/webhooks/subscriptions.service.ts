@@ -87,7 +87,7 @@ export function refuseOutside(values: string[] | null | undefined, allowed: read
 }
 
 async function checkedUrl(deps: AppDeps, url: string): Promise<string> {
-  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts });
+  const check = await resolveWebhookTarget(url, { allowedHosts: deps.config.webhooks.allowedHosts, dns: deps.config.webhooks.dns });
   if (!check.ok) throw unprocessable(`Webhook URL refused: ${describeTargetRejection(check.reason)}.`);
   return check.target.url.toString();
 }

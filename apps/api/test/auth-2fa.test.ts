@@ -1,6 +1,7 @@
 // TOTP two-factor login, checked against codes from oathtool (an independent implementation). The harness
 // clock is real time plus an offset; codes are computed for the clock's time, and the clock is moved by whole
 // 30-second steps where a test needs a fresh code.
+import { pbkdf2 } from 'node:crypto';
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer } from './support/fixtures';
@@ -229,5 +230,41 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
     expect((await request(h.app).get('/api/v1/projects').set(bearer(key.body.key))).status).toBe(200);
     const audit = await h.deps.prisma.auditEvent.findFirstOrThrow({ where: { action: 'auth.2fa_enabled', targetId: account.userId } });
     expect(audit.metadata).toMatchObject({ other_sessions_revoked: 1 });
+  });
+
+  it('a password sign-in under way while 2FA is turned on gets no session that outlives it', async () => {
+    // The attacker with the password signs in just as the owner turns 2FA on: the sign-in read "no 2FA", then its
+    // session row was written after the transaction that ended the other sessions. A busy server (libuv's thread
+    // pool held by other work, as bcrypt and file reads hold it) widens that window; here four long pbkdf2 jobs do.
+    const account = await signupAndVerify(h);
+    const { token: owners } = await loginViaApi(h, account.email, account.password);
+    const setup = await post('/auth/2fa/setup', owners);
+    expect(setup.status).toBe(200);
+
+    const order: string[] = [];
+    const poolJobs = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, () =>
+      new Promise<void>((resolve) => pbkdf2('x', 'y', 3_000_000, 32, 'sha256', () => resolve())),
+    );
+    // The attacker's sign-in reads the user, then waits for the pool (bcrypt) ...
+    const attackersLogin = loginRequest(h, { email: account.email, password: account.password }).then((res) => (order.push('login'), res));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    // ... while the owner turns 2FA on (no pool work on that path).
+    const enable = await post('/auth/2fa/enable', owners, { code: codeNow(setup.body.secret) });
+    order.push('enable');
+    expect(enable.status).toBe(200);
+    const login = await attackersLogin;
+    await Promise.all(poolJobs);
+    expect(order).toEqual(['enable', 'login']);
+
+    expect(login.status).toBe(200);
+    if (login.body.token) {
+      // A session was issued: it must not outlive the 2FA switch like one opened just before it.
+      const me = await request(h.app).get('/api/v1/auth/me').set(bearer(login.body.token));
+      expect(me.status).toBe(401);
+    } else {
+      expect(login.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
+    }
+    const live = await h.deps.prisma.session.findMany({ where: { userId: account.userId, revokedAt: null } });
+    expect(live.map((s) => s.id)).toHaveLength(1);
   });
 });

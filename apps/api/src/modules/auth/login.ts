@@ -122,19 +122,29 @@ export async function completeFirstFactor(
 ): Promise<LoginOutcome> {
   const membership = await membershipForLogin(deps, user.id, organizationId);
 
-  if (user.totpEnabled) {
-    const { token, expiresAt } = signToken(
-      { sub: user.id, org: membership.organizationId, jti: randomToken(16) },
-      PARTIAL_AUDIENCE,
-      deps.config.partialTokenTtlSeconds,
-      deps.config.jwtSecret,
-      deps.clock.now(),
-    );
-    return { kind: 'two_factor', partialToken: token, expiresAt };
+  if (!user.totpEnabled) {
+    // Written with the user's row share-locked and its 2FA flag read again: turning 2FA on (which updates that row,
+    // then ends the other sessions) either committed first, and this sign-in needs the second factor too, or waits
+    // for this session, and then ends it. With the flag read earlier only, a sign-in under way when 2FA was turned
+    // on got a session that outlived it.
+    const session = await deps.prisma.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<Array<{ totp_enabled: boolean }>>`SELECT totp_enabled FROM users WHERE id = ${user.id} FOR SHARE`;
+      if (!row) throw unauthorized(INVALID_CREDENTIALS);
+      return row.totp_enabled ? null : issueSession(deps, user.id, membership.organizationId, tx);
+    });
+    if (session) {
+      await recordLogin(deps, user.id, session, membership.organizationId, audit.meta, { method: audit.method });
+      return { kind: 'session', session };
+    }
   }
-  const session = await issueSession(deps, user.id, membership.organizationId);
-  await recordLogin(deps, user.id, session, membership.organizationId, audit.meta, { method: audit.method });
-  return { kind: 'session', session };
+  const { token, expiresAt } = signToken(
+    { sub: user.id, org: membership.organizationId, jti: randomToken(16) },
+    PARTIAL_AUDIENCE,
+    deps.config.partialTokenTtlSeconds,
+    deps.config.jwtSecret,
+    deps.clock.now(),
+  );
+  return { kind: 'two_factor', partialToken: token, expiresAt };
 }
 
 /** Ends the session of the request; recorded once, whoever revokes it first. */

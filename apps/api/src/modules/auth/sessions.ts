@@ -17,6 +17,7 @@ export async function issueSession(
   deps: Pick<AppDeps, 'prisma' | 'config' | 'clock'>,
   userId: string,
   organizationId: string,
+  db: Pick<Tx, 'session'> = deps.prisma,
 ): Promise<IssuedSession> {
   const sessionId = newId('ses');
   const { token, expiresAt } = signToken(
@@ -27,7 +28,7 @@ export async function issueSession(
     deps.clock.now(),
   );
   // Unscoped: a session is issued before there is a principal (sign-in), for the organization sign-in chose.
-  await deps.prisma.session.create({ data: { id: sessionId, userId, organizationId, expiresAt } });
+  await db.session.create({ data: { id: sessionId, userId, organizationId, expiresAt } });
   return { token, expiresAt, sessionId, csrfToken: csrfTokenFor(sessionId, deps.config.jwtSecret) };
 }
 

@@ -77,11 +77,13 @@ export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, pri
     // The account's other sessions end: one opened with a stolen password before 2FA was on must not outlive it.
     // API keys stay (they bypass 2FA by design; docs/api.md).
     const now = deps.clock.now();
-    const ended = await tx.session.updateMany({
+    // The entry is written in each of the user's organizations: it says that other sessions ended, not how many (a
+    // count would show one organization the sessions held in the others).
+    await tx.session.updateMany({
       where: { userId: user.id, revokedAt: null, id: { not: principal.sessionId } },
       data: { revokedAt: now },
     });
-    await recordTwoFactorChange(tx, principal, meta, now, 'auth.2fa_enabled', { other_sessions_revoked: ended.count });
+    await recordTwoFactorChange(tx, principal, meta, now, 'auth.2fa_enabled', { other_sessions_revoked: true });
   });
   return { two_factor_enabled: true };
 }

@@ -71,6 +71,21 @@ describe('login attempts (LOGIN_RATE_LIMIT_PER_MINUTE=3), per client address and
     expectRateLimited(await attempt('64:ff9b::cb00:7163', `nat-x-${uniqueSuffix()}@example.test`));
   });
 
+  it('counts a client whose proxy writes its address with a port (or in brackets) by the address alone', async () => {
+    // Some proxies (Azure Application Gateway, for one) append the client's source port to X-Forwarded-For: a new
+    // connection, a new port. Counting "address:port" apart gave every connection a fresh count.
+    for (let i = 0; i < 3; i++) expect((await attempt(`203.0.113.31:${40000 + i}`, `port-${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    expectRateLimited(await attempt('203.0.113.31:40999', `port-x-${uniqueSuffix()}@example.test`));
+    expectRateLimited(await attempt('203.0.113.31', `port-y-${uniqueSuffix()}@example.test`));
+    for (let i = 0; i < 3; i++) {
+      expect((await attempt(`[2001:db8:12:36::${i + 1}]:${50000 + i}`, `port6-${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    }
+    expectRateLimited(await attempt('[2001:db8:12:36::99]', `port6-x-${uniqueSuffix()}@example.test`));
+    expectRateLimited(await attempt('2001:db8:12:36::abc', `port6-y-${uniqueSuffix()}@example.test`));
+    // Another client is not affected.
+    expect((await attempt('203.0.113.32:40000', `port-z-${uniqueSuffix()}@example.test`)).status).toBe(401);
+  });
+
   it('limits one e-mail tried from many addresses', async () => {
     const target = `target-${uniqueSuffix()}@example.test`;
     for (let i = 0; i < 3; i++) expect((await attempt(`198.51.100.${i + 1}`, target)).status).toBe(401);

@@ -59,8 +59,11 @@ export function createRateLimiters(
  * (`::ffff:192.0.2.1`, `::ffff:c000:201`, `0:0:0:0:0:ffff:192.0.2.1`) and translated by NAT64 / SIIT (`64:ff9b::/96`).
  * Their /64 would otherwise put every IPv4 client in one count, where one of them locks all the others out.
  */
-export function clientAddressKey(ip: string | null | undefined): string {
-  if (!ip) return 'ip:unknown';
+export function clientAddressKey(raw: string | null | undefined): string {
+  if (!raw) return 'ip:unknown';
+  // A proxy may write the client's source port too (`192.0.2.1:51234`, `[2001:db8::1]:51234`): a new connection, a
+  // new port, so the address alone is the client.
+  const ip = /^\[([^\]]+)\](?::\d+)?$/.exec(raw)?.[1] ?? /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(raw)?.[1] ?? raw;
   if (!isIPv6(ip)) return `ip:${ip}`;
   let address = ip.split('%')[0]!;
   const v4Tail = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);

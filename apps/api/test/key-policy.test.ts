@@ -171,6 +171,16 @@ describe('key creation under the policy', () => {
     expect(res.status).toBe(422);
   });
 
+  it('require_expiration without a maximum: a key minted by an expiring key without expires_at takes that key\'s expiration (docs/api.md)', async () => {
+    const parentExpiry = inDays(3);
+    const minting = await createKey(org.admin.token, { scopes: ['api_keys:create', 'projects:read'], expires_at: parentExpiry.toISOString() });
+    expect(minting.status).toBe(201);
+    await setPolicy({ enabled: true, require_expiration: true, max_lifetime_days: null });
+    const child = await createKey(minting.body.key, { name: 'child of an expiring key' });
+    expect(child.status).toBe(201);
+    expect(child.body.expires_at).toBe(parentExpiry.toISOString());
+  });
+
   it('applies to keys created by keys too, and only in its own organization', async () => {
     const minting = await createKey(org.admin.token, { scopes: ['api_keys:create', 'projects:read'] });
     expect(minting.status).toBe(201);

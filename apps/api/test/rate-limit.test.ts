@@ -54,6 +54,38 @@ describe('login attempts (LOGIN_RATE_LIMIT_PER_MINUTE=3), per client address and
     expectRateLimited(await attempt('::ffff:192.0.2.77', `mapped-x-${uniqueSuffix()}@example.test`));
   });
 
+  it('counts an IPv4 client as its IPv4 address however its IPv6 form is spelled, and never lumps IPv4 clients together', async () => {
+    // The same client 192.0.2.88 as a proxy may write it: hex-mapped and full-length mapped spellings are one address.
+    for (const ip of ['192.0.2.88', '::ffff:c000:258', '0:0:0:0:0:ffff:192.0.2.88']) {
+      expect((await attempt(ip, `spelled-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    }
+    expectRateLimited(await attempt('::ffff:c000:0258', `spelled-x-${uniqueSuffix()}@example.test`));
+    // Other IPv4 clients, in the same spellings or through a NAT64 / SIIT translator (64:ff9b::/96), are other clients:
+    // before, all of them shared one key (0:0:0:0::/64 or 64:ff9b:0:0::/64), so one of them locked the others out.
+    for (let i = 0; i < 4; i++) {
+      expect((await attempt(`::ffff:c633:64${(i + 10).toString(16)}`, `other-m${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+      expect((await attempt(`64:ff9b::198.51.100.${i + 20}`, `other-n${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    }
+    // A NAT64-translated client is its IPv4 address.
+    for (let i = 0; i < 3; i++) expect((await attempt('203.0.113.99', `nat-${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    expectRateLimited(await attempt('64:ff9b::cb00:7163', `nat-x-${uniqueSuffix()}@example.test`));
+  });
+
+  it('counts a client whose proxy writes its address with a port (or in brackets) by the address alone', async () => {
+    // Some proxies (Azure Application Gateway, for one) append the client's source port to X-Forwarded-For: a new
+    // connection, a new port. Counting "address:port" apart gave every connection a fresh count.
+    for (let i = 0; i < 3; i++) expect((await attempt(`203.0.113.31:${40000 + i}`, `port-${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    expectRateLimited(await attempt('203.0.113.31:40999', `port-x-${uniqueSuffix()}@example.test`));
+    expectRateLimited(await attempt('203.0.113.31', `port-y-${uniqueSuffix()}@example.test`));
+    for (let i = 0; i < 3; i++) {
+      expect((await attempt(`[2001:db8:12:36::${i + 1}]:${50000 + i}`, `port6-${i}-${uniqueSuffix()}@example.test`)).status).toBe(401);
+    }
+    expectRateLimited(await attempt('[2001:db8:12:36::99]', `port6-x-${uniqueSuffix()}@example.test`));
+    expectRateLimited(await attempt('2001:db8:12:36::abc', `port6-y-${uniqueSuffix()}@example.test`));
+    // Another client is not affected.
+    expect((await attempt('203.0.113.32:40000', `port-z-${uniqueSuffix()}@example.test`)).status).toBe(401);
+  });
+
   it('limits one e-mail tried from many addresses', async () => {
     const target = `target-${uniqueSuffix()}@example.test`;
     for (let i = 0; i < 3; i++) expect((await attempt(`198.51.100.${i + 1}`, target)).status).toBe(401);

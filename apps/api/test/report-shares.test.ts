@@ -453,6 +453,14 @@ describe('the public share routes', () => {
     expect((await view(`rshare_${'w'.repeat(43)}`, '2001:db8:5:7::1')).status).toBe(404);
   });
 
+  it('answer a token holding a NUL character with the same 404 as any malformed token, headers included', async () => {
+    for (const path of [`/api/v1/shared/reports/rshare_${'a'.repeat(20)}%00`, `/api/v1/shared/reports/%00/pdf`]) {
+      const res = await api().get(path).set('X-Forwarded-For', clientIp());
+      expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 404, body: { detail: 'Report not found.' } });
+      expectPrivateHeaders(res);
+    }
+  });
+
   it('are documented as public in the OpenAPI document', async () => {
     const doc = (await api().get('/api/v1/openapi.json')).body;
     expect(doc.paths['/api/v1/shared/reports/{token}'].get.security).toEqual([]);

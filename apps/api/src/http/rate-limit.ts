@@ -55,13 +55,16 @@ export function createRateLimiters(
 /**
  * The rate-limit key of a client address. An IPv6 client counts by its /64: a single host is routinely given a
  * whole /64 and can send from any of its 2^64 addresses, so counting each address apart would not limit it at all.
- * An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) counts as its IPv4 address.
+ * An IPv4 client seen through IPv6 counts as its IPv4 address, however the address is spelled: IPv4-mapped
+ * (`::ffff:192.0.2.1`, `::ffff:c000:201`, `0:0:0:0:0:ffff:192.0.2.1`) and translated by NAT64 / SIIT (`64:ff9b::/96`).
+ * Their /64 would otherwise put every IPv4 client in one count, where one of them locks all the others out.
  */
-export function clientAddressKey(ip: string | null | undefined): string {
-  if (!ip) return 'ip:unknown';
+export function clientAddressKey(raw: string | null | undefined): string {
+  if (!raw) return 'ip:unknown';
+  // A proxy may write the client's source port too (`192.0.2.1:51234`, `[2001:db8::1]:51234`): a new connection, a
+  // new port, so the address alone is the client.
+  const ip = /^\[([^\]]+)\](?::\d+)?$/.exec(raw)?.[1] ?? /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(raw)?.[1] ?? raw;
   if (!isIPv6(ip)) return `ip:${ip}`;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  if (mapped) return `ip:${mapped[1]}`;
   let address = ip.split('%')[0]!;
   const v4Tail = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
   if (v4Tail) {
@@ -71,8 +74,16 @@ export function clientAddressKey(ip: string | null | undefined): string {
   const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined];
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
-  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return `ip6:${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':')}::/64`;
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right].map((g) =>
+    parseInt(g, 16),
+  );
+  const prefix96 = groups.slice(0, 6).join(':');
+  // ::ffff:0:0/96 (IPv4-mapped) and 64:ff9b::/96 (NAT64 / SIIT)
+  if (prefix96 === '0:0:0:0:0:65535' || prefix96 === '100:65435:0:0:0:0') {
+    const [hi, lo] = [groups[6]!, groups[7]!];
+    return `ip:${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  return `ip6:${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
 }
 
 function retryAfterSeconds(res: RateLimiterRes): number {

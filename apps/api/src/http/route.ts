@@ -102,8 +102,10 @@ export function mountRoutes(
         ? [rateLimitClient(limiters)]
         : [authenticated, rateLimitPrincipal(limiters), requireScope(spec.scope)];
     chain.push(checkIdempotencyKey(spec));
-    // Every route, with schemas or not: its path parameters are checked for NUL characters at least.
-    chain.push(validate(spec.schemas ?? {}));
+    // Every route with schemas, and every authenticated one without: its path parameters are checked for NUL
+    // characters at least. A public route without schemas answers a malformed path its own way (a share token: the
+    // uniform 404, its pattern refusing a NUL before any query).
+    if (spec.schemas || spec.scope !== 'public') chain.push(validate(spec.schemas ?? {}));
     if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps, heldKeys));
     chain.push(respond(spec, deps.config.nodeEnv === 'test'));
     router[spec.method](spec.path, ...chain);

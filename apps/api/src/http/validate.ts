@@ -32,21 +32,28 @@ const valueFree = (schema: Joi.Schema) => schema.prefs({ messages: VALUE_FREE_ME
 function check<T>(schema: Joi.Schema, value: unknown, where: string): T {
   const { value: validated, error } = schema.validate(value ?? {}, OPTIONS);
   if (error) throw new HttpError(400, `Invalid ${where}: ${error.details[0].message.replace(/"/g, "'")}.`);
-  const nul = pathOfNulCharacter(validated, '');
+  const nul = pathOfString(validated, '', (s) => s.includes('\u0000'));
   if (nul !== null) throw new HttpError(400, `Invalid ${where}: '${nul || where}' must not contain NUL characters.`);
+  const lone = pathOfString(validated, '', (s) => LONE_SURROGATE.test(s));
+  if (lone !== null) {
+    throw new HttpError(400, `Invalid ${where}: '${lone || where}' must not contain a lone UTF-16 surrogate (not valid Unicode).`);
+  }
   return validated as T;
 }
 
+// JSON may spell a lone surrogate ("\ud800"); it is no Unicode character, and PostgreSQL refuses it (a 500).
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
- * PostgreSQL text and jsonb cannot hold U+0000: the path of the first string that has one, or of the object with a
- * key that has one, or null.
+ * PostgreSQL text and jsonb cannot hold U+0000 nor a lone surrogate: the path of the first string for which `bad`
+ * holds, or of the object with a key for which it holds, or null.
  */
-function pathOfNulCharacter(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+function pathOfString(value: unknown, path: string, bad: (s: string) => boolean): string | null {
+  if (typeof value === 'string') return bad(value) ? path : null;
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, item] of Object.entries(value)) {
-    if (key.includes('\u0000')) return path;
-    const found = pathOfNulCharacter(item, path ? `${path}.${key}` : key);
+    if (bad(key)) return path;
+    const found = pathOfString(item, path ? `${path}.${key}` : key, bad);
     if (found !== null) return found;
   }
   return null;

@@ -74,7 +74,10 @@ export async function createApiKey(
   const now = deps.clock.now();
   if (input.expires_at && input.expires_at <= now) throw unprocessable('expires_at must be in the future.');
   const policy = await loadKeyPolicy(deps, principal.organizationId);
-  const underPolicy = expirationUnderPolicy(policy, input.expires_at, now);
+  // None asked by an expiring key: its expiration stands in for the one require_expiration asks for (the key expires).
+  const inherited = principal.kind === 'api_key' ? (principal.apiKeyExpiresAt ?? undefined) : undefined;
+  const requireOnly = policy.enabled && policy.requireExpiration && policy.maxLifetimeDays === null;
+  const underPolicy = expirationUnderPolicy(policy, input.expires_at ?? (requireOnly ? inherited : undefined), now);
   const { expiresAt, autoFilled } = withinCallingKeyLifetime(principal, underPolicy, input.expires_at !== undefined);
   const value = generateApiKeyValue();
   const key = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {

@@ -9,9 +9,19 @@ describe('clientAddressKey', () => {
     expect(clientAddressKey('')).toBe('ip:unknown');
   });
 
-  it.each(['::ffff:203.0.113.5', '::FFFF:203.0.113.5'])('keys the IPv4-mapped %s as its IPv4 address', (ip) => {
-    expect(clientAddressKey(ip)).toBe('ip:203.0.113.5');
-  });
+  it.each(['::ffff:203.0.113.5', '::FFFF:203.0.113.5', '::ffff:cb00:7105', '0:0:0:0:0:ffff:203.0.113.5', '64:ff9b::203.0.113.5', '64:ff9b::cb00:7105'])(
+    'keys %s (an IPv4 client seen through IPv6: mapped or NAT64-translated) as its IPv4 address',
+    (ip) => {
+      expect(clientAddressKey(ip)).toBe('ip:203.0.113.5');
+    },
+  );
+
+  it.each([['203.0.113.5:40000', 'ip:203.0.113.5'], ['[2001:db8:1:2::1]:443', 'ip6:2001:db8:1:2::/64'], ['[::ffff:203.0.113.5]:1', 'ip:203.0.113.5']])(
+    'keys %s, written by a proxy with its port, by the address alone',
+    (ip, key) => {
+      expect(clientAddressKey(ip)).toBe(key);
+    },
+  );
 
   it('keys every address of one /64 alike, however it is written', () => {
     const key = clientAddressKey('2001:db8:1:2::1');
@@ -22,7 +32,7 @@ describe('clientAddressKey', () => {
   });
 
   it('keeps other /64s apart, including neighbours and short forms', () => {
-    const keys = ['2001:db8:1:2::1', '2001:db8:1:3::1', '2001:db8:1::1', '2001:db8::1', '::1', 'fe80::1%eth0', '64:ff9b::192.0.2.1'].map(clientAddressKey);
+    const keys = ['2001:db8:1:2::1', '2001:db8:1:3::1', '2001:db8:1::1', '2001:db8::1', '::1', 'fe80::1%eth0', '64:ff9b::192.0.2.1', '64:ff9b::192.0.2.2'].map(clientAddressKey);
     expect(new Set(keys).size).toBe(keys.length);
     expect(clientAddressKey('fe80::1%eth0')).toBe('ip6:fe80:0:0:0::/64');
     expect(clientAddressKey('::1')).toBe('ip6:0:0:0:0::/64');

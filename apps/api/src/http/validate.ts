@@ -32,27 +32,27 @@ const valueFree = (schema: Joi.Schema) => schema.prefs({ messages: VALUE_FREE_ME
 function check<T>(schema: Joi.Schema, value: unknown, where: string): T {
   const { value: validated, error } = schema.validate(value ?? {}, OPTIONS);
   if (error) throw new HttpError(400, `Invalid ${where}: ${error.details[0].message.replace(/"/g, "'")}.`);
-  const nul = pathOfString(validated, '', (s) => s.includes('\u0000'));
-  if (nul !== null) throw new HttpError(400, `Invalid ${where}: '${nul || where}' must not contain NUL characters.`);
-  const lone = pathOfString(validated, '', (s) => LONE_SURROGATE.test(s));
-  if (lone !== null) {
-    throw new HttpError(400, `Invalid ${where}: '${lone || where}' must not contain a lone UTF-16 surrogate (not valid Unicode).`);
-  }
-  return validated as T;
+  // One walk over the value for both (it runs on every request).
+  const bad = pathOfString(validated, '', (s) => UNSTORABLE.test(s));
+  if (bad === null) return validated as T;
+  const [field, text] = [bad.path || where, bad.text];
+  if (text.includes('\u0000')) throw new HttpError(400, `Invalid ${where}: '${field}' must not contain NUL characters.`);
+  throw new HttpError(400, `Invalid ${where}: '${field}' must not contain a lone UTF-16 surrogate (not valid Unicode).`);
 }
 
-// JSON may spell a lone surrogate ("\ud800"); it is no Unicode character, and PostgreSQL refuses it (a 500).
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+// What PostgreSQL text and jsonb cannot hold (a 500 there): U+0000, and a lone surrogate, which JSON may spell
+// ("\ud800") but which is no Unicode character.
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * PostgreSQL text and jsonb cannot hold U+0000 nor a lone surrogate: the path of the first string for which `bad`
  * holds, or of the object with a key for which it holds, or null.
  */
-function pathOfString(value: unknown, path: string, bad: (s: string) => boolean): string | null {
-  if (typeof value === 'string') return bad(value) ? path : null;
+function pathOfString(value: unknown, path: string, bad: (s: string) => boolean): { path: string; text: string } | null {
+  if (typeof value === 'string') return bad(value) ? { path, text: value } : null;
   if (typeof value !== 'object' || value === null) return null;
   for (const [key, item] of Object.entries(value)) {
-    if (bad(key)) return path;
+    if (bad(key)) return { path, text: key };
     const found = pathOfString(item, path ? `${path}.${key}` : key, bad);
     if (found !== null) return found;
   }
@@ -60,8 +60,8 @@ function pathOfString(value: unknown, path: string, bad: (s: string) => boolean)
 }
 
 /**
- * Validates and replaces req.body / req.query / req.params with the converted values. Every route's path parameters
- * are checked, with a schema or not: an id holding NUL names nothing PostgreSQL can store (400, not 500).
+ * Validates and replaces req.body / req.query / req.params with the converted values. The path parameters are
+ * checked with a schema or not: an id holding NUL names nothing PostgreSQL can store (400, not 500).
  */
 export function validate(schemas: RequestSchemas): RequestHandler {
   const params = valueFree(schemas.params ?? ANY_PARAMS);

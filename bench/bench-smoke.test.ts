@@ -13,6 +13,7 @@ const runBench = () =>
     'bench/run.js',
     {
       BENCH_DRAIN_EVENTS: '20',
+      BENCH_DRAIN_WARM_UP_EVENTS: '10',
       BENCH_DRAIN_RUNS: '1x4,2x4',
       BENCH_PUBLISH_SECONDS: '1',
       BENCH_LATENCY_SECONDS: '1',
@@ -100,6 +101,11 @@ it('runs with tiny sizes and prints every figure as a JSON line and in the table
   const publishes = ['publish 1 client', 'publish 8 clients', 'publish 32 clients'].map((name) => byName.get(name)!);
   expect(publishes[1].limit_before_per_s).toBe(publishes[0].limit_after_per_s);
   expect(publishes[2].limit_before_per_s).toBe(publishes[1].limit_after_per_s);
+  // Each drain measures its own backlog only: its workers delivered their warm-up first, then waited on the paused
+  // queue while the backlog was published (a worker that took some of it early would leave fewer to measure).
+  for (const name of ['drain 1 worker c=4', 'drain 2 workers c=4']) {
+    expect({ name, ...byName.get(name) }).toMatchObject({ name, deliveries: 20, warm_up_deliveries: 10 });
+  }
   // Two workers run right after one at the same concurrency, against the loop between them.
   expect(byName.get('drain 2 workers c=4')!.limit_before_per_s).toBe(byName.get('drain 1 worker c=4')!.limit_after_per_s);
   // The latency row against the lower p99 of its two loops.

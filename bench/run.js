@@ -10,8 +10,10 @@
 //
 // Output: one JSON line per figure on stdout, then the tables. Sizes (environment):
 //   BENCH_PUBLISH_SECONDS (8)   measured seconds per publish level (1, 8, 32 clients) and per fan-out level
-//   BENCH_DRAIN_EVENTS (10000)  backlog size per drain run (each drain starts a fresh worker process: with 5,000 its
-//                               start-up and warm-up weighed on the rate, e.g. 0.673 against 0.791 at c=64)
+//   BENCH_DRAIN_EVENTS (10000)  backlog size per drain run, published while the run's workers wait on a paused queue
+//   BENCH_DRAIN_WARM_UP_EVENTS (3000) events each drain run's fresh workers deliver before that, not measured: a fresh
+//                               process spent its first seconds compiling (1x16 drains of 10,000 read 0.45-0.53 of
+//                               the loop cold, 0.52-0.65 warm, five pairs alternated), and the loop is warmed up too
 //   BENCH_DRAIN_RUNS            which drain runs, e.g. "1x64,2x64,1x16,2x16,1x16-noextraca" (the default; 64 is the
 //                               worker's default WORKER_CONCURRENCY); a limit loop runs at each of their concurrencies
 //                               and at 16, the loop every ratio but the drains' is taken against; runs in a row at one
@@ -83,6 +85,7 @@ const SUSTAINED_MAX_PUBLISHER_LAG_MS = 200;
 const SUSTAINED_READY_EVENTS = 200;
 const RSS_SAMPLE_MS = 200;
 const WARM_UP_EVENTS = 1000;
+const DRAIN_WARM_UP_EVENTS = num('BENCH_DRAIN_WARM_UP_EVENTS', 3000);
 const ADMIN_URL = env.TEST_DATABASE_ADMIN_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = env.REDIS_URL || 'redis://127.0.0.1:6379';
 const RUN_ID = `bench_${process.pid}_${Date.now().toString(36)}`;
@@ -629,18 +632,59 @@ async function waitUntil(check, timeoutMs, what) {
   }
 }
 
-/** Starts `workers` worker processes, waits until every pending delivery succeeded, and measures it. */
-async function drain(db, receiver, workerEnv, run) {
-  const pending = await countDeliveries(db, 'pending');
-  const succeededBefore = await countDeliveries(db, 'succeeded');
-  await receiver.stats(true);
-  const processes = Array.from({ length: run.workers }, () =>
+/** Starts a drain run's worker processes (a fresh process each). */
+function startDrainWorkers(workerEnv, run) {
+  return Array.from({ length: run.workers }, () =>
     startProcess(WORKER_COMMAND, {
       ...workerEnv,
       WORKER_CONCURRENCY: String(run.concurrency),
       ...(run.extraCa ? {} : { WEBHOOK_EXTRA_CA_FILE: '', NODE_EXTRA_CA_CERTS: workerEnv.WEBHOOK_EXTRA_CA_FILE }),
     }),
   );
+}
+
+/** The delivery queue, as the bench's own BullMQ client: to pause and resume the workers (and to empty it). */
+function benchDeliveryQueue(processEnv) {
+  const { Queue } = workerRequire('bullmq');
+  const { bullPrefix, DELIVERY_QUEUE } = require(path.join(ROOT, 'packages/queue/dist/index.js'));
+  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const queue = new Queue(DELIVERY_QUEUE, { connection, prefix: bullPrefix({ redisPrefix: processEnv.REDIS_PREFIX, redis: { mode: 'single' } }) });
+  queue.closeAll = async () => {
+    await queue.close();
+    connection.disconnect();
+  };
+  return queue;
+}
+
+/**
+ * A measured drain's workers, warm: they deliver DRAIN_WARM_UP_EVENTS published while they run (their code compiled,
+ * their connections open, as a worker that has run for a while has them), then the queue is paused, so that the
+ * measured backlog waits for them. The limit loop beside them is warmed up the same way (measureLimitLoops); a fresh
+ * worker spent its first seconds compiling (TurboFan on the core the receiver, PostgreSQL and Redis share).
+ */
+async function warmDrainWorkers(base, tenant, db, queue, workerEnv, run) {
+  const processes = startDrainWorkers(workerEnv, run);
+  if (DRAIN_WARM_UP_EVENTS > 0) {
+    const target = (await countDeliveries(db, 'succeeded')) + DRAIN_WARM_UP_EVENTS;
+    const started = Date.now();
+    await publishCount(base, tenant, DRAIN_WARM_UP_EVENTS);
+    await waitUntil(async () => (await countDeliveries(db, 'succeeded')) >= target, 120_000, `the ${DRAIN_WARM_UP_EVENTS} warm-up deliveries`);
+    log(`drain ${run.label}: the workers delivered ${DRAIN_WARM_UP_EVENTS} warm-up events in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+  await queue.pause();
+  return processes;
+}
+
+/**
+ * Waits until every pending delivery succeeded, and measures it: with `warm` (processes started and a paused queue)
+ * from the queue's resumption, else with fresh worker processes started now.
+ */
+async function drain(db, receiver, workerEnv, run, warm = null) {
+  const pending = await countDeliveries(db, 'pending');
+  const succeededBefore = await countDeliveries(db, 'succeeded');
+  await receiver.stats(true);
+  const processes = warm ? warm.processes : startDrainWorkers(workerEnv, run);
+  if (warm) await warm.queue.resume();
   let rssAtQuarter = null;
   let atQuarter = null; // deliveries done and the workers' CPU time then: CPU per delivery without the start-up
   await waitUntil(
@@ -900,10 +944,13 @@ async function measureDrains(base, tenant, db, receiver, processEnv, limit, limi
   const drains = {};
   let previous = null;
   for (const run of SIZES.drainRuns) {
-    log(`drain ${run.label}: publishing a backlog of ${SIZES.drainEvents}`);
+    const queue = benchDeliveryQueue(processEnv);
+    const processes = await warmDrainWorkers(base, tenant, db, queue, processEnv, run);
+    log(`drain ${run.label}: publishing a backlog of ${SIZES.drainEvents} (the queue paused)`);
     await publishCount(base, tenant, SIZES.drainEvents);
     const loopBefore = previous?.concurrency === run.concurrency ? previous.limit.after : undefined;
-    const beside = await besideLimit(limitNow, run.concurrency, () => drain(db, receiver, processEnv, run), loopBefore);
+    const beside = await besideLimit(limitNow, run.concurrency, () => drain(db, receiver, processEnv, run, { processes, queue }), loopBefore);
+    await queue.closeAll();
     const result = { ...beside.result, limit: beside.limit };
     previous = { concurrency: run.concurrency, limit: beside.limit };
     const oneWorker = run.workers > 1 ? drains[oneWorkerLabel(run)] : undefined;
@@ -914,6 +961,8 @@ async function measureDrains(base, tenant, db, receiver, processEnv, limit, limi
     drains[run.label] = result;
     report({
       figure: `drain ${run.workers} worker${run.workers > 1 ? 's' : ''} c=${run.concurrency}${run.extraCa ? '' : ' (CA via NODE_EXTRA_CA_CERTS, no WEBHOOK_EXTRA_CA_FILE)'}`,
+      deliveries: result.deliveries,
+      warm_up_deliveries: DRAIN_WARM_UP_EVENTS,
       deliveries_per_s: round(result.perSecond),
       peak_rss_mib: round(result.peakRssMiB),
       rss_growth_after_first_quarter_mib: round(result.rssGrowthMiB),
@@ -1274,13 +1323,9 @@ async function isolationScenario(base, processEnv, receiver, quiet, noisy, { lab
  * against 5-6 ms in an isolation-only run (the attempts themselves took 6 ms against 1 ms on the busy machine).
  */
 async function discardBacklog(db, processEnv) {
-  const { Queue } = workerRequire('bullmq');
-  const { bullPrefix, DELIVERY_QUEUE } = require(path.join(ROOT, 'packages/queue/dist/index.js'));
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue(DELIVERY_QUEUE, { connection, prefix: bullPrefix({ redisPrefix: processEnv.REDIS_PREFIX, redis: { mode: 'single' } }) });
+  const queue = benchDeliveryQueue(processEnv);
   await queue.drain(true);
-  await queue.close();
-  connection.disconnect();
+  await queue.closeAll();
   const { rowCount } = await db.query(
     `UPDATE webhook_deliveries SET status = 'failed', failure_reason = 'bench: left by the fan-out run, discarded', completed_at = now() AT TIME ZONE 'UTC'
       WHERE status = 'pending'`,

@@ -93,8 +93,8 @@ function classifyIpv4Int(value: number): IpClassification {
   return { public: true };
 }
 
-/** Parses an IPv6 address (optionally with a trailing dotted quad) into eight 16-bit groups. */
-function parseIpv6(text: string): number[] | null {
+/** Parses an IPv6 address (optionally with a trailing dotted quad, no zone) into eight 16-bit groups; null if it is not one. */
+export function parseIpv6(text: string): number[] | null {
   if (text.length === 0 || text.length > 45 || !/^[0-9A-Fa-f:.]+$/.test(text)) return null;
   let head = text;
   let tail: number[] = [];

@@ -6,6 +6,7 @@ import { isIPv6 } from 'node:net';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { Coalescer, coalescerOf } from '@svc/db';
+import { parseIpv6 } from '@svc/webhooks';
 import { tooManyRequests, type HttpError } from './errors';
 
 export interface RateLimiters {
@@ -64,19 +65,8 @@ export function clientAddressKey(raw: string | null | undefined): string {
   // A proxy may write the client's source port too (`192.0.2.1:51234`, `[2001:db8::1]:51234`): a new connection, a
   // new port, so the address alone is the client.
   const ip = /^\[([^\]]+)\](?::\d+)?$/.exec(raw)?.[1] ?? /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(raw)?.[1] ?? raw;
-  if (!isIPv6(ip)) return `ip:${ip}`;
-  let address = ip.split('%')[0]!;
-  const v4Tail = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
-  if (v4Tail) {
-    const [a, b, c, d] = v4Tail.slice(2).map(Number) as [number, number, number, number];
-    address = `${v4Tail[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = address.includes('::') ? address.split('::') : [address, undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right].map((g) =>
-    parseInt(g, 16),
-  );
+  const groups = isIPv6(ip) ? parseIpv6(ip.split('%')[0]!) : null;
+  if (!groups) return `ip:${ip}`;
   const prefix96 = groups.slice(0, 6).join(':');
   // ::ffff:0:0/96 (IPv4-mapped) and 64:ff9b::/96 (NAT64 / SIIT)
   if (prefix96 === '0:0:0:0:0:65535' || prefix96 === '100:65435:0:0:0:0') {

@@ -182,6 +182,41 @@ describe('DELETE /projects/{id}', () => {
     expect(await h.deps.prisma.project.count({ where: { id: p.id } })).toBe(1);
   });
 
+  // SPEC's role table: managers have every project scope but not assessments:delete. Deleting a project deletes its
+  // assessments and their findings, so a project that has any needs that scope too.
+  it('refuses a manager a project that has assessments: 403 naming assessments:delete, nothing deleted', async () => {
+    const p = await insertProject(h, org.id);
+    const a = await insertAssessment(h, org.id, p.id);
+    await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'write');
+    const res = await api().delete(`/api/v1/projects/${p.id}`).set(bearer(org.manager.token));
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: expect.stringContaining('assessments:delete') });
+    expect(await h.deps.prisma.project.count({ where: { id: p.id } })).toBe(1);
+    expect(await h.deps.prisma.assessment.count({ where: { id: a.id } })).toBe(1);
+    // Once its assessments are gone (by someone who may delete them), the manager may delete the project.
+    expect((await api().delete(`/api/v1/assessments/${a.id}`).set(bearer(org.admin.token))).status).toBe(204);
+    expect((await api().delete(`/api/v1/projects/${p.id}`).set(bearer(org.manager.token))).status).toBe(204);
+  });
+
+  it('asks the same of an API key: projects:delete alone deletes an empty project only', async () => {
+    const mint = async (scopes: string[]) => {
+      const res = await api().post('/api/v1/api-keys').set(bearer(org.admin.token)).send({ name: `delete ${scopes.join(' ')}`, scopes });
+      expect(res.status).toBe(201);
+      return res.body.key as string;
+    };
+    const projectsOnly = await mint(['projects:read', 'projects:delete']);
+    const both = await mint(['projects:read', 'projects:delete', 'assessments:delete']);
+    const p = await insertProject(h, org.id);
+    await insertAssessment(h, org.id, p.id);
+    const refused = await api().delete(`/api/v1/projects/${p.id}`).set(bearer(projectsOnly));
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toContain('assessments:delete');
+    expect(await h.deps.prisma.project.count({ where: { id: p.id } })).toBe(1);
+    expect((await api().delete(`/api/v1/projects/${p.id}`).set(bearer(both))).status).toBe(204);
+    const empty = await insertProject(h, org.id);
+    expect((await api().delete(`/api/v1/projects/${empty.id}`).set(bearer(projectsOnly))).status).toBe(204);
+  });
+
   it('lets a manager with a write grant delete', async () => {
     const p = await insertProject(h, org.id);
     await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'write');

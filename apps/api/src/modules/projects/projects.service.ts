@@ -1,10 +1,12 @@
 // Projects. Reading and writing go through the access service: owners and admins reach every project of their
 // organization, everybody else the projects a user or team grant gives them. The creator of a project who is
 // not an owner or admin receives a write grant on it.
-import type { Project } from '@svc/db';
+import type { Project, Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { forbidden } from '../../http/errors';
+import { hasScope } from '@svc/scopes';
 import { newId, scopedTo } from '@svc/db';
 import { eraseProjectHistory } from '../history-deletion/history-deletion.service';
 import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
@@ -92,6 +94,19 @@ export async function updateProject(
 }
 
 /**
+ * Deleting a project deletes its assessments and their findings: with any, the caller needs assessments:delete as
+ * well as projects:delete (SPEC: managers have every project scope but that one).
+ */
+async function requireMayDeleteAssessmentsOf(db: Pick<Tx, 'assessment'>, principal: Principal, projectId: string): Promise<void> {
+  if (hasScope(principal.scopes, 'assessments:delete')) return;
+  const assessments = await db.assessment.count({ where: { projectId } });
+  if (assessments === 0) return;
+  throw forbidden(
+    `Missing required scope: assessments:delete. Deleting this project would delete its ${assessments} assessment${assessments === 1 ? '' : 's'} and their findings.`,
+  );
+}
+
+/**
  * Deletes the project with its assessments, grants and webhook subscriptions (cascade; each live subscription audited
  * as deleted); its subscriptions' deliveries go first, in bounded batches (history-deletion.service.ts), and its
  * stored source objects after the rows.
@@ -99,9 +114,16 @@ export async function updateProject(
 export async function deleteProject(deps: AppDeps, by: Acting, id: string): Promise<void> {
   const { principal } = by;
   await requireProjectAccess(deps, principal, id, 'write');
+  const db = scopedTo(deps.prisma, principal);
+  // Before its history goes; and again under the project's row lock, which an assessment created meanwhile waits for.
+  await requireMayDeleteAssessmentsOf(db, principal, id);
   await eraseProjectHistory(deps.prisma, principal.organizationId, id);
-  const deleted = await scopedTo(deps.prisma, principal).$transaction((tx) =>
-    deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => (await tx.project.deleteMany({ where: { id } })).count === 1),
+  const deleted = await db.$transaction(
+    (tx) =>
+      deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => {
+        await requireMayDeleteAssessmentsOf(tx, principal, id);
+        return (await tx.project.deleteMany({ where: { id } })).count === 1;
+      }),
     DELETION_TRANSACTION,
   );
   if (deleted) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });

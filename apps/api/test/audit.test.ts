@@ -733,6 +733,7 @@ describe('CSV fields', () => {
       'webhook.deliveries_recovered', 'webhook.delivery_resent', 'webhook.secret_rotated', 'webhook.subscription_created',
       'webhook.subscription_deleted', 'webhook.subscription_disabled', 'webhook.subscription_failing', 'webhook.subscription_reenabled',
       'webhook.subscription_updated',
+      'auth.password_changed', // POST /auth/password
       // Source (issue 23).
       'project.source_changed', 'project.source_removed', 'source.archive_downloaded', 'source.uploaded',
     ].sort());

@@ -4,6 +4,7 @@ export const AUDIT_ACTIONS = [
   'auth.login',
   'auth.login_failed',
   'auth.logout',
+  'auth.password_changed',
   'auth.2fa_enabled',
   'auth.2fa_disabled',
   'api_key.created',

@@ -1,5 +1,6 @@
 // Session and partial (2FA) JWTs. HS256 is pinned on verify; issuer, audience and maxAge are always checked.
 // Partial tokens have their own audience so they can never be used as a session.
+import { createHmac } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 
 const ISSUER = 'security-assessment-service';
@@ -11,16 +12,18 @@ export interface TokenClaims {
   org: string; // organization id
   jti: string;
   exp: number;
+  /** A partial token whose first factor was the password: which password (passwordFingerprint). */
+  pwf?: string;
 }
 
 export function signToken(
-  claims: { sub: string; org: string; jti: string },
+  claims: { sub: string; org: string; jti: string; pwf?: string },
   audience: string,
   ttlSeconds: number,
   secret: string,
   now: Date,
 ): { token: string; expiresAt: Date } {
-  const token = jwt.sign({ org: claims.org, iat: Math.floor(now.getTime() / 1000) }, secret, {
+  const token = jwt.sign({ org: claims.org, iat: Math.floor(now.getTime() / 1000), ...(claims.pwf && { pwf: claims.pwf }) }, secret, {
     algorithm: 'HS256',
     subject: claims.sub,
     jwtid: claims.jti,
@@ -50,8 +53,17 @@ export function verifyToken(
     }) as jwt.JwtPayload;
     if (typeof payload.sub !== 'string' || typeof payload.org !== 'string' || typeof payload.jti !== 'string') return undefined;
     if (typeof payload.exp !== 'number') return undefined;
-    return { sub: payload.sub, org: payload.org, jti: payload.jti, exp: payload.exp };
+    const pwf = typeof payload.pwf === 'string' ? { pwf: payload.pwf } : {};
+    return { sub: payload.sub, org: payload.org, jti: payload.jti, exp: payload.exp, ...pwf };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Names the password a partial token was earned with, without revealing anything of it (keyed with the JWT secret):
+ * the second step refuses the token once the password has changed.
+ */
+export function passwordFingerprint(passwordHash: string | null, secret: string): string {
+  return createHmac('sha256', secret).update(`partial-token-password:${passwordHash ?? ''}`).digest('base64url').slice(0, 22);
 }

@@ -89,7 +89,7 @@ export const email = () => Joi.string().trim().lowercase().email({ tlds: false }
 // bcrypt ignores bytes past 72: longer passwords are refused instead of silently truncated.
 export const password = () =>
   Joi.string().min(10).custom((value: string, helpers) => {
-    if (Buffer.byteLength(value, 'utf8') > 72) return helpers.message({ custom: 'password must be at most 72 bytes' });
+    if (Buffer.byteLength(value, 'utf8') > 72) return helpers.message({ custom: '{{#label}} must be at most 72 bytes' });
     return value;
   });
 export const name = () => Joi.string().trim().min(1).max(200);

@@ -3,11 +3,13 @@ import { principalOf } from '../../auth/principal';
 import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import {
+  changePasswordBody,
   issuedSessionResponse,
   login2faBody,
   loginBody,
   loginResponse,
   meResponse,
+  passwordChangedResponse,
   signupBody,
   signupResponse,
   totpCodeBody,
@@ -19,6 +21,7 @@ import {
 } from './auth.schemas';
 import { signup, verifyEmail } from './accounts';
 import { dummyPasswordHash, login, logout } from './login';
+import { changePassword } from './password';
 import { describePrincipal } from './profile';
 import { disableTwoFactor, enableTwoFactor, setupTwoFactor } from './two-factor';
 import { loginWithSecondFactor } from './two-factor-login';
@@ -101,6 +104,15 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       summary: 'The caller: user, organization, role, credential and effective scopes',
       response: meResponse,
       handler: (req) => describePrincipal(deps, principalOf(req)),
+    },
+    {
+      method: 'post',
+      path: '/auth/password',
+      scope: 'profile:update',
+      summary: "Change the caller's password: {current_password, new_password}; the account's other sessions end (a session only)",
+      schemas: { body: changePasswordBody },
+      response: passwordChangedResponse,
+      handler: (req) => changePassword(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
     {
       method: 'post',

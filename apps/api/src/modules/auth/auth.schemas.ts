@@ -31,6 +31,12 @@ export const login2faBody = Joi.object({
   code: totpCode().required(),
 });
 
+export const changePasswordBody = Joi.object({
+  // Only present: an older password may predate the length rule.
+  current_password: password().min(1).required(),
+  new_password: password().required(),
+});
+
 export const totpCodeBody = Joi.object({
   code: totpCode().required(),
 });
@@ -87,3 +93,5 @@ export const twoFactorSetupResponse = Joi.object({
 export const twoFactorEnabledResponse = Joi.object({ two_factor_enabled: Joi.boolean().valid(true) });
 
 export const twoFactorDisabledResponse = Joi.object({ two_factor_enabled: Joi.boolean().valid(false) });
+
+export const passwordChangedResponse = Joi.object({ password_changed: Joi.boolean().valid(true), other_sessions_revoked: Joi.boolean().valid(true) });

@@ -3,7 +3,7 @@
 import bcrypt from 'bcrypt';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { PARTIAL_AUDIENCE, signToken } from '../../auth/tokens';
+import { PARTIAL_AUDIENCE, passwordFingerprint, signToken } from '../../auth/tokens';
 import { badRequest, forbidden, unauthorized } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, sha256Hex } from '../../lib/crypto';
@@ -85,7 +85,7 @@ export async function login(
     await recordLoginFailure(deps, user, meta, 'email_not_verified');
     throw forbidden('E-mail address not verified: open the link in the verification e-mail first.', { code: 'EMAIL_NOT_VERIFIED' });
   }
-  return completeFirstFactor(deps, user, input.organization_id, { method: 'password', meta });
+  return completeFirstFactor(deps, user, input.organization_id, { method: 'password', meta }, { passwordHash: user.passwordHash });
 }
 
 /** How a sign-in happened, for the audit log: the first factor used and the request it came with. */
@@ -110,6 +110,11 @@ export async function recordLogin(
   });
 }
 
+/** The password a sign-in was checked against: a change of password meanwhile ends the sign-in. */
+export interface PasswordFactor {
+  passwordHash: string;
+}
+
 /**
  * What follows a passed first factor (a password, or a sign-in at an OAuth provider): a partial token when the
  * user has TOTP on, otherwise a session, in the organization asked for or else the user's oldest membership.
@@ -119,6 +124,7 @@ export async function completeFirstFactor(
   user: { id: string; totpEnabled: boolean },
   organizationId?: string,
   audit: SignInAudit = { method: 'unspecified' },
+  password?: PasswordFactor,
 ): Promise<LoginOutcome> {
   const membership = await membershipForLogin(deps, user.id, organizationId);
 
@@ -126,10 +132,12 @@ export async function completeFirstFactor(
     // Written with the user's row share-locked and its 2FA flag read again: turning 2FA on (which updates that row,
     // then ends the other sessions) either committed first, and this sign-in needs the second factor too, or waits
     // for this session, and then ends it. With the flag read earlier only, a sign-in under way when 2FA was turned
-    // on got a session that outlived it.
+    // on got a session that outlived it. The password is read again the same way: a change of password (which ends
+    // the other sessions) either committed first, and this sign-in with the old one fails, or ends this session.
     const session = await deps.prisma.$transaction(async (tx) => {
-      const [row] = await tx.$queryRaw<Array<{ totp_enabled: boolean }>>`SELECT totp_enabled FROM users WHERE id = ${user.id} FOR SHARE`;
-      if (!row) throw unauthorized(INVALID_CREDENTIALS);
+      const [row] = await tx.$queryRaw<Array<{ totp_enabled: boolean; password_hash: string | null }>>`
+        SELECT totp_enabled, password_hash FROM users WHERE id = ${user.id} FOR SHARE`;
+      if (!row || (password && row.password_hash !== password.passwordHash)) throw unauthorized(INVALID_CREDENTIALS);
       return row.totp_enabled ? null : issueSession(deps, user.id, membership.organizationId, tx);
     });
     if (session) {
@@ -137,8 +145,9 @@ export async function completeFirstFactor(
       return { kind: 'session', session };
     }
   }
+  const pwf = password ? passwordFingerprint(password.passwordHash, deps.config.jwtSecret) : undefined;
   const { token, expiresAt } = signToken(
-    { sub: user.id, org: membership.organizationId, jti: randomToken(16) },
+    { sub: user.id, org: membership.organizationId, jti: randomToken(16), pwf },
     PARTIAL_AUDIENCE,
     deps.config.partialTokenTtlSeconds,
     deps.config.jwtSecret,

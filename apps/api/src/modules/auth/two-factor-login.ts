@@ -1,6 +1,6 @@
 // The second step of a login with TOTP on: a partial token and a code exchanged, once, for a session.
 import type { AppDeps } from '../../app-deps';
-import { PARTIAL_AUDIENCE, verifyToken } from '../../auth/tokens';
+import { PARTIAL_AUDIENCE, passwordFingerprint, verifyToken, type TokenClaims } from '../../auth/tokens';
 import { unauthorized } from '../../http/errors';
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
 import { unseal } from '@svc/db';
@@ -18,6 +18,11 @@ async function recordAcceptedStep(deps: CoreDeps, userId: string, step: number):
     data: { totpLastStep: BigInt(step) },
   });
   return updated.count === 1;
+}
+
+/** A partial token earned with a password (login.ts) is good only while that password is the account's. */
+function passwordStillHolds(deps: CoreDeps, claims: TokenClaims, passwordHash: string | null): boolean {
+  return claims.pwf === undefined || claims.pwf === passwordFingerprint(passwordHash, deps.config.jwtSecret);
 }
 
 export async function loginWithSecondFactor(
@@ -43,6 +48,7 @@ export async function loginWithSecondFactor(
 
   const user = await deps.prisma.user.findUnique({ where: { id: claims.sub } });
   if (!user || user.status !== 'active' || !user.totpEnabled || !user.totpSecretEnc) throw unauthorized(INVALID_PARTIAL_TOKEN);
+  if (!passwordStillHolds(deps, claims, user.passwordHash)) throw unauthorized(INVALID_PARTIAL_TOKEN);
   const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
   const step = acceptTotpCode(secret, input.code, now, user.totpLastStep);
   if (step === undefined) {
@@ -58,7 +64,13 @@ export async function loginWithSecondFactor(
   if (!(await recordAcceptedStep(deps, user.id, step))) throw unauthorized(INVALID_TOTP_CODE);
 
   const membership = await membershipForLogin(deps, user.id, claims.org);
-  const session = await issueSession(deps, user.id, membership.organizationId);
+  // Issued with the user's row share-locked and the password read again: a change of password either committed
+  // first, and the token is refused, or waits for this session and then ends it.
+  const session = await deps.prisma.$transaction(async (tx) => {
+    const [row] = await tx.$queryRaw<Array<{ password_hash: string | null }>>`SELECT password_hash FROM users WHERE id = ${user.id} FOR SHARE`;
+    if (!row || !passwordStillHolds(deps, claims, row.password_hash)) throw unauthorized(INVALID_PARTIAL_TOKEN);
+    return issueSession(deps, user.id, membership.organizationId, tx);
+  });
   await recordLogin(deps, user.id, session, membership.organizationId, meta, { second_factor: 'totp' });
   return session;
 }

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { ROLES } from '@svc/scopes';
-import { email, name, paginationQuery } from '../../http/validate';
+import { email, name, paginationQuery, password } from '../../http/validate';
 import { id, nullableTimestamp, timestamp } from '../../http/responses';
 
 export const createInvitationBody = Joi.object({
@@ -15,10 +15,7 @@ export const listInvitationsQuery = Joi.object(paginationQuery);
 export const acceptInvitationBody = Joi.object({
   token: Joi.string().min(1).max(200).required(),
   name: name(),
-  password: Joi.string().min(1).custom((value: string, helpers) => {
-    if (Buffer.byteLength(value, 'utf8') > 72) return helpers.message({ custom: 'password must be at most 72 bytes' });
-    return value;
-  }),
+  password: password().min(1),
 });
 
 // Nobody is invited as owner (ownership moves by transfer), so an invitation carries one of the other roles.

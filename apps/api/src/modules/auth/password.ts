@@ -1,0 +1,42 @@
+// Changing one's own password: with a session (an API key is not its user) and the current password (a stolen session
+// alone must not lock the owner out). The account's other sessions end, a sign-in started with the old password
+// cannot finish (login.ts, two-factor-login.ts), and the change is audited in each of the user's organizations.
+// API keys stay: they are credentials of their own (docs/api.md).
+import bcrypt from 'bcrypt';
+import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
+import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors';
+import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
+import { sha256Hex } from '../../lib/crypto';
+import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+
+export async function changePassword(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  principal: Principal,
+  input: { current_password: string; new_password: string },
+  meta: RequestMeta,
+) {
+  const sessionId = principal.kind === 'session' ? principal.sessionId : undefined;
+  if (!sessionId) throw forbidden('The password can only be changed with a session, not an API key.');
+  const user = await deps.prisma.user.findUnique({ where: { id: principal.userId } });
+  if (!user) throw unauthorized();
+  if (!user.passwordHash) throw conflict('This account has no password: it signs in with GitHub or Google.');
+  // Counted with the sign-ins of the same e-mail: the current password is guessed here at the login's pace at most.
+  await consumeOrThrow(limiters.login, `email:${sha256Hex(user.email)}`);
+  if (!(await bcrypt.compare(input.current_password, user.passwordHash))) throw badRequest('The current password is not correct.');
+  const passwordHash = await bcrypt.hash(input.new_password, deps.config.bcryptRounds);
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    const changed = await tx.user.updateMany({ where: { id: user.id, passwordHash: user.passwordHash }, data: { passwordHash } });
+    if (changed.count !== 1) throw conflict('The password was changed meanwhile: sign in again with the new one.');
+    // The entry is written in each of the user's organizations: it says that other sessions ended, not how many.
+    await tx.session.updateMany({ where: { userId: user.id, revokedAt: null, id: { not: sessionId } }, data: { revokedAt: now } });
+    await recordInUserOrganizations(tx, await userActor(tx, user.id), meta, now, {
+      action: 'auth.password_changed',
+      target: { type: 'user', id: user.id },
+      metadata: { other_sessions_revoked: true },
+    });
+  });
+  return { password_changed: true as const, other_sessions_revoked: true as const };
+}

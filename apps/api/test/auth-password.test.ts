@@ -1,0 +1,166 @@
+// Changing one's own password (POST /auth/password): with a session and the current password; the other sessions
+// end, a sign-in started with the old password cannot finish, and the change is audited in each of the user's
+// organizations only.
+import request from 'supertest';
+import { newId } from '@svc/db';
+import { createHarness, type Harness } from './support/harness';
+import { bearer, createOrg, type TestOrg } from './support/fixtures';
+import { loginRequest, loginViaApi, oathtoolCode, signupAndVerify, type SignedUp } from './support/auth-helpers';
+import { completeFirstFactor } from '../src/modules/auth/login';
+
+const NEW_PASSWORD = 'another long enough passphrase';
+
+let h: Harness;
+let bystanders: TestOrg;
+
+beforeAll(async () => {
+  h = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '1000' });
+  bystanders = await createOrg(h);
+});
+afterAll(() => h.close());
+
+const changePassword = (token: string, body: Record<string, unknown>) =>
+  request(h.app).post('/api/v1/auth/password').set(bearer(token)).send(body);
+const me = (token: string) => request(h.app).get('/api/v1/auth/me').set(bearer(token));
+const auditOf = async (token: string) => {
+  const res = await request(h.app).get('/api/v1/audit-events?action=auth.password_changed&limit=100').set(bearer(token));
+  expect(res.status).toBe(200);
+  return res.body.data as Array<{ action: string; actor: { id: string }; target: { id: string }; metadata: Record<string, unknown> }>;
+};
+const signsIn = async (account: SignedUp, password: string) => (await loginRequest(h, { email: account.email, password })).status;
+
+describe('POST /auth/password', () => {
+  it('changes the password, ends the other sessions but this one, keeps API keys, and audits it in each organization of the user', async () => {
+    const account = await signupAndVerify(h);
+    // A second organization of the same user: the entry goes there too.
+    const second = await h.deps.prisma.organization.create({ data: { id: newId('org'), name: `Second ${newId('org')}` } });
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: second.id, userId: account.userId, role: 'owner' } });
+    const current = await loginViaApi(h, account.email, account.password);
+    const other = await loginViaApi(h, account.email, account.password);
+    const key = await request(h.app).post('/api/v1/api-keys').set(bearer(current.token)).send({ name: 'ci', scopes: ['profile:read'] });
+    expect(key.status).toBe(201);
+
+    const res = await changePassword(current.token, { current_password: account.password, new_password: NEW_PASSWORD });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ password_changed: true, other_sessions_revoked: true });
+
+    expect(await signsIn(account, account.password)).toBe(401);
+    expect(await signsIn(account, NEW_PASSWORD)).toBe(200);
+    expect((await me(current.token)).status).toBe(200);
+    expect((await me(other.token)).status).toBe(401);
+    expect((await me(key.body.key)).status).toBe(200);
+
+    const entries = await auditOf(current.token);
+    expect(entries).toEqual([
+      expect.objectContaining({
+        action: 'auth.password_changed',
+        actor_type: 'user',
+        actor_id: account.userId,
+        target_type: 'user',
+        target_id: account.userId,
+        metadata: { other_sessions_revoked: true },
+      }),
+    ]);
+    const inSecond = await h.deps.prisma.auditEvent.count({ where: { organizationId: second.id, action: 'auth.password_changed', actorId: account.userId } });
+    expect(inSecond).toBe(1);
+    // Another organization's log shows nothing of it.
+    expect(await auditOf(bystanders.owner.token)).toEqual([]);
+    expect(JSON.stringify(entries)).not.toContain(NEW_PASSWORD);
+  });
+
+  it('refuses a wrong current password with 400, changes nothing and audits nothing', async () => {
+    const account = await signupAndVerify(h);
+    const { token } = await loginViaApi(h, account.email, account.password);
+    const res = await changePassword(token, { current_password: 'not the password at all', new_password: NEW_PASSWORD });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: 'The current password is not correct.' });
+    expect(await signsIn(account, account.password)).toBe(200);
+    expect(await signsIn(account, NEW_PASSWORD)).toBe(401);
+    expect(await auditOf(token)).toEqual([]);
+  });
+
+  it('refuses a new password the signup would refuse (400 naming new_password), changing nothing', async () => {
+    const account = await signupAndVerify(h);
+    const { token } = await loginViaApi(h, account.email, account.password);
+    for (const new_password of ['short', 'x'.repeat(73)]) {
+      const res = await changePassword(token, { current_password: account.password, new_password });
+      expect(res.status).toBe(400);
+      expect(res.body.detail).toContain('new_password');
+    }
+    expect(await signsIn(account, account.password)).toBe(200);
+  });
+
+  it('refuses an API key, even one with profile:update (403), and an account without a password (409)', async () => {
+    const account = await signupAndVerify(h);
+    const { token } = await loginViaApi(h, account.email, account.password);
+    const key = await request(h.app).post('/api/v1/api-keys').set(bearer(token)).send({ name: 'profile', scopes: ['profile:update'] });
+    expect(key.status).toBe(201);
+    const byKey = await changePassword(key.body.key, { current_password: account.password, new_password: NEW_PASSWORD });
+    expect(byKey.status).toBe(403);
+    expect(byKey.body.detail).toContain('session');
+    expect(await signsIn(account, account.password)).toBe(200);
+
+    // An account made through GitHub or Google has no password to prove.
+    await h.deps.prisma.user.update({ where: { id: account.userId }, data: { passwordHash: null } });
+    const none = await changePassword(token, { current_password: account.password, new_password: NEW_PASSWORD });
+    expect(none.status).toBe(409);
+    expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).passwordHash).toBeNull();
+  });
+
+  it('counts wrong current passwords with the sign-ins of the same e-mail (429 past the login limit)', async () => {
+    const strict = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const account = await signupAndVerify(strict);
+      const { token } = await loginViaApi(strict, account.email, account.password); // one of the three
+      const attempt = () =>
+        request(strict.app).post('/api/v1/auth/password').set(bearer(token)).send({ current_password: 'guess number one', new_password: NEW_PASSWORD });
+      expect((await attempt()).status).toBe(400);
+      expect((await attempt()).status).toBe(400);
+      const limited = await attempt();
+      expect(limited.status).toBe(429);
+      // And the e-mail's sign-ins share the count.
+      expect((await loginRequest(strict, { email: account.email, password: account.password })).status).toBe(429);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('refuses a partial token (2FA) earned with the old password, at the second step', async () => {
+    const account = await signupAndVerify(h);
+    const { token } = await loginViaApi(h, account.email, account.password);
+    const setup = await request(h.app).post('/api/v1/auth/2fa/setup').set(bearer(token));
+    const secret = setup.body.secret as string;
+    expect((await request(h.app).post('/api/v1/auth/2fa/enable').set(bearer(token)).send({ code: oathtoolCode(secret, h.clock.now()) })).status).toBe(200);
+    h.clock.advance(30_000);
+    const partial = await loginRequest(h, { email: account.email, password: account.password });
+    expect(partial.body.requires_2fa).toBe(true);
+
+    expect((await changePassword(token, { current_password: account.password, new_password: NEW_PASSWORD })).status).toBe(200);
+    const exchanged = await request(h.app)
+      .post('/api/v1/auth/login/2fa')
+      .send({ partial_token: partial.body.partial_token, code: oathtoolCode(secret, h.clock.now()) });
+    expect(exchanged.status).toBe(401);
+    expect(await h.deps.prisma.session.count({ where: { userId: account.userId, revokedAt: null } })).toBe(1); // this one only
+
+    // A partial token earned with the new password goes through.
+    h.clock.advance(30_000);
+    const fresh = await loginRequest(h, { email: account.email, password: NEW_PASSWORD });
+    const ok = await request(h.app).post('/api/v1/auth/login/2fa').send({ partial_token: fresh.body.partial_token, code: oathtoolCode(secret, h.clock.now()) });
+    expect(ok.status).toBe(200);
+    h.clock.reset();
+  });
+
+  it('a sign-in whose password changed after it was checked gets no session', async () => {
+    // The window between the password check and the session: completeFirstFactor reads the password again, under
+    // the user row's lock, and refuses when it is not the one the sign-in checked.
+    const account = await signupAndVerify(h);
+    const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
+    const before = await h.deps.prisma.session.count({ where: { userId: user.id } });
+    await expect(completeFirstFactor(h.deps, user, undefined, { method: 'password' }, { passwordHash: '$2b$04$stale.hash.of.an.older.password' })).rejects.toMatchObject({
+      status: 401,
+    });
+    expect(await h.deps.prisma.session.count({ where: { userId: user.id } })).toBe(before);
+    const outcome = await completeFirstFactor(h.deps, user, undefined, { method: 'password' }, { passwordHash: user.passwordHash! });
+    expect(outcome.kind).toBe('session');
+  });
+});

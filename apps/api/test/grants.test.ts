@@ -289,6 +289,8 @@ describe('the audit log', () => {
     // Another organization's admin, and subjects of another organization.
     expect((await grant(otherOrg.admin.token, `projects/${p.id}`, { user_id: otherOrg.member.id, access: 'write' })).status).toBe(404);
     expect((await removeGrant(otherOrg.admin.token, `projects/${p.id}`, g.id)).status).toBe(404);
+    const theirProject = await insertProject(h, otherOrg.id);
+    expect((await removeGrant(otherOrg.admin.token, `projects/${theirProject.id}`, g.id)).status).toBe(404);
     expect((await grant(org.admin.token, `projects/${p.id}`, { user_id: otherOrg.member.id, access: 'write' })).status).toBe(404);
     expect((await grant(org.admin.token, `projects/${p.id}`, { team_id: theirTeam.id, access: 'write' })).status).toBe(404);
     expect(await entriesOn(p.id)).toEqual([]);
@@ -306,6 +308,16 @@ describe('the audit log', () => {
       expect(theirs.filter((e) => e.target_id === p.id || e.metadata?.grant_id === res.body.id)).toEqual([]);
     }
     expect(await entriesOn(p.id, otherOrg.admin.token)).toEqual([]);
+  });
+
+  it('answers 404 (not 409 from the foreign key) and records nothing for a team being deleted meanwhile', async () => {
+    const p = await insertProject(h, org.id);
+    const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: org.id, name: `t-${p.id}` } });
+    const res = await sentWhileHeld(h, [['DELETE FROM teams WHERE id = $1', [team.id]]], () =>
+      grant(org.admin.token, `projects/${p.id}`, { team_id: team.id, access: 'read' }),
+    );
+    expect(res.status).toBe(404);
+    expect(await entriesOn(p.id)).toEqual([]);
   });
 
   it('gives nothing, and records nothing, to somebody being removed from the organization meanwhile (404)', async () => {

@@ -250,6 +250,25 @@ describe('the audit log', () => {
     }
   });
 
+  it('counts in team.deleted a member whose addition the deletion waited for', async () => {
+    const team = await newTeam();
+    await addMember(team.id, org.member.id);
+    const res = await sentWhileHeld(h, [['INSERT INTO team_members (team_id, user_id) VALUES ($1, $2)', [team.id, org.manager.id]]], () =>
+      api().delete(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)),
+    );
+    expect(res.status).toBe(204);
+    const [deleted] = await auditLog(h, org.admin.token, { target_id: team.id, action: 'team.deleted' });
+    expect(deleted.metadata).toMatchObject({ members_removed: 2 });
+    expect(await h.deps.prisma.teamMember.count({ where: { teamId: team.id } })).toBe(0);
+  });
+
+  it('answers 404 (not 409 from the foreign key) and records nothing when the team is being deleted meanwhile', async () => {
+    const team = await newTeam();
+    const res = await sentWhileHeld(h, [['DELETE FROM teams WHERE id = $1', [team.id]]], () => addMember(team.id, org.member.id));
+    expect(res.status).toBe(404);
+    expect((await entriesOn(team.id)).map((e) => e.action)).toEqual(['team.created']);
+  });
+
   it('adds nothing, and records nothing, for somebody being removed from the organization meanwhile (404)', async () => {
     const team = await newTeam();
     const leaving = await createUserInOrg(h, org.id, 'member', 'leaving');

@@ -736,6 +736,9 @@ describe('CSV fields', () => {
       'auth.password_changed', // POST /auth/password
       // Source (issue 23).
       'project.source_changed', 'project.source_removed', 'source.archive_downloaded', 'source.uploaded',
+      // Access grants and teams.
+      'access_grant.created', 'access_grant.deleted', 'access_grant.updated', 'team.created', 'team.deleted',
+      'team.member_added', 'team.member_removed', 'team.updated',
     ].sort());
   });
 });

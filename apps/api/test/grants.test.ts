@@ -1,7 +1,8 @@
 import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, insertAssessment, insertGrant, insertProject, type TestOrg } from './support/fixtures';
+import { bearer, createOrg, createUserInOrg, insertAssessment, insertGrant, insertProject, type TestOrg } from './support/fixtures';
+import { auditLog, sentWhileHeld } from './support/audit-log';
 
 let h: Harness;
 let org: TestOrg;
@@ -200,5 +201,133 @@ describe('grant bodies and subjects', () => {
   it('answers 404 for unknown targets', async () => {
     expect((await grant(org.admin.token, 'projects/prj_00000000000000000000000000', { user_id: org.member.id, access: 'read' })).status).toBe(404);
     expect((await grant(org.admin.token, 'assessments/nope', { user_id: org.member.id, access: 'read' })).status).toBe(404);
+  });
+});
+
+describe('the audit log', () => {
+  const removeGrant = (token: string, path: string, id: string) => api().delete(`/api/v1/${path}/access/${id}`).set(bearer(token));
+  const entriesOn = (targetId: string, token = org.admin.token) => auditLog(h, token, { target_id: targetId });
+
+  it('records a grant given, its level changed and its removal (actor, target, metadata); repeats record nothing', async () => {
+    const p = await insertProject(h, org.id);
+    const first = await grant(org.admin.token, `projects/${p.id}`, { user_id: org.member.id, access: 'read' });
+    expect(first.status).toBe(201);
+    const subject = { grant_id: first.body.id, subject_type: 'user', user_id: org.member.id };
+    const actor = { actor_type: 'user', actor_id: org.admin.id, actor_label: org.admin.email };
+    expect(await entriesOn(p.id)).toEqual([
+      expect.objectContaining({ action: 'access_grant.created', ...actor, target_type: 'project', target_id: p.id, metadata: { ...subject, access: 'read' } }),
+    ]);
+
+    expect((await grant(org.admin.token, `projects/${p.id}`, { user_id: org.member.id, access: 'read' })).status).toBe(200);
+    expect(await entriesOn(p.id)).toHaveLength(1);
+
+    expect((await grant(org.admin.token, `projects/${p.id}`, { user_id: org.member.id, access: 'write' })).status).toBe(200);
+    expect((await grant(org.admin.token, `projects/${p.id}`, { user_id: org.member.id, access: 'write' })).status).toBe(200);
+    const [updated] = await entriesOn(p.id);
+    expect(updated).toMatchObject({ action: 'access_grant.updated', ...actor, target_type: 'project', target_id: p.id });
+    expect(updated.metadata).toEqual({ ...subject, previous_access: 'read', access: 'write' });
+
+    expect((await removeGrant(org.admin.token, `projects/${p.id}`, first.body.id)).status).toBe(204);
+    expect((await removeGrant(org.admin.token, `projects/${p.id}`, first.body.id)).status).toBe(404);
+    const entries = await entriesOn(p.id);
+    expect(entries.map((e) => e.action)).toEqual(['access_grant.deleted', 'access_grant.updated', 'access_grant.created']);
+    expect(entries[0]).toMatchObject({ ...actor, target_type: 'project', target_id: p.id, metadata: { ...subject, access: 'write' } });
+  });
+
+  it("names an assessment and a team, and the manager who acted", async () => {
+    const p = await insertProject(h, org.id);
+    const a = await insertAssessment(h, org.id, p.id);
+    await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'write');
+    const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: org.id, name: `t-${a.id}` } });
+    const res = await grant(org.manager.token, `assessments/${a.id}`, { team_id: team.id, access: 'read' });
+    expect(res.status).toBe(201);
+    expect((await removeGrant(org.manager.token, `assessments/${a.id}`, res.body.id)).status).toBe(204);
+    const metadata = { grant_id: res.body.id, subject_type: 'team', team_id: team.id, access: 'read' };
+    const common = { actor_type: 'user', actor_id: org.manager.id, actor_label: org.manager.email, target_type: 'assessment', target_id: a.id, metadata };
+    expect(await entriesOn(a.id)).toEqual([
+      expect.objectContaining({ action: 'access_grant.deleted', ...common }),
+      expect.objectContaining({ action: 'access_grant.created', ...common }),
+    ]);
+  });
+
+  it('records one deletion of a grant deleted twice at once (the other 404)', async () => {
+    const p = await insertProject(h, org.id);
+    const g = await insertGrant(h, org.id, { projectId: p.id }, { userId: org.member.id }, 'read');
+    const statuses = await Promise.all([1, 2, 3].map(() => removeGrant(org.admin.token, `projects/${p.id}`, g.id).then((r) => r.status)));
+    expect(statuses.sort()).toEqual([204, 404, 404]);
+    expect(await entriesOn(p.id)).toEqual([expect.objectContaining({ action: 'access_grant.deleted', metadata: expect.objectContaining({ grant_id: g.id }) })]);
+  });
+
+  it('records one creation, and only real changes of level, under concurrent grants', async () => {
+    const p = await insertProject(h, org.id);
+    const levels = ['read', 'write', 'write', 'read', 'read', 'write'];
+    await Promise.all(levels.map((access) => grant(org.admin.token, `projects/${p.id}`, { user_id: org.member.id, access })));
+    const entries = await entriesOn(p.id);
+    const created = entries.filter((e) => e.action === 'access_grant.created');
+    const updates = entries.filter((e) => e.action !== 'access_grant.created');
+    expect(created).toHaveLength(1);
+    expect(updates.every((e) => e.action === 'access_grant.updated' && e.metadata!.previous_access !== e.metadata!.access)).toBe(true);
+    // The changes recorded lead from the level first given to the one stored.
+    const ups = (to: string) => updates.filter((e) => e.metadata!.access === to).length;
+    const row = await h.deps.prisma.accessGrant.findFirstOrThrow({ where: { projectId: p.id } });
+    const level = (access: unknown) => (access === 'write' ? 1 : 0);
+    expect(ups('write') - ups('read')).toBe(level(row.access) - level(created[0].metadata!.access));
+  });
+
+  it('records nothing for refused or failed requests', async () => {
+    const p = await insertProject(h, org.id);
+    const g = await insertGrant(h, org.id, { projectId: p.id }, { userId: org.member.id }, 'read');
+    const theirTeam = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: otherOrg.id, name: `theirs-${p.id}` } });
+    // A member (no assessments:manage_access), a manager without a grant (404) and with a read grant (403).
+    expect((await grant(org.member.token, `projects/${p.id}`, { user_id: org.member.id, access: 'write' })).status).toBe(403);
+    expect((await removeGrant(org.member.token, `projects/${p.id}`, g.id)).status).toBe(403);
+    expect((await grant(org.manager.token, `projects/${p.id}`, { user_id: org.member.id, access: 'write' })).status).toBe(404);
+    expect((await removeGrant(org.manager.token, `projects/${p.id}`, g.id)).status).toBe(404);
+    await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'read');
+    expect((await grant(org.manager.token, `projects/${p.id}`, { user_id: org.member.id, access: 'write' })).status).toBe(403);
+    expect((await removeGrant(org.manager.token, `projects/${p.id}`, g.id)).status).toBe(403);
+    // Another organization's admin, and subjects of another organization.
+    expect((await grant(otherOrg.admin.token, `projects/${p.id}`, { user_id: otherOrg.member.id, access: 'write' })).status).toBe(404);
+    expect((await removeGrant(otherOrg.admin.token, `projects/${p.id}`, g.id)).status).toBe(404);
+    const theirProject = await insertProject(h, otherOrg.id);
+    expect((await removeGrant(otherOrg.admin.token, `projects/${theirProject.id}`, g.id)).status).toBe(404);
+    expect((await grant(org.admin.token, `projects/${p.id}`, { user_id: otherOrg.member.id, access: 'write' })).status).toBe(404);
+    expect((await grant(org.admin.token, `projects/${p.id}`, { team_id: theirTeam.id, access: 'write' })).status).toBe(404);
+    expect(await entriesOn(p.id)).toEqual([]);
+    expect(await entriesOn(p.id, otherOrg.admin.token)).toEqual([]);
+    expect((await h.deps.prisma.accessGrant.findUniqueOrThrow({ where: { id: g.id } })).access).toBe('read');
+  });
+
+  it("keeps one organization's grant entries out of another's log", async () => {
+    const p = await insertProject(h, org.id);
+    const res = await grant(org.admin.token, `projects/${p.id}`, { user_id: org.member.id, access: 'read' });
+    expect(res.status).toBe(201);
+    expect(await entriesOn(p.id)).toHaveLength(1);
+    for (const action of ['access_grant.created', 'access_grant.updated', 'access_grant.deleted']) {
+      const theirs = await auditLog(h, otherOrg.admin.token, { action });
+      expect(theirs.filter((e) => e.target_id === p.id || e.metadata?.grant_id === res.body.id)).toEqual([]);
+    }
+    expect(await entriesOn(p.id, otherOrg.admin.token)).toEqual([]);
+  });
+
+  it('answers 404 (not 409 from the foreign key) and records nothing for a team being deleted meanwhile', async () => {
+    const p = await insertProject(h, org.id);
+    const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: org.id, name: `t-${p.id}` } });
+    const res = await sentWhileHeld(h, [['DELETE FROM teams WHERE id = $1', [team.id]]], () =>
+      grant(org.admin.token, `projects/${p.id}`, { team_id: team.id, access: 'read' }),
+    );
+    expect(res.status).toBe(404);
+    expect(await entriesOn(p.id)).toEqual([]);
+  });
+
+  it('gives nothing, and records nothing, to somebody being removed from the organization meanwhile (404)', async () => {
+    const p = await insertProject(h, org.id);
+    const leaving = await createUserInOrg(h, org.id, 'member', 'leaving');
+    const res = await sentWhileHeld(h, [['DELETE FROM memberships WHERE organization_id = $1 AND user_id = $2', [org.id, leaving.id]]], () =>
+      grant(org.admin.token, `projects/${p.id}`, { user_id: leaving.id, access: 'read' }),
+    );
+    expect(res.status).toBe(404);
+    expect(await h.deps.prisma.accessGrant.count({ where: { userId: leaving.id } })).toBe(0);
+    expect(await entriesOn(p.id)).toEqual([]);
   });
 });

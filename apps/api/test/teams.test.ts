@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
+import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
+import { auditLog, sentWhileHeld } from './support/audit-log';
 
 let h: Harness;
 let org: TestOrg;
@@ -149,5 +150,133 @@ describe('team members', () => {
   it('answers 404 for the members of an unknown team', async () => {
     expect((await api().get('/api/v1/teams/team_00000000000000000000000000/members').set(bearer(org.admin.token))).status).toBe(404);
     expect((await api().put(`/api/v1/teams/nope/members/${org.member.id}`).set(bearer(org.admin.token))).status).toBe(404);
+  });
+});
+
+describe('the audit log', () => {
+  const entriesOn = (teamId: string, token = org.admin.token) => auditLog(h, token, { target_id: teamId });
+  const byAdmin = () => ({ actor_type: 'user', actor_id: org.admin.id, actor_label: org.admin.email });
+  const addMember = (teamId: string, userId: string, token = org.admin.token) =>
+    api().put(`/api/v1/teams/${teamId}/members/${userId}`).set(bearer(token));
+  const removeMember = (teamId: string, userId: string, token = org.admin.token) =>
+    api().delete(`/api/v1/teams/${teamId}/members/${userId}`).set(bearer(token));
+
+  it('records a team created and edited (before and after), and nothing for an edit that changes nothing', async () => {
+    const name = teamName();
+    const team = await newTeam({ name, description: 'Blue team' });
+    expect(await entriesOn(team.id)).toEqual([
+      expect.objectContaining({ action: 'team.created', ...byAdmin(), target_type: 'team', target_id: team.id, metadata: { name, description: 'Blue team' } }),
+    ]);
+    const renamed = teamName();
+    expect((await api().patch(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)).send({ name: renamed, description: '' })).status).toBe(200);
+    expect((await api().patch(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)).send({ name: renamed, description: null })).status).toBe(200);
+    expect((await api().patch(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)).send({ name: renamed })).status).toBe(200);
+    const entries = await entriesOn(team.id);
+    expect(entries.map((e) => e.action)).toEqual(['team.updated', 'team.created']);
+    expect(entries[0]).toMatchObject({ ...byAdmin(), target_type: 'team', target_id: team.id });
+    expect(entries[0].metadata).toEqual({ before: { name, description: 'Blue team' }, after: { name: renamed, description: null } });
+  });
+
+  it('records nothing for a name already taken (409)', async () => {
+    const taken = await newTeam();
+    const team = await newTeam();
+    expect((await api().patch(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)).send({ name: taken.name })).status).toBe(409);
+    expect((await api().post('/api/v1/teams').set(bearer(org.admin.token)).send({ name: taken.name })).status).toBe(409);
+    expect((await entriesOn(team.id)).map((e) => e.action)).toEqual(['team.created']);
+    expect((await auditLog(h, org.admin.token, { action: 'team.created' })).filter((e) => e.metadata?.name === taken.name)).toHaveLength(1);
+  });
+
+  it('records a member added once (not when already in the team) and removed once', async () => {
+    const team = await newTeam();
+    expect((await addMember(team.id, org.manager.id)).status).toBe(200);
+    expect((await addMember(team.id, org.manager.id)).status).toBe(200);
+    const concurrent = await Promise.all([1, 2, 3].map(() => addMember(team.id, org.member.id).then((r) => r.status)));
+    expect(concurrent).toEqual([200, 200, 200]);
+    expect((await removeMember(team.id, org.manager.id)).status).toBe(204);
+    expect((await removeMember(team.id, org.manager.id)).status).toBe(404);
+    const entries = await entriesOn(team.id);
+    expect(entries.map((e) => e.action)).toEqual(['team.member_removed', 'team.member_added', 'team.member_added', 'team.created']);
+    const common = { ...byAdmin(), target_type: 'team', target_id: team.id };
+    expect(entries[0]).toMatchObject({ ...common, metadata: { user_id: org.manager.id, email: org.manager.email } });
+    expect(entries[1]).toMatchObject({ ...common, metadata: { user_id: org.member.id, email: org.member.email } });
+    expect(entries[2]).toMatchObject({ ...common, metadata: { user_id: org.manager.id, email: org.manager.email } });
+    expect(entries[0].metadata).toEqual({ user_id: org.manager.id, email: org.manager.email });
+  });
+
+  it('records a deletion once, with the name and what went with the team', async () => {
+    const team = await newTeam();
+    await addMember(team.id, org.member.id);
+    await addMember(team.id, org.manager.id);
+    const project = await insertProject(h, org.id);
+    await insertGrant(h, org.id, { projectId: project.id }, { teamId: team.id }, 'read');
+    const statuses = await Promise.all([1, 2].map(() => api().delete(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)).then((r) => r.status)));
+    expect(statuses.sort()).toEqual([204, 404]);
+    const deleted = (await entriesOn(team.id)).filter((e) => e.action === 'team.deleted');
+    expect(deleted).toEqual([
+      expect.objectContaining({
+        ...byAdmin(),
+        target_type: 'team',
+        target_id: team.id,
+        metadata: { name: team.name, members_removed: 2, grants_removed: 1, integrations_unbound: 0 },
+      }),
+    ]);
+  });
+
+  it('records nothing for a manager, a member or another organization (403/404)', async () => {
+    const team = await newTeam();
+    await addMember(team.id, org.member.id);
+    for (const [user, expected] of [[org.manager, 403], [org.member, 403], [otherOrg.admin, 404]] as const) {
+      if (expected === 403) expect((await api().post('/api/v1/teams').set(bearer(user.token)).send({ name: teamName() })).status).toBe(403);
+      expect((await api().patch(`/api/v1/teams/${team.id}`).set(bearer(user.token)).send({ name: teamName() })).status).toBe(expected);
+      expect((await addMember(team.id, org.manager.id, user.token)).status).toBe(expected);
+      expect((await removeMember(team.id, org.member.id, user.token)).status).toBe(expected);
+      expect((await api().delete(`/api/v1/teams/${team.id}`).set(bearer(user.token))).status).toBe(expected);
+    }
+    expect((await entriesOn(team.id)).map((e) => e.action)).toEqual(['team.member_added', 'team.created']);
+    expect(await entriesOn(team.id, otherOrg.admin.token)).toEqual([]);
+  });
+
+  it("keeps one organization's team entries out of another's log", async () => {
+    const team = await newTeam();
+    await addMember(team.id, org.member.id);
+    await api().patch(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)).send({ description: 'x' });
+    await removeMember(team.id, org.member.id);
+    await api().delete(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token));
+    expect(await entriesOn(team.id)).toHaveLength(5);
+    expect(await entriesOn(team.id, otherOrg.admin.token)).toEqual([]);
+    for (const action of ['team.created', 'team.updated', 'team.deleted', 'team.member_added', 'team.member_removed']) {
+      const theirs = await auditLog(h, otherOrg.admin.token, { action });
+      expect(theirs.filter((e) => e.target_id === team.id || e.actor_id === org.admin.id)).toEqual([]);
+    }
+  });
+
+  it('counts in team.deleted a member whose addition the deletion waited for', async () => {
+    const team = await newTeam();
+    await addMember(team.id, org.member.id);
+    const res = await sentWhileHeld(h, [['INSERT INTO team_members (team_id, user_id) VALUES ($1, $2)', [team.id, org.manager.id]]], () =>
+      api().delete(`/api/v1/teams/${team.id}`).set(bearer(org.admin.token)),
+    );
+    expect(res.status).toBe(204);
+    const [deleted] = await auditLog(h, org.admin.token, { target_id: team.id, action: 'team.deleted' });
+    expect(deleted.metadata).toMatchObject({ members_removed: 2 });
+    expect(await h.deps.prisma.teamMember.count({ where: { teamId: team.id } })).toBe(0);
+  });
+
+  it('answers 404 (not 409 from the foreign key) and records nothing when the team is being deleted meanwhile', async () => {
+    const team = await newTeam();
+    const res = await sentWhileHeld(h, [['DELETE FROM teams WHERE id = $1', [team.id]]], () => addMember(team.id, org.member.id));
+    expect(res.status).toBe(404);
+    expect((await entriesOn(team.id)).map((e) => e.action)).toEqual(['team.created']);
+  });
+
+  it('adds nothing, and records nothing, for somebody being removed from the organization meanwhile (404)', async () => {
+    const team = await newTeam();
+    const leaving = await createUserInOrg(h, org.id, 'member', 'leaving');
+    const res = await sentWhileHeld(h, [['DELETE FROM memberships WHERE organization_id = $1 AND user_id = $2', [org.id, leaving.id]]], () =>
+      addMember(team.id, leaving.id),
+    );
+    expect(res.status).toBe(404);
+    expect(await h.deps.prisma.teamMember.count({ where: { userId: leaving.id } })).toBe(0);
+    expect((await entriesOn(team.id)).map((e) => e.action)).toEqual(['team.created']);
   });
 });

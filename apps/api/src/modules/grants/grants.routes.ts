@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import { createGrantBody, grantResponseFor, listGrantsQuery } from './grants.schemas';
 import { deleteGrant, listGrants, upsertGrant, type GrantTarget } from './grants.service';
@@ -33,7 +34,7 @@ export function grantRoutes(deps: AppDeps): RouteSpec[] {
         // Documents the 201; a grant that replaces the subject's existing one answers 200 with the same shape.
         response: grantResponseFor(kind),
         handler: async (req, res) => {
-          const { created, grant } = await upsertGrant(deps, principalOf(req), target(req), req.body);
+          const { created, grant } = await upsertGrant(deps, principalOf(req), target(req), req.body, requestMeta(req));
           res.status(created ? 201 : 200).json(grant);
         },
       },
@@ -42,7 +43,7 @@ export function grantRoutes(deps: AppDeps): RouteSpec[] {
         path: `${base}/:grant_id`,
         scope: SCOPE,
         summary: `Remove a grant from a ${kind}`,
-        handler: (req) => deleteGrant(deps, principalOf(req), target(req), req.params.grant_id as string),
+        handler: (req) => deleteGrant(deps, principalOf(req), target(req), req.params.grant_id as string, requestMeta(req)),
       },
     );
   }

@@ -1,13 +1,17 @@
 // Read or write grants on a project or an assessment, to a user or a team of the same organization.
 // A project grant has projectId set and assessmentId NULL; an assessment grant the reverse (the access service
-// relies on it). One grant per subject and target: granting again replaces the access level.
-import { scopedTo, type AccessGrant } from '@svc/db';
+// relies on it). One grant per subject and target: granting again replaces the access level. Each change is
+// audited (access_grant.created, _updated, _deleted) in its transaction, with the project or assessment as target.
+import { Prisma, scopedTo, type AccessGrant } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
 import { requireAssessmentAccess, requireProjectAccess, type Access } from '../access/access.service';
+import { recordAs, type AuditEvent, type RequestMeta } from '../audit/audit.context';
+import { holdMember } from '../members/members.service';
+import { holdTeam } from '../teams/teams.service';
 
 export type GrantTarget = { kind: 'project'; id: string } | { kind: 'assessment'; id: string };
 
@@ -34,6 +38,17 @@ function targetWhere(target: GrantTarget) {
   return target.kind === 'project' ? { projectId: target.id, assessmentId: null } : { assessmentId: target.id, projectId: null };
 }
 
+/** The audit entry of a change to a grant: the target is the project or assessment, the subject in the metadata. */
+function grantEvent(
+  action: 'access_grant.created' | 'access_grant.updated' | 'access_grant.deleted',
+  target: GrantTarget,
+  grant: Pick<AccessGrant, 'id' | 'userId' | 'teamId'>,
+  access: Record<string, string>,
+): AuditEvent {
+  const subject = grant.userId ? { subject_type: 'user', user_id: grant.userId } : { subject_type: 'team', team_id: grant.teamId };
+  return { action, target: { type: target.kind, id: target.id }, metadata: { grant_id: grant.id, ...subject, ...access } };
+}
+
 export async function listGrants(deps: AppDeps, principal: Principal, target: GrantTarget, query: PageQuery) {
   await requireTarget(deps, principal, target);
   const args = pageArgs(query);
@@ -46,38 +61,60 @@ export async function upsertGrant(
   principal: Principal,
   target: GrantTarget,
   input: { user_id?: string; team_id?: string; access: Access },
+  meta: RequestMeta,
 ): Promise<{ created: boolean; grant: ReturnType<typeof presentGrant> }> {
   await requireTarget(deps, principal, target);
-  const db = scopedTo(deps.prisma, principal);
-  if (input.user_id !== undefined) {
-    const member = await db.membership.findFirst({ where: { userId: input.user_id } });
-    if (!member) throw notFound('Member');
-  } else {
-    const team = await db.team.findFirst({ where: { id: input.team_id } });
-    if (!team) throw notFound('Team');
-  }
   const subject = input.user_id !== undefined ? { userId: input.user_id, teamId: null } : { userId: null, teamId: input.team_id! };
   const where = { ...targetWhere(target), ...subject };
   const lockKey = `grant:${target.kind}:${target.id}:${subject.userId ?? ''}:${subject.teamId ?? ''}`;
 
-  return db.$transaction(async (tx) => {
+  return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     // No unique index can express "one grant per subject and target" over nullable columns, so concurrent
     // grants for the same pair are serialised with a transaction-scoped advisory lock.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`;
+    // Read after the lock: the entries of concurrent changes to one grant are dated in the order they were made.
+    const now = deps.clock.now();
+    // The subject is held until the commit: removed from the organization (or deleted, for a team) meanwhile, it
+    // takes this grant along, or went first and this is a 404.
+    if (subject.userId) await holdMember(tx, subject.userId);
+    else await holdTeam(tx, subject.teamId!, 'KEY SHARE');
     const existing = await tx.accessGrant.findFirst({ where });
     if (existing) {
-      const grant = existing.access === input.access
-        ? existing
-        : await tx.accessGrant.update({ where: { id: existing.id }, data: { access: input.access } });
+      if (existing.access === input.access) return { created: false, grant: presentGrant(existing) };
+      const grant = await tx.accessGrant.update({ where: { id: existing.id }, data: { access: input.access } });
+      await recordAs(tx, principal, meta, now, grantEvent('access_grant.updated', target, grant, { previous_access: existing.access, access: grant.access }));
       return { created: false, grant: presentGrant(grant) };
     }
     const grant = await tx.accessGrant.create({ data: { id: newId('grant'), organizationId: principal.organizationId, ...where, access: input.access } });
+    await recordAs(tx, principal, meta, now, grantEvent('access_grant.created', target, grant, { access: grant.access }));
     return { created: true, grant: presentGrant(grant) };
   });
 }
 
-export async function deleteGrant(deps: AppDeps, principal: Principal, target: GrantTarget, grantId: string): Promise<void> {
+function targetSql(target: GrantTarget): Prisma.Sql {
+  return target.kind === 'project'
+    ? Prisma.sql`project_id = ${target.id} AND assessment_id IS NULL`
+    : Prisma.sql`assessment_id = ${target.id} AND project_id IS NULL`;
+}
+
+export async function deleteGrant(
+  deps: AppDeps,
+  principal: Principal,
+  target: GrantTarget,
+  grantId: string,
+  meta: RequestMeta,
+): Promise<void> {
   await requireTarget(deps, principal, target);
-  const { count } = await scopedTo(deps.prisma, principal).accessGrant.deleteMany({ where: { id: grantId, ...targetWhere(target) } });
-  if (count === 0) throw notFound('Grant');
+  const now = deps.clock.now();
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // The row as it was deleted (a re-grant may have changed its level meanwhile); of two concurrent deletes one
+    // gets it, the other nothing (404, no entry). Raw SQL is not scoped: the organization is named here.
+    const [gone] = await tx.$queryRaw<Array<{ id: string; user_id: string | null; team_id: string | null; access: string }>>`
+      DELETE FROM access_grants
+       WHERE id = ${grantId} AND organization_id = ${principal.organizationId} AND ${targetSql(target)}
+      RETURNING id, user_id, team_id, access::text AS access`;
+    if (!gone) throw notFound('Grant');
+    const grant = { id: gone.id, userId: gone.user_id, teamId: gone.team_id };
+    await recordAs(tx, principal, meta, now, grantEvent('access_grant.deleted', target, grant, { access: gone.access }));
+  });
 }

@@ -2,7 +2,7 @@
 // someone whose role is above their own; the owner role moves only through transfer-ownership, so an
 // organization always keeps exactly one owner.
 import { roleRank, type Role } from '@svc/scopes';
-import { scopedTo, type Membership, type Scoped, type Tx, type User } from '@svc/db';
+import { organizationOf, scopedTo, type Membership, type Scoped, type Tx, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -43,6 +43,21 @@ async function findMember(deps: AppDeps, principal: Principal, userId: string): 
   });
   if (!m) throw notFound('Member');
   return m;
+}
+
+/**
+ * The member's e-mail and name, their membership locked (FOR SHARE) until the transaction ends, or a 404. For
+ * what is given to a member (a team membership, a grant): a concurrent removal from the organization waits and
+ * then takes it along, or went first and this is a 404, so nothing is left to somebody who is no longer a member.
+ */
+export async function holdMember(tx: Scoped<Tx>, userId: string): Promise<Pick<User, 'email' | 'name'>> {
+  // Raw SQL is not scoped: the organization is named here.
+  const [member] = await tx.$queryRaw<Array<Pick<User, 'email' | 'name'>>>`
+    SELECT u.email, u.name FROM memberships m JOIN users u ON u.id = m.user_id
+     WHERE m.organization_id = ${organizationOf(tx)} AND m.user_id = ${userId}
+       FOR SHARE OF m`;
+  if (!member) throw notFound('Member');
+  return member;
 }
 
 /**

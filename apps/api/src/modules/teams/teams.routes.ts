@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import {
   createTeamBody,
@@ -34,7 +35,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       schemas: { body: createTeamBody },
       status: 201,
       response: teamResponse,
-      handler: (req) => createTeam(deps, principalOf(req), req.body),
+      handler: (req) => createTeam(deps, principalOf(req), req.body, requestMeta(req)),
     },
     {
       method: 'get',
@@ -51,14 +52,14 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       summary: "Edit a team's name or description",
       schemas: { body: updateTeamBody },
       response: teamResponse,
-      handler: (req) => updateTeam(deps, principalOf(req), id(req.params.id), req.body),
+      handler: (req) => updateTeam(deps, principalOf(req), id(req.params.id), req.body, requestMeta(req)),
     },
     {
       method: 'delete',
       path: '/teams/:id',
       scope: 'teams:delete',
       summary: 'Delete a team with its memberships and grants',
-      handler: (req) => deleteTeam(deps, principalOf(req), id(req.params.id)),
+      handler: (req) => deleteTeam(deps, principalOf(req), id(req.params.id), requestMeta(req)),
     },
     {
       method: 'get',
@@ -75,14 +76,14 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'teams:manage_members',
       summary: 'Add an organization member to a team (idempotent)',
       response: teamMemberResponse,
-      handler: (req) => addTeamMember(deps, principalOf(req), id(req.params.id), id(req.params.user_id)),
+      handler: (req) => addTeamMember(deps, principalOf(req), id(req.params.id), id(req.params.user_id), requestMeta(req)),
     },
     {
       method: 'delete',
       path: '/teams/:id/members/:user_id',
       scope: 'teams:manage_members',
       summary: 'Remove a member from a team',
-      handler: (req) => removeTeamMember(deps, principalOf(req), id(req.params.id), id(req.params.user_id)),
+      handler: (req) => removeTeamMember(deps, principalOf(req), id(req.params.id), id(req.params.user_id), requestMeta(req)),
     },
   ];
 }

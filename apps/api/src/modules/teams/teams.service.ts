@@ -1,10 +1,13 @@
 // Teams of the caller's organization and their members. A team's members must be members of the organization.
-import { isUniqueViolation, type Team } from '@svc/db';
+// Each change is audited (team.created, _updated, _deleted, _member_added, _member_removed) in its transaction.
+import { Prisma, isUniqueViolation, organizationOf, type Scoped, type Team, type Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, conflict, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
+import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { holdMember } from '../members/members.service';
 
 export function presentTeam(team: Team) {
   return {
@@ -31,10 +34,37 @@ export async function findTeam(deps: AppDeps, principal: Principal, id: string):
   return team;
 }
 
-export async function createTeam(deps: AppDeps, principal: Principal, input: { name: string; description?: string | null }) {
+const teamTarget = (id: string) => ({ type: 'team', id });
+
+const described = (team: Pick<Team, 'name' | 'description'>) => ({ name: team.name, description: team.description });
+
+/**
+ * The team, locked until the transaction ends, or a 404. KEY SHARE (adding a member) only keeps it from being
+ * deleted; NO KEY UPDATE (an edit) serialises edits; UPDATE (its deletion) waits for both and holds up both.
+ */
+export async function holdTeam(tx: Scoped<Tx>, id: string, mode: 'KEY SHARE' | 'NO KEY UPDATE' | 'UPDATE'): Promise<Team> {
+  // Raw SQL is not scoped: the organization is named here.
+  const [held] = await tx.$queryRaw<Array<{ id: string }>>`
+    SELECT id FROM teams WHERE id = ${id} AND organization_id = ${organizationOf(tx)} FOR ${Prisma.raw(mode)}`;
+  const team = held && (await tx.team.findFirst({ where: { id } }));
+  if (!team) throw notFound('Team');
+  return team;
+}
+
+export async function createTeam(
+  deps: AppDeps,
+  principal: Principal,
+  input: { name: string; description?: string | null },
+  meta: RequestMeta,
+) {
+  const now = deps.clock.now();
   const team = await uniqueName(() =>
-    scopedTo(deps.prisma, principal).team.create({
-      data: { id: newId('team'), organizationId: principal.organizationId, name: input.name, description: input.description || null },
+    scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+      const row = await tx.team.create({
+        data: { id: newId('team'), organizationId: principal.organizationId, name: input.name, description: input.description || null },
+      });
+      await recordAs(tx, principal, meta, now, { action: 'team.created', target: teamTarget(row.id), metadata: described(row) });
+      return row;
     }),
   );
   return presentTeam(team);
@@ -55,20 +85,46 @@ export async function updateTeam(
   principal: Principal,
   id: string,
   input: { name?: string; description?: string | null },
+  meta: RequestMeta,
 ) {
-  await findTeam(deps, principal, id);
-  const data = {
-    ...(input.name !== undefined ? { name: input.name } : {}),
-    ...(input.description !== undefined ? { description: input.description || null } : {}),
-  };
-  const team = await uniqueName(() => scopedTo(deps.prisma, principal).team.update({ where: { id }, data }));
+  const now = deps.clock.now();
+  const team = await uniqueName(() =>
+    scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+      // Held until the commit: a concurrent edit waits, so the entry's "before" is what this one replaced.
+      const current = await holdTeam(tx, id, 'NO KEY UPDATE');
+      const before = described(current);
+      const after = {
+        name: input.name ?? before.name,
+        description: input.description !== undefined ? input.description || null : before.description,
+      };
+      if (after.name === before.name && after.description === before.description) return current;
+      const row = await tx.team.update({ where: { id }, data: after });
+      await recordAs(tx, principal, meta, now, { action: 'team.updated', target: teamTarget(id), metadata: { before, after } });
+      return row;
+    }),
+  );
   return presentTeam(team);
 }
 
-/** Deleting a team removes its memberships and the grants given to it (cascade). */
-export async function deleteTeam(deps: AppDeps, principal: Principal, id: string): Promise<void> {
-  const { count } = await scopedTo(deps.prisma, principal).team.deleteMany({ where: { id } });
-  if (count === 0) throw notFound('Team');
+/**
+ * Deleting a team removes its memberships, the grants given to it and its integration bindings. They are deleted
+ * here rather than left to the cascade so that the entry counts exactly what went: the team is held first, so a
+ * member or grant being added meanwhile either commits before (and is counted) or finds the team gone.
+ */
+export async function deleteTeam(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta): Promise<void> {
+  const now = deps.clock.now();
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    const team = await holdTeam(tx, id, 'UPDATE');
+    const members = await tx.teamMember.deleteMany({ where: { teamId: id } });
+    const grants = await tx.accessGrant.deleteMany({ where: { teamId: id } });
+    const integrations = await tx.teamIntegration.deleteMany({ where: { teamId: id } });
+    await tx.team.deleteMany({ where: { id } });
+    await recordAs(tx, principal, meta, now, {
+      action: 'team.deleted',
+      target: teamTarget(id),
+      metadata: { name: team.name, members_removed: members.count, grants_removed: grants.count, integrations_unbound: integrations.count },
+    });
+  });
 }
 
 // Team members page by user id (time-sortable like every id), newest user first.
@@ -90,25 +146,34 @@ export async function listTeamMembers(deps: AppDeps, principal: Principal, teamI
   );
 }
 
-/** Idempotent: adding someone already in the team answers the same as adding them the first time. */
-export async function addTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string) {
-  await findTeam(deps, principal, teamId);
-  const db = scopedTo(deps.prisma, principal);
-  const membership = await db.membership.findFirst({
-    where: { userId },
-    include: { user: { select: { email: true, name: true } } },
+/** Idempotent: adding someone already in the team answers the same as adding them the first time (and records nothing). */
+export async function addTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string, meta: RequestMeta) {
+  const now = deps.clock.now();
+  return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // Both held until the commit: a concurrent team deletion counts this member, a concurrent removal from the
+    // organization takes this team membership along (or went first, and this is a 404).
+    await holdTeam(tx, teamId, 'KEY SHARE');
+    const user = await holdMember(tx, userId);
+    const { count } = await tx.teamMember.createMany({ data: [{ teamId, userId }], skipDuplicates: true });
+    const row = await tx.teamMember.findFirstOrThrow({ where: { teamId, userId } });
+    if (count === 1) {
+      await recordAs(tx, principal, meta, now, { action: 'team.member_added', target: teamTarget(teamId), metadata: { user_id: userId, email: user.email } });
+    }
+    return { user_id: userId, email: user.email, name: user.name, added_at: row.createdAt.toISOString() };
   });
-  if (!membership) throw notFound('Member');
-  const row = await db.teamMember.upsert({
-    where: { teamId_userId: { teamId, userId } },
-    create: { teamId, userId },
-    update: {},
-  });
-  return { user_id: userId, email: membership.user.email, name: membership.user.name, added_at: row.createdAt.toISOString() };
 }
 
-export async function removeTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string): Promise<void> {
+export async function removeTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string, meta: RequestMeta): Promise<void> {
   await findTeam(deps, principal, teamId);
-  const { count } = await scopedTo(deps.prisma, principal).teamMember.deleteMany({ where: { teamId, userId } });
-  if (count === 0) throw notFound('Team member');
+  const now = deps.clock.now();
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    const { count } = await tx.teamMember.deleteMany({ where: { teamId, userId } });
+    if (count === 0) throw notFound('Team member');
+    const user = await tx.user.findUnique({ where: { id: userId }, select: { email: true } });
+    await recordAs(tx, principal, meta, now, {
+      action: 'team.member_removed',
+      target: teamTarget(teamId),
+      metadata: { user_id: userId, email: user?.email ?? null },
+    });
+  });
 }

@@ -12,6 +12,8 @@ export const AUDIT_ACTIONS = [
   'member.role_changed',
   'member.removed',
   'organization.ownership_transferred',
+  'organization.renamed',
+  'governance.sla_updated',
   'webhook.subscription_created',
   'webhook.subscription_updated',
   'webhook.subscription_deleted',

@@ -735,8 +735,8 @@ describe('CSV fields', () => {
       'webhook.subscription_updated',
       // Source (issue 23).
       'project.source_changed', 'project.source_removed', 'source.archive_downloaded', 'source.uploaded',
-      // Organization settings.
-      'governance.sla_updated', 'organization.renamed',
+      // Invitations and organization settings.
+      'governance.sla_updated', 'invitation.accepted', 'invitation.created', 'invitation.revoked', 'organization.renamed',
     ].sort());
   });
 });

@@ -270,9 +270,9 @@ describe('invitations sent by someone who lost the right to send them', () => {
   // An admin invites a second address of their own as admin, is then demoted or removed, and accepts the link:
   // before, the link still made that address an admin, so the demotion or removal was undone by its subject.
   it.each([
-    ['demoted to member', (u: { id: string }) => api().patch(`/api/v1/members/${u.id}`).set(bearer(org.owner.token)).send({ role: 'member' })],
-    ['removed', (u: { id: string }) => api().delete(`/api/v1/members/${u.id}`).set(bearer(org.owner.token))],
-  ])('an admin %s: their pending invitations no longer admit anyone (400), nothing is created', async (_label, demote) => {
+    ['demoted to member', 'member.role_changed', (u: { id: string }) => api().patch(`/api/v1/members/${u.id}`).set(bearer(org.owner.token)).send({ role: 'member' })],
+    ['removed', 'member.removed', (u: { id: string }) => api().delete(`/api/v1/members/${u.id}`).set(bearer(org.owner.token))],
+  ])('an admin %s: their pending invitations no longer admit anyone (400), nothing is created; %s counts them', async (_label, action, demote) => {
     const admin = await createUserInOrg(h, org.id, 'admin', 'soon-demoted');
     const inv = await invited(admin, 'admin', freshEmail('alt'));
     const other = await invited(org.admin, 'member', freshEmail('unrelated'));
@@ -287,6 +287,9 @@ describe('invitations sent by someone who lost the right to send them', () => {
     });
     const res = await demote(admin);
     expect([200, 204]).toContain(res.status);
+    // This organization's one invitation of theirs, not the other organization's.
+    const [entry] = await auditLog(h, org.owner.token, { action, target_id: admin.id });
+    expect(entry.metadata).toMatchObject({ invitations_revoked: 1 });
 
     const accepted = await accept({ token: inv.token, password: NEW_PASSWORD });
     expect(accepted.status).toBe(400);

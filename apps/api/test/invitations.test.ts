@@ -258,6 +258,9 @@ describe('POST /invitations/accept', () => {
     for (const s of statuses.filter((x) => x !== 200)) expect([400, 409]).toContain(s);
     expect(await h.deps.prisma.user.count({ where: { email: inv.email } })).toBe(1);
     expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id, user: { email: inv.email } } })).toBe(1);
+    // The accepts that lost the race rolled back their audit entry with the rest.
+    const accepted = await auditLog(h, org.owner.token, { action: 'invitation.accepted' });
+    expect(accepted.filter((e) => e.metadata?.invitation_id === inv.id)).toHaveLength(1);
   });
 
   it('rejects a malformed body with 400', async () => {

@@ -739,6 +739,8 @@ describe('CSV fields', () => {
       // Access grants and teams.
       'access_grant.created', 'access_grant.deleted', 'access_grant.updated', 'team.created', 'team.deleted',
       'team.member_added', 'team.member_removed', 'team.updated',
+      // Invitations and organization settings.
+      'governance.sla_updated', 'invitation.accepted', 'invitation.created', 'invitation.revoked', 'organization.renamed',
     ].sort());
   });
 });

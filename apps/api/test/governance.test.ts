@@ -4,6 +4,7 @@ import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
 import { createKey, insertAssessmentIn, insertFinding } from './support/domain';
+import { auditLog } from './support/audit-log';
 
 let h: Harness;
 let org: TestOrg;
@@ -69,6 +70,52 @@ describe('PUT /governance/sla', () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ detail: expect.any(String) });
     expect((await get(org.admin.token)).body).toEqual(before);
+  });
+});
+
+describe('governance.sla_updated in the audit log', () => {
+  const DEFAULTS = { critical: 7, high: 30, medium: 90, low: 180, info: null };
+  const updates = (t: TestOrg) => auditLog(h, t.owner.token, { action: 'governance.sla_updated' });
+
+  it('records who changed the policy, before and after; the same policy again records nothing', async () => {
+    const t = await createOrg(h);
+    await put(t.admin.token, POLICY).expect(200);
+    await put(t.owner.token, POLICY).expect(200);
+    expect(await updates(t)).toEqual([
+      expect.objectContaining({
+        actor_type: 'user', actor_id: t.admin.id, actor_label: t.admin.email, target_type: 'organization', target_id: t.id,
+        metadata: { before: DEFAULTS, after: POLICY },
+      }),
+    ]);
+    const next = { ...POLICY, info: null };
+    await put(t.owner.token, next).expect(200);
+    expect((await updates(t)).map((e) => e.metadata)).toEqual([{ before: POLICY, after: next }, { before: DEFAULTS, after: POLICY }]);
+    // The defaults sent as such change nothing on a fresh organization either.
+    const fresh = await createOrg(h);
+    await put(fresh.admin.token, DEFAULTS).expect(200);
+    expect(await updates(fresh)).toEqual([]);
+  });
+
+  it('an API key with governance:manage is the actor of its change', async () => {
+    const t = await createOrg(h);
+    const key = await createKey(h, t.admin.token, ['governance:manage']);
+    await put(key, POLICY).expect(200);
+    const [entry] = await updates(t);
+    expect(entry).toMatchObject({ actor_type: 'api_key', actor_id: expect.any(String), metadata: { before: DEFAULTS, after: POLICY } });
+    expect(JSON.stringify(await auditLog(h, t.owner.token))).not.toContain(key);
+  });
+
+  it('records nothing for a refused change (403, 400), and nothing in another organization', async () => {
+    const t = await createOrg(h);
+    const them = await createOrg(h);
+    const readOnly = await createKey(h, t.admin.token, ['governance:read']);
+    const before = await auditLog(h, t.owner.token);
+    for (const token of [t.manager.token, t.member.token, readOnly]) expect((await put(token, POLICY)).status).toBe(403);
+    expect((await put(t.admin.token, { ...POLICY, critical: 0 })).status).toBe(400);
+    expect(await auditLog(h, t.owner.token)).toEqual(before);
+    await put(t.admin.token, POLICY).expect(200);
+    expect(await updates(t)).toHaveLength(1);
+    expect(await auditLog(h, them.owner.token)).toEqual([]);
   });
 });
 

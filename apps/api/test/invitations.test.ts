@@ -1,9 +1,11 @@
 import bcrypt from 'bcrypt';
 import request from 'supertest';
 import { sha256Hex } from '../src/lib/crypto';
+import { INVITATION_TTL_MS } from '../src/modules/invitations/invitations.service';
 import { newId } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, type TestOrg } from './support/fixtures';
+import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, type TestOrg, type TestUser } from './support/fixtures';
+import { auditLog } from './support/audit-log';
 
 let h: Harness;
 let org: TestOrg;
@@ -256,6 +258,9 @@ describe('POST /invitations/accept', () => {
     for (const s of statuses.filter((x) => x !== 200)) expect([400, 409]).toContain(s);
     expect(await h.deps.prisma.user.count({ where: { email: inv.email } })).toBe(1);
     expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id, user: { email: inv.email } } })).toBe(1);
+    // The accepts that lost the race rolled back their audit entry with the rest.
+    const accepted = await auditLog(h, org.owner.token, { action: 'invitation.accepted' });
+    expect(accepted.filter((e) => e.metadata?.invitation_id === inv.id)).toHaveLength(1);
   });
 
   it('rejects a malformed body with 400', async () => {
@@ -268,9 +273,9 @@ describe('invitations sent by someone who lost the right to send them', () => {
   // An admin invites a second address of their own as admin, is then demoted or removed, and accepts the link:
   // before, the link still made that address an admin, so the demotion or removal was undone by its subject.
   it.each([
-    ['demoted to member', (u: { id: string }) => api().patch(`/api/v1/members/${u.id}`).set(bearer(org.owner.token)).send({ role: 'member' })],
-    ['removed', (u: { id: string }) => api().delete(`/api/v1/members/${u.id}`).set(bearer(org.owner.token))],
-  ])('an admin %s: their pending invitations no longer admit anyone (400), nothing is created', async (_label, demote) => {
+    ['demoted to member', 'member.role_changed', (u: { id: string }) => api().patch(`/api/v1/members/${u.id}`).set(bearer(org.owner.token)).send({ role: 'member' })],
+    ['removed', 'member.removed', (u: { id: string }) => api().delete(`/api/v1/members/${u.id}`).set(bearer(org.owner.token))],
+  ])('an admin %s: their pending invitations no longer admit anyone (400), nothing is created; %s counts them', async (_label, action, demote) => {
     const admin = await createUserInOrg(h, org.id, 'admin', 'soon-demoted');
     const inv = await invited(admin, 'admin', freshEmail('alt'));
     const other = await invited(org.admin, 'member', freshEmail('unrelated'));
@@ -285,6 +290,9 @@ describe('invitations sent by someone who lost the right to send them', () => {
     });
     const res = await demote(admin);
     expect([200, 204]).toContain(res.status);
+    // This organization's one invitation of theirs, not the other organization's.
+    const [entry] = await auditLog(h, org.owner.token, { action, target_id: admin.id });
+    expect(entry.metadata).toMatchObject({ invitations_revoked: 1 });
 
     const accepted = await accept({ token: inv.token, password: NEW_PASSWORD });
     expect(accepted.status).toBe(400);
@@ -307,5 +315,148 @@ describe('invitations sent by someone who lost the right to send them', () => {
     const accepted = await accept({ token: inv.token, password: NEW_PASSWORD });
     expect(accepted.status).toBe(200);
     expect(accepted.body.role).toBe('admin');
+  });
+});
+
+describe('the audit log', () => {
+  const listed = (viewer: TestUser, action: string) => auditLog(h, viewer.token, { action });
+  const revoke = (by: TestUser, id: string) => api().delete(`/api/v1/invitations/${id}`).set(bearer(by.token));
+
+  it('invitation.created and invitation.revoked: by whoever did it, the invitation as target, its e-mail and role', async () => {
+    const local = await createOrg(h);
+    const inv = await invited(local.admin, 'manager');
+    const byAdmin = { actor_type: 'user', actor_id: local.admin.id, actor_label: local.admin.email, target_type: 'invitation', target_id: inv.id };
+    expect(await listed(local.owner, 'invitation.created')).toEqual([
+      expect.objectContaining({ ...byAdmin, metadata: { email: inv.email, role: 'manager' } }),
+    ]);
+    expect((await revoke(local.admin, inv.id)).status).toBe(204);
+    expect(await listed(local.owner, 'invitation.revoked')).toEqual([
+      expect.objectContaining({ ...byAdmin, metadata: { email: inv.email, role: 'manager', reason: 'user' } }),
+    ]);
+    // Revoking it again changes nothing and records nothing.
+    expect((await revoke(local.admin, inv.id)).status).toBe(404);
+    expect(await listed(local.owner, 'invitation.revoked')).toHaveLength(1);
+  });
+
+  it('records nothing for a refused invitation or revocation (403, 400, 409, 404)', async () => {
+    const local = await createOrg(h);
+    const inv = await invited(local.admin);
+    const accepted = await invited(local.admin);
+    expect((await accept({ token: accepted.token, password: NEW_PASSWORD })).status).toBe(200);
+    const before = await auditLog(h, local.owner.token);
+    expect((await invite(local.manager.token, { email: freshEmail(), role: 'member' })).status).toBe(403);
+    expect((await invite(local.admin.token, { email: freshEmail(), role: 'owner' })).status).toBe(400);
+    expect((await invite(local.admin.token, { email: inv.email, role: 'member' })).status).toBe(409);
+    expect((await revoke(local.manager, inv.id)).status).toBe(403);
+    expect((await revoke(local.member, inv.id)).status).toBe(403);
+    expect((await revoke(local.admin, accepted.id)).status).toBe(409);
+    expect((await revoke(local.admin, 'inv_doesnotexist')).status).toBe(404);
+    expect(await auditLog(h, local.owner.token)).toEqual(before);
+    // The one that is allowed is recorded, once.
+    expect((await revoke(local.admin, inv.id)).status).toBe(204);
+    const added = (await auditLog(h, local.owner.token)).filter((e) => !before.some((b) => b.id === e.id));
+    expect(added).toEqual([expect.objectContaining({ action: 'invitation.revoked', target_id: inv.id })]);
+  });
+
+  it('when the invitation cannot be mailed it is revoked, and the audit log says why', async () => {
+    const local = await createOrg(h);
+    const address = freshEmail('unlucky');
+    const working = h.deps.mailer;
+    h.deps.mailer = { send: async () => { throw new Error('the mail server is down'); } };
+    try {
+      expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBeGreaterThanOrEqual(500);
+    } finally {
+      h.deps.mailer = working;
+    }
+    const [created] = await listed(local.owner, 'invitation.created');
+    expect(created.metadata).toEqual({ email: address, role: 'member' });
+    expect(await listed(local.owner, 'invitation.revoked')).toEqual([
+      expect.objectContaining({ target_id: created.target_id, metadata: { email: address, role: 'member', reason: 'mail_failed' } }),
+    ]);
+    // A retry is not refused as "already pending".
+    expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBe(201);
+  });
+
+  it("invitation.accepted: in the invitation's organization, by the user who accepted, a new or an existing account", async () => {
+    const local = await createOrg(h);
+    const elsewhere = await createOrg(h);
+    const fresh = await invited(local.admin, 'manager');
+    const joined = await accept({ token: fresh.token, password: NEW_PASSWORD });
+    expect(joined.status).toBe(200);
+    const existing = await invited(local.admin, 'member', elsewhere.member.email);
+    expect((await accept({ token: existing.token, password: TEST_PASSWORD })).status).toBe(200);
+
+    const newUserId = joined.body.user_id as string;
+    expect(await listed(local.owner, 'invitation.accepted')).toEqual([
+      expect.objectContaining({
+        actor_type: 'user', actor_id: elsewhere.member.id, actor_label: elsewhere.member.email, target_type: 'user', target_id: elsewhere.member.id,
+        metadata: { invitation_id: existing.id, role: 'member', new_user: false },
+      }),
+      expect.objectContaining({
+        actor_type: 'user', actor_id: newUserId, actor_label: fresh.email, target_type: 'user', target_id: newUserId,
+        metadata: { invitation_id: fresh.id, role: 'manager', new_user: true },
+      }),
+    ]);
+    // The organization the existing user came from is told nothing.
+    expect(await listed(elsewhere.owner, 'invitation.accepted')).toEqual([]);
+  });
+
+  it('records nothing for an unknown, expired or used token, a wrong password or a refused password', async () => {
+    const local = await createOrg(h);
+    const elsewhere = await createOrg(h);
+    const before = await auditLog(h, local.owner.token);
+    expect((await accept({ token: 'no-such-token', password: NEW_PASSWORD })).status).toBe(400);
+    const inv = await invited(local.admin);
+    expect((await accept({ token: inv.token, password: 'short' })).status).toBe(400);
+    h.clock.advance(INVITATION_TTL_MS + 60_000);
+    try {
+      expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(400);
+    } finally {
+      h.clock.reset();
+    }
+    const theirs = await invited(local.admin, 'member', elsewhere.manager.email);
+    expect((await accept({ token: theirs.token, password: 'not the right password' })).status).toBe(401);
+    expect(await listed(local.owner, 'invitation.accepted')).toEqual([]);
+
+    expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(200);
+    expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(400);
+    expect(await listed(local.owner, 'invitation.accepted')).toHaveLength(1);
+    expect((await auditLog(h, local.owner.token)).filter((e) => !before.some((b) => b.id === e.id)).map((e) => e.action).sort()).toEqual(
+      ['invitation.accepted', 'invitation.created', 'invitation.created'],
+    );
+  });
+
+  it("one organization's invitations show in no other organization's audit log", async () => {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const kept = await invited(a.admin);
+    const dropped = await invited(a.admin);
+    expect((await revoke(a.admin, dropped.id)).status).toBe(204);
+    expect((await accept({ token: kept.token, password: NEW_PASSWORD })).status).toBe(200);
+    const ofA = await auditLog(h, a.owner.token);
+    expect(ofA.map((e) => e.action).sort()).toEqual(['invitation.accepted', 'invitation.created', 'invitation.created', 'invitation.revoked']);
+    const theirs = await invited(b.admin);
+    // B's admin cannot revoke A's invitation (404), and neither log says anything of the attempt.
+    const pending = await invited(a.admin);
+    expect((await revoke(b.admin, pending.id)).status).toBe(404);
+    expect(await auditLog(h, a.owner.token, { action: 'invitation.revoked' })).toHaveLength(1);
+    const ofB = await auditLog(h, b.owner.token);
+    expect(ofB).toEqual([expect.objectContaining({ action: 'invitation.created', target_id: theirs.id })]);
+    for (const value of [...ofA.map((e) => e.id), kept.id, dropped.id, kept.email, dropped.email]) expect(JSON.stringify(ofB)).not.toContain(value);
+  });
+
+  it('never holds an invitation token, nor its hash', async () => {
+    const local = await createOrg(h);
+    const accepted = await invited(local.admin);
+    const revoked = await invited(local.admin);
+    expect((await accept({ token: accepted.token, password: NEW_PASSWORD })).status).toBe(200);
+    expect((await revoke(local.admin, revoked.id)).status).toBe(204);
+    const page = await auditLog(h, local.owner.token);
+    expect(page).toHaveLength(4);
+    const text = JSON.stringify(page);
+    for (const token of [accepted.token, revoked.token]) {
+      expect(text).not.toContain(token);
+      expect(text).not.toContain(sha256Hex(token));
+    }
   });
 });

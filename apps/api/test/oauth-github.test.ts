@@ -3,6 +3,7 @@
 import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { createOrg } from './support/fixtures';
+import { auditLog } from './support/audit-log';
 import { loginRequest, oathtoolCode, setCookies, signupAndVerify } from './support/auth-helpers';
 import { githubEnvFor, startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
 import { APP_BASE_URL, callback, enableTotp, flowRedisKey, me, redirectUriOf, startFlow } from './support/oauth-flow';
@@ -162,6 +163,12 @@ describe('sign-in and signup', () => {
     const invitation = await h.deps.prisma.invitation.findUniqueOrThrow({ where: { id: invite.body.id } });
     expect(invitation.acceptedAt).toBeInstanceOf(Date);
     expect(await h.deps.prisma.membership.count({ where: { userId: who.body.user.id } })).toBe(1);
+    expect(await auditLog(h, org.owner.token, { action: 'invitation.accepted' })).toEqual([
+      expect.objectContaining({
+        actor_id: who.body.user.id, actor_label: invitee, target_type: 'user', target_id: who.body.user.id,
+        metadata: { invitation_id: invite.body.id, role: 'manager', new_user: true },
+      }),
+    ]);
   });
 
   it('gives a user with 2FA on a partial token and no session', async () => {

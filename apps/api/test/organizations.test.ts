@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertProject, type TestOrg } from './support/fixtures';
+import { auditLog } from './support/audit-log';
 
 let h: Harness;
 let org: TestOrg;
@@ -51,6 +52,55 @@ describe('PATCH /organization', () => {
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ detail: expect.any(String) });
     }
+  });
+
+  describe('organization.renamed in the audit log', () => {
+    const rename = (token: string, name: string) => api().patch('/api/v1/organization').set(bearer(token)).send({ name });
+    const renames = (t: TestOrg) => auditLog(h, t.owner.token, { action: 'organization.renamed' });
+
+    it('records who renamed it, from what to what; the same name again records nothing', async () => {
+      const t = await createOrg(h);
+      expect((await rename(t.admin.token, 'Acme Security')).status).toBe(200);
+      expect((await rename(t.owner.token, 'Acme Security')).status).toBe(200);
+      expect(await renames(t)).toEqual([
+        expect.objectContaining({
+          actor_type: 'user', actor_id: t.admin.id, actor_label: t.admin.email, target_type: 'organization', target_id: t.id,
+          metadata: { previous_name: t.name, name: 'Acme Security' },
+        }),
+      ]);
+      expect((await rename(t.owner.token, 'Acme')).status).toBe(200);
+      expect((await renames(t)).map((e) => e.metadata)).toEqual([
+        { previous_name: 'Acme Security', name: 'Acme' },
+        { previous_name: t.name, name: 'Acme Security' },
+      ]);
+    });
+
+    it('records nothing for a refused rename (403, 400), and nothing in another organization', async () => {
+      const t = await createOrg(h);
+      const other = await createOrg(h);
+      expect((await rename(t.manager.token, 'nope')).status).toBe(403);
+      expect((await rename(t.member.token, 'nope')).status).toBe(403);
+      expect((await api().patch('/api/v1/organization').set(bearer(t.admin.token)).send({ name: '' })).status).toBe(400);
+      expect(await auditLog(h, t.owner.token)).toEqual([]);
+      expect((await rename(t.admin.token, `${t.name} renamed`)).status).toBe(200);
+      expect(await renames(t)).toHaveLength(1);
+      const theirs = JSON.stringify(await auditLog(h, other.owner.token));
+      expect(theirs).not.toContain(t.id);
+      expect(theirs).not.toContain(`${t.name} renamed`);
+    });
+
+    it('says what each of two concurrent renames replaced: one previous name each, no stale one', async () => {
+      const t = await createOrg(h);
+      const results = await Promise.all(['First', 'Second'].map((name) => rename(t.owner.token, name)));
+      expect(results.map((r) => r.status)).toEqual([200, 200]);
+      const entries = (await renames(t)).map((e) => e.metadata as { previous_name: string; name: string });
+      expect(entries).toHaveLength(2);
+      // Whichever committed first replaced the original name; the other replaced that one, and stands.
+      const first = entries.find((e) => e.previous_name === t.name)!;
+      const second = entries.find((e) => e !== first)!;
+      expect(second.previous_name).toBe(first.name);
+      expect((await api().get('/api/v1/organization').set(bearer(t.owner.token))).body.name).toBe(second.name);
+    });
   });
 });
 

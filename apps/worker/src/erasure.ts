@@ -39,6 +39,8 @@ export interface ErasureReceipt {
   account_erased: boolean;
   sessions_revoked: number;
   api_keys_revoked: number;
+  /** The pending invitations the person had sent in the organization: revoked with their membership. */
+  invitations_revoked: number;
   /** The person's audit entries whose actor label was pseudonymized and IP and user agent cleared. */
   audit_entries_scrubbed: number;
   /** Report PDFs rendered from text that named the person: set back to pending and rendered again. */
@@ -89,7 +91,7 @@ function freshProgress(): Progress {
     step: FIRST_STEPS[0],
     cursor: null,
     counts: {},
-    receipt: { membership_removed: false, account_erased: false, sessions_revoked: 0, api_keys_revoked: 0, audit_entries_scrubbed: 0, reports_regenerated: [] },
+    receipt: { membership_removed: false, account_erased: false, sessions_revoked: 0, api_keys_revoked: 0, invitations_revoked: 0, audit_entries_scrubbed: 0, reports_regenerated: [] },
   };
 }
 
@@ -161,8 +163,8 @@ async function removeMembership(tx: Tx, organizationId: string, userId: string, 
   });
   await disableRoutesConfiguredBy(tx, organizationId, userId, now);
   // The invitations they sent and nobody accepted yet stop too, as on DELETE /members/:id.
-  await tx.invitation.deleteMany({ where: { organizationId, invitedById: userId, acceptedAt: null } });
-  return { removed: count > 0, sessions: sessions.count, apiKeys: keys.count };
+  const invitations = await tx.invitation.deleteMany({ where: { organizationId, invitedById: userId, acceptedAt: null } });
+  return { removed: count > 0, sessions: sessions.count, apiKeys: keys.count, invitations: invitations.count };
 }
 
 /** The routes they last configured stop, as when DELETE /members/:id removes them (docs/api.md, "Who may route events"). */
@@ -319,6 +321,8 @@ async function advance(deps: WorkerDeps, tx: Tx, req: RequestRow, passes: FreeTe
         progress.receipt.membership_removed = removal.removed;
         progress.receipt.sessions_revoked += removal.sessions;
         progress.receipt.api_keys_revoked += removal.apiKeys;
+        // `?? 0`: the progress of a request started before receipts counted invitations.
+        progress.receipt.invitations_revoked = (progress.receipt.invitations_revoked ?? 0) + removal.invitations;
         authChanged = { organizationId: req.organization_id, userId: subject.userId };
       }
       return { progress: next(), done: false, authChanged };
@@ -390,6 +394,7 @@ async function finish(tx: Tx, req: RequestRow, progress: Progress, subject: Eras
       pseudonym: req.pseudonym_name,
       tables: new Set(receipt.replaced.map((r) => r.table)).size,
       account_erased: receipt.account_erased,
+      invitations_revoked: receipt.invitations_revoked,
       reports_regenerated: receipt.reports_regenerated,
     },
     at: now,

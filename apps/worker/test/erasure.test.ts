@@ -781,7 +781,11 @@ describe('an erased member loses what DELETE /members/:id takes away', () => {
     const alt = `alt-${uniqueSuffix()}@example.test`;
     const theirs = await tokenOf(p, alt);
     const others = await tokenOf(fresh.owner, `kept-${uniqueSuffix()}@example.test`);
-    await eraseFully(fresh.owner.token, { user_id: p.id });
+    const done = await eraseFully(fresh.owner.token, { user_id: p.id });
+    // The receipt and the audit log count them (this organization's one; the owner's stays).
+    expect(done.receipt.invitations_revoked).toBe(1);
+    const completed = await api().get('/api/v1/audit-events?action=erasure.completed').set(bearer(fresh.owner.token));
+    expect(completed.body.data).toEqual([expect.objectContaining({ target_id: done.id, metadata: expect.objectContaining({ invitations_revoked: 1 }) })]);
 
     const res = await api().post('/api/v1/invitations/accept').send({ token: theirs, password: 'a brand new passphrase' });
     expect(res.status).toBe(400);

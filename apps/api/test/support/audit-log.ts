@@ -7,6 +7,7 @@ import { bearer } from './fixtures';
 import type { Harness } from './harness';
 
 export interface ListedAuditEvent {
+  id: string;
   action: string;
   actor_type: string;
   actor_id: string | null;

@@ -3881,7 +3881,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.confirmed" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "organization.renamed" | "invitation.created" | "invitation.revoked" | "invitation.accepted" | "governance.sla_updated" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.confirmed" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;
@@ -10222,6 +10222,8 @@ export interface operations {
                                 account_erased?: boolean;
                                 sessions_revoked?: number;
                                 api_keys_revoked?: number;
+                                /** @description Pending invitations the person had sent in the organization, revoked with their membership */
+                                invitations_revoked?: number;
                                 /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                                 audit_entries_scrubbed?: number;
                                 /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
@@ -10339,6 +10341,8 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
+                            /** @description Pending invitations the person had sent in the organization, revoked with their membership */
+                            invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
@@ -10439,6 +10443,8 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
+                            /** @description Pending invitations the person had sent in the organization, revoked with their membership */
+                            invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
@@ -10544,6 +10550,8 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
+                            /** @description Pending invitations the person had sent in the organization, revoked with their membership */
+                            invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
@@ -10644,6 +10652,8 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
+                            /** @description Pending invitations the person had sent in the organization, revoked with their membership */
+                            invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
@@ -10749,6 +10759,8 @@ export interface operations {
                             account_erased?: boolean;
                             sessions_revoked?: number;
                             api_keys_revoked?: number;
+                            /** @description Pending invitations the person had sent in the organization, revoked with their membership */
+                            invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */

@@ -54,6 +54,7 @@ const receipt = Joi.object({
   account_erased: Joi.boolean().description('The account itself was erased (the person belonged to no other organization)'),
   sessions_revoked: Joi.number().integer(),
   api_keys_revoked: Joi.number().integer(),
+  invitations_revoked: Joi.number().integer().description('Pending invitations the person had sent in the organization, revoked with their membership'),
   audit_entries_scrubbed: Joi.number().integer().description('The person\'s audit entries: actor label pseudonymized, IP and user agent cleared'),
   reports_regenerated: Joi.array().items(id('rpt')).description('Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready)'),
   replaced: Joi.array().items(columnCount).description('Every column where the name or e-mail was replaced, with the rows changed'),

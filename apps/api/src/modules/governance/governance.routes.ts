@@ -1,6 +1,7 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
+import { requestMeta } from '../audit/audit.context';
 import { putSlaBody, slaPolicyResponse } from './governance.schemas';
 import { getSlaPolicy, putSlaPolicy } from './governance.service';
 
@@ -21,7 +22,7 @@ export function governanceRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Replace the remediation SLA policy: {critical, high, medium, low, info}, each days (1..3650) or null',
       schemas: { body: putSlaBody },
       response: slaPolicyResponse,
-      handler: (req) => putSlaPolicy(deps, principalOf(req), req.body),
+      handler: (req) => putSlaPolicy(deps, principalOf(req), req.body, requestMeta(req)),
     },
   ];
 }

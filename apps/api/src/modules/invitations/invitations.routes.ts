@@ -2,6 +2,7 @@ import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import type { RouteSpec } from '../../http/route';
 import type { RateLimiters } from '../../http/rate-limit';
+import { acting, requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import {
   acceptInvitationBody,
@@ -22,7 +23,7 @@ export function invitationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSp
       schemas: { body: createInvitationBody },
       status: 201,
       response: invitationResponse,
-      handler: (req) => createInvitation(deps, principalOf(req), req.body),
+      handler: (req) => createInvitation(deps, acting(req), req.body),
     },
     {
       method: 'get',
@@ -40,14 +41,14 @@ export function invitationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSp
       summary: 'Accept an invitation with the mailed token: new e-mail -> active user with the password; existing user -> password check',
       schemas: { body: acceptInvitationBody },
       response: acceptedInvitationResponse,
-      handler: (req) => acceptInvitation(deps, limiters, req.body),
+      handler: (req) => acceptInvitation(deps, limiters, req.body, requestMeta(req)),
     },
     {
       method: 'delete',
       path: '/invitations/:id',
       scope: 'members:invite',
       summary: 'Revoke a pending invitation',
-      handler: (req) => revokeInvitation(deps, principalOf(req), req.params.id as string),
+      handler: (req) => revokeInvitation(deps, acting(req), req.params.id as string),
     },
   ];
 }

@@ -11,6 +11,7 @@ import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
+import { recordAs, recordInOrganizations, userActor, type Acting, type RequestMeta } from '../audit/audit.context';
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -34,7 +35,30 @@ export function presentInvitation(inv: Invitation, now: Date) {
 
 const emailFilter = (address: string) => ({ equals: address, mode: 'insensitive' as const });
 
-export async function createInvitation(deps: AppDeps, principal: Principal, input: { email: string; role: Role }) {
+/** What the audit log says of an invitation: its address and role, never its token (nor the token's hash). */
+function invitationEvent(inv: Invitation, action: 'invitation.created' | 'invitation.revoked', extra: Record<string, unknown> = {}) {
+  return { action, target: { type: 'invitation', id: inv.id }, metadata: { email: inv.email, role: inv.role, ...extra } };
+}
+
+/**
+ * Deletes the invitation while nobody has accepted it, recording `invitation.revoked` (with why) in the same
+ * transaction; false when it was accepted or revoked meanwhile (nothing is recorded then).
+ */
+async function deletePendingInvitation(
+  deps: AppDeps,
+  { principal, meta }: Acting,
+  inv: Invitation,
+  reason: 'user' | 'mail_failed',
+): Promise<boolean> {
+  const now = deps.clock.now();
+  return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    const { count } = await tx.invitation.deleteMany({ where: { id: inv.id, acceptedAt: null } });
+    if (count === 1) await recordAs(tx, principal, meta, now, invitationEvent(inv, 'invitation.revoked', { reason }));
+    return count === 1;
+  });
+}
+
+export async function createInvitation(deps: AppDeps, { principal, meta }: Acting, input: { email: string; role: Role }) {
   if (input.role === 'owner') {
     throw badRequest('Nobody can be invited as owner: invite them with another role, then transfer ownership.');
   }
@@ -52,16 +76,20 @@ export async function createInvitation(deps: AppDeps, principal: Principal, inpu
 
   const token = randomToken(32);
   const [invitation, org] = await Promise.all([
-    db.invitation.create({
-      data: {
-        id: newId('inv'),
-        organizationId: principal.organizationId,
-        email: input.email,
-        role: input.role,
-        tokenHash: sha256Hex(token),
-        invitedById: principal.userId,
-        expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
-      },
+    db.$transaction(async (tx) => {
+      const created = await tx.invitation.create({
+        data: {
+          id: newId('inv'),
+          organizationId: principal.organizationId,
+          email: input.email,
+          role: input.role,
+          tokenHash: sha256Hex(token),
+          invitedById: principal.userId,
+          expiresAt: new Date(now.getTime() + INVITATION_TTL_MS),
+        },
+      });
+      await recordAs(tx, principal, meta, now, invitationEvent(created, 'invitation.created'));
+      return created;
     }),
     deps.prisma.organization.findUniqueOrThrow({ where: { id: principal.organizationId }, select: { name: true } }),
   ]);
@@ -75,8 +103,11 @@ export async function createInvitation(deps: AppDeps, principal: Principal, inpu
         `Accept the invitation: ${link}\n\nThe link expires on ${invitation.expiresAt.toISOString()}.\n`,
     });
   } catch (err) {
-    // An invitation nobody received is useless and would block a retry as "already pending".
-    await db.invitation.delete({ where: { id: invitation.id } }).catch(() => undefined);
+    // An invitation nobody received is useless and would block a retry as "already pending": it goes, and the
+    // audit log says why rather than keeping an `invitation.created` that nothing followed.
+    await deletePendingInvitation(deps, { principal, meta }, invitation, 'mail_failed').catch((cause) =>
+      deps.logger.error('Revoking an undelivered invitation failed', { invitation_id: invitation.id, error: String(cause) }),
+    );
     throw err;
   }
   return presentInvitation(invitation, now);
@@ -89,17 +120,22 @@ export async function listInvitations(deps: AppDeps, principal: Principal, query
   return toPage(rows, query, (inv) => presentInvitation(inv, now));
 }
 
-export async function revokeInvitation(deps: AppDeps, principal: Principal, id: string): Promise<void> {
-  const db = scopedTo(deps.prisma, principal);
-  const inv = await db.invitation.findFirst({ where: { id } });
+export async function revokeInvitation(deps: AppDeps, acting: Acting, id: string): Promise<void> {
+  const inv = await scopedTo(deps.prisma, acting.principal).invitation.findFirst({ where: { id } });
   if (!inv) throw notFound('Invitation');
   if (inv.acceptedAt) throw conflict('The invitation has already been accepted; remove the member instead.');
-  await db.invitation.deleteMany({ where: { id, acceptedAt: null } });
+  // Accepted or revoked since it was read: only the request that deleted it says so in the audit log.
+  if (!(await deletePendingInvitation(deps, acting, inv, 'user'))) throw conflict('The invitation was accepted or revoked meanwhile.');
 }
 
 const INVALID_TOKEN = 'The invitation link is invalid, expired or already used.';
 
-export async function acceptInvitation(deps: AppDeps, limiters: RateLimiters, input: { token: string; name?: string; password?: string }) {
+export async function acceptInvitation(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  input: { token: string; name?: string; password?: string },
+  meta: RequestMeta,
+) {
   const now = deps.clock.now();
   // Unscoped: the token is the only thing the invitee has; it names the organization.
   const inv = await deps.prisma.invitation.findUnique({ where: { tokenHash: sha256Hex(input.token) } });
@@ -126,7 +162,7 @@ export async function acceptInvitation(deps: AppDeps, limiters: RateLimiters, in
     };
   }
 
-  return joinInvitedOrganization(deps, inv, user ? { existing: user } : { create: newUser! });
+  return joinInvitedOrganization(deps, inv, user ? { existing: user } : { create: newUser! }, meta);
 }
 
 /** A user created by accepting an invitation: null passwordHash for one who signs in through an OAuth provider. */
@@ -138,12 +174,14 @@ export interface NewInvitedUser {
 /**
  * Accepts `inv` for someone who has proven control of its e-mail address (the mailed link, or a provider that
  * verified the address): claims the invitation and, in the same transaction, makes the existing user (activated
- * if still pending) or a new active user a member of the organization with the invited role.
+ * if still pending) or a new active user a member of the organization with the invited role, and records
+ * `invitation.accepted` in that organization with the user as actor (there is no principal yet).
  */
 export async function joinInvitedOrganization(
   deps: Pick<AppDeps, 'prisma' | 'clock'>,
   inv: Invitation,
   account: { existing: User } | { create: NewInvitedUser },
+  meta: RequestMeta,
 ) {
   const now = deps.clock.now();
   const user = 'existing' in account ? account.existing : undefined;
@@ -172,6 +210,11 @@ export async function joinInvitedOrganization(
       }
       await tx.membership.create({
         data: { id: newId('mem'), organizationId: inv.organizationId, userId, role: inv.role },
+      });
+      await recordInOrganizations(tx, [inv.organizationId], await userActor(tx, userId), meta, now, {
+        action: 'invitation.accepted',
+        target: { type: 'user', id: userId },
+        metadata: { invitation_id: inv.id, role: inv.role, new_user: !user },
       });
       const org = await tx.organization.findUniqueOrThrow({ where: { id: inv.organizationId }, select: { id: true, name: true } });
       return { organization: { id: org.id, name: org.name }, user_id: userId, email: inv.email, role: inv.role, new_user: !user };

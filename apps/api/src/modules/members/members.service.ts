@@ -63,10 +63,12 @@ export async function holdMember(tx: Scoped<Tx>, userId: string): Promise<Pick<U
 /**
  * The pending invitations a member sent stop with their right to send them (demoted below admin, or removed): a
  * pending link would otherwise let them, or a second address of theirs, join again with the role they lost. Runs in
- * the transaction of the change; an accept that comes later finds no invitation (400).
+ * the transaction of the change; an accept that comes later finds no invitation (400). Answers how many went (the
+ * audit entry of the change counts them as `invitations_revoked`).
  */
-async function revokeInvitationsSentBy(tx: Scoped<Tx>, userId: string): Promise<void> {
-  await tx.invitation.deleteMany({ where: { invitedById: userId, acceptedAt: null } });
+async function revokeInvitationsSentBy(tx: Scoped<Tx>, userId: string): Promise<number> {
+  const { count } = await tx.invitation.deleteMany({ where: { invitedById: userId, acceptedAt: null } });
+  return count;
 }
 
 function refuseIfAbove(principal: Principal, target: Membership, action: string): void {
@@ -101,18 +103,19 @@ export async function changeRole(
       data: { role: input.role },
     });
     if (count !== 1) throw notFound('Member');
+    // Routes of events they configured stop with the organization-wide role (access/event-routing.ts), and so do
+    // the invitations they sent: below admin they could not send them (members:invite).
+    let invitationsRevoked = 0;
+    if (roleRank(input.role) < roleRank('admin')) {
+      await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
+      invitationsRevoked = await revokeInvitationsSentBy(tx, userId);
+    }
     if (target.role !== input.role) {
       await recordAs(tx, principal, meta, now, {
         action: 'member.role_changed',
         target: { type: 'user', id: userId },
-        metadata: { email: target.user.email, previous_role: target.role, role: input.role },
+        metadata: { email: target.user.email, previous_role: target.role, role: input.role, invitations_revoked: invitationsRevoked },
       });
-    }
-    // Routes of events they configured stop with the organization-wide role (access/event-routing.ts), and so do
-    // the invitations they sent: below admin they could not send them (members:invite).
-    if (roleRank(input.role) < roleRank('admin')) {
-      await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
-      await revokeInvitationsSentBy(tx, userId);
     }
   });
   if (target.role !== input.role) await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
@@ -136,7 +139,7 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
     await tx.teamMember.deleteMany({ where: { userId } });
     await tx.accessGrant.deleteMany({ where: { userId } });
     await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
-    await revokeInvitationsSentBy(tx, userId);
+    const invitationsRevoked = await revokeInvitationsSentBy(tx, userId);
     await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     const keys = await tx.apiKey.findMany({
       where: { userId, revokedAt: null },
@@ -150,7 +153,7 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
       {
         action: 'member.removed',
         target: { type: 'user', id: userId },
-        metadata: { email: target.user.email, role: target.role, api_keys_revoked: keys.length },
+        metadata: { email: target.user.email, role: target.role, api_keys_revoked: keys.length, invitations_revoked: invitationsRevoked },
       },
       ...keys.map((key) => ({
         action: 'api_key.revoked' as const,

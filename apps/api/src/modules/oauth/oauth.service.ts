@@ -174,7 +174,7 @@ export async function finishSignIn(
     return { outcome: { kind: 'connected' }, redirectAfter: flow.redirectAfter };
   }
   const identity = await provider.identityFor(exchange);
-  const user = await userForIdentity(deps, identity);
+  const user = await userForIdentity(deps, identity, meta ?? {});
   const outcome = await completeFirstFactor(deps, user, undefined, { method: `oauth_${provider.name}`, meta });
   return { outcome, redirectAfter: flow.redirectAfter };
 }
@@ -223,7 +223,7 @@ function displayName(identity: ProviderIdentity): string {
  * address, linking it; else a new active user, who accepts a pending invitation for the address (the newest) or
  * else owns a new organization named after them.
  */
-export async function userForIdentity(deps: Deps, identity: ProviderIdentity): Promise<User> {
+export async function userForIdentity(deps: Deps, identity: ProviderIdentity, meta: RequestMeta): Promise<User> {
   const linked = await deps.prisma.oAuthIdentity.findUnique({
     where: { provider_subject: { provider: identity.provider, subject: identity.subject } },
     include: { user: true },
@@ -249,7 +249,7 @@ export async function userForIdentity(deps: Deps, identity: ProviderIdentity): P
   });
   let userId: string;
   if (invitation) {
-    userId = (await joinInvitedOrganization(deps, invitation, { create: { name, passwordHash: null } })).user_id;
+    userId = (await joinInvitedOrganization(deps, invitation, { create: { name, passwordHash: null } }, meta)).user_id;
   } else {
     const organizationName = `${name.slice(0, 180)}'s organization`;
     userId = (await createOwnerAccount(deps, { email: identity.email, name, organization_name: organizationName }, { verified: true }))

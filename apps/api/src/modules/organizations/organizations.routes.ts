@@ -28,7 +28,7 @@ export function organizationRoutes(deps: AppDeps): RouteSpec[] {
       summary: 'Rename the organization',
       schemas: { body: updateOrganizationBody },
       response: organizationResponse,
-      handler: (req) => updateOrganization(deps, principalOf(req), req.body),
+      handler: (req) => updateOrganization(deps, principalOf(req), req.body, requestMeta(req)),
     },
     {
       method: 'delete',

@@ -8,6 +8,7 @@ import { badRequest, conflict, notFound } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import { eraseOrganizationHistory } from '../history-deletion/history-deletion.service';
+import { lockOrganization } from './organization-lock';
 
 export function presentOrganization(org: Organization) {
   return {
@@ -28,9 +29,21 @@ export async function getOrganization(deps: AppDeps, principal: Principal) {
   return presentOrganization(await loadOrganization(deps, principal));
 }
 
-export async function updateOrganization(deps: AppDeps, principal: Principal, input: { name: string }) {
-  await loadOrganization(deps, principal);
-  const org = await deps.prisma.organization.update({ where: { id: principal.organizationId }, data: { name: input.name } });
+/** Renames the organization; `organization.renamed` says from what, and a rename to the same name records nothing. */
+export async function updateOrganization(deps: AppDeps, principal: Principal, input: { name: string }, meta: RequestMeta) {
+  const now = deps.clock.now();
+  const org = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await lockOrganization(tx, principal.organizationId);
+    const current = await tx.organization.findUniqueOrThrow({ where: { id: principal.organizationId } });
+    if (current.name === input.name) return current;
+    const renamed = await tx.organization.update({ where: { id: principal.organizationId }, data: { name: input.name } });
+    await recordAs(tx, principal, meta, now, {
+      action: 'organization.renamed',
+      target: { type: 'organization', id: principal.organizationId },
+      metadata: { previous_name: current.name, name: renamed.name },
+    });
+    return renamed;
+  });
   return presentOrganization(org);
 }
 

@@ -120,6 +120,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change the caller's password: {current_password, new_password}; the account's other sessions end (a session only)
+         * @description Requires the `profile:update` scope.
+         */
+        post: operations["postAuthPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/2fa/setup": {
         parameters: {
             query?: never;
@@ -3259,6 +3279,46 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    postAuthPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    current_password: string;
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        password_changed: true;
+                        /** @constant */
+                        other_sessions_revoked: true;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            503: components["responses"]["E503"];
+        };
+    };
     postAuth2faSetup: {
         parameters: {
             query?: never;
@@ -3881,7 +3941,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             /** @enum {string} */
-                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "organization.renamed" | "invitation.created" | "invitation.revoked" | "invitation.accepted" | "governance.sla_updated" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.confirmed" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
+                            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "auth.2fa_enabled" | "auth.2fa_disabled" | "api_key.created" | "api_key.revoked" | "api_key_policy.updated" | "member.role_changed" | "member.removed" | "organization.ownership_transferred" | "access_grant.created" | "access_grant.updated" | "access_grant.deleted" | "team.created" | "team.updated" | "team.deleted" | "team.member_added" | "team.member_removed" | "organization.renamed" | "invitation.created" | "invitation.revoked" | "invitation.accepted" | "governance.sla_updated" | "webhook.subscription_created" | "webhook.subscription_updated" | "webhook.subscription_deleted" | "webhook.secret_rotated" | "webhook.delivery_resent" | "webhook.deliveries_recovered" | "webhook.subscription_failing" | "webhook.breaker_opened" | "webhook.subscription_disabled" | "webhook.subscription_reenabled" | "source.uploaded" | "source.archive_downloaded" | "project.source_changed" | "project.source_removed" | "notification_target.created" | "notification_target.updated" | "notification_target.revoked" | "issue_export_target.created" | "issue_export_target.updated" | "issue_export_target.revoked" | "finding.issue_exported" | "report.published" | "report.unpublished" | "report.share_granted" | "report.share_revoked" | "report.share_viewed" | "report.share_downloaded" | "erasure.requested" | "erasure.confirmed" | "erasure.cancelled" | "erasure.retried" | "erasure.completed" | "erasure.failed" | "integration.connected" | "integration.disconnected" | "integration.team_bound" | "integration.team_unbound" | "source.personal_connected" | "source.personal_disconnected";
                             /** @enum {string} */
                             actor_type: "user" | "api_key" | "report_share" | "system";
                             actor_id: string | null;

@@ -1,4 +1,4 @@
-// Profile (2FA setup with a locally rendered QR code) and Settings -> API keys.
+// Profile (password change, 2FA setup with a locally rendered QR code) and Settings -> API keys.
 import { useEffect, useState, type FormEvent } from 'react';
 import QRCode from 'qrcode';
 import { Link } from 'react-router-dom';
@@ -66,6 +66,43 @@ function TwoFactorDisable({ onDone }: { onDone(): void }) {
   );
 }
 
+const NO_PASSWORDS = { current: '', next: '', confirmation: '' };
+
+/**
+ * The person's own password. The confirmation is compared here, so a typo never reaches the API; the API checks
+ * the current password and the length rule and answers with the detail shown. This session stays signed in.
+ */
+function ChangePassword() {
+  const [fields, setFields] = useState(NO_PASSWORDS);
+  const [changed, setChanged] = useState(false);
+  const { busy, error, run } = useAction();
+  const set = (key: keyof typeof NO_PASSWORDS) => (value: string) => setFields({ ...fields, [key]: value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    setChanged(false);
+    void run(async () => {
+      if (fields.next !== fields.confirmation) throw new Error('The new password and its confirmation do not match.');
+      await unwrap(client.POST('/api/v1/auth/password', { body: { current_password: fields.current, new_password: fields.next } }));
+      setFields(NO_PASSWORDS);
+      setChanged(true);
+    });
+  };
+  return (
+    <section aria-labelledby="change-password">
+      <h2 id="change-password">Change password</h2>
+      <form onSubmit={submit} aria-labelledby="change-password">
+        <Field label="Current password" name="current-password" type="password" value={fields.current} onChange={set('current')} autoComplete="current-password" required />
+        <Field label="New password" name="new-password" type="password" value={fields.next} onChange={set('next')} autoComplete="new-password" required />
+        <Field label="Confirm new password" name="confirm-new-password" type="password" value={fields.confirmation} onChange={set('confirmation')} autoComplete="new-password" required />
+        <p className="hint">The new password: at least 10 characters, at most 72 bytes. Your other sessions are signed out; this one stays.</p>
+        <ErrorBox error={error} />
+        {changed && <p role="status" className="ok">Password changed. Your other sessions were signed out.</p>}
+        <button type="submit" disabled={busy}>Change password</button>
+      </form>
+    </section>
+  );
+}
+
 export function ProfilePage() {
   const { me, refresh } = useSession();
   if (!me) return null;
@@ -87,6 +124,7 @@ export function ProfilePage() {
         Two-factor authentication is {me.user?.two_factor_enabled ? 'on' : 'off'}.
       </p>
       {me.user?.two_factor_enabled ? <TwoFactorDisable onDone={refresh} /> : <TwoFactorSetup onDone={refresh} />}
+      <ChangePassword />
       <PersonalSourceConnection />
     </main>
   );

@@ -7,6 +7,7 @@ import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { loginRequest, loginViaApi, oathtoolCode, signupAndVerify, type SignedUp } from './support/auth-helpers';
 import { completeFirstFactor } from '../src/modules/auth/login';
+import { sentWhileHeld } from './support/audit-log';
 
 const NEW_PASSWORD = 'another long enough passphrase';
 
@@ -28,6 +29,7 @@ const auditOf = async (token: string) => {
   return res.body.data as Array<{ action: string; actor: { id: string }; target: { id: string }; metadata: Record<string, unknown> }>;
 };
 const signsIn = async (account: SignedUp, password: string) => (await loginRequest(h, { email: account.email, password })).status;
+const sessionIdOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti as string;
 
 describe('POST /auth/password', () => {
   it('changes the password, ends the other sessions but this one, keeps API keys, and audits it in each organization of the user', async () => {
@@ -148,6 +150,29 @@ describe('POST /auth/password', () => {
     const ok = await request(h.app).post('/api/v1/auth/login/2fa').send({ partial_token: fresh.body.partial_token, code: oathtoolCode(secret, h.clock.now()) });
     expect(ok.status).toBe(200);
     h.clock.reset();
+  });
+
+  it('a request whose own session ended while it ran (2FA turned on from another session) changes nothing', async () => {
+    // Someone holding a stolen session and the password asks for a change; the owner, from their own session, turns
+    // 2FA on meanwhile, which updates the user row and ends the other sessions, the thief's among them. The change
+    // was authenticated before that, and then spent two bcrypt rounds: it must not go on to set the thief's
+    // password and end the owner's session.
+    const account = await signupAndVerify(h);
+    const thief = await loginViaApi(h, account.email, account.password);
+    const owner = await loginViaApi(h, account.email, account.password);
+    const res = await sentWhileHeld(
+      h,
+      [
+        ['SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE', [account.userId]],
+        ['UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL AND id <> $2', [account.userId, sessionIdOf(owner.token)]],
+      ],
+      () => changePassword(thief.token, { current_password: account.password, new_password: NEW_PASSWORD }),
+    );
+    expect(res.status).toBe(401);
+    expect(await signsIn(account, account.password)).toBe(200);
+    expect(await signsIn(account, NEW_PASSWORD)).toBe(401);
+    expect((await me(owner.token)).status).toBe(200);
+    expect(await auditOf(owner.token)).toEqual([]);
   });
 
   it('a sign-in whose password changed after it was checked gets no session', async () => {

@@ -152,6 +152,30 @@ describe('POST /auth/password', () => {
     h.clock.reset();
   });
 
+  it('with the session cookie, needs the CSRF header like every other state-changing request (403 without, nothing changed)', async () => {
+    const account = await signupAndVerify(h);
+    const { token, csrfToken } = await loginViaApi(h, account.email, account.password);
+    const body = { current_password: account.password, new_password: NEW_PASSWORD };
+    const viaCookie = () => request(h.app).post('/api/v1/auth/password').set('Cookie', `session=${token}`);
+    expect((await viaCookie().send(body)).status).toBe(403);
+    expect((await viaCookie().set('X-CSRF-Token', 'f'.repeat(64)).send(body)).status).toBe(403);
+    expect(await signsIn(account, account.password)).toBe(200);
+    expect((await viaCookie().set('X-CSRF-Token', csrfToken).send(body)).status).toBe(200);
+    expect(await signsIn(account, NEW_PASSWORD)).toBe(200);
+  });
+
+  it("ends the user's sessions in their other organizations too", async () => {
+    const account = await signupAndVerify(h);
+    const second = await h.deps.prisma.organization.create({ data: { id: newId('org'), name: `Second ${newId('org')}` } });
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: second.id, userId: account.userId, role: 'member' } });
+    const here = await loginViaApi(h, account.email, account.password);
+    const there = await loginRequest(h, { email: account.email, password: account.password, organization_id: second.id });
+    expect(there.status).toBe(200);
+    expect((await changePassword(here.token, { current_password: account.password, new_password: NEW_PASSWORD })).status).toBe(200);
+    expect((await me(there.body.token)).status).toBe(401);
+    expect((await me(here.token)).status).toBe(200);
+  });
+
   it('a request whose own session ended while it ran (2FA turned on from another session) changes nothing', async () => {
     // Someone holding a stolen session and the password asks for a change; the owner, from their own session, turns
     // 2FA on meanwhile, which updates the user row and ends the other sessions, the thief's among them. The change

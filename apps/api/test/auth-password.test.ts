@@ -5,7 +5,7 @@ import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
-import { loginRequest, loginViaApi, oathtoolCode, signupAndVerify, type SignedUp } from './support/auth-helpers';
+import { loginRequest, loginViaApi, oathtoolCode, sessionIdOf, signupAndVerify, type SignedUp } from './support/auth-helpers';
 import { completeFirstFactor } from '../src/modules/auth/login';
 import { sentWhileHeld } from './support/audit-log';
 
@@ -29,7 +29,6 @@ const auditOf = async (token: string) => {
   return res.body.data as Array<{ action: string; actor: { id: string }; target: { id: string }; metadata: Record<string, unknown> }>;
 };
 const signsIn = async (account: SignedUp, password: string) => (await loginRequest(h, { email: account.email, password })).status;
-const sessionIdOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti as string;
 
 describe('POST /auth/password', () => {
   it('changes the password, ends the other sessions but this one, keeps API keys, and audits it in each organization of the user', async () => {

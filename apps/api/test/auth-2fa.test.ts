@@ -5,7 +5,8 @@ import { pbkdf2 } from 'node:crypto';
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer } from './support/fixtures';
-import { loginRequest, loginViaApi, oathtoolCode, setCookies, signupAndVerify, wrongCode, type SignedUp } from './support/auth-helpers';
+import { loginRequest, loginViaApi, oathtoolCode, sessionIdOf, setCookies, signupAndVerify, wrongCode, type SignedUp } from './support/auth-helpers';
+import { sentWhileHeld } from './support/audit-log';
 
 const STEP_MS = 30_000;
 
@@ -230,6 +231,29 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
     expect((await request(h.app).get('/api/v1/projects').set(bearer(key.body.key))).status).toBe(200);
     const audit = await h.deps.prisma.auditEvent.findFirstOrThrow({ where: { action: 'auth.2fa_enabled', targetId: account.userId } });
     expect(audit.metadata).toMatchObject({ other_sessions_revoked: true });
+  });
+
+  it('a session that ended while its enable request ran (the password changed from another session) turns nothing on', async () => {
+    // Someone holding a stolen session turns 2FA on with their own authenticator; the owner, from their session,
+    // changes the password meanwhile, which updates the user row and ends the other sessions, the thief's among
+    // them. The enable was authenticated before that: it must not go on to switch 2FA on and end the owner's session.
+    const account = await signupAndVerify(h);
+    const { token: thief } = await loginViaApi(h, account.email, account.password);
+    const { token: owner } = await loginViaApi(h, account.email, account.password);
+    const setup = await post('/auth/2fa/setup', thief);
+    expect(setup.status).toBe(200);
+    const res = await sentWhileHeld(
+      h,
+      [
+        ['SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE', [account.userId]],
+        ['UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL AND id <> $2', [account.userId, sessionIdOf(owner)]],
+      ],
+      () => post('/auth/2fa/enable', thief, { code: codeNow(setup.body.secret) }),
+    );
+    expect(res.status).toBe(401);
+    expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).totpEnabled).toBe(false);
+    expect((await request(h.app).get('/api/v1/auth/me').set(bearer(owner))).status).toBe(200);
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_enabled', targetId: account.userId } })).toBe(0);
   });
 
   it('a password sign-in under way while 2FA is turned on gets no session that outlives it', async () => {

@@ -5,8 +5,9 @@ import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
-import { loginRequest, loginViaApi, oathtoolCode, signupAndVerify, type SignedUp } from './support/auth-helpers';
+import { loginRequest, loginViaApi, oathtoolCode, sessionIdOf, signupAndVerify, type SignedUp } from './support/auth-helpers';
 import { completeFirstFactor } from '../src/modules/auth/login';
+import { sentWhileHeld } from './support/audit-log';
 
 const NEW_PASSWORD = 'another long enough passphrase';
 
@@ -148,6 +149,53 @@ describe('POST /auth/password', () => {
     const ok = await request(h.app).post('/api/v1/auth/login/2fa').send({ partial_token: fresh.body.partial_token, code: oathtoolCode(secret, h.clock.now()) });
     expect(ok.status).toBe(200);
     h.clock.reset();
+  });
+
+  it('with the session cookie, needs the CSRF header like every other state-changing request (403 without, nothing changed)', async () => {
+    const account = await signupAndVerify(h);
+    const { token, csrfToken } = await loginViaApi(h, account.email, account.password);
+    const body = { current_password: account.password, new_password: NEW_PASSWORD };
+    const viaCookie = () => request(h.app).post('/api/v1/auth/password').set('Cookie', `session=${token}`);
+    expect((await viaCookie().send(body)).status).toBe(403);
+    expect((await viaCookie().set('X-CSRF-Token', 'f'.repeat(64)).send(body)).status).toBe(403);
+    expect(await signsIn(account, account.password)).toBe(200);
+    expect((await viaCookie().set('X-CSRF-Token', csrfToken).send(body)).status).toBe(200);
+    expect(await signsIn(account, NEW_PASSWORD)).toBe(200);
+  });
+
+  it("ends the user's sessions in their other organizations too", async () => {
+    const account = await signupAndVerify(h);
+    const second = await h.deps.prisma.organization.create({ data: { id: newId('org'), name: `Second ${newId('org')}` } });
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: second.id, userId: account.userId, role: 'member' } });
+    const here = await loginViaApi(h, account.email, account.password);
+    const there = await loginRequest(h, { email: account.email, password: account.password, organization_id: second.id });
+    expect(there.status).toBe(200);
+    expect((await changePassword(here.token, { current_password: account.password, new_password: NEW_PASSWORD })).status).toBe(200);
+    expect((await me(there.body.token)).status).toBe(401);
+    expect((await me(here.token)).status).toBe(200);
+  });
+
+  it('a request whose own session ended while it ran (2FA turned on from another session) changes nothing', async () => {
+    // Someone holding a stolen session and the password asks for a change; the owner, from their own session, turns
+    // 2FA on meanwhile, which updates the user row and ends the other sessions, the thief's among them. The change
+    // was authenticated before that, and then spent two bcrypt rounds: it must not go on to set the thief's
+    // password and end the owner's session.
+    const account = await signupAndVerify(h);
+    const thief = await loginViaApi(h, account.email, account.password);
+    const owner = await loginViaApi(h, account.email, account.password);
+    const res = await sentWhileHeld(
+      h,
+      [
+        ['SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE', [account.userId]],
+        ['UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL AND id <> $2', [account.userId, sessionIdOf(owner.token)]],
+      ],
+      () => changePassword(thief.token, { current_password: account.password, new_password: NEW_PASSWORD }),
+    );
+    expect(res.status).toBe(401);
+    expect(await signsIn(account, account.password)).toBe(200);
+    expect(await signsIn(account, NEW_PASSWORD)).toBe(401);
+    expect((await me(owner.token)).status).toBe(200);
+    expect(await auditOf(owner.token)).toEqual([]);
   });
 
   it('a sign-in whose password changed after it was checked gets no session', async () => {

@@ -53,6 +53,11 @@ export async function loginViaApi(h: Harness, email: string, password: string): 
   return { token: res.body.token, csrfToken: res.body.csrf_token };
 }
 
+/** The session id a session token names (its jti), to find its row. */
+export function sessionIdOf(token: string): string {
+  return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti as string;
+}
+
 /** Set-Cookie headers of a response, by cookie name: the value and the attributes (lowercased names). */
 export function setCookies(res: { headers: Record<string, unknown> }): Map<string, { value: string; attributes: Map<string, string> }> {
   const raw = res.headers['set-cookie'];

@@ -39,6 +39,12 @@ export async function revokeSession(db: Pick<Tx, 'session'>, sessionId: string, 
   return count === 1;
 }
 
+/** Whether the session is still live (not revoked, not expired), as committed when this reads it. */
+export async function sessionIsLive(db: Pick<Tx, 'session'>, sessionId: string, now: Date): Promise<boolean> {
+  // Unscoped: the session id is the caller's own credential, which names its organization.
+  return (await db.session.count({ where: { id: sessionId, revokedAt: null, expiresAt: { gt: now } } })) === 1;
+}
+
 /** The session travels in an httpOnly, Secure, SameSite=Strict cookie; the CSRF token in a readable one. */
 export function setSessionCookies(res: Response, session: IssuedSession, secure: boolean): void {
   const common = { secure, sameSite: 'strict' as const, path: '/', expires: session.expiresAt };

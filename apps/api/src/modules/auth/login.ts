@@ -8,7 +8,7 @@ import { badRequest, forbidden, unauthorized } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { recordAs, recordInOrganizations, recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
-import { issueSession, revokeSession, type IssuedSession } from './sessions';
+import { issueSession, lockedCredentials, revokeSession, type IssuedSession } from './sessions';
 
 const INVALID_CREDENTIALS = 'Invalid e-mail or password.';
 
@@ -135,8 +135,7 @@ export async function completeFirstFactor(
     // on got a session that outlived it. The password is read again the same way: a change of password (which ends
     // the other sessions) either committed first, and this sign-in with the old one fails, or ends this session.
     const session = await deps.prisma.$transaction(async (tx) => {
-      const [row] = await tx.$queryRaw<Array<{ totp_enabled: boolean; password_hash: string | null }>>`
-        SELECT totp_enabled, password_hash FROM users WHERE id = ${user.id} FOR SHARE`;
+      const row = await lockedCredentials(tx, user.id);
       if (!row || (password && row.password_hash !== password.passwordHash)) throw unauthorized(INVALID_CREDENTIALS);
       return row.totp_enabled ? null : issueSession(deps, user.id, membership.organizationId, tx);
     });

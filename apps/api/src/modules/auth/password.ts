@@ -9,7 +9,7 @@ import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { sha256Hex } from '../../lib/crypto';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
-import { sessionIsLive } from './sessions';
+import { keepOnlyCallingSession } from './sessions';
 
 export async function changePassword(
   deps: AppDeps,
@@ -31,13 +31,9 @@ export async function changePassword(
   await deps.prisma.$transaction(async (tx) => {
     const changed = await tx.user.updateMany({ where: { id: user.id, passwordHash: user.passwordHash }, data: { passwordHash } });
     if (changed.count !== 1) throw conflict('The password was changed meanwhile: sign in again with the new one.');
-    // The calling session may have ended since it was authenticated, two bcrypt rounds ago: turning 2FA on from
-    // another session ends it in a transaction that updates the user row first, which the update above waited
-    // for, so it shows here. Read, not locked: a row lock here could deadlock with a member's removal, which ends
-    // several of the user's sessions in its own order.
-    if (!(await sessionIsLive(tx, sessionId, now))) throw unauthorized('Invalid or expired session.');
-    // The entry is written in each of the user's organizations: it says that other sessions ended, not how many.
-    await tx.session.updateMany({ where: { userId: user.id, revokedAt: null, id: { not: sessionId } }, data: { revokedAt: now } });
+    // The calling session may have ended since it was authenticated, two bcrypt rounds ago (2FA turned on from
+    // another session); otherwise the others end. The entry says so in each organization of the user, not how many.
+    await keepOnlyCallingSession(tx, user.id, sessionId, now);
     await recordInUserOrganizations(tx, await userActor(tx, user.id), meta, now, {
       action: 'auth.password_changed',
       target: { type: 'user', id: user.id },

@@ -5,6 +5,7 @@ import type { AppDeps } from '../../app-deps';
 import { CSRF_COOKIE, SESSION_COOKIE, csrfTokenFor } from '../../auth/csrf';
 import { SESSION_AUDIENCE, signToken } from '../../auth/tokens';
 import { newId } from '@svc/db';
+import { unauthorized } from '../../http/errors';
 
 export interface IssuedSession {
   token: string;
@@ -39,10 +40,28 @@ export async function revokeSession(db: Pick<Tx, 'session'>, sessionId: string, 
   return count === 1;
 }
 
-/** Whether the session is still live (not revoked, not expired), as committed when this reads it. */
-export async function sessionIsLive(db: Pick<Tx, 'session'>, sessionId: string, now: Date): Promise<boolean> {
+/**
+ * Ends the user's other sessions, keeping the calling one, in the transaction of a change of credentials (a
+ * password, 2FA turned on). The caller has updated the user's row first, so a change of credentials from another
+ * session that committed meanwhile has ended this one too, and shows here: then nothing changes (401). Read, not
+ * locked: a row lock here could deadlock with a member's removal, which ends several of the user's sessions in its
+ * own order.
+ */
+export async function keepOnlyCallingSession(db: Pick<Tx, 'session'>, userId: string, sessionId: string, now: Date): Promise<void> {
   // Unscoped: the session id is the caller's own credential, which names its organization.
-  return (await db.session.count({ where: { id: sessionId, revokedAt: null, expiresAt: { gt: now } } })) === 1;
+  const live = await db.session.count({ where: { id: sessionId, revokedAt: null, expiresAt: { gt: now } } });
+  if (live !== 1) throw unauthorized('Invalid or expired session.');
+  await db.session.updateMany({ where: { userId, revokedAt: null, id: { not: sessionId } }, data: { revokedAt: now } });
+}
+
+/** The user's credentials as committed, the row share-locked until the transaction ends (a sign-in completing). */
+export async function lockedCredentials(
+  db: Pick<Tx, '$queryRaw'>,
+  userId: string,
+): Promise<{ totp_enabled: boolean; password_hash: string | null } | undefined> {
+  const [row] = await db.$queryRaw<Array<{ totp_enabled: boolean; password_hash: string | null }>>`
+    SELECT totp_enabled, password_hash FROM users WHERE id = ${userId} FOR SHARE`;
+  return row;
 }
 
 /** The session travels in an httpOnly, Secure, SameSite=Strict cookie; the CSRF token in a readable one. */

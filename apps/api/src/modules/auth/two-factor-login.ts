@@ -6,7 +6,7 @@ import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/
 import { unseal } from '@svc/db';
 import type { RequestMeta } from '../audit/audit.context';
 import { membershipForLogin, recordLogin, recordLoginFailure, type CoreDeps } from './login';
-import { issueSession, type IssuedSession } from './sessions';
+import { issueSession, lockedCredentials, type IssuedSession } from './sessions';
 import { acceptTotpCode, INVALID_TOTP_CODE } from './totp';
 
 const INVALID_PARTIAL_TOKEN = 'Invalid or expired partial token: log in again.';
@@ -67,7 +67,7 @@ export async function loginWithSecondFactor(
   // Issued with the user's row share-locked and the password read again: a change of password either committed
   // first, and the token is refused, or waits for this session and then ends it.
   const session = await deps.prisma.$transaction(async (tx) => {
-    const [row] = await tx.$queryRaw<Array<{ password_hash: string | null }>>`SELECT password_hash FROM users WHERE id = ${user.id} FOR SHARE`;
+    const row = await lockedCredentials(tx, user.id);
     if (!row || !passwordStillHolds(deps, claims, row.password_hash)) throw unauthorized(INVALID_PARTIAL_TOKEN);
     return issueSession(deps, user.id, membership.organizationId, tx);
   });

@@ -6,7 +6,7 @@ import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
-import { sessionIsLive } from './sessions';
+import { keepOnlyCallingSession } from './sessions';
 import { acceptTotpCode, generateTotpSecret, INVALID_TOTP_CODE, otpauthUrl } from './totp';
 
 function requireSession(principal: Principal): void {
@@ -76,17 +76,11 @@ export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, pri
     });
     if (updated.count !== 1) throw conflict('Two-factor settings changed concurrently; try again.');
     const now = deps.clock.now();
-    // The calling session may have ended since it was authenticated: a change of password from another session
-    // ends it in a transaction that updates the user row first, which the update above waited for (password.ts).
-    if (!(await sessionIsLive(tx, principal.sessionId!, now))) throw unauthorized('Invalid or expired session.');
-    // The account's other sessions end: one opened with a stolen password before 2FA was on must not outlive it.
-    // API keys stay (they bypass 2FA by design; docs/api.md).
-    // The entry is written in each of the user's organizations: it says that other sessions ended, not how many (a
-    // count would show one organization the sessions held in the others).
-    await tx.session.updateMany({
-      where: { userId: user.id, revokedAt: null, id: { not: principal.sessionId } },
-      data: { revokedAt: now },
-    });
+    // The account's other sessions end: one opened with a stolen password before 2FA was on must not outlive it
+    // (unless the calling session itself ended meanwhile, by a change of password: then nothing changes). API keys
+    // stay (they bypass 2FA by design; docs/api.md). The entry is written in each of the user's organizations: it
+    // says that other sessions ended, not how many (a count would show one organization the sessions of another).
+    await keepOnlyCallingSession(tx, user.id, principal.sessionId!, now);
     await recordTwoFactorChange(tx, principal, meta, now, 'auth.2fa_enabled', { other_sessions_revoked: true });
   });
   return { two_factor_enabled: true };

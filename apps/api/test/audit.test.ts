@@ -154,7 +154,7 @@ describe('what is recorded', () => {
     const token = login.body.token as string;
     const setup = await call('post', '/auth/2fa/setup', token);
     const secret = setup.body.secret as string;
-    expect((await call('post', '/auth/2fa/enable', token).send({ code: oathtoolCode(secret, h.clock.now()) })).status).toBe(200);
+    expect((await call('post', '/auth/2fa/enable', token).send({ code: oathtoolCode(secret, h.clock.now()), current_password: account.password })).status).toBe(200);
     const enabled = await only(account.organizationId, { action: 'auth.2fa_enabled' });
     expect(enabled).toMatchObject({ actorType: 'user', actorId: account.userId, actorLabel: account.email, targetId: account.userId });
     expectFromRequest(enabled);

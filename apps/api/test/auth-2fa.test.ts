@@ -3,17 +3,20 @@
 // 30-second steps where a test needs a fresh code.
 import { pbkdf2 } from 'node:crypto';
 import request from 'supertest';
+import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
-import { bearer } from './support/fixtures';
+import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { loginRequest, loginViaApi, oathtoolCode, sessionIdOf, setCookies, signupAndVerify, wrongCode, type SignedUp } from './support/auth-helpers';
-import { sentWhileHeld } from './support/audit-log';
+import { auditLog, sentWhileHeld } from './support/audit-log';
 
 const STEP_MS = 30_000;
 
 let h: Harness;
+let bystanders: TestOrg;
 
 beforeAll(async () => {
   h = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '1000' });
+  bystanders = await createOrg(h);
 });
 afterAll(() => h.close());
 afterEach(() => h.clock.reset());
@@ -31,7 +34,7 @@ async function userWith2fa(): Promise<SignedUp & { secret: string; token: string
   const { token } = await loginViaApi(h, account.email, account.password);
   const setup = await post('/auth/2fa/setup', token);
   expect(setup.status).toBe(200);
-  const enable = await post('/auth/2fa/enable', token, { code: codeNow(setup.body.secret) });
+  const enable = await post('/auth/2fa/enable', token, { code: codeNow(setup.body.secret), current_password: account.password });
   expect(enable.status).toBe(200);
   return { ...account, secret: setup.body.secret, token };
 }
@@ -70,13 +73,14 @@ describe('2FA setup, enable and login', () => {
     expect(pending.totpEnabled).toBe(false);
     expect((await loginRequest(h, { email: account.email, password: account.password })).body.token).toEqual(expect.any(String));
 
-    const bad = await post('/auth/2fa/enable', token, { code: wrongCode(secret, h.clock.now()) });
+    const current_password = account.password;
+    const bad = await post('/auth/2fa/enable', token, { code: wrongCode(secret, h.clock.now()), current_password });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ detail: expect.any(String) });
-    expect((await post('/auth/2fa/enable', token, { code: 'abcdef' })).status).toBe(400);
+    expect((await post('/auth/2fa/enable', token, { code: 'abcdef', current_password })).status).toBe(400);
 
     const enableCode = codeNow(secret);
-    const enabled = await post('/auth/2fa/enable', token, { code: enableCode });
+    const enabled = await post('/auth/2fa/enable', token, { code: enableCode, current_password });
     expect(enabled.status).toBe(200);
     expect(enabled.body).toEqual({ two_factor_enabled: true });
     const stored = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
@@ -84,7 +88,7 @@ describe('2FA setup, enable and login', () => {
     expect(stored.totpSecretEnc).toMatch(/^v1\./);
     expect(stored.totpPendingEnc).toBeNull();
     expect((await post('/auth/2fa/setup', token)).status).toBe(409);
-    expect((await post('/auth/2fa/enable', token, { code: enableCode })).status).toBe(409);
+    expect((await post('/auth/2fa/enable', token, { code: enableCode, current_password })).status).toBe(409);
     expect((await request(h.app).get('/api/v1/auth/me').set(bearer(token))).body.user.two_factor_enabled).toBe(true);
 
     // Password login now yields a partial token, and no session or cookie.
@@ -222,7 +226,7 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
     expect(key.status).toBe(201);
 
     const setup = await post('/auth/2fa/setup', owners);
-    expect((await post('/auth/2fa/enable', owners, { code: codeNow(setup.body.secret) })).status).toBe(200);
+    expect((await post('/auth/2fa/enable', owners, { code: codeNow(setup.body.secret), current_password: account.password })).status).toBe(200);
 
     const after = await me(earlier);
     expect(after.status).toBe(401);
@@ -234,7 +238,7 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
   });
 
   it('a session that ended while its enable request ran (the password changed from another session) turns nothing on', async () => {
-    // Someone holding a stolen session turns 2FA on with their own authenticator; the owner, from their session,
+    // Someone holding a stolen session and the password turns 2FA on with their own authenticator; the owner, from their session,
     // changes the password meanwhile, which updates the user row and ends the other sessions, the thief's among
     // them. The enable was authenticated before that: it must not go on to switch 2FA on and end the owner's session.
     const account = await signupAndVerify(h);
@@ -248,7 +252,7 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
         ['SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE', [account.userId]],
         ['UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL AND id <> $2', [account.userId, sessionIdOf(owner)]],
       ],
-      () => post('/auth/2fa/enable', thief, { code: codeNow(setup.body.secret) }),
+      () => post('/auth/2fa/enable', thief, { code: codeNow(setup.body.secret), current_password: account.password }),
     );
     expect(res.status).toBe(401);
     expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).totpEnabled).toBe(false);
@@ -259,25 +263,33 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
   it('a password sign-in under way while 2FA is turned on gets no session that outlives it', async () => {
     // The attacker with the password signs in just as the owner turns 2FA on: the sign-in read "no 2FA", then its
     // session row was written after the transaction that ended the other sessions. A busy server (libuv's thread
-    // pool held by other work, as bcrypt and file reads hold it) widens that window; here four long pbkdf2 jobs do.
+    // pool held by other work, as bcrypt and file reads hold it) widens that window; here long pbkdf2 jobs do.
     const account = await signupAndVerify(h);
     const { token: owners } = await loginViaApi(h, account.email, account.password);
     const setup = await post('/auth/2fa/setup', owners);
     expect(setup.status).toBe(200);
 
     const order: string[] = [];
-    const poolJobs = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, () =>
-      new Promise<void>((resolve) => pbkdf2('x', 'y', 3_000_000, 32, 'sha256', () => resolve())),
+    const holdThePool = () =>
+      Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, () =>
+        new Promise<void>((resolve) => pbkdf2('x', 'y', 3_000_000, 32, 'sha256', () => resolve())),
+      );
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+    const firstRound = holdThePool();
+    // The owner turns 2FA on: the check of the current password (bcrypt) waits for the pool first in line ...
+    const enabling = post('/auth/2fa/enable', owners, { code: codeNow(setup.body.secret), current_password: account.password }).then(
+      (res) => (order.push('enable'), res),
     );
-    // The attacker's sign-in reads the user, then waits for the pool (bcrypt) ...
+    await settle();
+    // ... a second round of pool work queues behind it ...
+    const secondRound = holdThePool();
+    // ... and the attacker's sign-in reads the user (2FA still off), then waits for the pool (bcrypt) behind both:
+    // the enable commits once the first round is done, the sign-in goes on after the second.
     const attackersLogin = loginRequest(h, { email: account.email, password: account.password }).then((res) => (order.push('login'), res));
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    // ... while the owner turns 2FA on (no pool work on that path).
-    const enable = await post('/auth/2fa/enable', owners, { code: codeNow(setup.body.secret) });
-    order.push('enable');
+    const enable = await enabling;
     expect(enable.status).toBe(200);
     const login = await attackersLogin;
-    await Promise.all(poolJobs);
+    await Promise.all([...firstRound, ...secondRound]);
     expect(order).toEqual(['enable', 'login']);
 
     expect(login.status).toBe(200);
@@ -290,5 +302,101 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
     }
     const live = await h.deps.prisma.session.findMany({ where: { userId: account.userId, revokedAt: null } });
     expect(live.map((s) => s.id)).toHaveLength(1);
+  });
+});
+
+describe('turning 2FA on needs the current password (a session alone is not enough)', () => {
+  /** The account's `auth.login_failed` entries of a wrong or missing current password, as the organization sees them. */
+  const reauthFailures = async (token: string) =>
+    (await auditLog(h, token, { action: 'auth.login_failed' })).filter((e) => String(e.metadata?.reason).endsWith('current_password'));
+
+  it('a stolen session cannot turn 2FA on with its own authenticator: 400 without the password or with a wrong one, nothing changed, audited', async () => {
+    // Someone holding a stolen session cookie (not the password) tries to lock the owner out: set up 2FA with their
+    // own authenticator, turn it on, and so end the owner's sessions.
+    const account = await signupAndVerify(h);
+    // A second organization of the same user: the failed attempts are recorded there too.
+    const second = await h.deps.prisma.organization.create({ data: { id: newId('org'), name: `Second ${newId('org')}` } });
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: second.id, userId: account.userId, role: 'owner' } });
+    const { token: owner } = await loginViaApi(h, account.email, account.password);
+    const { token: thief } = await loginViaApi(h, account.email, account.password);
+    const setup = await post('/auth/2fa/setup', thief);
+    expect(setup.status).toBe(200);
+    const code = codeNow(setup.body.secret);
+
+    const missing = await post('/auth/2fa/enable', thief, { code });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual({ detail: expect.stringContaining('current_password') });
+    const wrong = await post('/auth/2fa/enable', thief, { code, current_password: 'a guess at the password' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toEqual({ detail: 'The current password is not correct.' });
+
+    // Nothing changed: 2FA is off, both sessions live, the owner signs in with the password alone.
+    const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
+    expect(user.totpEnabled).toBe(false);
+    expect(user.totpSecretEnc).toBeNull();
+    for (const token of [owner, thief]) expect((await request(h.app).get('/api/v1/auth/me').set(bearer(token))).status).toBe(200);
+    expect((await loginRequest(h, { email: account.email, password: account.password })).body.token).toEqual(expect.any(String));
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_enabled', targetId: account.userId } })).toBe(0);
+
+    // Both attempts are in the audit log, like failed sign-ins, in each of the user's organizations, without the password.
+    const entries = await reauthFailures(owner);
+    expect(entries.map((e) => e.metadata)).toEqual([
+      { reason: 'invalid_current_password', operation: '2fa_enable' },
+      { reason: 'missing_current_password', operation: '2fa_enable' },
+    ]);
+    for (const e of entries) {
+      expect(e).toMatchObject({ actor_type: 'user', actor_id: account.userId, actor_label: account.email, target_type: 'user', target_id: account.userId });
+    }
+    expect(JSON.stringify(entries)).not.toContain('a guess at the password');
+    expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: second.id, action: 'auth.login_failed', actorId: account.userId } })).toBe(2);
+    expect(await reauthFailures(bystanders.owner.token)).toEqual([]);
+    expect(
+      await h.deps.prisma.auditEvent.count({ where: { organizationId: bystanders.id, action: 'auth.login_failed', actorId: account.userId } }),
+    ).toBe(0);
+
+    // The owner, who knows the password, turns 2FA on: the thief's session ends.
+    nextStep();
+    const ownSetup = await post('/auth/2fa/setup', owner);
+    const enabled = await post('/auth/2fa/enable', owner, { code: codeNow(ownSetup.body.secret), current_password: account.password });
+    expect(enabled.status).toBe(200);
+    expect(enabled.body).toEqual({ two_factor_enabled: true });
+    expect((await request(h.app).get('/api/v1/auth/me').set(bearer(thief))).status).toBe(401);
+    expect((await request(h.app).get('/api/v1/auth/me').set(bearer(owner))).body.user).toMatchObject({ two_factor_enabled: true, has_password: true });
+  });
+
+  it('the right password with a wrong code turns nothing on, and is no failed password in the audit log', async () => {
+    const account = await signupAndVerify(h);
+    const { token } = await loginViaApi(h, account.email, account.password);
+    const setup = await post('/auth/2fa/setup', token);
+    const right = await post('/auth/2fa/enable', token, { code: wrongCode(setup.body.secret, h.clock.now()), current_password: account.password });
+    expect(right.status).toBe(400);
+    expect(right.body).toEqual({ detail: 'Invalid two-factor code.' });
+    expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).totpEnabled).toBe(false);
+    expect(await reauthFailures(token)).toEqual([]);
+  });
+
+  it('counts wrong current passwords with the sign-ins of the same e-mail (429 past the login limit, even for the right one)', async () => {
+    const strict = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const account = await signupAndVerify(strict);
+      const { token } = await loginViaApi(strict, account.email, account.password); // one of the three
+      const setup = await request(strict.app).post('/api/v1/auth/2fa/setup').set(bearer(token));
+      const attempt = (current_password: string) =>
+        request(strict.app)
+          .post('/api/v1/auth/2fa/enable')
+          .set(bearer(token))
+          .send({ code: oathtoolCode(setup.body.secret, strict.clock.now()), current_password });
+      expect((await attempt('guess number one')).status).toBe(400);
+      expect((await attempt('guess number two')).status).toBe(400);
+      const limited = await attempt(account.password);
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(limited.body).toEqual({ detail: `Rate limit exceeded. Retry after ${limited.headers['retry-after']}s.` });
+      expect((await strict.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).totpEnabled).toBe(false);
+      // And the e-mail's sign-ins share the count.
+      expect((await loginRequest(strict, { email: account.email, password: account.password })).status).toBe(429);
+    } finally {
+      await strict.close();
+    }
   });
 });

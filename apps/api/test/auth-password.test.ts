@@ -7,7 +7,7 @@ import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { loginRequest, loginViaApi, oathtoolCode, sessionIdOf, signupAndVerify, type SignedUp } from './support/auth-helpers';
 import { completeFirstFactor } from '../src/modules/auth/login';
-import { sentWhileHeld } from './support/audit-log';
+import { auditLog, sentWhileHeld } from './support/audit-log';
 
 const NEW_PASSWORD = 'another long enough passphrase';
 
@@ -69,8 +69,10 @@ describe('POST /auth/password', () => {
     expect(JSON.stringify(entries)).not.toContain(NEW_PASSWORD);
   });
 
-  it('refuses a wrong current password with 400, changes nothing and audits nothing', async () => {
+  it('refuses a wrong current password with 400 and changes nothing; the attempt is audited like a failed sign-in, in each organization of the user', async () => {
     const account = await signupAndVerify(h);
+    const second = await h.deps.prisma.organization.create({ data: { id: newId('org'), name: `Second ${newId('org')}` } });
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: second.id, userId: account.userId, role: 'member' } });
     const { token } = await loginViaApi(h, account.email, account.password);
     const res = await changePassword(token, { current_password: 'not the password at all', new_password: NEW_PASSWORD });
     expect(res.status).toBe(400);
@@ -78,6 +80,25 @@ describe('POST /auth/password', () => {
     expect(await signsIn(account, account.password)).toBe(200);
     expect(await signsIn(account, NEW_PASSWORD)).toBe(401);
     expect(await auditOf(token)).toEqual([]);
+
+    // (The sign-in with the new password just above failed too: recorded as any failed sign-in is.)
+    const isWrongCurrent = (metadata: unknown) => (metadata as { reason?: string } | null)?.reason === 'invalid_current_password';
+    const failed = (await auditLog(h, token, { action: 'auth.login_failed' })).filter((e) => isWrongCurrent(e.metadata));
+    expect(failed).toEqual([
+      expect.objectContaining({
+        actor_type: 'user',
+        actor_id: account.userId,
+        actor_label: account.email,
+        target_type: 'user',
+        target_id: account.userId,
+        metadata: { reason: 'invalid_current_password', operation: 'password_change' },
+      }),
+    ]);
+    expect(JSON.stringify(failed)).not.toContain('not the password at all');
+    expect(JSON.stringify(failed)).not.toContain(NEW_PASSWORD);
+    const inSecond = await h.deps.prisma.auditEvent.findMany({ where: { organizationId: second.id, action: 'auth.login_failed', actorId: account.userId } });
+    expect(inSecond.filter((e) => isWrongCurrent(e.metadata)).map((e) => e.metadata)).toEqual([{ reason: 'invalid_current_password', operation: 'password_change' }]);
+    expect((await auditLog(h, bystanders.owner.token, { action: 'auth.login_failed' })).filter((e) => e.actor_id === account.userId)).toEqual([]);
   });
 
   it('refuses a new password the signup would refuse (400 naming new_password), changing nothing', async () => {
@@ -131,7 +152,8 @@ describe('POST /auth/password', () => {
     const { token } = await loginViaApi(h, account.email, account.password);
     const setup = await request(h.app).post('/api/v1/auth/2fa/setup').set(bearer(token));
     const secret = setup.body.secret as string;
-    expect((await request(h.app).post('/api/v1/auth/2fa/enable').set(bearer(token)).send({ code: oathtoolCode(secret, h.clock.now()) })).status).toBe(200);
+    const enable = request(h.app).post('/api/v1/auth/2fa/enable').set(bearer(token));
+    expect((await enable.send({ code: oathtoolCode(secret, h.clock.now()), current_password: account.password })).status).toBe(200);
     h.clock.advance(30_000);
     const partial = await loginRequest(h, { email: account.email, password: account.password });
     expect(partial.body.requires_2fa).toBe(true);

@@ -82,7 +82,7 @@ describe('signup and e-mail verification', () => {
     const viaBearer = await me(login.body.token);
     expect(viaBearer.status).toBe(200);
     expect(viaBearer.body).toEqual({
-      user: { id: res.body.user_id, email: email.toLowerCase(), name: 'Ada', two_factor_enabled: false },
+      user: { id: res.body.user_id, email: email.toLowerCase(), name: 'Ada', two_factor_enabled: false, has_password: true },
       organization: { id: res.body.organization_id, name: 'Analytical Engines' },
       role: 'owner',
       credential: { type: 'session' },

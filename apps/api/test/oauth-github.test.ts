@@ -7,6 +7,9 @@ import { auditLog } from './support/audit-log';
 import { loginRequest, oathtoolCode, setCookies, signupAndVerify } from './support/auth-helpers';
 import { githubEnvFor, startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
 import { APP_BASE_URL, callback, enableTotp, flowRedisKey, me, redirectUriOf, startFlow } from './support/oauth-flow';
+import { bearer } from './support/fixtures';
+import { sessionIdOf } from './support/auth-helpers';
+import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
 
 const APP = { clientId: 'Iv1.loopback0123', clientSecret: 'loopback-github-secret-0123456789', redirectUri: redirectUriOf('github') };
 
@@ -174,7 +177,7 @@ describe('sign-in and signup', () => {
   it('gives a user with 2FA on a partial token and no session', async () => {
     const existing = await signupAndVerify(h);
     const login = await loginRequest(h, { email: existing.email, password: existing.password });
-    await enableTotp(h, login.body.token);
+    await enableTotp(h, login.body.token, existing.password);
     const { res } = await signInWithGithub(newAccount([{ email: existing.email, primary: true, verified: true }]));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
@@ -185,7 +188,7 @@ describe('sign-in and signup', () => {
   it("sends a browser sign-in (redirect_after) of a 2FA user to the dashboard's TOTP page, the partial token in an httpOnly cookie", async () => {
     const existing = await signupAndVerify(h);
     const login = await loginRequest(h, { email: existing.email, password: existing.password });
-    const secret = await enableTotp(h, login.body.token);
+    const secret = await enableTotp(h, login.body.token, existing.password);
     const account = newAccount([{ email: existing.email, primary: true, verified: true }]);
     const { res } = await signInWithGithub(account, { redirect_after: '/webhooks?x=1' });
     expect(res.status).toBe(302);
@@ -225,6 +228,66 @@ describe('sign-in and signup', () => {
     const none = await request(h.app).post('/api/v1/auth/login/2fa').send({ code: '123456' });
     expect(none.status).toBe(400);
     expect(none.body.detail).toMatch(/partial_token/);
+  });
+});
+
+describe('an account without a password (made by GitHub sign-in) turns 2FA on from a recent sign-in', () => {
+  const post = (path: string, token: string, body: Record<string, unknown> = {}) => request(h.app).post(`/api/v1${path}`).set(bearer(token)).send(body);
+  const totpEnabled = async (userId: string) => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).totpEnabled;
+  /** Moves the session's sign-in back by `ms` (the row's created_at, as an older sign-in would have left it). */
+  const signedInAgo = (token: string, ms: number) =>
+    h.deps.prisma.session.update({ where: { id: sessionIdOf(token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
+  afterEach(() => h.clock.reset());
+
+  it('says it has no password (/auth/me), and turns 2FA on from a session signed in within the window, without one', async () => {
+    const { res } = await signInWithGithub(newAccount());
+    const token = res.body.token as string;
+    const who = await me(h, token);
+    expect(who.body.user).toMatchObject({ has_password: false, two_factor_enabled: false });
+    await signedInAgo(token, RECENT_SIGN_IN_WINDOW_MS - 60_000);
+    const setup = await post('/auth/2fa/setup', token);
+    expect(setup.status).toBe(200);
+    const enabled = await post('/auth/2fa/enable', token, { code: oathtoolCode(setup.body.secret, h.clock.now()) });
+    expect(enabled.status).toBe(200);
+    expect(enabled.body).toEqual({ two_factor_enabled: true });
+    expect(await totpEnabled(who.body.user.id)).toBe(true);
+  });
+
+  it('refuses a session signed in longer ago (403 REAUTHENTICATION_REQUIRED, nothing changed); signing in again lets it', async () => {
+    const account = newAccount();
+    const stolen = (await signInWithGithub(account)).res.body.token as string;
+    const other = (await signInWithGithub(account)).res.body.token as string;
+    const userId = (await me(h, stolen)).body.user.id as string;
+    const setup = await post('/auth/2fa/setup', stolen);
+    expect(setup.status).toBe(200);
+
+    // The stolen cookie of a session signed in a while ago: no password to ask for, and the session is not recent.
+    h.clock.advance(RECENT_SIGN_IN_WINDOW_MS + 1_000);
+    for (const body of [{}, { current_password: 'anything at all' }]) {
+      const refused = await post('/auth/2fa/enable', stolen, { code: oathtoolCode(setup.body.secret, h.clock.now()), ...body });
+      expect(refused.status).toBe(403);
+      expect(refused.body).toEqual({ detail: expect.stringContaining('sign in again'), code: 'REAUTHENTICATION_REQUIRED' });
+    }
+    expect(await totpEnabled(userId)).toBe(false);
+    for (const token of [stolen, other]) expect((await me(h, token)).status).toBe(200);
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_enabled', targetId: userId } })).toBe(0);
+
+    // The same, the sign-in's time set back in the database with the clock as it is.
+    h.clock.reset();
+    await signedInAgo(other, RECENT_SIGN_IN_WINDOW_MS + 60_000);
+    const old = await post('/auth/2fa/enable', other, { code: oathtoolCode(setup.body.secret, h.clock.now()) });
+    expect(old.status).toBe(403);
+    expect(old.body.code).toBe('REAUTHENTICATION_REQUIRED');
+    expect(await totpEnabled(userId)).toBe(false);
+
+    // The owner signs in with GitHub again: that session turns 2FA on, and the older ones end.
+    const fresh = (await signInWithGithub(account)).res.body.token as string;
+    const own = await post('/auth/2fa/setup', fresh);
+    const enabled = await post('/auth/2fa/enable', fresh, { code: oathtoolCode(own.body.secret, h.clock.now()) });
+    expect(enabled.status).toBe(200);
+    expect(await totpEnabled(userId)).toBe(true);
+    expect((await me(h, stolen)).status).toBe(401);
+    expect((await me(h, fresh)).status).toBe(200);
   });
 });
 

@@ -158,7 +158,7 @@ describe('sign-in and signup', () => {
     const who = await me(h, res.body.token);
     expect(who.status).toBe(200);
     expect(who.body).toMatchObject({
-      user: { email: account.email, name: 'Ada Lovelace', two_factor_enabled: false },
+      user: { email: account.email, name: 'Ada Lovelace', two_factor_enabled: false, has_password: false },
       organization: { name: "Ada Lovelace's organization" },
       role: 'owner',
       credential: { type: 'session' },
@@ -233,7 +233,7 @@ describe('sign-in and signup', () => {
   it('gives a user with 2FA on a partial token and no session; the 2FA login then completes it', async () => {
     const account = await signupAndVerify(h);
     const login = await loginRequest(h, { email: account.email, password: account.password });
-    const secret = await enableTotp(h, login.body.token);
+    const secret = await enableTotp(h, login.body.token, account.password);
 
     const { res } = await signInWithGoogle(newAccount({ email: account.email }));
     expect(res.status).toBe(200);

@@ -91,7 +91,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(500).json({ detail: 'Internal server error.' });
       return;
     }
-    // SPEC: the body is exactly { detail }, plus `code` where SPEC names one (EMAIL_NOT_VERIFIED).
+    // SPEC: the body is exactly { detail }, plus `code` where SPEC or docs/api.md names one (EMAIL_NOT_VERIFIED,
+    // REAUTHENTICATION_REQUIRED).
     const code = typeof httpError.extra.code === 'string' ? { code: httpError.extra.code } : {};
     res.set(httpError.headers).status(httpError.status).json({ detail: httpError.detail, ...code });
   };

@@ -199,7 +199,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
           required: ['detail'],
           properties: {
             detail: { type: 'string', description: 'Human-readable; not a contract.' },
-            code: { type: 'string', description: 'Machine-readable code where documented (EMAIL_NOT_VERIFIED).' },
+            code: { type: 'string', description: 'Machine-readable code where documented (EMAIL_NOT_VERIFIED, REAUTHENTICATION_REQUIRED).' },
           },
         },
       },

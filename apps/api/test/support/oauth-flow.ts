@@ -42,14 +42,17 @@ export function me(h: Harness, token: string) {
   return request(h.app).get('/api/v1/auth/me').set(bearer(token));
 }
 
-/** Turns TOTP on for the session's user through the API; returns the secret. */
-export async function enableTotp(h: Harness, token: string): Promise<string> {
+/**
+ * Turns TOTP on for the session's user through the API; returns the secret. `currentPassword`: the account's
+ * password (an account without one, made by a provider sign-in, turns it on from a recent sign-in instead).
+ */
+export async function enableTotp(h: Harness, token: string, currentPassword?: string): Promise<string> {
   const setup = await request(h.app).post('/api/v1/auth/2fa/setup').set(bearer(token));
   if (setup.status !== 200) throw new Error(`2fa setup: ${setup.status}`);
   const enable = await request(h.app)
     .post('/api/v1/auth/2fa/enable')
     .set(bearer(token))
-    .send({ code: oathtoolCode(setup.body.secret, h.clock.now()) });
+    .send({ code: oathtoolCode(setup.body.secret, h.clock.now()), ...(currentPassword !== undefined && { current_password: currentPassword }) });
   if (enable.status !== 200) throw new Error(`2fa enable: ${enable.status} ${JSON.stringify(enable.body)}`);
   return setup.body.secret;
 }

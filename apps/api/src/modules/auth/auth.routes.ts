@@ -4,6 +4,7 @@ import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import {
   changePasswordBody,
+  enableTwoFactorBody,
   issuedSessionResponse,
   login2faBody,
   loginBody,
@@ -126,10 +127,11 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       method: 'post',
       path: '/auth/2fa/enable',
       scope: 'profile:update',
-      summary: 'Turn TOTP on with a code from the secret of the setup step',
-      schemas: { body: totpCodeBody },
+      summary:
+        "Turn TOTP on with a code from the secret of the setup step and the current password (an account without one: a session from a recent sign-in, else 403 REAUTHENTICATION_REQUIRED); the account's other sessions end",
+      schemas: { body: enableTwoFactorBody },
       response: twoFactorEnabledResponse,
-      handler: (req) => enableTwoFactor(deps, limiters, principalOf(req), req.body.code, requestMeta(req)),
+      handler: (req) => enableTwoFactor(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
     {
       method: 'post',

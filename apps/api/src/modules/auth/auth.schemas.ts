@@ -2,6 +2,7 @@ import Joi from 'joi';
 import { ALL_SCOPES, ROLES } from '@svc/scopes';
 import { email, name, password } from '../../http/validate';
 import { id, timestamp } from '../../http/responses';
+import { RECENT_SIGN_IN_WINDOW_MS } from './reauthentication';
 
 /** Signup, and the CLI's create-owner (same rules: same schema). */
 export const signupBody = Joi.object({
@@ -41,6 +42,18 @@ export const totpCodeBody = Joi.object({
   code: totpCode().required(),
 });
 
+export const enableTwoFactorBody = Joi.object({
+  code: totpCode().required(),
+  // Only present, like the password change's: an older password may predate the length rule.
+  current_password: password()
+    .min(1)
+    .description(
+      `Required when the account has a password (has_password in GET /auth/me); an account without one needs a session signed in within the last ${
+        RECENT_SIGN_IN_WINDOW_MS / 60_000
+      } minutes instead`,
+    ),
+});
+
 // ---------------------------------------------------------------------------------------------------------
 // Response shapes
 
@@ -75,6 +88,7 @@ export const meResponse = Joi.object({
     email: Joi.string().email({ tlds: false }),
     name: Joi.string(),
     two_factor_enabled: Joi.boolean(),
+    has_password: Joi.boolean().description('false: the account signs in with GitHub or Google only (no password to change or confirm with)'),
   }),
   organization: Joi.object({ id: id('org'), name: Joi.string() }),
   role: Joi.string().valid(...ROLES),

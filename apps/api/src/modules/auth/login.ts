@@ -9,6 +9,7 @@ import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { recordAs, recordInOrganizations, recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import { issueSession, lockedCredentials, revokeSession, type IssuedSession } from './sessions';
+import type { ReauthenticatedOperation } from './reauthentication';
 
 const INVALID_CREDENTIALS = 'Invalid e-mail or password.';
 
@@ -49,13 +50,20 @@ export async function recordLoginFailure(
   deps: CoreDeps,
   user: { id: string; email: string },
   meta: RequestMeta,
-  reason: 'invalid_password' | 'no_password' | 'email_not_verified' | 'invalid_totp_code',
+  reason: 'invalid_password' | 'no_password' | 'email_not_verified' | 'invalid_totp_code' | 'invalid_current_password' | 'missing_current_password',
+  /** A signed-in user's current password asked for again (reauthentication.ts): for which change. */
+  operation?: ReauthenticatedOperation,
 ): Promise<void> {
   await recordInUserOrganizations(deps.prisma, { type: 'user', id: user.id, label: user.email }, meta, deps.clock.now(), {
     action: 'auth.login_failed',
     target: { type: 'user', id: user.id },
-    metadata: { reason },
+    metadata: { reason, ...(operation && { operation }) },
   });
+}
+
+/** The login limiter's key of an e-mail (hashed: no addresses in Redis keys), shared by everything that checks a password. */
+export function emailLimiterKey(email: string): string {
+  return `email:${sha256Hex(email)}`;
 }
 
 export async function login(
@@ -66,7 +74,7 @@ export async function login(
 ): Promise<LoginOutcome> {
   // Counted per client address (an IPv6 client by its /64) and per e-mail (hashed: no addresses in Redis keys), before any work.
   await consumeOrThrow(limiters.login, clientAddressKey(meta.ip));
-  await consumeOrThrow(limiters.login, `email:${sha256Hex(input.email)}`);
+  await consumeOrThrow(limiters.login, emailLimiterKey(input.email));
 
   const user = await deps.prisma.user.findUnique({ where: { email: input.email } });
   const hash = user?.passwordHash ?? (await dummyPasswordHash(deps.config.bcryptRounds));

@@ -5,10 +5,10 @@
 import bcrypt from 'bcrypt';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors';
-import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
-import { sha256Hex } from '../../lib/crypto';
+import { conflict, forbidden, unauthorized } from '../../http/errors';
+import type { RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { checkCurrentPassword } from './reauthentication';
 import { keepOnlyCallingSession } from './sessions';
 
 export async function changePassword(
@@ -23,9 +23,8 @@ export async function changePassword(
   const user = await deps.prisma.user.findUnique({ where: { id: principal.userId } });
   if (!user) throw unauthorized();
   if (!user.passwordHash) throw conflict('This account has no password: it signs in with GitHub or Google.');
-  // Counted with the sign-ins of the same e-mail: the current password is guessed here at the login's pace at most.
-  await consumeOrThrow(limiters.login, `email:${sha256Hex(user.email)}`);
-  if (!(await bcrypt.compare(input.current_password, user.passwordHash))) throw badRequest('The current password is not correct.');
+  // Counted with the sign-ins of the same e-mail (guessed here at the login's pace at most); a wrong one is audited.
+  await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, input.current_password, 'password_change', meta);
   const passwordHash = await bcrypt.hash(input.new_password, deps.config.bcryptRounds);
   const now = deps.clock.now();
   await deps.prisma.$transaction(async (tx) => {

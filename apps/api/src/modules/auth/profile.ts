@@ -10,7 +10,7 @@ export async function describePrincipal(deps: AppDeps, principal: Principal) {
   ]);
   if (!user || !organization) throw unauthorized();
   return {
-    user: { id: user.id, email: user.email, name: user.name, two_factor_enabled: user.totpEnabled },
+    user: { id: user.id, email: user.email, name: user.name, two_factor_enabled: user.totpEnabled, has_password: user.passwordHash !== null },
     organization: { id: organization.id, name: organization.name },
     role: principal.role,
     credential:

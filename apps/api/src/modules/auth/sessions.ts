@@ -21,15 +21,18 @@ export async function issueSession(
   db: Pick<Tx, 'session'> = deps.prisma,
 ): Promise<IssuedSession> {
   const sessionId = newId('ses');
+  const now = deps.clock.now();
   const { token, expiresAt } = signToken(
     { sub: userId, org: organizationId, jti: sessionId },
     SESSION_AUDIENCE,
     deps.config.sessionTtlSeconds,
     deps.config.jwtSecret,
-    deps.clock.now(),
+    now,
   );
   // Unscoped: a session is issued before there is a principal (sign-in), for the organization sign-in chose.
-  await db.session.create({ data: { id: sessionId, userId, organizationId, expiresAt } });
+  // Sessions are issued by sign-ins only: created_at is when its user last proved who they are (reauthentication.ts),
+  // on the app's clock, like the expiry and the checks against it.
+  await db.session.create({ data: { id: sessionId, userId, organizationId, expiresAt, createdAt: now } });
   return { token, expiresAt, sessionId, csrfToken: csrfTokenFor(sessionId, deps.config.jwtSecret) };
 }
 

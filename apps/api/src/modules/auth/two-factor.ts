@@ -6,6 +6,7 @@ import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
+import { reauthenticate } from './reauthentication';
 import { keepOnlyCallingSession } from './sessions';
 import { acceptTotpCode, generateTotpSecret, INVALID_TOTP_CODE, otpauthUrl } from './totp';
 
@@ -51,6 +52,9 @@ async function recordTwoFactorChange(
   await recordInUserOrganizations(tx, actor, meta, at, { action, target: { type: 'user', id: principal.userId }, ...(metadata && { metadata }) });
 }
 
+// Setup asks for no re-authentication: it only replaces the pending secret, which turns nothing on. A stolen session
+// gets a secret of its own that is of no use without the enable step, which asks for the password (or a recent
+// sign-in); the owner's own setup under way is at worst replaced, and the owner's enable then fails on the code.
 export async function setupTwoFactor(deps: AppDeps, principal: Principal) {
   requireSession(principal);
   const user = await currentUser(deps, principal);
@@ -61,17 +65,30 @@ export async function setupTwoFactor(deps: AppDeps, principal: Principal) {
   return { secret, otpauth_url: otpauthUrl(secret, user.email) };
 }
 
-export async function enableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string, meta: RequestMeta) {
+/**
+ * Turning 2FA on ends the account's other sessions, and the owner cannot sign in without the authenticator used here:
+ * with a stolen session alone it would lock the owner out. So the caller proves who they are again first: the
+ * current password, or for an account without one a session from a recent sign-in (reauthentication.ts).
+ */
+export async function enableTwoFactor(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  principal: Principal,
+  input: { code: string; current_password?: string },
+  meta: RequestMeta,
+) {
   requireSession(principal);
   const user = await currentUser(deps, principal);
   if (user.totpEnabled) throw conflict('Two-factor authentication is already enabled.');
   if (!user.totpPendingEnc) throw conflict('No two-factor setup in progress: call POST /api/v1/auth/2fa/setup first.');
+  await reauthenticate(deps, limiters, user, principal.sessionId!, input.current_password, '2fa_enable', meta);
   const secret = unseal(user.totpPendingEnc, deps.config.encryptionKey);
   // A fresh secret has no used codes yet; the step accepted here becomes the first used one.
-  const step = await checkManagementCode(deps, limiters, user.id, secret, code, null);
+  const step = await checkManagementCode(deps, limiters, user.id, secret, input.code, null);
   await deps.prisma.$transaction(async (tx) => {
+    // The password checked above is still the account's (or it still has none).
     const updated = await tx.user.updateMany({
-      where: { id: user.id, totpEnabled: false, totpPendingEnc: user.totpPendingEnc },
+      where: { id: user.id, totpEnabled: false, totpPendingEnc: user.totpPendingEnc, passwordHash: user.passwordHash },
       data: { totpSecretEnc: user.totpPendingEnc, totpPendingEnc: null, totpEnabled: true, totpLastStep: BigInt(step) },
     });
     if (updated.count !== 1) throw conflict('Two-factor settings changed concurrently; try again.');

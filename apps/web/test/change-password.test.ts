@@ -1,9 +1,12 @@
 // The Profile page's "Change password" form in Chromium: a signed-in person changes the password and is told the
 // other sessions ended (a session opened elsewhere beforehand answers 401 from then on); the old password no longer
 // signs in and the new one does. A confirmation that does not match sends nothing; a wrong current password (or a
-// too short new one) shows the API's message and changes nothing; so does an account without a password (409).
+// too short new one) shows the API's message and changes nothing; so does an account without a password (409), which
+// once the page knows it (GET /auth/me has_password) sees no form at all, and turns 2FA on from a recent sign-in only.
 import type { Page } from 'playwright-core';
 import { bearer, createUserInOrg, TEST_PASSWORD, type TestUser } from '../../api/test/support/fixtures';
+import { oathtoolCode, sessionIdOf } from '../../api/test/support/auth-helpers';
+import { RECENT_SIGN_IN_WINDOW_MS } from '../../api/src/modules/auth/reauthentication';
 import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
 
 const NEW_PASSWORD = 'a much longer new passphrase';
@@ -131,7 +134,7 @@ describe('change password on the Profile page', () => {
     });
   });
 
-  it('an account without a password (GitHub or Google sign-in) is told so by the API', async () => {
+  it('an account without a password (GitHub or Google sign-in) is told so by the API, then sees no form; its 2FA needs a recent sign-in', async () => {
     const { w, step } = b;
     const user = await createUserInOrg(w.h, w.org.id, 'member', 'pw-oauth');
     await step('open-profile', () => signInToProfile(user, TEST_PASSWORD));
@@ -142,6 +145,41 @@ describe('change password on the Profile page', () => {
       await fillChangeForm(TEST_PASSWORD, NEW_PASSWORD, NEW_PASSWORD);
       await page.getByRole('alert').filter({ hasText: 'This account has no password: it signs in with GitHub or Google.' }).waitFor();
       await page.getByRole('heading', { name: 'Change password' }).waitFor();
+    });
+
+    await step('no-form-once-known', async () => {
+      await page.reload();
+      await page.getByText('Your account signs in with GitHub or Google: it has no password to change.').waitFor();
+      expect(await page.getByRole('heading', { name: 'Change password' }).count()).toBe(0);
+      expect(await page.getByRole('form', { name: 'Change password' }).count()).toBe(0);
+      expect(await page.getByLabel('Current password').count()).toBe(0);
+    });
+
+    const session = async () => sessionIdOf((await page.context().cookies()).find((c) => c.name === 'session')!.value);
+    const signedInAt = async (at: Date) => w.h.deps.prisma.session.update({ where: { id: await session() }, data: { createdAt: at } });
+    const enableForm = () => page.getByRole('form', { name: 'Enable two-factor authentication' });
+
+    await step('2fa-old-sign-in-asked-to-sign-in-again', async () => {
+      // The page's session was signed in longer ago than the window: no password to ask for, so the API asks for a new sign-in.
+      await signedInAt(new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000));
+      await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+      const secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
+      expect(await enableForm().getByLabel('Current password').count()).toBe(0);
+      await enableForm().getByLabel('Code from the app').fill(oathtoolCode(secret, new Date()));
+      await enableForm().getByRole('button', { name: 'Enable' }).click();
+      await page.getByRole('alert').filter({ hasText: /sign in again/ }).waitFor();
+      const link = enableForm().getByRole('link', { name: 'Sign in again' });
+      expect(await link.getAttribute('href')).toBe('/login?next=%2Fprofile');
+      expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(false);
+      await page.getByText('Two-factor authentication is off.').waitFor();
+    });
+
+    await step('2fa-recent-sign-in-enables', async () => {
+      // As a new sign-in (with GitHub or Google) leaves it: the same form now turns 2FA on.
+      await signedInAt(new Date());
+      await enableForm().getByRole('button', { name: 'Enable' }).click();
+      await page.getByText('Two-factor authentication is on.').waitFor();
+      expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(true);
     });
   });
 });

@@ -146,8 +146,18 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
       await page.getByRole('img', { name: 'QR code of the authenticator setup link' }).waitFor();
       secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
-      await page.getByLabel('Code from the app').fill(oathtoolCode(secret, new Date()));
-      await page.getByRole('button', { name: 'Enable' }).click();
+      // Turning 2FA on asks for the password too (a stolen session alone must not): a wrong one turns nothing on.
+      const form = page.getByRole('form', { name: 'Enable two-factor authentication' });
+      expect(await form.getByLabel('Current password').getAttribute('type')).toBe('password');
+      expect(await form.getByLabel('Current password').getAttribute('autocomplete')).toBe('current-password');
+      await form.getByLabel('Code from the app').fill(oathtoolCode(secret, new Date()));
+      await form.getByLabel('Current password').fill('not the password');
+      await form.getByRole('button', { name: 'Enable' }).click();
+      await page.getByRole('alert').filter({ hasText: 'The current password is not correct.' }).waitFor();
+      expect(await form.getByLabel('Current password').inputValue()).toBe('');
+      await page.getByText('Two-factor authentication is off.').waitFor();
+      await form.getByLabel('Current password').fill(password);
+      await form.getByRole('button', { name: 'Enable' }).click();
       await page.getByText('Two-factor authentication is on.').waitFor();
     });
 
@@ -496,7 +506,7 @@ describe('dashboard in Chromium', () => {
   it("GitHub sign-in of an account with 2FA lands on the dashboard's TOTP page; the partial token never reaches script, URL or storage", async () => {
     const account = await signupAndVerify(w.h);
     const session = await loginRequest(w.h, { email: account.email, password: account.password });
-    const secret = await enableTotp(w.h, session.body.token);
+    const secret = await enableTotp(w.h, session.body.token, account.password);
     const login = `octo-dash-${Date.now()}`;
     gh.addAccount({ id: Date.now() % 1_000_000, login, name: 'Octo Dash', emails: [{ email: account.email, primary: true, verified: true }] });
     await step('github-2fa', async () => {

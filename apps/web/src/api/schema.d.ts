@@ -170,7 +170,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Turn TOTP on with a code from the secret of the setup step
+         * Turn TOTP on with a code from the secret of the setup step and the current password (an account without one: a session from a recent sign-in, else 403 REAUTHENTICATION_REQUIRED); the account's other sessions end
          * @description Requires the `profile:update` scope.
          */
         post: operations["postAuth2faEnable"];
@@ -2955,7 +2955,7 @@ export interface components {
         Error: {
             /** @description Human-readable; not a contract. */
             detail: string;
-            /** @description Machine-readable code where documented (EMAIL_NOT_VERIFIED). */
+            /** @description Machine-readable code where documented (EMAIL_NOT_VERIFIED, REAUTHENTICATION_REQUIRED). */
             code?: string;
         };
     };
@@ -3250,6 +3250,8 @@ export interface operations {
                             email: string;
                             name: string;
                             two_factor_enabled: boolean;
+                            /** @description false: the account signs in with GitHub or Google only (no password to change or confirm with) */
+                            has_password: boolean;
                         };
                         organization: {
                             id: string;
@@ -3361,6 +3363,8 @@ export interface operations {
             content: {
                 "application/json": {
                     code: string;
+                    /** @description Required when the account has a password (has_password in GET /auth/me); an account without one needs a session signed in within the last 10 minutes instead */
+                    current_password?: string;
                 };
             };
         };

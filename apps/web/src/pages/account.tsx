@@ -2,16 +2,18 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import QRCode from 'qrcode';
 import { Link } from 'react-router-dom';
-import { client, unwrap } from '../api/client';
+import { ApiError, client, unwrap } from '../api/client';
 import { keyLimits, type KeyPolicy } from '../lib/key-policy';
 import { groupScopes, wildcardOptions } from '../lib/scopes';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
 
-function TwoFactorSetup({ onDone }: { onDone(): void }) {
+/** The enable step asks for the current password (has_password), or for an account without one, a recent sign-in. */
+function TwoFactorSetup({ hasPassword, onDone }: { hasPassword: boolean; onDone(): void }) {
   const [setup, setSetup] = useState<{ secret: string; otpauth_url: string } | null>(null);
   const [qr, setQr] = useState('');
   const [code, setCode] = useState('');
+  const [currentPassword, setCurrentPassword] = useState('');
   const { busy, error, run } = useAction();
   useEffect(() => {
     if (setup) QRCode.toDataURL(setup.otpauth_url, { margin: 1, width: 200 }).then(setQr, () => setQr(''));
@@ -20,11 +22,16 @@ function TwoFactorSetup({ onDone }: { onDone(): void }) {
   const enable = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
-      await unwrap(client.POST('/api/v1/auth/2fa/enable', { body: { code } }));
+      try {
+        await unwrap(client.POST('/api/v1/auth/2fa/enable', { body: { code, ...(hasPassword && { current_password: currentPassword }) } }));
+      } finally {
+        setCurrentPassword(''); // never kept on the page, whatever the answer
+      }
       setSetup(null);
       onDone();
     });
   };
+  const signInAgain = error instanceof ApiError && error.code === 'REAUTHENTICATION_REQUIRED';
   if (!setup) {
     return (
       <>
@@ -34,14 +41,25 @@ function TwoFactorSetup({ onDone }: { onDone(): void }) {
     );
   }
   return (
-    <form onSubmit={enable}>
+    <form onSubmit={enable} aria-label="Enable two-factor authentication">
       <p>Scan this code with an authenticator app, or type the secret in by hand.</p>
       {qr && <img src={qr} alt="QR code of the authenticator setup link" width={200} height={200} />}
       <p>
         Secret: <code data-testid="totp-secret">{setup.secret}</code>
       </p>
       <Field label="Code from the app" name="code" value={code} onChange={setCode} inputMode="numeric" autoComplete="one-time-code" required />
+      {hasPassword ? (
+        <Field label="Current password" name="enable-current-password" type="password" value={currentPassword} onChange={setCurrentPassword} autoComplete="current-password" required />
+      ) : (
+        <p className="hint">Your account signs in with GitHub or Google and has no password: if you signed in more than a few minutes ago, you will be asked to sign in again.</p>
+      )}
+      <p className="hint">Your other sessions are signed out; this one stays.</p>
       <ErrorBox error={error} />
+      {signInAgain && (
+        <p>
+          <Link to={`/login?next=${encodeURIComponent('/profile')}`}>Sign in again</Link>, then set up two-factor authentication once more.
+        </p>
+      )}
       <button type="submit" disabled={busy}>Enable</button>
     </form>
   );
@@ -123,8 +141,19 @@ export function ProfilePage() {
       <p role="status" data-testid="two-factor-status">
         Two-factor authentication is {me.user?.two_factor_enabled ? 'on' : 'off'}.
       </p>
-      {me.user?.two_factor_enabled ? <TwoFactorDisable onDone={refresh} /> : <TwoFactorSetup onDone={refresh} />}
-      <ChangePassword />
+      {me.user?.two_factor_enabled ? (
+        <TwoFactorDisable onDone={refresh} />
+      ) : (
+        <TwoFactorSetup hasPassword={me.user?.has_password !== false} onDone={refresh} />
+      )}
+      {me.user?.has_password === false ? (
+        <section aria-labelledby="password">
+          <h2 id="password">Password</h2>
+          <p data-testid="no-password">Your account signs in with GitHub or Google: it has no password to change.</p>
+        </section>
+      ) : (
+        <ChangePassword />
+      )}
       <PersonalSourceConnection />
     </main>
   );

@@ -5,7 +5,8 @@ import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from './schema';
 
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly detail: string) {
+  /** `code`: the machine-readable reason some errors carry besides `detail` (EMAIL_NOT_VERIFIED, TOTP_REQUIRED...). */
+  constructor(readonly status: number, readonly detail: string, readonly code?: string) {
     super(detail);
   }
 }
@@ -38,9 +39,10 @@ client.use(csrf);
 export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>, opts: { quiet401?: boolean } = {}): Promise<T> {
   const { data, error, response } = await call;
   if (response.ok) return data as T;
-  const detail = (error as { detail?: string } | undefined)?.detail ?? `${response.status} ${response.statusText}`;
+  const body = error as { detail?: string; code?: unknown } | undefined;
+  const detail = body?.detail ?? `${response.status} ${response.statusText}`;
   if (response.status === 401 && !opts.quiet401) onUnauthorized();
-  throw new ApiError(response.status, detail);
+  throw new ApiError(response.status, detail, typeof body?.code === 'string' ? body.code : undefined);
 }
 
 /**

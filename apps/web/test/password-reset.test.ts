@@ -90,7 +90,7 @@ describe('forgotten password in the dashboard', () => {
       await page.goto(link);
       await page.getByRole('heading', { name: 'Reset password' }).waitFor();
       // The fragment is gone from the address bar, and no request so far carried the token.
-      await page.waitForFunction(() => window.location.hash === '');
+      await page.waitForFunction('window.location.hash === ""');
       expect(page.url()).toBe(`${b.base}/reset-password`);
       expect(await page.getByLabel('Authentication code').count()).toBe(0);
     });

@@ -32,6 +32,7 @@ export function createApp(deps: AppDeps): App {
     loginPerMinute: deps.config.loginRateLimitPerMinute,
     totpMaxFailures: deps.config.totpMaxFailures,
     partialTokenTtlSeconds: deps.config.partialTokenTtlSeconds,
+    passwordReset: deps.config.passwordReset,
   });
   const routes: RouteSpec[] = [...apiRoutes(deps, limiters), openApiRoute(() => routes, deps.config.publicBaseUrl)];
   app.locals.routes = routes;

@@ -734,6 +734,7 @@ describe('CSV fields', () => {
       'webhook.subscription_deleted', 'webhook.subscription_disabled', 'webhook.subscription_failing', 'webhook.subscription_reenabled',
       'webhook.subscription_updated',
       'auth.password_changed', // POST /auth/password
+      'auth.password_reset', // POST /auth/password-reset/confirm
       // Source (issue 23).
       'project.source_changed', 'project.source_removed', 'source.archive_downloaded', 'source.uploaded',
       // Access grants and teams.

@@ -65,6 +65,7 @@ describe('documented response shapes are enforced', () => {
   function appWith(route: RouteSpec) {
     const limiters = createRateLimiters(h.deps.redis, h.config.redisPrefix, {
       perMinute: 1000, loginPerMinute: 10, totpMaxFailures: 5, partialTokenTtlSeconds: 300,
+      passwordReset: { perEmailPerHour: 5, perIpPerHour: 30 },
     });
     const app = express();
     app.use(routerFor([route], h.deps, limiters));
@@ -93,6 +94,7 @@ describe('every JSON body is documented', () => {
   it('fails a route that returns a body but declares no response shape', async () => {
     const limiters = createRateLimiters(h.deps.redis, h.config.redisPrefix, {
       perMinute: 1000, loginPerMinute: 10, totpMaxFailures: 5, partialTokenTtlSeconds: 300,
+      passwordReset: { perEmailPerHour: 5, perIpPerHour: 30 },
     });
     const app = express();
     app.use(routerFor([{ method: 'get', path: '/y', scope: 'public', summary: 'y', handler: () => ({ id: 'a' }) }], h.deps, limiters));

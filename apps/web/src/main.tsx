@@ -3,7 +3,7 @@ import { createRoot } from 'react-dom/client';
 import { BrowserRouter, Link, Navigate, NavLink, Route, Routes, useLocation, useNavigate } from 'react-router-dom';
 import { client, setUnauthorizedHandler, unwrap } from './api/client';
 import { SessionProvider, useSession } from './lib/session';
-import { AcceptInvitePage, LoginPage, OAuthTotpPage, SignupPage, VerifyEmailPage } from './pages/auth';
+import { AcceptInvitePage, ForgotPasswordPage, LoginPage, OAuthTotpPage, ResetPasswordPage, SignupPage, VerifyEmailPage } from './pages/auth';
 import { ApiKeysPage, KeyPolicyPage, ProfilePage } from './pages/account';
 import { AssessmentPage, AuditPage, MembersPage, ProjectPage, ProjectsPage, TeamsPage } from './pages/org';
 import { ErasurePage } from './pages/governance';
@@ -81,6 +81,8 @@ function App() {
         <Route path="/login/2fa" element={<OAuthTotpPage />} />
         <Route path="/signup" element={<SignupPage />} />
         <Route path="/verify-email" element={<VerifyEmailPage />} />
+        <Route path="/forgot-password" element={<ForgotPasswordPage />} />
+        <Route path="/reset-password" element={<ResetPasswordPage />} />
         <Route path="/accept-invite" element={<AcceptInvitePage />} />
         <Route path="/shared/reports/:token" element={<SharedReportPage />} />
         <Route path="/" element={signedIn(<Navigate to="/projects" replace />)} />

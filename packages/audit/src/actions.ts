@@ -5,6 +5,7 @@ export const AUDIT_ACTIONS = [
   'auth.login_failed',
   'auth.logout',
   'auth.password_changed',
+  'auth.password_reset',
   'auth.2fa_enabled',
   'auth.2fa_disabled',
   'api_key.created',

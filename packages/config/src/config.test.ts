@@ -17,6 +17,7 @@ describe('loadConfig', () => {
       rateLimitPerMinute: 600,
       loginRateLimitPerMinute: 10,
       totpMaxFailures: 5,
+      passwordReset: { perEmailPerHour: 5, perIpPerHour: 30 },
       databasePoolSize: 10,
       availability: { redisCommandTimeoutMs: 1000, databaseConnectTimeoutMs: 2000, readinessTimeoutMs: 1000 },
     });

@@ -148,6 +148,9 @@ const schema = Joi.object({
   RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(600),
   LOGIN_RATE_LIMIT_PER_MINUTE: Joi.number().integer().min(1).default(10),
   TOTP_MAX_FAILURES: Joi.number().integer().min(1).default(5),
+  // Password-reset requests (each may send a mail) an hour, per e-mail address and per client address.
+  PASSWORD_RESET_RATE_LIMIT_PER_EMAIL: Joi.number().integer().min(1).default(5),
+  PASSWORD_RESET_RATE_LIMIT_PER_IP: Joi.number().integer().min(1).default(30),
   // Published and shared reports: requests a minute to the public share routes, per token and per client IP; the
   // lifetime of an e-mailed grant when the request names none, and the longest lifetime a share may be given.
   REPORT_SHARE_RATE_LIMIT_PER_TOKEN: Joi.number().integer().min(1).default(60),
@@ -301,6 +304,8 @@ export interface Config {
   rateLimitPerMinute: number;
   loginRateLimitPerMinute: number;
   totpMaxFailures: number;
+  /** Password-reset requests an hour (apps/api/src/modules/auth/password-reset.ts). */
+  passwordReset: { perEmailPerHour: number; perIpPerHour: number };
   /** Published and shared reports (apps/api/src/modules/report-shares). */
   reportShares: { perTokenPerMinute: number; perIpPerMinute: number; defaultTtlDays: number; maxTtlDays: number };
   mail: { smtpUrl?: string; from: string; outboxDir: string };
@@ -510,6 +515,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: value.RATE_LIMIT_PER_MINUTE,
     loginRateLimitPerMinute: value.LOGIN_RATE_LIMIT_PER_MINUTE,
     totpMaxFailures: value.TOTP_MAX_FAILURES,
+    passwordReset: { perEmailPerHour: value.PASSWORD_RESET_RATE_LIMIT_PER_EMAIL, perIpPerHour: value.PASSWORD_RESET_RATE_LIMIT_PER_IP },
     reportShares: {
       perTokenPerMinute: value.REPORT_SHARE_RATE_LIMIT_PER_TOKEN,
       perIpPerMinute: value.REPORT_SHARE_RATE_LIMIT_PER_IP,

@@ -1,7 +1,7 @@
 // Rate limits shared by every API instance through Redis (rate-limiter-flexible). Numbers: DESIGN.md.
 // While Redis is down (docs/operations.md "Outages"): the per-credential request limit fails open to an in-memory limit of the
-// same size per API instance, so reads that need only PostgreSQL keep working; the login and TOTP limits, which
-// stop password and code guessing, fail closed (503) rather than let guessing run unlimited.
+// same size per API instance, so reads that need only PostgreSQL keep working; the login, TOTP and password-reset limits,
+// which stop password and code guessing and mail floods, fail closed (503) rather than let guessing run unlimited.
 import { isIPv6 } from 'node:net';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
@@ -16,6 +16,10 @@ export interface RateLimiters {
   login: RateLimiterRedis;
   /** Wrong TOTP codes per partial token (for its whole life). */
   totpFailures: RateLimiterRedis;
+  /** Password-reset requests an hour per e-mail address (hashed key). Each may send a mail. */
+  passwordResetPerEmail: RateLimiterRedis;
+  /** Password-reset requests an hour per client address. */
+  passwordResetPerAddress: RateLimiterRedis;
 }
 
 /**
@@ -42,7 +46,13 @@ export function redisRateLimiter(
 export function createRateLimiters(
   redis: Redis,
   prefix: string,
-  limits: { perMinute: number; loginPerMinute: number; totpMaxFailures: number; partialTokenTtlSeconds: number },
+  limits: {
+    perMinute: number;
+    loginPerMinute: number;
+    totpMaxFailures: number;
+    partialTokenTtlSeconds: number;
+    passwordReset: { perEmailPerHour: number; perIpPerHour: number };
+  },
 ): RateLimiters {
   const make = (name: string, points: number, duration: number, failOpen: boolean) =>
     redisRateLimiter(redis, prefix, { name, points, duration, failOpen });
@@ -50,6 +60,9 @@ export function createRateLimiters(
     request: make('req', limits.perMinute, 60, true),
     login: make('login', limits.loginPerMinute, 60, false),
     totpFailures: make('totp', limits.totpMaxFailures, limits.partialTokenTtlSeconds, false),
+    // Fail closed like the login limit: while Redis is down no reset mail goes out (every e-mail gets the same 503).
+    passwordResetPerEmail: make('pwreset-email', limits.passwordReset.perEmailPerHour, 3600, false),
+    passwordResetPerAddress: make('pwreset-ip', limits.passwordReset.perIpPerHour, 3600, false),
   };
 }
 

@@ -35,6 +35,31 @@ export function verificationTokenFor(h: Harness, email: string): string {
   return decodeURIComponent(match[1]);
 }
 
+export const RESET_MAIL_SUBJECT = 'Reset your password';
+
+/** The password-reset mails sent to `email` so far, oldest first. */
+export function resetMailsTo(h: Pick<Harness, 'mail'>, email: string) {
+  return h.mail().filter((m) => m.to === email && m.subject === RESET_MAIL_SUBJECT);
+}
+
+/**
+ * The link of the `nth` (1-based) password-reset mail to `email`, waiting for it: the mail is sent after the API has
+ * answered. The token is in the link's fragment (`/reset-password#token=...`).
+ */
+export async function resetLinkFor(h: Pick<Harness, 'mail'>, email: string, nth = 1, timeoutMs = 10_000): Promise<{ link: string; token: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const mails = resetMailsTo(h, email);
+    if (mails.length >= nth) {
+      const match = /(\S+\/reset-password#token=([A-Za-z0-9_%-]+))/.exec(mails[nth - 1]!.text);
+      if (!match) throw new Error(`no reset link in the mail to ${email}`);
+      return { link: match[1]!, token: decodeURIComponent(match[2]!) };
+    }
+    if (Date.now() > deadline) throw new Error(`no password-reset mail number ${nth} for ${email} in the outbox`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 export async function signupAndVerify(h: Harness): Promise<SignedUp> {
   const account = await signupViaApi(h);
   const res = await request(h.app).post('/api/v1/auth/verify-email').send({ token: verificationTokenFor(h, account.email) });

@@ -5,7 +5,7 @@ import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from './schema';
 
 export class ApiError extends Error {
-  /** `code`: the API's machine-readable code where it documents one (EMAIL_NOT_VERIFIED, REAUTHENTICATION_REQUIRED). */
+  /** `code`: the API's machine-readable code where it documents one (EMAIL_NOT_VERIFIED, REAUTHENTICATION_REQUIRED, TOTP_REQUIRED). */
   constructor(readonly status: number, readonly detail: string, readonly code?: string) {
     super(detail);
   }
@@ -39,7 +39,7 @@ client.use(csrf);
 export async function unwrap<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>, opts: { quiet401?: boolean } = {}): Promise<T> {
   const { data, error, response } = await call;
   if (response.ok) return data as T;
-  const body = error as { detail?: string; code?: string } | undefined;
+  const body = error as { detail?: string; code?: unknown } | undefined;
   const detail = body?.detail ?? `${response.status} ${response.statusText}`;
   if (response.status === 401 && !opts.quiet401) onUnauthorized();
   throw new ApiError(response.status, detail, typeof body?.code === 'string' ? body.code : undefined);

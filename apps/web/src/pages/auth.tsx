@@ -1,7 +1,8 @@
-// Sign up, e-mail verification, log in (password, then TOTP when the account has it), invitation acceptance.
+// Sign up, e-mail verification, log in (password, then TOTP when the account has it), a forgotten password (ask for a
+// reset link, then set a new password with it), invitation acceptance.
 import { useEffect, useRef, useState, type FormEvent } from 'react';
-import { Link, useNavigate, useSearchParams } from 'react-router-dom';
-import { client, unwrap } from '../api/client';
+import { Link, useLocation, useNavigate, useSearchParams } from 'react-router-dom';
+import { ApiError, client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, useAction, useLoad } from '../lib/ui';
 
@@ -21,6 +22,7 @@ export function LoginPage() {
   const { busy, error, run } = useAction();
   const providers = useLoad(() => unwrap(client.GET('/api/v1/auth/providers')));
   const next = safeNext(params.get('next'));
+  const passwordReset = (useLocation().state as { passwordReset?: boolean } | null)?.passwordReset === true;
 
   const finish = async () => {
     setPartialToken(null);
@@ -41,12 +43,20 @@ export function LoginPage() {
   return (
     <main className="narrow">
       <h1>Log in</h1>
+      {passwordReset && (
+        <p role="status" className="ok">
+          Your password was reset and all your sessions were signed out. Log in with the new password.
+        </p>
+      )}
       <form onSubmit={submitPassword}>
         <Field label="E-mail" name="email" type="email" value={email} onChange={setEmail} autoComplete="username" required />
         <Field label="Password" name="password" type="password" value={password} onChange={setPassword} autoComplete="current-password" required />
         <ErrorBox error={error} />
         <button type="submit" disabled={busy}>Log in</button>
       </form>
+      <p>
+        <Link to="/forgot-password">Forgot password?</Link>
+      </p>
       {providers.data?.oauth.map((p) => (
         <p key={p}>
           <a className="button" href={`/api/v1/auth/oauth/${p}/start?redirect_after=${encodeURIComponent(next)}`}>
@@ -144,6 +154,114 @@ export function SignupPage() {
       <p>
         Already registered? <Link to="/login">Log in</Link>
       </p>
+    </main>
+  );
+}
+
+/** Asks for a reset link. The answer is the same whether or not the address has an account: so is the message. */
+export function ForgotPasswordPage() {
+  const [email, setEmail] = useState('');
+  const [sent, setSent] = useState(false);
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      await unwrap(client.POST('/api/v1/auth/password-reset', { body: { email } }));
+      setSent(true);
+    });
+  };
+  if (sent) {
+    return (
+      <main className="narrow">
+        <h1>Check your e-mail</h1>
+        <p role="status">
+          If an account with the address {email} exists, we sent it a link to reset the password. The link works once,
+          within 30 minutes; only the newest link works.
+        </p>
+        <Link to="/login">Back to log in</Link>
+      </main>
+    );
+  }
+  return (
+    <main className="narrow">
+      <h1>Forgot password</h1>
+      <form onSubmit={submit} aria-label="Forgot password">
+        <Field label="E-mail" name="email" type="email" value={email} onChange={setEmail} autoComplete="username" required />
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>Send reset link</button>
+      </form>
+      <p>
+        <Link to="/login">Back to log in</Link>
+      </p>
+    </main>
+  );
+}
+
+/** The token of the reset link: in the URL fragment (#token=...), which the browser never sends to a server. */
+function tokenFromFragment(): string | null {
+  return new URLSearchParams(window.location.hash.slice(1)).get('token');
+}
+
+/**
+ * Sets a new password with the link of the reset mail. The token is taken from the fragment once and the fragment
+ * removed from the address bar (and this history entry); the code field appears when the API asks for it (2FA on).
+ */
+export function ResetPasswordPage() {
+  const navigate = useNavigate();
+  const [token] = useState(tokenFromFragment);
+  const [fields, setFields] = useState({ next: '', confirmation: '', code: '' });
+  const [needsCode, setNeedsCode] = useState(false);
+  const { busy, error, run } = useAction();
+  useEffect(() => {
+    if (window.location.hash) window.history.replaceState(window.history.state, '', window.location.pathname + window.location.search);
+  }, []);
+  const set = (key: keyof typeof fields) => (value: string) => setFields({ ...fields, [key]: value });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      if (fields.next !== fields.confirmation) throw new Error('The new password and its confirmation do not match.');
+      const body = { token: token!, new_password: fields.next, ...(needsCode && { code: fields.code }) };
+      try {
+        await unwrap(client.POST('/api/v1/auth/password-reset/confirm', { body }), { quiet401: true });
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 'TOTP_REQUIRED') {
+          setNeedsCode(true);
+          throw new Error('Your account has two-factor authentication on: enter a current code from your authenticator app.');
+        }
+        throw err;
+      }
+      navigate('/login', { replace: true, state: { passwordReset: true } });
+    });
+  };
+  if (!token) {
+    return (
+      <main className="narrow">
+        <h1>Reset password</h1>
+        <p role="alert" className="error">
+          This page needs the link from the password-reset e-mail. Open the link again, or ask for a new one.
+        </p>
+        <Link to="/forgot-password">Ask for a new link</Link>
+      </main>
+    );
+  }
+  return (
+    <main className="narrow">
+      <h1>Reset password</h1>
+      <form onSubmit={submit} aria-label="Reset password">
+        <Field label="New password" name="new-password" type="password" value={fields.next} onChange={set('next')} autoComplete="new-password" required />
+        <Field label="Confirm new password" name="confirm-new-password" type="password" value={fields.confirmation} onChange={set('confirmation')} autoComplete="new-password" required />
+        {needsCode && (
+          <Field label="Authentication code" name="code" value={fields.code} onChange={set('code')} inputMode="numeric" autoComplete="one-time-code" required />
+        )}
+        <p className="hint">At least 10 characters, at most 72 bytes. All your sessions are signed out; API keys stay.</p>
+        <ErrorBox error={error} />
+        <button type="submit" disabled={busy}>Set new password</button>
+      </form>
+      {error instanceof ApiError && (
+        <p>
+          <Link to="/forgot-password">Ask for a new link</Link>
+        </p>
+      )}
     </main>
   );
 }

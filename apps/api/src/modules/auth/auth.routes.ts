@@ -11,6 +11,10 @@ import {
   loginResponse,
   meResponse,
   passwordChangedResponse,
+  passwordResetConfirmBody,
+  passwordResetRequestBody,
+  passwordResetRequestedResponse,
+  passwordResetResponse,
   signupBody,
   signupResponse,
   totpCodeBody,
@@ -23,6 +27,7 @@ import {
 import { signup, verifyEmail } from './accounts';
 import { dummyPasswordHash, login, logout } from './login';
 import { changePassword } from './password';
+import { confirmPasswordReset, requestPasswordReset } from './password-reset';
 import { describePrincipal } from './profile';
 import { disableTwoFactor, enableTwoFactor, setupTwoFactor } from './two-factor';
 import { loginWithSecondFactor } from './two-factor-login';
@@ -114,6 +119,27 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       schemas: { body: changePasswordBody },
       response: passwordChangedResponse,
       handler: (req) => changePassword(deps, limiters, principalOf(req), req.body, requestMeta(req)),
+    },
+    {
+      method: 'post',
+      path: '/auth/password-reset',
+      scope: 'public',
+      summary:
+        'Ask for a password-reset link by e-mail: the same 202 whether or not an active account has this address (only an active one gets the mail)',
+      schemas: { body: passwordResetRequestBody },
+      status: 202,
+      response: passwordResetRequestedResponse,
+      handler: (req) => requestPasswordReset(deps, limiters, req.body.email, requestMeta(req)),
+    },
+    {
+      method: 'post',
+      path: '/auth/password-reset/confirm',
+      scope: 'public',
+      summary:
+        "Set a new password with the token of the reset link (and a TOTP code when 2FA is on); every session of the account ends",
+      schemas: { body: passwordResetConfirmBody },
+      response: passwordResetResponse,
+      handler: (req) => confirmPasswordReset(deps, limiters, req.body, requestMeta(req)),
     },
     {
       method: 'post',

@@ -54,6 +54,19 @@ export const enableTwoFactorBody = Joi.object({
     ),
 });
 
+export const passwordResetRequestBody = Joi.object({
+  email: email().required(),
+});
+
+export const passwordResetConfirmBody = Joi.object({
+  // The token from the link of the reset mail (its URL fragment).
+  token: Joi.string().max(200).required(),
+  // The rules of signup and of a change of password.
+  new_password: password().required(),
+  // A current TOTP code: required when the account has two-factor authentication on.
+  code: totpCode(),
+});
+
 // ---------------------------------------------------------------------------------------------------------
 // Response shapes
 
@@ -107,5 +120,10 @@ export const twoFactorSetupResponse = Joi.object({
 export const twoFactorEnabledResponse = Joi.object({ two_factor_enabled: Joi.boolean().valid(true) });
 
 export const twoFactorDisabledResponse = Joi.object({ two_factor_enabled: Joi.boolean().valid(false) });
+
+/** The same answer whatever the e-mail names: an active account, a pending one, or none. */
+export const passwordResetRequestedResponse = Joi.object({ accepted: Joi.boolean().valid(true) });
+
+export const passwordResetResponse = Joi.object({ password_reset: Joi.boolean().valid(true), sessions_revoked: Joi.boolean().valid(true) });
 
 export const passwordChangedResponse = Joi.object({ password_changed: Joi.boolean().valid(true), other_sessions_revoked: Joi.boolean().valid(true) });

@@ -57,6 +57,15 @@ export async function keepOnlyCallingSession(db: Pick<Tx, 'session'>, userId: st
   await db.session.updateMany({ where: { userId, revokedAt: null, id: { not: sessionId } }, data: { revokedAt: now } });
 }
 
+/**
+ * Ends every session of the user, in every organization, in the caller's transaction (a password reset, where there
+ * is no calling session to keep).
+ */
+export async function revokeAllSessions(db: Pick<Tx, 'session'>, userId: string, now: Date): Promise<void> {
+  // Unscoped: the user's own credentials, whichever organization each session was opened in.
+  await db.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+}
+
 /** The user's credentials as committed, the row share-locked until the transaction ends (a sign-in completing). */
 export async function lockedCredentials(
   db: Pick<Tx, '$queryRaw'>,

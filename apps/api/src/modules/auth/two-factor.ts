@@ -20,8 +20,11 @@ async function currentUser(deps: CoreDeps, principal: Principal) {
   return user;
 }
 
-/** Wrong codes at the 2FA management routes count per user, with the same limit as per partial token. */
-async function checkManagementCode(
+/**
+ * A code checked outside the sign-in (the 2FA management routes, a password reset): wrong codes count per user, in
+ * the same count as the second sign-in step's, with the same limit as per partial token; a wrong code is 400.
+ */
+export async function checkUserTotpCode(
   deps: AppDeps,
   limiters: RateLimiters,
   userId: string,
@@ -84,7 +87,7 @@ export async function enableTwoFactor(
   await reauthenticate(deps, limiters, user, principal.sessionId!, input.current_password, '2fa_enable', meta);
   const secret = unseal(user.totpPendingEnc, deps.config.encryptionKey);
   // A fresh secret has no used codes yet; the step accepted here becomes the first used one.
-  const step = await checkManagementCode(deps, limiters, user.id, secret, input.code, null);
+  const step = await checkUserTotpCode(deps, limiters, user.id, secret, input.code, null);
   await deps.prisma.$transaction(async (tx) => {
     // The password checked above is still the account's (or it still has none).
     const updated = await tx.user.updateMany({
@@ -108,7 +111,7 @@ export async function disableTwoFactor(deps: AppDeps, limiters: RateLimiters, pr
   const user = await currentUser(deps, principal);
   if (!user.totpEnabled || !user.totpSecretEnc) throw conflict('Two-factor authentication is not enabled.');
   const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
-  const step = await checkManagementCode(deps, limiters, user.id, secret, code, user.totpLastStep);
+  const step = await checkUserTotpCode(deps, limiters, user.id, secret, code, user.totpLastStep);
   await deps.prisma.$transaction(async (tx) => {
     const updated = await tx.user.updateMany({
       where: { id: user.id, totpEnabled: true, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },

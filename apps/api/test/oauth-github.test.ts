@@ -289,6 +289,37 @@ describe('an account without a password (made by GitHub sign-in) turns 2FA on fr
     expect((await me(h, stolen)).status).toBe(401);
     expect((await me(h, fresh)).status).toBe(200);
   });
+
+  it('a session signed in longer ago cannot set 2FA up either: it cannot keep replacing the secret the owner turns on, so the owner still ends it', async () => {
+    // Without a password, turning 2FA on from a new sign-in is the only way such an account ends a stolen session
+    // (there is no password to change). If the stolen session could still call setup, it would replace the pending
+    // secret whenever the owner set one up, and every code the owner typed would be refused.
+    const account = newAccount();
+    const stolen = (await signInWithGithub(account)).res.body.token as string;
+    const userId = (await me(h, stolen)).body.user.id as string;
+    await signedInAgo(stolen, RECENT_SIGN_IN_WINDOW_MS + 60_000);
+    const pending = async () => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).totpPendingEnc;
+
+    const early = await post('/auth/2fa/setup', stolen);
+    expect(early.status).toBe(403);
+    expect(early.body).toEqual({ detail: expect.stringContaining('sign in again'), code: 'REAUTHENTICATION_REQUIRED' });
+    expect(await pending()).toBeNull();
+
+    // The owner signs in again and sets 2FA up; the stolen session tries to replace that secret while the owner types a code.
+    const fresh = (await signInWithGithub(account)).res.body.token as string;
+    const own = await post('/auth/2fa/setup', fresh);
+    expect(own.status).toBe(200);
+    const owners = await pending();
+    const meanwhile = await post('/auth/2fa/setup', stolen);
+    expect(meanwhile.status).toBe(403);
+    expect(meanwhile.body.code).toBe('REAUTHENTICATION_REQUIRED');
+    expect(await pending()).toEqual(owners);
+
+    const enabled = await post('/auth/2fa/enable', fresh, { code: oathtoolCode(own.body.secret, h.clock.now()) });
+    expect(enabled.status).toBe(200);
+    expect(await totpEnabled(userId)).toBe(true);
+    expect((await me(h, stolen)).status).toBe(401);
+  });
 });
 
 describe('refusals', () => {

@@ -3,7 +3,7 @@
 // signs in and the new one does. A confirmation that does not match sends nothing; a wrong current password (or a
 // too short new one) shows the API's message and changes nothing; so does an account without a password (409), which
 // once the page knows it (GET /auth/me has_password) sees no form at all, and turns 2FA on from a recent sign-in only.
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { bearer, createUserInOrg, TEST_PASSWORD, type TestUser } from '../../api/test/support/fixtures';
 import { oathtoolCode, sessionIdOf } from '../../api/test/support/auth-helpers';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../../api/src/modules/auth/reauthentication';
@@ -159,17 +159,30 @@ describe('change password on the Profile page', () => {
     const signedInAt = async (at: Date) => w.h.deps.prisma.session.update({ where: { id: await session() }, data: { createdAt: at } });
     const enableForm = () => page.getByRole('form', { name: 'Enable two-factor authentication' });
 
-    await step('2fa-old-sign-in-asked-to-sign-in-again', async () => {
-      // The page's session was signed in longer ago than the window: no password to ask for, so the API asks for a new sign-in.
+    const signInAgainLink = (within: Locator | Page) => within.getByRole('link', { name: 'Sign in again' });
+
+    await step('2fa-setup-old-sign-in-asked-to-sign-in-again', async () => {
+      // The page's session was signed in longer ago than the window: no password to ask for, so the API asks for a
+      // new sign-in before it hands out a secret (a stolen older session must not replace the one the owner turns on).
       await signedInAt(new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000));
+      await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+      await page.getByRole('alert').filter({ hasText: /sign in again/ }).waitFor();
+      expect(await signInAgainLink(page).getAttribute('href')).toBe('/login?next=%2Fprofile');
+      expect(await enableForm().count()).toBe(0);
+      expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpPendingEnc).toBeNull();
+    });
+
+    await step('2fa-enable-old-sign-in-asked-to-sign-in-again', async () => {
+      // Set up from a recent sign-in, but the session ages past the window before the code is typed.
+      await signedInAt(new Date());
       await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
       const secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
       expect(await enableForm().getByLabel('Current password').count()).toBe(0);
+      await signedInAt(new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000));
       await enableForm().getByLabel('Code from the app').fill(oathtoolCode(secret, new Date()));
       await enableForm().getByRole('button', { name: 'Enable' }).click();
       await page.getByRole('alert').filter({ hasText: /sign in again/ }).waitFor();
-      const link = enableForm().getByRole('link', { name: 'Sign in again' });
-      expect(await link.getAttribute('href')).toBe('/login?next=%2Fprofile');
+      expect(await signInAgainLink(enableForm()).getAttribute('href')).toBe('/login?next=%2Fprofile');
       expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(false);
       await page.getByText('Two-factor authentication is off.').waitFor();
     });

@@ -190,7 +190,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Start TOTP setup: a new secret and its otpauth URL (not active until enabled)
+         * Start TOTP setup: a new secret and its otpauth URL (not active until enabled); an account without a password: a session from a recent sign-in, else 403 REAUTHENTICATION_REQUIRED
          * @description Requires the `profile:update` scope.
          */
         post: operations["postAuth2faSetup"];

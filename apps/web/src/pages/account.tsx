@@ -31,11 +31,17 @@ function TwoFactorSetup({ hasPassword, onDone }: { hasPassword: boolean; onDone(
       onDone();
     });
   };
-  const signInAgain = error instanceof ApiError && error.code === 'REAUTHENTICATION_REQUIRED';
+  // An account without a password, its sign-in too old (at setup or at enable): the way on is a new sign-in.
+  const signInAgain = error instanceof ApiError && error.code === 'REAUTHENTICATION_REQUIRED' && (
+    <p>
+      <Link to={`/login?next=${encodeURIComponent('/profile')}`}>Sign in again</Link>, then set up two-factor authentication once more.
+    </p>
+  );
   if (!setup) {
     return (
       <>
         <ErrorBox error={error} />
+        {signInAgain}
         <button type="button" onClick={start} disabled={busy}>Set up two-factor authentication</button>
       </>
     );
@@ -55,11 +61,7 @@ function TwoFactorSetup({ hasPassword, onDone }: { hasPassword: boolean; onDone(
       )}
       <p className="hint">Your other sessions are signed out; this one stays.</p>
       <ErrorBox error={error} />
-      {signInAgain && (
-        <p>
-          <Link to={`/login?next=${encodeURIComponent('/profile')}`}>Sign in again</Link>, then set up two-factor authentication once more.
-        </p>
-      )}
+      {signInAgain}
       <button type="submit" disabled={busy}>Enable</button>
     </form>
   );

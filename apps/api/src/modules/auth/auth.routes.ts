@@ -145,7 +145,8 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       method: 'post',
       path: '/auth/2fa/setup',
       scope: 'profile:update',
-      summary: 'Start TOTP setup: a new secret and its otpauth URL (not active until enabled)',
+      summary:
+        'Start TOTP setup: a new secret and its otpauth URL (not active until enabled); an account without a password: a session from a recent sign-in, else 403 REAUTHENTICATION_REQUIRED',
       response: twoFactorSetupResponse,
       handler: (req) => setupTwoFactor(deps, principalOf(req)),
     },

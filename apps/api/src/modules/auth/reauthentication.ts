@@ -9,7 +9,7 @@ import type { RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
 
 /**
- * How long after its sign-in a session of an account without a password may still turn 2FA on (docs/api.md). Long
+ * How long after its sign-in a session of an account without a password may still set up or turn 2FA on (docs/api.md). Long
  * enough to scan a QR code and type a code; short enough that an old session (a cookie left behind, or stolen) cannot.
  */
 export const RECENT_SIGN_IN_WINDOW_MS = 10 * 60 * 1000;

@@ -6,7 +6,7 @@ import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
-import { reauthenticate } from './reauthentication';
+import { reauthenticate, requireRecentSignIn } from './reauthentication';
 import { keepOnlyCallingSession } from './sessions';
 import { acceptTotpCode, generateTotpSecret, INVALID_TOTP_CODE, otpauthUrl } from './totp';
 
@@ -55,13 +55,17 @@ async function recordTwoFactorChange(
   await recordInUserOrganizations(tx, actor, meta, at, { action, target: { type: 'user', id: principal.userId }, ...(metadata && { metadata }) });
 }
 
-// Setup asks for no re-authentication: it only replaces the pending secret, which turns nothing on. A stolen session
-// gets a secret of its own that is of no use without the enable step, which asks for the password (or a recent
-// sign-in); the owner's own setup under way is at worst replaced, and the owner's enable then fails on the code.
+// Setup asks for no password: it only replaces the pending secret, which turns nothing on. A stolen session gets a
+// secret of its own that is of no use without the enable step, which asks for the password; the owner's own setup
+// under way is at worst replaced (the owner's enable then fails on the code), and the owner still ends the stolen
+// session by changing the password. An account without a password has no such way out: turning 2FA on from a new
+// sign-in is the only change that ends its other sessions. So its setup, like its enable, needs a recent sign-in,
+// else a stolen older session could keep replacing the secret the owner is turning on, and stay.
 export async function setupTwoFactor(deps: AppDeps, principal: Principal) {
   requireSession(principal);
   const user = await currentUser(deps, principal);
   if (user.totpEnabled) throw conflict('Two-factor authentication is already enabled; disable it first.');
+  if (user.passwordHash === null) await requireRecentSignIn(deps, principal.sessionId!);
   const secret = generateTotpSecret();
   // Only the pending secret changes: 2FA is not on until a code proves the authenticator has it.
   await deps.prisma.user.update({ where: { id: user.id }, data: { totpPendingEnc: seal(secret, deps.config.encryptionKey) } });

@@ -401,7 +401,7 @@ describe('the audit log', () => {
     expect(await listed(elsewhere.owner, 'invitation.accepted')).toEqual([]);
   });
 
-  it('records nothing for an unknown, expired or used token, a wrong password or a refused password', async () => {
+  it('records nothing for an unknown, expired or used token or a refused password; a wrong password of an existing account only in its own organizations', async () => {
     const local = await createOrg(h);
     const elsewhere = await createOrg(h);
     const before = await auditLog(h, local.owner.token);
@@ -417,6 +417,10 @@ describe('the audit log', () => {
     const theirs = await invited(local.admin, 'member', elsewhere.manager.email);
     expect((await accept({ token: theirs.token, password: 'not the right password' })).status).toBe(401);
     expect(await listed(local.owner, 'invitation.accepted')).toEqual([]);
+    // The guess at the existing account's password is recorded where that account is a member, like a failed sign-in.
+    expect(await listed(elsewhere.owner, 'auth.login_failed')).toEqual([
+      expect.objectContaining({ target_id: elsewhere.manager.id, metadata: { reason: 'invalid_password', operation: 'invitation_accept' } }),
+    ]);
 
     expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(200);
     expect((await accept({ token: inv.token, password: NEW_PASSWORD })).status).toBe(400);

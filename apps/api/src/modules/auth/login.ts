@@ -51,8 +51,8 @@ export async function recordLoginFailure(
   user: { id: string; email: string },
   meta: RequestMeta,
   reason: 'invalid_password' | 'no_password' | 'email_not_verified' | 'invalid_totp_code' | 'invalid_current_password' | 'missing_current_password',
-  /** A signed-in user's current password asked for again (reauthentication.ts): for which change. */
-  operation?: ReauthenticatedOperation,
+  /** A password checked outside sign-in: a signed-in user's asked for again (reauthentication.ts), or an invitation accepted as an existing account. */
+  operation?: ReauthenticatedOperation | 'invitation_accept',
 ): Promise<void> {
   await recordInUserOrganizations(deps.prisma, { type: 'user', id: user.id, label: user.email }, meta, deps.clock.now(), {
     action: 'auth.login_failed',

@@ -8,6 +8,7 @@ import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
+import { emailLimiterKey, recordLoginFailure } from '../auth/login';
 import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
@@ -148,8 +149,10 @@ export async function acceptInvitation(
     if (member) throw conflict('You are already a member of this organization.');
     if (input.password === undefined) throw badRequest('An account with this e-mail exists: send its password to accept.');
     // A password check like the login's, so counted with the login's per-e-mail attempts (not a second place to guess).
-    await consumeOrThrow(limiters.login, `email:${sha256Hex(user.email)}`);
+    // A wrong one is recorded like a failed sign-in, in the account's own organizations (not the inviting one).
+    await consumeOrThrow(limiters.login, emailLimiterKey(user.email));
     if (!user.passwordHash || !(await bcrypt.compare(input.password, user.passwordHash))) {
+      await recordLoginFailure(deps, user, meta, user.passwordHash ? 'invalid_password' : 'no_password', 'invitation_accept');
       throw unauthorized('Wrong password for the existing account.');
     }
   } else {

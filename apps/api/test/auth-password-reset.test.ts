@@ -5,9 +5,11 @@
 // member, and neither the token nor the password reaches a log.
 import net from 'node:net';
 import { Writable } from 'node:stream';
+import pg from 'pg';
 import request from 'supertest';
 import winston from 'winston';
-import { newId } from '@svc/db';
+import { newId, pgFields } from '@svc/db';
+import { pseudonymFor } from '@svc/domain';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import {
@@ -410,6 +412,69 @@ describe('password reset racing other changes', () => {
     expect(await liveSessions(b.userId)).toBe(1);
     expect((await me(bSession.token)).status).toBe(200);
     expect(await signsIn(b.email, b.password)).toBe(200);
+  });
+});
+
+describe('password reset and an erased account (GDPR)', () => {
+  /** What the erasure's account step writes (apps/worker/src/erasure.ts eraseAccount), in `db`: the address becomes the pseudonym. */
+  async function eraseAccount(db: pg.Client | typeof h.deps.prisma, userId: string) {
+    const pseudonym = pseudonymFor(newId('era'));
+    const sql = [
+      ['DELETE FROM email_tokens WHERE user_id = $1', [userId]],
+      ['UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL', [userId]],
+      [
+        'UPDATE users SET name = $2, email = $3, password_hash = NULL, totp_secret_enc = NULL, totp_pending_enc = NULL, totp_enabled = false, totp_last_step = NULL WHERE id = $1',
+        [userId, pseudonym.name, pseudonym.email],
+      ],
+    ] as const;
+    for (const [text, values] of sql) {
+      if (db instanceof pg.Client) await db.query(text, [...values]);
+      else await db.$executeRawUnsafe(text, ...values);
+    }
+    return pseudonym;
+  }
+  const settle = () => new Promise((r) => setTimeout(r, 500));
+  const liveResetTokens = (userId: string) => h.deps.prisma.emailToken.count({ where: { userId, purpose: 'reset_password', usedAt: null } });
+
+  it('an erased account gets no link at its pseudonymous address: the same 202, no token stored, no mail', async () => {
+    const account = await signupAndVerify(h);
+    const pseudonym = await eraseAccount(h.deps.prisma, account.userId);
+    const res = await askReset(pseudonym.email);
+    expect({ status: res.status, body: res.body }).toEqual({ status: 202, body: { accepted: true } });
+    await settle();
+    expect(resetMailsTo(h, pseudonym.email)).toEqual([]);
+    expect(await h.deps.prisma.emailToken.count({ where: { userId: account.userId } })).toBe(0);
+  });
+
+  it('an erasure committed while the link was being made: no link reaches the address the account had, none is stored', async () => {
+    const account = await signupAndVerify(h);
+    const holder = new pg.Client(pgFields(h.config.databaseUrl));
+    await holder.connect();
+    try {
+      // The erasure's transaction holds the user's row; the request is answered (it found the active account) and
+      // its link waits for the row.
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM users WHERE id = $1 FOR UPDATE', [account.userId]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      expect((await askReset(account.email)).status).toBe(202);
+      for (let i = 0; ; i++) {
+        const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
+        if (n > 0) break;
+        if (i > 250) throw new Error('the link was never made');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await eraseAccount(holder, account.userId);
+      await holder.query('COMMIT');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    await settle();
+    // The person asked to be forgotten: their former mailbox gets no link to set a password on what is left.
+    expect(resetMailsTo(h, account.email)).toEqual([]);
+    expect(await liveResetTokens(account.userId)).toBe(0);
+    const { passwordHash } = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
+    expect(passwordHash).toBeNull();
   });
 });
 

@@ -219,6 +219,10 @@ async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseu
 
 /** The account goes: no credential, no sign-in identity, no token is left; the row keeps only the pseudonym. */
 async function eraseAccount(tx: Tx, userId: string, pseudonym: Pseudonym, now: Date) {
+  // The user's row first, as every change of credentials takes it (a password reset locks it, then claims or issues
+  // its e-mail token): deleting the tokens before would deadlock with a reset under way. FOR UPDATE: the address, a
+  // unique key, changes below.
+  await tx.$queryRaw`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`;
   await tx.oAuthIdentity.deleteMany({ where: { userId } });
   await tx.personalSourceConnection.deleteMany({ where: { userId } });
   await tx.emailToken.deleteMany({ where: { userId } });

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { createHarness, uniqueSuffix, type Harness } from '../../api/test/support/harness';
 import { bearer, createOrg, createUserInOrg, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
 import { createKey, insertAssessmentIn, insertFinding, insertReadyReport } from '../../api/test/support/domain';
-import { loginRequest } from '../../api/test/support/auth-helpers';
+import { loginRequest, resetLinkFor } from '../../api/test/support/auth-helpers';
 import type { WorkerDeps } from '../src/deps';
 import { runErasures } from '../src/erasure';
 import { CONFIGURER_LOST_ROLE_REASON } from '../../api/src/modules/access/event-routing';
@@ -792,5 +792,41 @@ describe('an erased member loses what DELETE /members/:id takes away', () => {
     expect(res.body).toEqual({ detail: expect.any(String) });
     expect(await h.deps.prisma.user.count({ where: { email: alt } })).toBe(0);
     expect((await api().post('/api/v1/invitations/accept').send({ token: others, password: 'a brand new passphrase' })).status).toBe(200);
+  });
+  it('a password reset confirmed while the account is erased: neither deadlocks, the erasure completes and leaves no link', async () => {
+    const fresh = await createOrg(h);
+    const p = await member(fresh, 'Rosa Resetter');
+    expect((await api().post('/api/v1/auth/password-reset').send({ email: p.email })).status).toBe(202);
+    const { token } = await resetLinkFor(h, p.email);
+    const filed = await fileFor(fresh.owner.token, { user_id: p.id });
+    await runErasures(deps);
+    expect((await api().post(`${BASE}/${filed.id}/confirm`).set(bearer(fresh.owner.token))).status).toBe(202);
+
+    // What the reset's confirmation does (apps/api/src/modules/auth/password-reset.ts): the user's row first, then
+    // the link's token. Here it holds the row while the erasure runs up to it, then claims the token.
+    const confirmation = new Client({ connectionString: database.url });
+    await confirmation.connect();
+    try {
+      await confirmation.query('BEGIN');
+      await confirmation.query('SELECT status FROM users WHERE id = $1 FOR NO KEY UPDATE', [p.id]);
+      const [{ pid }] = (await confirmation.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      const run = runErasures(deps);
+      for (let i = 0; ; i++) {
+        const { rows } = await pg.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))', [pid]);
+        if (rows[0]!.n > 0) break;
+        if (i > 1000) throw new Error('the erasure never reached the account');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const claimed = await confirmation.query("UPDATE email_tokens SET used_at = now() WHERE user_id = $1 AND purpose = 'reset_password' AND used_at IS NULL", [p.id]);
+      expect(claimed.rowCount).toBe(1);
+      await confirmation.query('COMMIT');
+      expect(await run).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    } finally {
+      await confirmation.query('ROLLBACK').catch(() => undefined);
+      await confirmation.end();
+    }
+    expect((await read(filed.id, fresh.owner.token)).status).toBe('completed');
+    expect(await h.deps.prisma.emailToken.count({ where: { userId: p.id } })).toBe(0);
+    expect((await api().post('/api/v1/auth/password-reset/confirm').send({ token, new_password: 'a brand new passphrase' })).status).toBe(400);
   });
 });

@@ -5,11 +5,13 @@
 // What a request answers says nothing about the account (docs/api.md): the same 202 for an unknown e-mail, a pending
 // account and an active one, after the same work on the request path (two rate-limit counts and one lookup, no
 // bcrypt, no mail). The token and the mail are made after the answer. Only an active account gets a mail (a pending
-// one verifies its address first; an account without a password, GitHub or Google sign-in, may set one this way).
+// one verifies its address first; an account without a password, GitHub or Google sign-in, may set one this way), and
+// not an erased one (GDPR: its address is the pseudonym, and the address it had is no longer the account's).
 // The link carries the token in the URL fragment (/reset-password#token=...): a browser never sends the fragment to
 // the server (no access log holds it) nor in a Referer.
 import bcrypt from 'bcrypt';
 import { newId, unseal, type Tx } from '@svc/db';
+import { PSEUDONYM_EMAIL_DOMAIN } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, HttpError } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
@@ -25,9 +27,15 @@ export const RESET_PASSWORD_TTL_MS = 30 * 60 * 1000;
 const INVALID_RESET_TOKEN = 'Invalid, expired or already used password-reset link: ask for a new one.';
 
 /** The user's row locked for an update of its credentials (reset tokens are always written after it: one lock order). */
-async function lockUser(tx: Pick<Tx, '$queryRaw'>, userId: string): Promise<{ status: string } | undefined> {
-  const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status::text AS status FROM users WHERE id = ${userId} FOR NO KEY UPDATE`;
+async function lockUser(tx: Pick<Tx, '$queryRaw'>, userId: string): Promise<{ status: string; email: string } | undefined> {
+  const [row] = await tx.$queryRaw<Array<{ status: string; email: string }>>`
+    SELECT status::text AS status, email FROM users WHERE id = ${userId} FOR NO KEY UPDATE`;
   return row;
+}
+
+/** Whether the account gets a reset link: an active one, not erased (an erased account is still active, its address the pseudonym). */
+function getsResetMail(user: { status: string; email: string }): boolean {
+  return user.status === 'active' && !user.email.endsWith(`@${PSEUDONYM_EMAIL_DOMAIN}`);
 }
 
 /** The link of the reset mail: the dashboard page, the token in the fragment. */
@@ -40,7 +48,7 @@ export async function requestPasswordReset(deps: AppDeps, limiters: RateLimiters
   await consumeOrThrow(limiters.passwordResetPerAddress, clientAddressKey(meta.ip));
   await consumeOrThrow(limiters.passwordResetPerEmail, `email:${sha256Hex(email)}`);
   const user = await deps.prisma.user.findUnique({ where: { email }, select: { id: true, email: true, name: true, status: true } });
-  if (user?.status === 'active') {
+  if (user && getsResetMail(user)) {
     // Not awaited: an active account must not answer more slowly than an unknown one, nor fail where it would not
     // (a mail server that is down). A failure is logged, never the token.
     mailResetLink(deps, user).catch((err: unknown) =>
@@ -55,8 +63,11 @@ async function mailResetLink(deps: AppDeps, user: { id: string; email: string; n
   const token = randomToken(32);
   const now = deps.clock.now();
   const issued = await deps.prisma.$transaction(async (tx) => {
-    // Locked: two requests at once leave one live token, the later one's.
-    if ((await lockUser(tx, user.id))?.status !== 'active') return false;
+    // Locked: two requests at once leave one live token, the later one's. Read again under the lock, and the mail
+    // goes only to the address read then: an erasure committed since the lookup (the address now the pseudonym,
+    // the tokens deleted) gets no token, and the address the person had no link to set a password on what is left.
+    const locked = await lockUser(tx, user.id);
+    if (!locked || !getsResetMail(locked) || locked.email !== user.email) return false;
     await tx.emailToken.updateMany({ where: { userId: user.id, purpose: RESET_PASSWORD_PURPOSE, usedAt: null }, data: { usedAt: now } });
     await tx.emailToken.create({
       data: {

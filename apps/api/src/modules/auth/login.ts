@@ -61,7 +61,7 @@ export async function recordLoginFailure(
   });
 }
 
-/** The login limiter's key of an e-mail (hashed: no addresses in Redis keys), shared by everything that checks a password. */
+/** The key of an e-mail in the per-e-mail limiters (hashed: no addresses in Redis keys): sign-ins, password checks, reset requests. */
 export function emailLimiterKey(email: string): string {
   return `email:${sha256Hex(email)}`;
 }

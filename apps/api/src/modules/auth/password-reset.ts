@@ -17,6 +17,7 @@ import { badRequest, conflict, HttpError } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { emailLimiterKey } from './login';
 import { revokeAllSessions } from './sessions';
 import { INVALID_TOTP_CODE } from './totp';
 import { checkUserTotpCode } from './two-factor';
@@ -46,7 +47,7 @@ export function resetPasswordLink(publicBaseUrl: string, token: string): string 
 export async function requestPasswordReset(deps: AppDeps, limiters: RateLimiters, email: string, meta: RequestMeta) {
   // Counted before anything is looked up, the same for every e-mail: a 429 tells nothing about the account either.
   await consumeOrThrow(limiters.passwordResetPerAddress, clientAddressKey(meta.ip));
-  await consumeOrThrow(limiters.passwordResetPerEmail, `email:${sha256Hex(email)}`);
+  await consumeOrThrow(limiters.passwordResetPerEmail, emailLimiterKey(email));
   const user = await deps.prisma.user.findUnique({ where: { email }, select: { id: true, email: true, name: true, status: true } });
   if (user && getsResetMail(user)) {
     // Not awaited: an active account must not answer more slowly than an unknown one, nor fail where it would not

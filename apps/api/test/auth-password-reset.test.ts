@@ -25,6 +25,7 @@ import {
   type SignedUp,
 } from './support/auth-helpers';
 import { auditLog } from './support/audit-log';
+import { enableTotp } from './support/oauth-flow';
 import { uniqueSuffix } from './support/harness';
 
 const NEW_PASSWORD = 'a brand new long passphrase';
@@ -59,11 +60,8 @@ async function resetToken(account: { email: string }, nth = 1): Promise<string> 
 async function userWith2fa(): Promise<SignedUp & { secret: string; token: string }> {
   const account = await signupAndVerify(h);
   const { token } = await loginViaApi(h, account.email, account.password);
-  const setup = await request(h.app).post('/api/v1/auth/2fa/setup').set(bearer(token));
-  expect(setup.status).toBe(200);
-  const enable = await request(h.app).post('/api/v1/auth/2fa/enable').set(bearer(token)).send({ code: oathtoolCode(setup.body.secret, h.clock.now()) });
-  expect(enable.status).toBe(200);
-  return { ...account, secret: setup.body.secret, token };
+  const secret = await enableTotp(h, token, account.password);
+  return { ...account, secret, token };
 }
 
 describe('POST /auth/password-reset (asking for the link)', () => {

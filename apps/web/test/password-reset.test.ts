@@ -8,6 +8,7 @@ import type { Page, Request } from 'playwright-core';
 import { bearer, createUserInOrg, TEST_PASSWORD, type TestUser } from '../../api/test/support/fixtures';
 import { oathtoolCode, resetLinkFor, wrongCode } from '../../api/test/support/auth-helpers';
 import { uniqueSuffix } from '../../api/test/support/harness';
+import { enableTotp } from '../../api/test/support/oauth-flow';
 import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
 
 const NEW_PASSWORD = 'a freshly chosen passphrase';
@@ -136,9 +137,7 @@ describe('forgotten password in the dashboard', () => {
   it('an account with 2FA on is asked for a code after the first try; a wrong code is refused, a current one resets', async () => {
     const { w, step } = b;
     const user = await createUserInOrg(w.h, w.org.id, 'member', 'pw-reset-2fa');
-    const setup = await w.api().post('/api/v1/auth/2fa/setup').set(bearer(user.token));
-    const secret = setup.body.secret as string;
-    expect((await w.api().post('/api/v1/auth/2fa/enable').set(bearer(user.token)).send({ code: oathtoolCode(secret, w.h.clock.now()) })).status).toBe(200);
+    const secret = await enableTotp(w.h, user.token, TEST_PASSWORD);
 
     await step('ask', () => askForLink(user.email));
     const { link } = await resetLinkFor(w.h, user.email);

@@ -9,7 +9,7 @@ import { newId, pgFields } from '@svc/db';
 import { csvField } from '../src/http/csv';
 import { AUDIT_CSV_COLUMNS, auditCsvRecord, presentAuditEvent } from '../src/modules/audit/audit.service';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, insertGrant, type TestOrg, type TestUser } from './support/fixtures';
+import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, insertGrant, insertProject, type TestOrg, type TestUser } from './support/fixtures';
 import { oathtoolCode, signupAndVerify, wrongCode } from './support/auth-helpers';
 
 const IP = '203.0.113.7';
@@ -218,12 +218,31 @@ describe('what is recorded', () => {
     expectFromRequest(e);
   });
 
-  it('member.removed, and the revocation of their keys (reason member_removed)', async () => {
+  it('member.removed, with the team memberships and grants that went with it, and the revocation of their keys (reason member_removed)', async () => {
     const user = await createUserInOrg(h, org.id, 'manager', 'leaver');
     const key = await call('post', '/api-keys', user.token).send({ name: 'laptop', scopes: ['projects:read'] });
+    const team = await call('post', '/teams', org.admin.token).send({ name: `Leavers ${uniqueSuffix()}` });
+    expect(team.status).toBe(201);
+    expect((await call('put', `/teams/${team.body.id}/members/${user.id}`, org.admin.token)).status).toBe(200);
+    const project = await insertProject(h, org.id);
+    await insertGrant(h, org.id, { projectId: project.id }, { userId: user.id }, 'write');
+    await insertGrant(h, org.id, { projectId: project.id }, { teamId: team.body.id }, 'read');
+    // The same person in another organization, in a team there and with a grant there: none of it is this removal's.
+    const elsewhere = await createOrg(h);
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: elsewhere.id, userId: user.id, role: 'member' } });
+    const theirTeam = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: elsewhere.id, name: 'kept' } });
+    await h.deps.prisma.teamMember.create({ data: { teamId: theirTeam.id, userId: user.id } });
+    const theirGrant = await insertGrant(h, elsewhere.id, { projectId: (await insertProject(h, elsewhere.id)).id }, { userId: user.id }, 'read');
     expect((await call('delete', `/members/${user.id}`, org.owner.token)).status).toBe(204);
+    expect(await h.deps.prisma.teamMember.count({ where: { userId: user.id } })).toBe(1);
+    expect(await h.deps.prisma.accessGrant.findUnique({ where: { id: theirGrant.id } })).not.toBeNull();
     const e = await only(org.id, { action: 'member.removed', targetId: user.id });
-    expect(e).toMatchObject({ ...byUser(org.owner), targetType: 'user', metadata: { email: user.email, role: 'manager', api_keys_revoked: 1 } });
+    expect(e).toMatchObject({
+      ...byUser(org.owner),
+      targetType: 'user',
+      // The team's own grant stays with the team: only the person's went.
+      metadata: { email: user.email, role: 'manager', api_keys_revoked: 1, team_memberships_removed: 1, grants_removed: 1 },
+    });
     expectFromRequest(e);
     const revoked = await only(org.id, { action: 'api_key.revoked', targetId: key.body.id });
     expect(revoked).toMatchObject({ ...byUser(org.owner), metadata: { reason: 'member_removed', owner_user_id: user.id } });

@@ -136,8 +136,8 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const { count } = await tx.membership.deleteMany({ where: { id: target.id, role: { not: 'owner' } } });
     if (count !== 1) throw notFound('Member');
-    await tx.teamMember.deleteMany({ where: { userId } });
-    await tx.accessGrant.deleteMany({ where: { userId } });
+    const teamMemberships = await tx.teamMember.deleteMany({ where: { userId } });
+    const grants = await tx.accessGrant.deleteMany({ where: { userId } });
     await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
     const invitationsRevoked = await revokeInvitationsSentBy(tx, userId);
     await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
@@ -153,7 +153,14 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
       {
         action: 'member.removed',
         target: { type: 'user', id: userId },
-        metadata: { email: target.user.email, role: target.role, api_keys_revoked: keys.length, invitations_revoked: invitationsRevoked },
+        metadata: {
+          email: target.user.email,
+          role: target.role,
+          api_keys_revoked: keys.length,
+          invitations_revoked: invitationsRevoked,
+          team_memberships_removed: teamMemberships.count,
+          grants_removed: grants.count,
+        },
       },
       ...keys.map((key) => ({
         action: 'api_key.revoked' as const,

@@ -172,7 +172,7 @@ describe('what is recorded', () => {
     expectFromRequest(logins[0]);
 
     h.clock.advance(STEP_MS);
-    expect((await call('post', '/auth/2fa/disable', ok.body.token).send({ code: oathtoolCode(secret, h.clock.now()) })).status).toBe(200);
+    expect((await call('post', '/auth/2fa/disable', ok.body.token).send({ code: oathtoolCode(secret, h.clock.now()), current_password: account.password })).status).toBe(200);
     const disabled = await only(account.organizationId, { action: 'auth.2fa_disabled' });
     expect(disabled).toMatchObject({ actorId: account.userId, targetType: 'user', targetId: account.userId });
     expectFromRequest(disabled);

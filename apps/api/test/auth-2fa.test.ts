@@ -134,14 +134,14 @@ describe('2FA setup, enable and login', () => {
     expect(replay.status).toBe(401);
     expect(replay.body).toEqual({ detail: 'Invalid two-factor code.' });
 
-    // Disable needs a valid, unused code; afterwards password login gives a session again.
+    // Disable needs the password and a valid, unused code; afterwards password login gives a session again.
     nextStep();
     nextStep();
-    expect((await post('/auth/2fa/disable', ok.body.token, { code: wrongCode(secret, h.clock.now()) })).status).toBe(400);
-    const disabled = await post('/auth/2fa/disable', ok.body.token, { code: codeNow(secret) });
+    expect((await post('/auth/2fa/disable', ok.body.token, { code: wrongCode(secret, h.clock.now()), current_password })).status).toBe(400);
+    const disabled = await post('/auth/2fa/disable', ok.body.token, { code: codeNow(secret), current_password });
     expect(disabled.status).toBe(200);
     expect(disabled.body).toEqual({ two_factor_enabled: false });
-    expect((await post('/auth/2fa/disable', ok.body.token, { code: codeNow(secret) })).status).toBe(409);
+    expect((await post('/auth/2fa/disable', ok.body.token, { code: codeNow(secret), current_password })).status).toBe(409);
     const plain = await loginRequest(h, { email: account.email, password: account.password });
     expect(plain.status).toBe(200);
     expect(plain.body.token).toEqual(expect.any(String));
@@ -305,11 +305,11 @@ describe('enabling 2FA ends the account\'s other sessions', () => {
   });
 });
 
-describe('turning 2FA on needs the current password (a session alone is not enough)', () => {
-  /** The account's `auth.login_failed` entries of a wrong or missing current password, as the organization sees them. */
-  const reauthFailures = async (token: string) =>
-    (await auditLog(h, token, { action: 'auth.login_failed' })).filter((e) => String(e.metadata?.reason).endsWith('current_password'));
+/** The account's `auth.login_failed` entries of a wrong or missing current password, as the organization sees them. */
+const reauthFailures = async (token: string) =>
+  (await auditLog(h, token, { action: 'auth.login_failed' })).filter((e) => String(e.metadata?.reason).endsWith('current_password'));
 
+describe('turning 2FA on needs the current password (a session alone is not enough)', () => {
   it('a stolen session cannot turn 2FA on with its own authenticator: 400 without the password or with a wrong one, nothing changed, audited', async () => {
     // Someone holding a stolen session cookie (not the password) tries to lock the owner out: set up 2FA with their
     // own authenticator, turn it on, and so end the owner's sessions.
@@ -398,5 +398,77 @@ describe('turning 2FA on needs the current password (a session alone is not enou
     } finally {
       await strict.close();
     }
+  });
+});
+
+describe('turning 2FA off needs the current password (a session alone is not enough)', () => {
+  const totpEnabled = async (userId: string) => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).totpEnabled;
+
+  it('a stolen session cannot turn 2FA off, even with a right code: 400 without the password or with a wrong one, 2FA stays on, audited', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    // The thief's session: signed in by the owner (password and code) and stolen from the browser.
+    const ok = await loginWith2fa(await partialTokenFor(account), codeNow(account.secret));
+    expect(ok.status).toBe(200);
+    const thief = ok.body.token as string;
+    nextStep();
+    const code = codeNow(account.secret);
+
+    const missing = await post('/auth/2fa/disable', thief, { code });
+    expect(missing.status).toBe(400);
+    expect(missing.body).toEqual({ detail: expect.stringContaining('current_password') });
+    const wrong = await post('/auth/2fa/disable', thief, { code, current_password: 'a guess at the password' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toEqual({ detail: 'The current password is not correct.' });
+
+    expect(await totpEnabled(account.userId)).toBe(true);
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_disabled', targetId: account.userId } })).toBe(0);
+    expect((await loginRequest(h, { email: account.email, password: account.password })).body).toEqual({
+      requires_2fa: true,
+      partial_token: expect.any(String),
+    });
+    const entries = await reauthFailures(account.token);
+    expect(entries.map((e) => e.metadata)).toEqual([
+      { reason: 'invalid_current_password', operation: '2fa_disable' },
+      { reason: 'missing_current_password', operation: '2fa_disable' },
+    ]);
+    expect(JSON.stringify(entries)).not.toContain('a guess at the password');
+
+    // The code the thief sent was not used up: the owner, with the password, turns 2FA off with it.
+    const disabled = await post('/auth/2fa/disable', account.token, { code, current_password: account.password });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body).toEqual({ two_factor_enabled: false });
+    expect(await totpEnabled(account.userId)).toBe(false);
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_disabled', targetId: account.userId } })).toBeGreaterThan(0);
+  });
+
+  it("a stolen session's wrong codes do not lock the owner out of the 2FA sign-in", async () => {
+    // Wrong codes at the 2FA routes count with the sign-in's wrong codes of the same user. A thief with only a session
+    // could spend them all, again every window, and the owner could never sign in to change the password (which is
+    // what ends the stolen session). Without the password the thief never gets to the code.
+    const account = await userWith2fa();
+    nextStep();
+    const wrong = wrongCode(account.secret, h.clock.now());
+    const statuses: number[] = [];
+    for (let i = 0; i < h.config.totpMaxFailures + 2; i++) {
+      for (const body of [{ code: wrong }, { code: wrong, current_password: 'a guess at the password' }]) {
+        statuses.push((await post('/auth/2fa/disable', account.token, body)).status);
+      }
+    }
+    const signedIn = await loginWith2fa(await partialTokenFor(account), codeNow(account.secret));
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body.token).toEqual(expect.any(String));
+    expect(new Set(statuses)).toEqual(new Set([400]));
+    expect(await totpEnabled(account.userId)).toBe(true);
+  });
+
+  it('the right password with a wrong code turns nothing off, and is no failed password in the audit log', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    const res = await post('/auth/2fa/disable', account.token, { code: wrongCode(account.secret, h.clock.now()), current_password: account.password });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: 'Invalid two-factor code.' });
+    expect(await totpEnabled(account.userId)).toBe(true);
+    expect(await reauthFailures(account.token)).toEqual([]);
   });
 });

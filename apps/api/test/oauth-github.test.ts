@@ -231,12 +231,13 @@ describe('sign-in and signup', () => {
   });
 });
 
+const post = (path: string, token: string, body: Record<string, unknown> = {}) => request(h.app).post(`/api/v1${path}`).set(bearer(token)).send(body);
+const totpEnabled = async (userId: string) => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).totpEnabled;
+/** Moves the session's sign-in back by `ms` (the row's created_at, as an older sign-in would have left it). */
+const signedInAgo = (token: string, ms: number) =>
+  h.deps.prisma.session.update({ where: { id: sessionIdOf(token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
+
 describe('an account without a password (made by GitHub sign-in) turns 2FA on from a recent sign-in', () => {
-  const post = (path: string, token: string, body: Record<string, unknown> = {}) => request(h.app).post(`/api/v1${path}`).set(bearer(token)).send(body);
-  const totpEnabled = async (userId: string) => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).totpEnabled;
-  /** Moves the session's sign-in back by `ms` (the row's created_at, as an older sign-in would have left it). */
-  const signedInAgo = (token: string, ms: number) =>
-    h.deps.prisma.session.update({ where: { id: sessionIdOf(token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
   afterEach(() => h.clock.reset());
 
   it('says it has no password (/auth/me), and turns 2FA on from a session signed in within the window, without one', async () => {
@@ -319,6 +320,55 @@ describe('an account without a password (made by GitHub sign-in) turns 2FA on fr
     expect(enabled.status).toBe(200);
     expect(await totpEnabled(userId)).toBe(true);
     expect((await me(h, stolen)).status).toBe(401);
+  });
+});
+
+describe('an account without a password (made by GitHub sign-in) turns 2FA off from a recent sign-in', () => {
+  afterEach(() => h.clock.reset());
+  const STEP_MS = 30_000;
+
+  /** Signs in with GitHub and the second factor: a new session. */
+  async function signInWithGithubAnd2fa(account: GithubAccount, secret: string): Promise<string> {
+    const { res } = await signInWithGithub(account);
+    expect(res.body).toEqual({ requires_2fa: true, partial_token: expect.any(String) });
+    const done = await request(h.app)
+      .post('/api/v1/auth/login/2fa')
+      .send({ partial_token: res.body.partial_token, code: oathtoolCode(secret, h.clock.now()) });
+    expect(done.status).toBe(200);
+    return done.body.token as string;
+  }
+
+  it('refuses a session signed in longer ago (403 REAUTHENTICATION_REQUIRED, before any code counts); a new sign-in turns 2FA off', async () => {
+    const account = newAccount();
+    const first = (await signInWithGithub(account)).res.body.token as string;
+    const userId = (await me(h, first)).body.user.id as string;
+    const secret = await enableTotp(h, first);
+    h.clock.advance(STEP_MS);
+    const stolen = await signInWithGithubAnd2fa(account, secret);
+    await signedInAgo(stolen, RECENT_SIGN_IN_WINDOW_MS + 60_000);
+
+    // The stolen cookie of an older session: a right code does not turn 2FA off, whatever it says for a password.
+    h.clock.advance(STEP_MS);
+    const code = oathtoolCode(secret, h.clock.now());
+    for (const body of [{ code }, { code, current_password: 'anything at all' }]) {
+      const refused = await post('/auth/2fa/disable', stolen, body);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toEqual({ detail: expect.stringContaining('sign in again'), code: 'REAUTHENTICATION_REQUIRED' });
+    }
+    // Nor do its wrong codes count against the owner's sign-in.
+    for (let i = 0; i < h.config.totpMaxFailures + 2; i++) {
+      expect((await post('/auth/2fa/disable', stolen, { code: code === '000000' ? '111111' : '000000' })).status).toBe(403);
+    }
+    expect(await totpEnabled(userId)).toBe(true);
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_disabled', targetId: userId } })).toBe(0);
+
+    // The owner signs in again (GitHub and the code) and, within the window, turns 2FA off.
+    const fresh = await signInWithGithubAnd2fa(account, secret);
+    h.clock.advance(STEP_MS);
+    const disabled = await post('/auth/2fa/disable', fresh, { code: oathtoolCode(secret, h.clock.now()) });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body).toEqual({ two_factor_enabled: false });
+    expect(await totpEnabled(userId)).toBe(false);
   });
 });
 

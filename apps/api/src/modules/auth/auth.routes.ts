@@ -4,7 +4,6 @@ import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import {
   changePasswordBody,
-  enableTwoFactorBody,
   issuedSessionResponse,
   login2faBody,
   loginBody,
@@ -17,7 +16,7 @@ import {
   passwordResetResponse,
   signupBody,
   signupResponse,
-  totpCodeBody,
+  twoFactorChangeBody,
   twoFactorDisabledResponse,
   twoFactorEnabledResponse,
   twoFactorSetupResponse,
@@ -156,7 +155,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       scope: 'profile:update',
       summary:
         "Turn TOTP on with a code from the secret of the setup step and the current password (an account without one: a session from a recent sign-in, else 403 REAUTHENTICATION_REQUIRED); the account's other sessions end",
-      schemas: { body: enableTwoFactorBody },
+      schemas: { body: twoFactorChangeBody },
       response: twoFactorEnabledResponse,
       handler: (req) => enableTwoFactor(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
@@ -164,10 +163,11 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       method: 'post',
       path: '/auth/2fa/disable',
       scope: 'profile:update',
-      summary: 'Turn TOTP off with a current code',
-      schemas: { body: totpCodeBody },
+      summary:
+        'Turn TOTP off with a current code and the current password (an account without one: a session from a recent sign-in, else 403 REAUTHENTICATION_REQUIRED)',
+      schemas: { body: twoFactorChangeBody },
       response: twoFactorDisabledResponse,
-      handler: (req) => disableTwoFactor(deps, limiters, principalOf(req), req.body.code, requestMeta(req)),
+      handler: (req) => disableTwoFactor(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
   ];
 }

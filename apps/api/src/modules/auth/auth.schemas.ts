@@ -38,11 +38,8 @@ export const changePasswordBody = Joi.object({
   new_password: password().required(),
 });
 
-export const totpCodeBody = Joi.object({
-  code: totpCode().required(),
-});
-
-export const enableTwoFactorBody = Joi.object({
+/** Turning 2FA on or off: a code, and the caller proves again who they are (reauthentication.ts). */
+export const twoFactorChangeBody = Joi.object({
   code: totpCode().required(),
   // Only present, like the password change's: an older password may predate the length rule.
   current_password: password()

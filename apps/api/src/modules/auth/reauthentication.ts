@@ -1,5 +1,6 @@
 // Proving again who one is before a change a stolen session cookie alone must not make: turning 2FA on (which would
-// lock the owner out with the thief's authenticator) and changing the password. An account with a password types it
+// lock the owner out with the thief's authenticator), turning it off (a downgrade, and its wrong codes would count
+// against the owner's 2FA sign-in) and changing the password. An account with a password types it
 // (counted with the sign-ins of its e-mail; a wrong or missing one is audited like a failed sign-in). An account
 // without one (made by a GitHub or Google sign-in) has nothing to type: its session must come from a recent sign-in.
 import bcrypt from 'bcrypt';
@@ -9,7 +10,7 @@ import type { RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
 
 /**
- * How long after its sign-in a session of an account without a password may still set up or turn 2FA on (docs/api.md). Long
+ * How long after its sign-in a session of an account without a password may still set up, turn on or turn off 2FA (docs/api.md). Long
  * enough to scan a QR code and type a code; short enough that an old session (a cookie left behind, or stolen) cannot.
  */
 export const RECENT_SIGN_IN_WINDOW_MS = 10 * 60 * 1000;
@@ -18,7 +19,7 @@ export const RECENT_SIGN_IN_WINDOW_MS = 10 * 60 * 1000;
 export const REAUTHENTICATION_REQUIRED = 'REAUTHENTICATION_REQUIRED';
 
 /** What the re-authentication was for, in the audit entry of a failure. */
-export type ReauthenticatedOperation = 'password_change' | '2fa_enable';
+export type ReauthenticatedOperation = 'password_change' | '2fa_enable' | '2fa_disable';
 
 /**
  * The user's current password, checked as sign-in checks it: counted with the sign-ins of the same e-mail (so it is

@@ -110,12 +110,24 @@ export async function enableTwoFactor(
   return { two_factor_enabled: true };
 }
 
-export async function disableTwoFactor(deps: AppDeps, limiters: RateLimiters, principal: Principal, code: string, meta: RequestMeta) {
+/**
+ * Turning 2FA off is a downgrade, and its wrong codes count with the owner's 2FA sign-in's: a stolen session alone
+ * could spend them every window and keep the owner from signing in to change the password (which ends that session).
+ * So the caller proves who they are again (reauthentication.ts) before the code is even looked at.
+ */
+export async function disableTwoFactor(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  principal: Principal,
+  input: { code: string; current_password?: string },
+  meta: RequestMeta,
+) {
   requireSession(principal);
   const user = await currentUser(deps, principal);
   if (!user.totpEnabled || !user.totpSecretEnc) throw conflict('Two-factor authentication is not enabled.');
+  await reauthenticate(deps, limiters, user, principal.sessionId!, input.current_password, '2fa_disable', meta);
   const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
-  const step = await checkUserTotpCode(deps, limiters, user.id, secret, code, user.totpLastStep);
+  const step = await checkUserTotpCode(deps, limiters, user.id, secret, input.code, user.totpLastStep);
   await deps.prisma.$transaction(async (tx) => {
     const updated = await tx.user.updateMany({
       where: { id: user.id, totpEnabled: true, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },

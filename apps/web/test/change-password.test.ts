@@ -2,7 +2,8 @@
 // other sessions ended (a session opened elsewhere beforehand answers 401 from then on); the old password no longer
 // signs in and the new one does. A confirmation that does not match sends nothing; a wrong current password (or a
 // too short new one) shows the API's message and changes nothing; so does an account without a password (409), which
-// once the page knows it (GET /auth/me has_password) sees no form at all, and turns 2FA on from a recent sign-in only.
+// once the page knows it (GET /auth/me has_password) sees no form at all, and turns 2FA on and off from a recent sign-in
+// only. Turning 2FA off asks an account with a password for it, like turning it on.
 import type { Locator, Page } from 'playwright-core';
 import { bearer, createUserInOrg, TEST_PASSWORD, type TestUser } from '../../api/test/support/fixtures';
 import { oathtoolCode, sessionIdOf } from '../../api/test/support/auth-helpers';
@@ -134,6 +135,43 @@ describe('change password on the Profile page', () => {
     });
   });
 
+  it('turning 2FA off asks for the current password: a wrong one turns nothing off, the right one does', async () => {
+    const { w, step } = b;
+    const user = await createUserInOrg(w.h, w.org.id, 'member', 'pw-2fa-off');
+    await step('open-profile', () => signInToProfile(user, TEST_PASSWORD));
+    let secret = '';
+    await step('enable-2fa', async () => {
+      await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
+      secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
+      const form = page.getByRole('form', { name: 'Enable two-factor authentication' });
+      await form.getByLabel('Code from the app').fill(oathtoolCode(secret, new Date()));
+      await form.getByLabel('Current password').fill(TEST_PASSWORD);
+      await form.getByRole('button', { name: 'Enable' }).click();
+      await page.getByText('Two-factor authentication is on.').waitFor();
+    });
+
+    const form = page.getByRole('form', { name: 'Disable two-factor authentication' });
+    await step('wrong-password-turns-nothing-off', async () => {
+      expect(await form.getByLabel('Current password').getAttribute('type')).toBe('password');
+      expect(await form.getByLabel('Current password').getAttribute('autocomplete')).toBe('current-password');
+      // The next time step: the enabling code's step is spent.
+      await form.getByLabel('Code to disable').fill(oathtoolCode(secret, new Date(Date.now() + 30_000)));
+      await form.getByLabel('Current password').fill('not the current password');
+      await form.getByRole('button', { name: 'Disable two-factor authentication' }).click();
+      await page.getByRole('alert').filter({ hasText: 'The current password is not correct.' }).waitFor();
+      expect(await form.getByLabel('Current password').inputValue()).toBe('');
+      expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(true);
+      await page.getByText('Two-factor authentication is on.').waitFor();
+    });
+
+    await step('right-password-turns-2fa-off', async () => {
+      await form.getByLabel('Current password').fill(TEST_PASSWORD);
+      await form.getByRole('button', { name: 'Disable two-factor authentication' }).click();
+      await page.getByText('Two-factor authentication is off.').waitFor();
+      expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(false);
+    });
+  });
+
   it('an account without a password (GitHub or Google sign-in) is told so by the API, then sees no form; its 2FA needs a recent sign-in', async () => {
     const { w, step } = b;
     const user = await createUserInOrg(w.h, w.org.id, 'member', 'pw-oauth');
@@ -172,11 +210,12 @@ describe('change password on the Profile page', () => {
       expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpPendingEnc).toBeNull();
     });
 
+    let secret = '';
     await step('2fa-enable-old-sign-in-asked-to-sign-in-again', async () => {
       // Set up from a recent sign-in, but the session ages past the window before the code is typed.
       await signedInAt(new Date());
       await page.getByRole('button', { name: 'Set up two-factor authentication' }).click();
-      const secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
+      secret = (await page.getByTestId('totp-secret').textContent()) ?? '';
       expect(await enableForm().getByLabel('Current password').count()).toBe(0);
       await signedInAt(new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000));
       await enableForm().getByLabel('Code from the app').fill(oathtoolCode(secret, new Date()));
@@ -193,6 +232,27 @@ describe('change password on the Profile page', () => {
       await enableForm().getByRole('button', { name: 'Enable' }).click();
       await page.getByText('Two-factor authentication is on.').waitFor();
       expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(true);
+    });
+
+    const disableForm = page.getByRole('form', { name: 'Disable two-factor authentication' });
+    await step('2fa-disable-old-sign-in-asked-to-sign-in-again', async () => {
+      // Turning 2FA off needs a recent sign-in too: a stolen older session must not.
+      expect(await disableForm.getByLabel('Current password').count()).toBe(0);
+      await signedInAt(new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000));
+      // The next time step: the enabling code's step is spent.
+      await disableForm.getByLabel('Code to disable').fill(oathtoolCode(secret, new Date(Date.now() + 30_000)));
+      await disableForm.getByRole('button', { name: 'Disable two-factor authentication' }).click();
+      await page.getByRole('alert').filter({ hasText: /sign in again/ }).waitFor();
+      expect(await signInAgainLink(disableForm).getAttribute('href')).toBe('/login?next=%2Fprofile');
+      expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(true);
+      await page.getByText('Two-factor authentication is on.').waitFor();
+    });
+
+    await step('2fa-recent-sign-in-disables', async () => {
+      await signedInAt(new Date());
+      await disableForm.getByRole('button', { name: 'Disable two-factor authentication' }).click();
+      await page.getByText('Two-factor authentication is off.').waitFor();
+      expect((await w.h.deps.prisma.user.findUniqueOrThrow({ where: { id: user.id } })).totpEnabled).toBe(false);
     });
   });
 });

@@ -230,7 +230,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Turn TOTP off with a current code
+         * Turn TOTP off with a current code and the current password (an account without one: a session from a recent sign-in, else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `profile:update` scope.
          */
         post: operations["postAuth2faDisable"];
@@ -3517,6 +3517,8 @@ export interface operations {
             content: {
                 "application/json": {
                     code: string;
+                    /** @description Required when the account has a password (has_password in GET /auth/me); an account without one needs a session signed in within the last 10 minutes instead */
+                    current_password?: string;
                 };
             };
         };

@@ -1,4 +1,4 @@
-// Profile (password change, 2FA setup with a locally rendered QR code) and Settings -> API keys.
+// Profile (password change, 2FA on with a locally rendered QR code and off, each with the current password) and Settings -> API keys.
 import { useEffect, useState, type FormEvent } from 'react';
 import QRCode from 'qrcode';
 import { Link } from 'react-router-dom';
@@ -8,12 +8,44 @@ import { groupScopes, wildcardOptions } from '../lib/scopes';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
 
-/** The enable step asks for the current password (has_password), or for an account without one, a recent sign-in. */
+/**
+ * Turning 2FA on or off asks the person to prove who they are again (a session alone must not do either): the
+ * current password when the account has one (has_password), else nothing to type, but the session must come from a
+ * recent sign-in. The password is sent with the call and cleared from the page whatever the answer.
+ */
+function useReauthentication(hasPassword: boolean) {
+  const [currentPassword, setCurrentPassword] = useState('');
+  const send = async <T,>(call: (proof: { current_password?: string }) => Promise<T>): Promise<T> => {
+    try {
+      return await call(hasPassword ? { current_password: currentPassword } : {});
+    } finally {
+      setCurrentPassword(''); // never kept on the page
+    }
+  };
+  const field = (name: string) =>
+    hasPassword ? (
+      <Field label="Current password" name={name} type="password" value={currentPassword} onChange={setCurrentPassword} autoComplete="current-password" required />
+    ) : (
+      <p className="hint">Your account signs in with GitHub or Google and has no password: if you signed in more than a few minutes ago, you will be asked to sign in again.</p>
+    );
+  return { send, field };
+}
+
+/** An account without a password, its sign-in too old: the way on is a new sign-in (403 REAUTHENTICATION_REQUIRED). */
+function SignInAgain({ error, then }: { error: unknown; then: string }) {
+  if (!(error instanceof ApiError && error.code === 'REAUTHENTICATION_REQUIRED')) return null;
+  return (
+    <p>
+      <Link to={`/login?next=${encodeURIComponent('/profile')}`}>Sign in again</Link>, then {then}.
+    </p>
+  );
+}
+
 function TwoFactorSetup({ hasPassword, onDone }: { hasPassword: boolean; onDone(): void }) {
   const [setup, setSetup] = useState<{ secret: string; otpauth_url: string } | null>(null);
   const [qr, setQr] = useState('');
   const [code, setCode] = useState('');
-  const [currentPassword, setCurrentPassword] = useState('');
+  const reauthentication = useReauthentication(hasPassword);
   const { busy, error, run } = useAction();
   useEffect(() => {
     if (setup) QRCode.toDataURL(setup.otpauth_url, { margin: 1, width: 200 }).then(setQr, () => setQr(''));
@@ -22,21 +54,13 @@ function TwoFactorSetup({ hasPassword, onDone }: { hasPassword: boolean; onDone(
   const enable = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
-      try {
-        await unwrap(client.POST('/api/v1/auth/2fa/enable', { body: { code, ...(hasPassword && { current_password: currentPassword }) } }));
-      } finally {
-        setCurrentPassword(''); // never kept on the page, whatever the answer
-      }
+      await reauthentication.send((proof) => unwrap(client.POST('/api/v1/auth/2fa/enable', { body: { code, ...proof } })));
       setSetup(null);
       onDone();
     });
   };
-  // An account without a password, its sign-in too old (at setup or at enable): the way on is a new sign-in.
-  const signInAgain = error instanceof ApiError && error.code === 'REAUTHENTICATION_REQUIRED' && (
-    <p>
-      <Link to={`/login?next=${encodeURIComponent('/profile')}`}>Sign in again</Link>, then set up two-factor authentication once more.
-    </p>
-  );
+  // At setup or at enable.
+  const signInAgain = <SignInAgain error={error} then="set up two-factor authentication once more" />;
   if (!setup) {
     return (
       <>
@@ -54,11 +78,7 @@ function TwoFactorSetup({ hasPassword, onDone }: { hasPassword: boolean; onDone(
         Secret: <code data-testid="totp-secret">{setup.secret}</code>
       </p>
       <Field label="Code from the app" name="code" value={code} onChange={setCode} inputMode="numeric" autoComplete="one-time-code" required />
-      {hasPassword ? (
-        <Field label="Current password" name="enable-current-password" type="password" value={currentPassword} onChange={setCurrentPassword} autoComplete="current-password" required />
-      ) : (
-        <p className="hint">Your account signs in with GitHub or Google and has no password: if you signed in more than a few minutes ago, you will be asked to sign in again.</p>
-      )}
+      {reauthentication.field('enable-current-password')}
       <p className="hint">Your other sessions are signed out; this one stays.</p>
       <ErrorBox error={error} />
       {signInAgain}
@@ -67,20 +87,23 @@ function TwoFactorSetup({ hasPassword, onDone }: { hasPassword: boolean; onDone(
   );
 }
 
-function TwoFactorDisable({ onDone }: { onDone(): void }) {
+function TwoFactorDisable({ hasPassword, onDone }: { hasPassword: boolean; onDone(): void }) {
   const [code, setCode] = useState('');
+  const reauthentication = useReauthentication(hasPassword);
   const { busy, error, run } = useAction();
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
-      await unwrap(client.POST('/api/v1/auth/2fa/disable', { body: { code } }));
+      await reauthentication.send((proof) => unwrap(client.POST('/api/v1/auth/2fa/disable', { body: { code, ...proof } })));
       onDone();
     });
   };
   return (
-    <form onSubmit={submit}>
-      <Field label="Code to disable" name="disable-code" value={code} onChange={setCode} inputMode="numeric" required />
+    <form onSubmit={submit} aria-label="Disable two-factor authentication">
+      <Field label="Code to disable" name="disable-code" value={code} onChange={setCode} inputMode="numeric" autoComplete="one-time-code" required />
+      {reauthentication.field('disable-current-password')}
       <ErrorBox error={error} />
+      <SignInAgain error={error} then="turn two-factor authentication off" />
       <button type="submit" disabled={busy}>Disable two-factor authentication</button>
     </form>
   );
@@ -144,7 +167,7 @@ export function ProfilePage() {
         Two-factor authentication is {me.user?.two_factor_enabled ? 'on' : 'off'}.
       </p>
       {me.user?.two_factor_enabled ? (
-        <TwoFactorDisable onDone={refresh} />
+        <TwoFactorDisable hasPassword={me.user?.has_password !== false} onDone={refresh} />
       ) : (
         <TwoFactorSetup hasPassword={me.user?.has_password !== false} onDone={refresh} />
       )}

@@ -39,7 +39,7 @@
 'use strict';
 const { execFileSync, fork, spawn } = require('node:child_process');
 const { createRequire } = require('node:module');
-const { mkdtempSync, writeFileSync, readFileSync } = require('node:fs');
+const { mkdtempSync, writeFileSync, readFileSync, rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const crypto = require('node:crypto');
@@ -189,7 +189,7 @@ async function makeTls() {
     ],
     ca: { key: ca.private, cert: ca.cert },
   });
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-ca-'));
+  const dir = makeTempDir('bench-ca-');
   const caFile = path.join(dir, 'ca.pem');
   writeFileSync(caFile, ca.cert);
   return { caFile, caCert: ca.cert, key: leaf.private, cert: leaf.cert };
@@ -234,15 +234,23 @@ function serviceEnv(databaseUrlValue, port, tls) {
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     METRICS_PORT: '0', // several workers share this host
     WEBHOOK_EXTRA_CA_FILE: tls.caFile,
-    MAIL_OUTBOX_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-mail-')),
+    MAIL_OUTBOX_DIR: makeTempDir('bench-mail-'),
     LOG_LEVEL: env.BENCH_LOG_LEVEL || 'info',
   };
 }
 
 // Every child still running when the bench exits (a failure, Ctrl-C) is killed, so that none goes on loading the machine.
 const children = new Set();
+// The certificate and mail folders the bench makes go with it, however it ends.
+const tempDirs = new Set();
+function makeTempDir(prefix) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
 process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
 });
 
 // Ctrl-C or SIGTERM: the API and worker processes are killed, the bench's database dropped and its Redis prefix

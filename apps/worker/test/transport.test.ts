@@ -5,7 +5,7 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadGot } from '../src/http/got';
@@ -32,7 +32,8 @@ const close = (server: Server) => new Promise((resolve) => server.close(resolve)
 describe('got as patched', () => {
   it('still reaches a server on a unix socket (the URL\'s socket options reach Node)', async () => {
     const got = await loadGot();
-    const socketPath = path.join(mkdtempSync(path.join(tmpdir(), 'got-patch-')), 'server.sock');
+    const socketDir = mkdtempSync(path.join(tmpdir(), 'got-patch-'));
+    const socketPath = path.join(socketDir, 'server.sock');
     const seen: Seen[] = [];
     const server = createHttpServer();
     await listenRecording(server, seen, socketPath);
@@ -42,6 +43,7 @@ describe('got as patched', () => {
       expect(seen.map((s) => s.url)).toEqual(['/over/the/socket']);
     } finally {
       await close(server);
+      rmSync(socketDir, { recursive: true, force: true });
     }
   });
 

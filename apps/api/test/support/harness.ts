@@ -70,6 +70,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
       await connections.close();
       deps.storage.close();
       rmSync(storageDir, { recursive: true, force: true });
+      rmSync(outboxDir, { recursive: true, force: true });
     },
   };
 }

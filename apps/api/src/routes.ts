@@ -31,8 +31,8 @@ import { notificationTargetRoutes } from './modules/notification-targets/notific
 import { issueExportRoutes } from './modules/issue-exports/issue-exports.routes';
 
 export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
-  return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps),
-    ...organizationRoutes(deps),
+  return [...authRoutes(deps, limiters), ...oauthRoutes(deps), ...apiKeyRoutes(deps, limiters),
+    ...organizationRoutes(deps, limiters),
     ...keyPolicyRoutes(deps),
     ...auditRoutes(deps),
     ...memberRoutes(deps),

@@ -325,10 +325,10 @@ describe('turning 2FA on needs the current password (a session alone is not enou
 
     const missing = await post('/auth/2fa/enable', thief, { code });
     expect(missing.status).toBe(400);
-    expect(missing.body).toEqual({ detail: expect.stringContaining('current_password') });
+    expect(missing.body).toEqual({ detail: expect.stringContaining('current_password'), code: 'INVALID_CURRENT_PASSWORD' });
     const wrong = await post('/auth/2fa/enable', thief, { code, current_password: 'a guess at the password' });
     expect(wrong.status).toBe(400);
-    expect(wrong.body).toEqual({ detail: 'The current password is not correct.' });
+    expect(wrong.body).toEqual({ detail: 'The current password is not correct.', code: 'INVALID_CURRENT_PASSWORD' });
 
     // Nothing changed: 2FA is off, both sessions live, the owner signs in with the password alone.
     const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
@@ -416,10 +416,10 @@ describe('turning 2FA off needs the current password (a session alone is not eno
 
     const missing = await post('/auth/2fa/disable', thief, { code });
     expect(missing.status).toBe(400);
-    expect(missing.body).toEqual({ detail: expect.stringContaining('current_password') });
+    expect(missing.body).toEqual({ detail: expect.stringContaining('current_password'), code: 'INVALID_CURRENT_PASSWORD' });
     const wrong = await post('/auth/2fa/disable', thief, { code, current_password: 'a guess at the password' });
     expect(wrong.status).toBe(400);
-    expect(wrong.body).toEqual({ detail: 'The current password is not correct.' });
+    expect(wrong.body).toEqual({ detail: 'The current password is not correct.', code: 'INVALID_CURRENT_PASSWORD' });
 
     expect(await totpEnabled(account.userId)).toBe(true);
     expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_disabled', targetId: account.userId } })).toBe(0);

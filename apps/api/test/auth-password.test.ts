@@ -76,7 +76,7 @@ describe('POST /auth/password', () => {
     const { token } = await loginViaApi(h, account.email, account.password);
     const res = await changePassword(token, { current_password: 'not the password at all', new_password: NEW_PASSWORD });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ detail: 'The current password is not correct.' });
+    expect(res.body).toEqual({ detail: 'The current password is not correct.', code: 'INVALID_CURRENT_PASSWORD' });
     expect(await signsIn(account, account.password)).toBe(200);
     expect(await signsIn(account, NEW_PASSWORD)).toBe(401);
     expect(await auditOf(token)).toEqual([]);

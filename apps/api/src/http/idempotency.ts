@@ -2,7 +2,8 @@
 // `checkIdempotencyKey` before it (is the header allowed here, well-formed; the request's hash over the body as
 // sent), `claimIdempotencyKey` after it (a request that fails validation never takes a key, so the fixed request can
 // be sent with the same key). The first request with a key runs the handler; its response (2xx or 4xx) is stored
-// before it is sent, so any later request with that key finds it. The rules themselves are in @svc/domain.
+// before it is sent, so any later request with that key finds it; a refusal that asks for the password is not (the
+// request is sent again with it). The rules themselves are in @svc/domain.
 import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import {
@@ -25,6 +26,7 @@ import {
 } from '../modules/idempotency/idempotency.store';
 import type { HeldIdempotencyKeys, HeldKey } from '../modules/idempotency/held-keys';
 import { HttpError, badRequest, unprocessable } from './errors';
+import { REAUTHENTICATION_CODES } from '../modules/auth/reauthentication';
 
 /** What route.ts needs to know of a route to decide whether it takes the header. */
 export interface IdempotencyRouteFacts {
@@ -68,12 +70,28 @@ function headerValue(req: Request): string | undefined {
   return count === 1 ? (req.headers[lower] as string) : undefined;
 }
 
-/** Method, path with query, and the body as the client sent it (before defaults are filled in), canonically. */
+/**
+ * Method, path with query, and the body as the client sent it (before defaults are filled in), canonically. Without
+ * `current_password`: a password never goes into a stored hash (it could be guessed offline from the rest of the
+ * body), and a request sent again with the password that a refusal asked for is the same request.
+ */
 function requestHash(req: Request): string {
   return createHash('sha256')
     .update(`${req.method} ${req.originalUrl}\n`)
-    .update(canonicalJson(req.body ?? null))
+    .update(canonicalJson(withoutPassword(req.body ?? null)))
     .digest('hex');
+}
+
+function withoutPassword(body: unknown): unknown {
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || !('current_password' in body)) return body;
+  const { current_password: _password, ...rest } = body as Record<string, unknown>;
+  return rest;
+}
+
+/** A refusal that asks the caller to prove who they are (reauthentication.ts): the retry with the proof must run. */
+function asksToReauthenticate(body: unknown): boolean {
+  const code = body !== null && typeof body === 'object' ? (body as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && REAUTHENTICATION_CODES.includes(code);
 }
 
 /** Before validation: refuses the header where it means nothing, checks its format, hashes the request. */
@@ -122,7 +140,7 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   let settled = false;
   const settle = async (status: number, body: unknown): Promise<void> => {
     settled = true;
-    const store = idempotentOutcomeIsStored(status)
+    const store = idempotentOutcomeIsStored(status) && !asksToReauthenticate(body)
       ? async () => {
           const stored = await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
           if (!stored) {

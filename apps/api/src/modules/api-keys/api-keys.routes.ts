@@ -1,22 +1,24 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
+import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import { apiKeyIdParams, apiKeyResponse, createApiKeyBody, createdApiKeyResponse, listApiKeysQuery } from './api-keys.schemas';
 import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.service';
 
-export function apiKeyRoutes(deps: AppDeps): RouteSpec[] {
+export function apiKeyRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [
     {
       method: 'post',
       path: '/api-keys',
       scope: 'api_keys:create',
-      summary: 'Mint an API key; the key value is in this response only',
+      summary:
+        'Mint an API key; the key value is in this response only. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: createApiKeyBody },
       status: 201,
       response: createdApiKeyResponse,
-      handler: (req) => createApiKey(deps, principalOf(req), req.body, requestMeta(req)),
+      handler: (req) => createApiKey(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
     {
       method: 'get',

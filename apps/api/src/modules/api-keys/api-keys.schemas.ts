@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import { sensitiveChangePassword } from '../auth/auth.schemas';
 import { isoTimestamp, name, paginationQuery } from '../../http/validate';
 import { id, nullableTimestamp, timestamp } from '../../http/responses';
 
@@ -6,6 +7,7 @@ export const createApiKeyBody = Joi.object({
   name: name().required(),
   scopes: Joi.array().items(Joi.string().max(100)).min(1).max(200).required(),
   expires_at: isoTimestamp(),
+  current_password: sensitiveChangePassword(),
 });
 
 export const listApiKeysQuery = Joi.object(paginationQuery);

@@ -10,7 +10,9 @@ import { conflict, forbidden, notFound, unprocessable } from '../../http/errors'
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
+import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { confirmSensitiveChange } from '../auth/reauthentication';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
 
 export function presentApiKey(key: ApiKey) {
@@ -66,13 +68,15 @@ function withinCallingKeyLifetime(
 
 export async function createApiKey(
   deps: AppDeps,
+  limiters: RateLimiters,
   principal: Principal,
-  input: { name: string; scopes: string[]; expires_at?: Date },
+  input: { name: string; scopes: string[]; expires_at?: Date; current_password?: string },
   meta: RequestMeta,
 ) {
   const scopes = checkRequestedScopes(principal, input.scopes);
   const now = deps.clock.now();
   if (input.expires_at && input.expires_at <= now) throw unprocessable('expires_at must be in the future.');
+  await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'api_key_create', meta);
   const policy = await loadKeyPolicy(deps, principal.organizationId);
   // None asked by an expiring key: its expiration stands in for the one require_expiration asks for (the key expires).
   const inherited = principal.kind === 'api_key' ? (principal.apiKeyExpiresAt ?? undefined) : undefined;

@@ -51,6 +51,17 @@ export const twoFactorChangeBody = Joi.object({
     ),
 });
 
+/**
+ * The current password confirming a sensitive change (minting an API key, deleting the organization, transferring
+ * its ownership) from a session signed in longer ago than the window (reauthentication.ts confirmSensitiveChange).
+ */
+export const sensitiveChangePassword = () =>
+  password()
+    .min(1)
+    .description(
+      `Needed from a session signed in more than ${RECENT_SIGN_IN_WINDOW_MS / 60_000} minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys`,
+    );
+
 export const passwordResetRequestBody = Joi.object({
   email: email().required(),
 });

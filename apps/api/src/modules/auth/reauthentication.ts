@@ -3,8 +3,11 @@
 // against the owner's 2FA sign-in) and changing the password. An account with a password types it
 // (counted with the sign-ins of its e-mail; a wrong or missing one is audited like a failed sign-in). An account
 // without one (made by a GitHub or Google sign-in) has nothing to type: its session must come from a recent sign-in.
+// Minting an API key, deleting the organization and handing its ownership over ask less of a session that has just
+// signed in (confirmSensitiveChange): "sudo mode", like GitHub's.
 import bcrypt from 'bcrypt';
-import { badRequest, forbidden, unauthorized } from '../../http/errors';
+import type { Principal } from '../../auth/principal';
+import { HttpError, forbidden, unauthorized } from '../../http/errors';
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import type { RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
@@ -19,7 +22,22 @@ export const RECENT_SIGN_IN_WINDOW_MS = 10 * 60 * 1000;
 export const REAUTHENTICATION_REQUIRED = 'REAUTHENTICATION_REQUIRED';
 
 /** What the re-authentication was for, in the audit entry of a failure. */
-export type ReauthenticatedOperation = 'password_change' | '2fa_enable' | '2fa_disable';
+export type ReauthenticatedOperation =
+  | 'password_change'
+  | '2fa_enable'
+  | '2fa_disable'
+  | 'api_key_create'
+  | 'organization_delete'
+  | 'ownership_transfer';
+
+/** The `code` of the 400 a wrong or missing current password gets (a client retries with the right one). */
+export const INVALID_CURRENT_PASSWORD = 'INVALID_CURRENT_PASSWORD';
+
+/**
+ * The codes of the answers that ask the caller to prove again who they are. Under an Idempotency-Key such an
+ * answer is not stored: the same request sent again with the password (same key) must run, not replay the refusal.
+ */
+export const REAUTHENTICATION_CODES: readonly string[] = [REAUTHENTICATION_REQUIRED, INVALID_CURRENT_PASSWORD];
 
 /**
  * The user's current password, checked as sign-in checks it: counted with the sign-ins of the same e-mail (so it is
@@ -37,28 +55,34 @@ export async function checkCurrentPassword(
   await consumeOrThrow(limiters.login, emailLimiterKey(user.email));
   if (currentPassword === undefined) {
     await recordLoginFailure(deps, user, meta, 'missing_current_password', operation);
-    throw badRequest('"current_password" is required: confirm this change with your current password.');
+    throw new HttpError(400, '"current_password" is required: confirm this change with your current password.', {
+      code: INVALID_CURRENT_PASSWORD,
+    });
   }
   if (!(await bcrypt.compare(currentPassword, user.passwordHash))) {
     await recordLoginFailure(deps, user, meta, 'invalid_current_password', operation);
-    throw badRequest('The current password is not correct.');
+    throw new HttpError(400, 'The current password is not correct.', { code: INVALID_CURRENT_PASSWORD });
   }
 }
 
-/** The calling session must have been signed in within RECENT_SIGN_IN_WINDOW_MS, else 403 REAUTHENTICATION_REQUIRED. */
-export async function requireRecentSignIn(deps: CoreDeps, sessionId: string): Promise<void> {
+/** Whether the session was signed in within RECENT_SIGN_IN_WINDOW_MS. */
+async function signedInRecently(deps: CoreDeps, sessionId: string): Promise<boolean> {
   // Unscoped: the session id is the caller's own credential. Its row is written at sign-in (sessions.ts issueSession,
   // created_at from the app's clock) and no other route issues one, so a stolen session cannot renew its own age.
   const session = await deps.prisma.session.findUnique({ where: { id: sessionId }, select: { createdAt: true } });
   if (!session) throw unauthorized('Invalid or expired session.');
-  if (deps.clock.now().getTime() - session.createdAt.getTime() > RECENT_SIGN_IN_WINDOW_MS) {
-    throw forbidden(
-      `This account has no password to confirm this change with: sign in again (with GitHub or Google), then retry within ${
-        RECENT_SIGN_IN_WINDOW_MS / 60_000
-      } minutes.`,
-      { code: REAUTHENTICATION_REQUIRED },
-    );
-  }
+  return deps.clock.now().getTime() - session.createdAt.getTime() <= RECENT_SIGN_IN_WINDOW_MS;
+}
+
+const windowMinutes = RECENT_SIGN_IN_WINDOW_MS / 60_000;
+
+/** The calling session must have been signed in within RECENT_SIGN_IN_WINDOW_MS, else 403 REAUTHENTICATION_REQUIRED. */
+export async function requireRecentSignIn(deps: CoreDeps, sessionId: string): Promise<void> {
+  if (await signedInRecently(deps, sessionId)) return;
+  throw forbidden(
+    `This account has no password to confirm this change with: sign in again (with GitHub or Google), then retry within ${windowMinutes} minutes.`,
+    { code: REAUTHENTICATION_REQUIRED },
+  );
 }
 
 /** The current password for an account that has one, else a recent sign-in of the calling session. */
@@ -76,4 +100,38 @@ export async function reauthenticate(
   } else {
     await requireRecentSignIn(deps, sessionId);
   }
+}
+
+/**
+ * A change a stolen session cookie alone must not make, however old it is: minting an API key (a credential that
+ * outlives a password reset and every session), deleting the organization, handing its ownership over. A session
+ * signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
+ * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
+ * in again. An API key is not asked: it was minted for what it does, and has no password to send.
+ */
+export async function confirmSensitiveChange(
+  deps: CoreDeps,
+  limiters: RateLimiters,
+  principal: Principal,
+  currentPassword: string | undefined,
+  operation: ReauthenticatedOperation,
+  meta: RequestMeta,
+): Promise<void> {
+  if (principal.kind !== 'session') return;
+  const user = await deps.prisma.user.findUnique({
+    where: { id: principal.userId },
+    select: { id: true, email: true, passwordHash: true },
+  });
+  if (!user) throw unauthorized();
+  if (currentPassword !== undefined && user.passwordHash !== null) {
+    await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, currentPassword, operation, meta);
+    return;
+  }
+  if (await signedInRecently(deps, principal.sessionId!)) return;
+  throw forbidden(
+    user.passwordHash !== null
+      ? `Confirm this with your password: send it as "current_password" (a session signed in more than ${windowMinutes} minutes ago cannot do this alone).`
+      : `Sign in again (with GitHub or Google), then retry within ${windowMinutes} minutes: a session signed in longer ago cannot do this alone.`,
+    { code: REAUTHENTICATION_REQUIRED },
+  );
 }

@@ -1,5 +1,6 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
+import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import { requestMeta } from '../audit/audit.context';
 import {
@@ -11,7 +12,7 @@ import {
 } from './organizations.schemas';
 import { deleteOrganization, getOrganization, transferOwnership, updateOrganization } from './organizations.service';
 
-export function organizationRoutes(deps: AppDeps): RouteSpec[] {
+export function organizationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -34,18 +35,20 @@ export function organizationRoutes(deps: AppDeps): RouteSpec[] {
       method: 'delete',
       path: '/organization',
       scope: 'org:delete',
-      summary: 'Permanently delete the organization and everything in it; body {confirm: <organization name>}',
+      summary:
+        'Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: deleteOrganizationBody },
-      handler: (req) => deleteOrganization(deps, principalOf(req), req.body),
+      handler: (req) => deleteOrganization(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
     {
       method: 'post',
       path: '/organization/transfer-ownership',
       scope: 'org:transfer_ownership',
-      summary: 'Make an active member the owner; the previous owner becomes an admin',
+      summary:
+        'Make an active member the owner; the previous owner becomes an admin. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: transferOwnershipBody },
       response: transferOwnershipResponse,
-      handler: (req) => transferOwnership(deps, principalOf(req), req.body, requestMeta(req)),
+      handler: (req) => transferOwnership(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
   ];
 }

@@ -5,7 +5,9 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { badRequest, conflict, notFound } from '../../http/errors';
+import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { confirmSensitiveChange } from '../auth/reauthentication';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import { eraseOrganizationHistory } from '../history-deletion/history-deletion.service';
 import { lockOrganization } from './organization-lock';
@@ -51,11 +53,18 @@ export async function updateOrganization(deps: AppDeps, principal: Principal, in
  * Deletes the organization and everything it owns; users themselves remain. Its history (deliveries, attempts,
  * events, stored objects) goes first in bounded batches (erasure.service.ts), then the row, whose cascade is small.
  */
-export async function deleteOrganization(deps: AppDeps, principal: Principal, input: { confirm: string }): Promise<void> {
+export async function deleteOrganization(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  principal: Principal,
+  input: { confirm: string; current_password?: string },
+  meta: RequestMeta,
+): Promise<void> {
   const org = await loadOrganization(deps, principal);
   if (input.confirm !== org.name) {
     throw badRequest('To delete the organization, send its exact name in the `confirm` field.');
   }
+  await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'organization_delete', meta);
   await eraseOrganizationHistory(deps.prisma, org.id);
   // deleteMany with the name in the filter: a concurrent rename between the check and the delete deletes nothing.
   const { count } = await deps.prisma.organization.deleteMany({ where: { id: org.id, name: input.confirm } });
@@ -68,8 +77,15 @@ export async function deleteOrganization(deps: AppDeps, principal: Principal, in
  * Makes an active member the owner; the previous owner becomes an admin. One transaction, and the demotion is
  * conditional on the caller still being the owner, so two concurrent transfers cannot both succeed.
  */
-export async function transferOwnership(deps: AppDeps, principal: Principal, input: { user_id: string }, meta: RequestMeta) {
+export async function transferOwnership(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  principal: Principal,
+  input: { user_id: string; current_password?: string },
+  meta: RequestMeta,
+) {
   if (input.user_id === principal.userId) throw badRequest('You already own this organization.');
+  await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'ownership_transfer', meta);
   const now = deps.clock.now();
   const result = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const target = await tx.membership.findFirst({

@@ -1,0 +1,193 @@
+// Sudo mode (reauthentication.ts confirmSensitiveChange): minting an API key, deleting the organization and handing
+// its ownership over. A session signed in within the window makes them as it is; an older one (a cookie left behind,
+// or stolen) confirms with the current password, else 403 REAUTHENTICATION_REQUIRED and nothing changes. API keys
+// are not asked. Under an Idempotency-Key, the refusal is not stored and the password is not hashed into the row.
+import request from 'supertest';
+import { createHarness, type Harness } from './support/harness';
+import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
+import { sessionIdOf } from './support/auth-helpers';
+import { createKey } from './support/domain';
+import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(() => h.close());
+
+/** Moves the session's sign-in back by `ms`, as a sign-in that long ago would have left it. */
+const signedInAgo = (user: TestUser, ms: number) =>
+  h.deps.prisma.session.update({ where: { id: sessionIdOf(user.token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
+const aWhileAgo = RECENT_SIGN_IN_WINDOW_MS + 60_000;
+
+const mintKey = (token: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+  request(h.app).post('/api/v1/api-keys').set({ ...bearer(token), ...headers }).send({ name: 'ci', scopes: ['projects:read'], ...body });
+const keysOf = (user: TestUser) => h.deps.prisma.apiKey.count({ where: { userId: user.id } });
+const failedChecks = (user: TestUser, operation: string) =>
+  h.deps.prisma.auditEvent.findMany({ where: { action: 'auth.login_failed', actorId: user.id, metadata: { path: ['operation'], equals: operation } } });
+
+function expectAskedForPassword(res: request.Response) {
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: expect.stringContaining('current_password'), code: 'REAUTHENTICATION_REQUIRED' });
+}
+
+describe('minting an API key', () => {
+  let org: TestOrg;
+  beforeEach(async () => {
+    org = await createOrg(h);
+  });
+
+  it('a session signed in within the window mints without a password', async () => {
+    await signedInAgo(org.manager, RECENT_SIGN_IN_WINDOW_MS - 60_000);
+    const res = await mintKey(org.manager.token);
+    expect(res.status).toBe(201);
+    expect(res.body.key).toEqual(expect.any(String));
+  });
+
+  it('an older session is asked for the password (403, no key); a wrong one is 400 and audited without it; the right one mints', async () => {
+    await signedInAgo(org.manager, aWhileAgo);
+    expectAskedForPassword(await mintKey(org.manager.token));
+    expect(await keysOf(org.manager)).toBe(0);
+
+    const wrong = await mintKey(org.manager.token, { current_password: 'not the password at all' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toEqual({ detail: 'The current password is not correct.', code: 'INVALID_CURRENT_PASSWORD' });
+    expect(await keysOf(org.manager)).toBe(0);
+    const failures = await failedChecks(org.manager, 'api_key_create');
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toMatchObject({ organizationId: org.id, metadata: { reason: 'invalid_current_password', operation: 'api_key_create' } });
+    expect(JSON.stringify(failures[0])).not.toContain('not the password at all');
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'api_key.created', actorId: org.manager.id } })).toBe(0);
+
+    const right = await mintKey(org.manager.token, { current_password: TEST_PASSWORD });
+    expect(right.status).toBe(201);
+    expect(await keysOf(org.manager)).toBe(1);
+    // The key it minted works, and the password went nowhere near the audit entry.
+    expect((await request(h.app).get('/api/v1/projects').set(bearer(right.body.key))).status).toBe(200);
+    const created = await h.deps.prisma.auditEvent.findFirstOrThrow({ where: { action: 'api_key.created', actorId: org.manager.id } });
+    expect(JSON.stringify(created)).not.toContain(TEST_PASSWORD);
+  });
+
+  it('the clock moving on past the window has the same effect as an old sign-in', async () => {
+    h.clock.advance(aWhileAgo);
+    try {
+      expectAskedForPassword(await mintKey(org.admin.token));
+      expect((await mintKey(org.admin.token, { current_password: TEST_PASSWORD })).status).toBe(201);
+    } finally {
+      h.clock.reset();
+    }
+  });
+
+  it('an API key that may mint keys is not asked (it has no password, and was minted for this)', async () => {
+    const minter = await createKey(h, org.admin.token, ['api_keys:create', 'projects:read']);
+    h.clock.advance(aWhileAgo);
+    try {
+      const res = await mintKey(minter);
+      expect(res.status).toBe(201);
+    } finally {
+      h.clock.reset();
+    }
+  });
+
+  it('an account without a password (GitHub or Google sign-in) is told to sign in again; a password it sends changes nothing', async () => {
+    const oauthOnly = await createUserInOrg(h, org.id, 'manager', 'oauth');
+    await h.deps.prisma.user.update({ where: { id: oauthOnly.id }, data: { passwordHash: null } });
+    await signedInAgo(oauthOnly, aWhileAgo);
+    for (const body of [{}, { current_password: TEST_PASSWORD }]) {
+      const res = await mintKey(oauthOnly.token, body);
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ detail: expect.stringContaining('Sign in again'), code: 'REAUTHENTICATION_REQUIRED' });
+    }
+    expect(await keysOf(oauthOnly)).toBe(0);
+    await signedInAgo(oauthOnly, 0);
+    expect((await mintKey(oauthOnly.token)).status).toBe(201);
+  });
+
+  it('a request that fails for another reason answers that first (no password asked for a key it could not mint)', async () => {
+    await signedInAgo(org.member, aWhileAgo);
+    const res = await mintKey(org.member.token, { scopes: ['webhooks:write'] });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBeUndefined();
+  });
+
+  it('wrong passwords count with the e-mail\'s sign-ins: a guesser with the old cookie is stopped at the login\'s pace', async () => {
+    await signedInAgo(org.admin, aWhileAgo);
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i += 1) statuses.push((await mintKey(org.admin.token, { current_password: `guess number ${i}` })).status);
+    expect(statuses).toContain(429);
+    expect(statuses.indexOf(429)).toBeGreaterThan(0);
+    expect(statuses.slice(statuses.indexOf(429)).every((s) => s === 429)).toBe(true);
+    expect(await keysOf(org.admin)).toBe(0);
+  });
+});
+
+describe('under an Idempotency-Key', () => {
+  let org: TestOrg;
+  beforeAll(async () => {
+    org = await createOrg(h);
+  });
+
+  it('the refusal is not stored: the same request sent again with the password (same key) mints, and its replay needs no password', async () => {
+    await signedInAgo(org.admin, aWhileAgo);
+    const key = { 'Idempotency-Key': `sudo-${Date.now()}` };
+    expectAskedForPassword(await mintKey(org.admin.token, {}, key));
+    const wrong = await mintKey(org.admin.token, { current_password: 'a wrong password here' }, key);
+    expect(wrong.status).toBe(400);
+    expect(wrong.headers['idempotent-replayed']).toBeUndefined();
+
+    const minted = await mintKey(org.admin.token, { current_password: TEST_PASSWORD }, key);
+    expect(minted.status).toBe(201);
+    expect(minted.headers['idempotent-replayed']).toBeUndefined();
+    // The password is not part of the request as the key remembers it: with it or without it, the same answer.
+    for (const body of [{ current_password: TEST_PASSWORD }, {}]) {
+      const replay = await mintKey(org.admin.token, body, key);
+      expect([replay.status, replay.headers['idempotent-replayed'], replay.body.id]).toEqual([201, 'true', minted.body.id]);
+    }
+    expect(await keysOf(org.admin)).toBe(1);
+  });
+});
+
+describe('deleting the organization', () => {
+  it('an older session is asked for the password (403, the organization stays); with it, the organization is deleted', async () => {
+    const org = await createOrg(h);
+    await signedInAgo(org.owner, aWhileAgo);
+    const del = (body: Record<string, unknown>) => request(h.app).delete('/api/v1/organization').set(bearer(org.owner.token)).send(body);
+    expectAskedForPassword(await del({ confirm: org.name }));
+    expect((await del({ confirm: org.name, current_password: 'definitely wrong' })).status).toBe(400);
+    expect(await h.deps.prisma.organization.count({ where: { id: org.id } })).toBe(1);
+    expect(await failedChecks(org.owner, 'organization_delete')).toHaveLength(1);
+    // The name is checked first: a wrong one says so, whatever the session's age.
+    expect((await del({ confirm: 'not its name' })).body.detail).toMatch(/exact name/);
+
+    const done = await del({ confirm: org.name, current_password: TEST_PASSWORD });
+    expect(done.status).toBe(204);
+    expect(await h.deps.prisma.organization.count({ where: { id: org.id } })).toBe(0);
+  });
+
+  it('a session signed in within the window deletes with the name alone', async () => {
+    const org = await createOrg(h);
+    const done = await request(h.app).delete('/api/v1/organization').set(bearer(org.owner.token)).send({ confirm: org.name });
+    expect(done.status).toBe(204);
+  });
+});
+
+describe('transferring ownership', () => {
+  it('an older session is asked for the password (403, the owner stays); with it, ownership moves', async () => {
+    const org = await createOrg(h);
+    await signedInAgo(org.owner, aWhileAgo);
+    const transfer = (body: Record<string, unknown>) =>
+      request(h.app).post('/api/v1/organization/transfer-ownership').set(bearer(org.owner.token)).send({ user_id: org.admin.id, ...body });
+    expectAskedForPassword(await transfer({}));
+    expect((await transfer({ current_password: 'definitely wrong' })).status).toBe(400);
+    const roleOf = async (user: TestUser) =>
+      (await h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId: user.id } })).role;
+    expect([await roleOf(org.owner), await roleOf(org.admin)]).toEqual(['owner', 'admin']);
+    expect(await failedChecks(org.owner, 'ownership_transfer')).toHaveLength(1);
+    expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'organization.ownership_transferred' } })).toBe(0);
+
+    const done = await transfer({ current_password: TEST_PASSWORD });
+    expect(done.status).toBe(200);
+    expect([await roleOf(org.owner), await roleOf(org.admin)]).toEqual(['admin', 'owner']);
+  });
+});

@@ -156,9 +156,10 @@ const organizationLevel = [
 
 describe('cross-organization access', () => {
   it('covers every route of the tenancy modules', () => {
-    // Only the routes' methods and paths are read: the accept route's limiters are never called here.
+    // Only the routes' methods and paths are read: the limiters (invitation accept, sudo mode) are never called here.
     const invitations = (deps: typeof h.deps) => invitationRoutes(deps, {} as RateLimiters);
-    const all: RouteSpec[] = [organizationRoutes, memberRoutes, invitations, teamRoutes, projectRoutes, assessmentRoutes, grantRoutes]
+    const organization = (deps: typeof h.deps) => organizationRoutes(deps, {} as RateLimiters);
+    const all: RouteSpec[] = [organization, memberRoutes, invitations, teamRoutes, projectRoutes, assessmentRoutes, grantRoutes]
       .flatMap((routes) => routes(h.deps));
     const names = all.map((r) => `${r.method.toUpperCase()} ${r.path}`).sort();
     const covered = [...new Set([...cases.map((c) => c.route), ...organizationLevel])].sort();

@@ -334,7 +334,7 @@ export interface paths {
         get: operations["getApiKeys"];
         put?: never;
         /**
-         * Mint an API key; the key value is in this response only
+         * Mint an API key; the key value is in this response only. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `api_keys:create` scope.
          */
         post: operations["postApiKeys"];
@@ -379,7 +379,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Permanently delete the organization and everything in it; body {confirm: <organization name>}
+         * Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `org:delete` scope.
          */
         delete: operations["deleteOrganization"];
@@ -402,7 +402,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Make an active member the owner; the previous owner becomes an admin
+         * Make an active member the owner; the previous owner becomes an admin. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `org:transfer_ownership` scope.
          */
         post: operations["postOrganizationTransferOwnership"];
@@ -3740,6 +3740,8 @@ export interface operations {
                     scopes: string[];
                     /** Format: date-time */
                     expires_at?: string;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };
@@ -3854,6 +3856,8 @@ export interface operations {
             content: {
                 "application/json": {
                     confirm: string;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };
@@ -3927,6 +3931,8 @@ export interface operations {
             content: {
                 "application/json": {
                     user_id: string;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };

@@ -1,4 +1,5 @@
-// Profile (password change, 2FA on with a locally rendered QR code and off, each with the current password) and Settings -> API keys.
+// Profile (password change, 2FA on with a locally rendered QR code and off, each with the current password) and Settings -> API keys
+// (creating one from a sign-in more than 10 minutes old asks for the password: lib/sudo.tsx).
 import { useEffect, useState, type FormEvent } from 'react';
 import QRCode from 'qrcode';
 import { Link } from 'react-router-dom';
@@ -6,6 +7,7 @@ import { ApiError, client, unwrap } from '../api/client';
 import { keyLimits, type KeyPolicy } from '../lib/key-policy';
 import { groupScopes, wildcardOptions } from '../lib/scopes';
 import { useSession } from '../lib/session';
+import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
 
 /**
@@ -276,6 +278,7 @@ function CreateKeyForm({ onCreated }: { onCreated(key: CreatedKey): void }) {
   const [expires, setExpires] = useState('');
   const [picked, setPicked] = useState<Set<string>>(new Set());
   const { busy, error, run } = useAction();
+  const sudo = useSudo();
   const policy = useLoad(() => unwrap(client.GET('/api/v1/organization/api-key-policy')).catch(() => undefined));
   const own = me?.scopes ?? [];
   const toggle = (scope: string) => {
@@ -288,7 +291,7 @@ function CreateKeyForm({ onCreated }: { onCreated(key: CreatedKey): void }) {
     e.preventDefault();
     void run(async () => {
       const body = { name, scopes: [...picked], ...(expires ? { expires_at: new Date(expires).toISOString() } : {}) };
-      onCreated(await unwrap(client.POST('/api/v1/api-keys', { body })));
+      onCreated(await sudo.send((proof) => unwrap(client.POST('/api/v1/api-keys', { body: { ...body, ...proof } }))));
       setName('');
       setPicked(new Set());
     });
@@ -326,8 +329,9 @@ function CreateKeyForm({ onCreated }: { onCreated(key: CreatedKey): void }) {
           </div>
         ))}
       </fieldset>
-      <ErrorBox error={error} />
-      <button type="submit" disabled={busy || picked.size === 0}>Create key</button>
+      <SudoErrorBox error={error} />
+      <SudoPrompt sudo={sudo} what="create this key" />
+      <button type="submit" disabled={busy || picked.size === 0 || (sudo.asked && !sudo.hasPassword)}>Create key</button>
     </form>
   );
 }

@@ -3,6 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { Link, useParams } from 'react-router-dom';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
+import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 import { AssessmentSourceSection, ProjectSourceSection, type ProjectSource } from './source';
 import { AssessmentReports } from './reports';
@@ -163,17 +164,40 @@ export function MembersPage() {
       members.reload();
     });
   };
-  const transfer = (userId: string, label: string) => {
-    if (!window.confirm(`Make ${label} the owner? You become an admin.`)) return;
+  // Asked for the password (sudo mode), the transfer waits in a confirmation form until it is sent again or cancelled.
+  const sudo = useSudo();
+  const [pendingTransfer, setPendingTransfer] = useState<{ userId: string; label: string } | null>(null);
+  const sendTransfer = (target: { userId: string; label: string }) =>
     void action.run(async () => {
-      await unwrap(client.POST('/api/v1/organization/transfer-ownership', { body: { user_id: userId } }));
+      setPendingTransfer(target);
+      await sudo.send((proof) => unwrap(client.POST('/api/v1/organization/transfer-ownership', { body: { user_id: target.userId, ...proof } })));
+      setPendingTransfer(null);
       members.reload();
     });
+  const transfer = (userId: string, label: string) => {
+    if (!window.confirm(`Make ${label} the owner? You become an admin.`)) return;
+    sudo.cancel();
+    sendTransfer({ userId, label });
+  };
+  const confirmTransfer = (e: FormEvent) => {
+    e.preventDefault();
+    if (pendingTransfer) sendTransfer(pendingTransfer);
+  };
+  const cancelTransfer = () => {
+    sudo.cancel();
+    setPendingTransfer(null);
   };
   return (
     <main>
       <h1>Members</h1>
-      <ErrorBox error={members.error ?? action.error} />
+      <SudoErrorBox error={members.error ?? action.error} />
+      {pendingTransfer && sudo.asked && (
+        <form onSubmit={confirmTransfer} aria-label="Confirm the ownership transfer">
+          <SudoPrompt sudo={sudo} what={`make ${pendingTransfer.label} the owner`} />
+          {sudo.hasPassword && <button type="submit" disabled={action.busy}>Transfer ownership to {pendingTransfer.label}</button>}
+          <button type="button" onClick={cancelTransfer}>Cancel</button>
+        </form>
+      )}
       <table>
         <thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th /></tr></thead>
         <tbody>

@@ -1,0 +1,165 @@
+// Sudo mode in the dashboard (docs/api.md, "Sensitive changes"), in Chromium: a person whose sign-in is more than
+// 10 minutes old creates an API key or transfers ownership; the page sends the change as it is, and only when the
+// API asks does it show "Confirm with your password" (an account without a password: a Sign in again link). A wrong
+// password shows the API's message; the right one makes the change. The password is in no URL and is cleared.
+import type { Page, Request } from 'playwright-core';
+import { createOrg, createUserInOrg, TEST_PASSWORD, type TestUser } from '../../api/test/support/fixtures';
+import { sessionIdOf } from '../../api/test/support/auth-helpers';
+import { RECENT_SIGN_IN_WINDOW_MS } from '../../api/src/modules/auth/reauthentication';
+import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
+
+let b: BrowserWorld;
+let page: Page;
+
+beforeAll(async () => {
+  b = await startBrowserWorld();
+}, 60_000);
+beforeEach(async () => {
+  page = await b.page();
+});
+afterAll(() => b?.close());
+
+/** The page's session, its sign-in moved back past the window (as if the person had signed in a while ago). */
+async function signedInAWhileAgo(): Promise<void> {
+  const cookie = (await page.context().cookies()).find((c) => c.name === 'session')!;
+  await b.w.h.deps.prisma.session.update({
+    where: { id: sessionIdOf(cookie.value) },
+    data: { createdAt: new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000) },
+  });
+}
+
+/** Every request the page sends to `path`, with its body. */
+function requestsTo(p: Page, path: string): Request[] {
+  const seen: Request[] = [];
+  p.on('request', (r) => {
+    if (new URL(r.url()).pathname === path) seen.push(r);
+  });
+  return seen;
+}
+
+async function openApiKeys(user: TestUser): Promise<void> {
+  await b.logIn(user.email, TEST_PASSWORD);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click();
+  await page.getByRole('form', { name: 'Create an API key' }).waitFor();
+}
+
+async function fillKey(name: string): Promise<void> {
+  const form = page.getByRole('form', { name: 'Create an API key' });
+  await form.getByLabel('Key name').fill(name);
+  await form.getByLabel('projects:read', { exact: true }).check();
+}
+
+const keysOf = (user: TestUser) => b.w.h.deps.prisma.apiKey.count({ where: { userId: user.id } });
+
+describe('creating an API key from an older sign-in', () => {
+  it('asks for the password only once the API does; a wrong one is refused, the right one creates the key', async () => {
+    const { w, step } = b;
+    const user = await createUserInOrg(w.h, w.org.id, 'manager', 'sudo-key');
+    const posts = requestsTo(page, '/api/v1/api-keys');
+    await step('open', () => openApiKeys(user));
+    const form = page.getByRole('form', { name: 'Create an API key' });
+    const passwordField = form.getByLabel('Confirm with your password');
+
+    await step('recent-sign-in-no-password', async () => {
+      // Signed in just now: no prompt, the key is created at once.
+      expect(await passwordField.count()).toBe(0);
+      await fillKey('fresh');
+      await form.getByRole('button', { name: 'Create key' }).click();
+      await page.getByText('It is shown only once').waitFor();
+      expect(await keysOf(user)).toBe(1);
+    });
+
+    await step('older-sign-in-asked', async () => {
+      await signedInAWhileAgo();
+      await fillKey('later');
+      await form.getByRole('button', { name: 'Create key' }).click();
+      await passwordField.waitFor();
+      await form.getByText('You signed in more than 10 minutes ago: confirm with your password to create this key.').waitFor();
+      // The API's text for clients is not shown as an error; nothing was created.
+      expect(await page.getByRole('alert').filter({ hasText: 'current_password' }).count()).toBe(0);
+      expect(await keysOf(user)).toBe(1);
+      expect(await passwordField.getAttribute('type')).toBe('password');
+      expect(await passwordField.getAttribute('autocomplete')).toBe('current-password');
+    });
+
+    await step('wrong-password', async () => {
+      await passwordField.fill('not the password at all');
+      await form.getByRole('button', { name: 'Create key' }).click();
+      await form.getByRole('alert').filter({ hasText: 'The current password is not correct.' }).waitFor();
+      expect(await passwordField.inputValue()).toBe('');
+      expect(await keysOf(user)).toBe(1);
+    });
+
+    await step('right-password', async () => {
+      await passwordField.fill(TEST_PASSWORD);
+      await form.getByRole('button', { name: 'Create key' }).click();
+      await page.getByRole('cell', { name: 'later', exact: true }).waitFor();
+      expect(await keysOf(user)).toBe(2);
+      expect(await passwordField.count()).toBe(0);
+    });
+
+    // Four posts: the recent one and the asked one without the password, then the wrong and the right one with it.
+    const sent = posts.filter((r) => r.method() === 'POST').map((r) => JSON.parse(r.postData() ?? '{}') as Record<string, unknown>);
+    expect(sent.map((body) => body.current_password)).toEqual([undefined, undefined, 'not the password at all', TEST_PASSWORD]);
+    expect(posts.every((r) => !r.url().includes(encodeURIComponent(TEST_PASSWORD)) && !r.url().includes('password'))).toBe(true);
+  });
+
+  it('an account without a password is shown Sign in again, and the key is not created', async () => {
+    const { w, step } = b;
+    const user = await createUserInOrg(w.h, w.org.id, 'manager', 'sudo-oauth');
+    await step('open', () => openApiKeys(user));
+    // The account loses its password (as one made by GitHub sign-in has none); the page learns it from /auth/me.
+    await w.h.deps.prisma.user.update({ where: { id: user.id }, data: { passwordHash: null } });
+    await page.reload();
+    const form = page.getByRole('form', { name: 'Create an API key' });
+    await form.waitFor();
+    await signedInAWhileAgo();
+    await step('asked-to-sign-in-again', async () => {
+      await fillKey('oauth');
+      await form.getByRole('button', { name: 'Create key' }).click();
+      const link = form.getByRole('link', { name: 'Sign in again' });
+      await link.waitFor();
+      expect(await link.getAttribute('href')).toBe('/login?next=%2Fsettings%2Fapi-keys');
+      expect(await form.getByLabel('Confirm with your password').count()).toBe(0);
+      expect(await form.getByRole('button', { name: 'Create key' }).isDisabled()).toBe(true);
+      expect(await keysOf(user)).toBe(0);
+    });
+  });
+});
+
+describe('transferring ownership from an older sign-in', () => {
+  it('asks for the password in a confirmation form; with it, the other member becomes the owner', async () => {
+    const { w, step } = b;
+    const org = await createOrg(w.h);
+    const roleOf = async (user: TestUser) =>
+      (await w.h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId: user.id } })).role;
+    await step('open-members', async () => {
+      await b.logIn(org.owner.email, TEST_PASSWORD);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
+      await page.getByRole('cell', { name: org.admin.email }).waitFor();
+    });
+    const confirm = page.getByRole('form', { name: 'Confirm the ownership transfer' });
+
+    await step('asked', async () => {
+      await signedInAWhileAgo();
+      await page.getByRole('row').filter({ hasText: org.admin.email }).getByRole('button', { name: 'Transfer ownership' }).click();
+      await confirm.getByLabel('Confirm with your password').waitFor();
+      await confirm.getByText(`confirm with your password to make ${org.admin.email} the owner`).waitFor();
+      expect([await roleOf(org.owner), await roleOf(org.admin)]).toEqual(['owner', 'admin']);
+    });
+
+    await step('cancel-then-again', async () => {
+      await confirm.getByRole('button', { name: 'Cancel' }).click();
+      expect(await confirm.count()).toBe(0);
+      await page.getByRole('row').filter({ hasText: org.admin.email }).getByRole('button', { name: 'Transfer ownership' }).click();
+      await confirm.getByLabel('Confirm with your password').waitFor();
+    });
+
+    await step('confirmed', async () => {
+      await confirm.getByLabel('Confirm with your password').fill(TEST_PASSWORD);
+      await confirm.getByRole('button', { name: `Transfer ownership to ${org.admin.email}` }).click();
+      await confirm.waitFor({ state: 'detached' });
+      expect([await roleOf(org.owner), await roleOf(org.admin)]).toEqual(['admin', 'owner']);
+    });
+  });
+});

@@ -4,7 +4,7 @@
 // that sensitive-changes.test.ts does not already prove.
 import request from 'supertest';
 import { newId } from '@svc/db';
-import { createHarness, type Harness } from './support/harness';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { sessionIdOf } from './support/auth-helpers';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
@@ -50,7 +50,7 @@ describe('finding: a 429 of the password check under an Idempotency-Key', () => 
   it('is not stored: once the limit has passed, the same request with the right password and the same key mints', async () => {
     const org = await createOrg(h);
     await signedInAgo(org.admin, aWhileAgo);
-    const key = { 'Idempotency-Key': `sudo-429-${newId('t')}` };
+    const key = { 'Idempotency-Key': `sudo-429-${uniqueSuffix()}` };
     const limited = await guessUntilLimited(org.admin, key);
     expect(limited.headers['retry-after']).toEqual(expect.any(String));
 
@@ -92,7 +92,7 @@ describe('open finding (not fixed here): the stored answer of a key minted from 
   it('is not replayed to an old session of the same user without the password', async () => {
     const org = await createOrg(h);
     const fresh = await issueSession(h.deps, org.admin.id, org.id);
-    const key = { 'Idempotency-Key': `sudo-replay-${newId('t')}` };
+    const key = { 'Idempotency-Key': `sudo-replay-${uniqueSuffix()}` };
     const minted = await mintKey(fresh.token, {}, key);
     expect(minted.status).toBe(201);
 
@@ -194,7 +194,7 @@ describe('properties (hold on current code)', () => {
 
   it('a refusal under an Idempotency-Key followed by a different request with the same key runs that request, once', async () => {
     await signedInAgo(org.admin, aWhileAgo);
-    const key = { 'Idempotency-Key': `sudo-body-${newId('t')}` };
+    const key = { 'Idempotency-Key': `sudo-body-${uniqueSuffix()}` };
     expect((await mintKey(org.admin.token, {}, key)).status).toBe(403);
     // The key was released, not bound to the refused body: another body takes it (like a request refused by
     // validation), and from then on the key is that request's.
@@ -206,7 +206,7 @@ describe('properties (hold on current code)', () => {
 
   it('concurrent requests with one Idempotency-Key, one without the password and one with it, mint at most one key', async () => {
     await signedInAgo(org.admin, aWhileAgo);
-    const key = { 'Idempotency-Key': `sudo-race-${newId('t')}` };
+    const key = { 'Idempotency-Key': `sudo-race-${uniqueSuffix()}` };
     const results = await Promise.all([
       mintKey(org.admin.token, {}, key),
       mintKey(org.admin.token, { current_password: TEST_PASSWORD }, key),

@@ -140,7 +140,9 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   let settled = false;
   const settle = async (status: number, body: unknown): Promise<void> => {
     settled = true;
-    const store = idempotentOutcomeIsStored(status) && !asksToReauthenticate(body)
+    // A 429 from within the handler (the login limiter counting a current_password) is a rate limit's refusal like
+    // the route's own, which never takes the key: stored, it would be replayed to the retry with the right password.
+    const store = idempotentOutcomeIsStored(status) && status !== 429 && !asksToReauthenticate(body)
       ? async () => {
           const stored = await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
           if (!stored) {

@@ -65,13 +65,19 @@ export async function checkCurrentPassword(
   }
 }
 
+/** How far ahead of the app's clock a session's sign-in time may be and still count (clocks of instances differ). */
+export const MAX_SIGN_IN_CLOCK_SKEW_MS = 60_000;
+
 /** Whether the session was signed in within RECENT_SIGN_IN_WINDOW_MS. */
 async function signedInRecently(deps: CoreDeps, sessionId: string): Promise<boolean> {
   // Unscoped: the session id is the caller's own credential. Its row is written at sign-in (sessions.ts issueSession,
   // created_at from the app's clock) and no other route issues one, so a stolen session cannot renew its own age.
   const session = await deps.prisma.session.findUnique({ where: { id: sessionId }, select: { createdAt: true } });
   if (!session) throw unauthorized('Invalid or expired session.');
-  return deps.clock.now().getTime() - session.createdAt.getTime() <= RECENT_SIGN_IN_WINDOW_MS;
+  // A sign-in time ahead of the clock (an instance whose clock ran ahead, a clock set back) is not a recent sign-in:
+  // only the skew between instances is allowed, else such a session would count as just signed in for the whole skew.
+  const age = deps.clock.now().getTime() - session.createdAt.getTime();
+  return age >= -MAX_SIGN_IN_CLOCK_SKEW_MS && age <= RECENT_SIGN_IN_WINDOW_MS;
 }
 
 const windowMinutes = RECENT_SIGN_IN_WINDOW_MS / 60_000;

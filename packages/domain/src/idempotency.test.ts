@@ -27,8 +27,8 @@ it('ignores the key on the methods HTTP defines as idempotent, not on POST or PA
 });
 
 it('stores 2xx and 4xx outcomes, not 5xx', () => {
-  for (const s of [200, 201, 202, 204, 400, 404, 409, 422]) expect(idempotentOutcomeIsStored(s)).toBe(true);
-  for (const s of [500, 502, 503]) expect(idempotentOutcomeIsStored(s)).toBe(false);
+  for (const s of [200, 201, 202, 204, 400, 403, 404, 409, 422]) expect(idempotentOutcomeIsStored(s)).toBe(true);
+  for (const s of [401, 429, 500, 502, 503]) expect(idempotentOutcomeIsStored(s)).toBe(false);
 });
 
 describe('judgeTakenKey', () => {

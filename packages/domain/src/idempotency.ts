@@ -34,10 +34,12 @@ export function methodIgnoresIdempotencyKey(method: string): boolean {
 /**
  * Which outcomes are kept for replay. A 4xx is the request's answer (a retry would get it again, so it is stored, as
  * Stripe does); a 5xx may be transient (an outage, a bug being fixed): it is not stored and the key is released, so
- * the client can retry with the same key.
+ * the client can retry with the same key. So are a 401 (the credential, not the request: a session that ended while
+ * the request ran must not leave its refusal to the user's other sessions) and a 429 (a limit that passes: the login
+ * limit counting a current_password, raised after the key was taken).
  */
 export function idempotentOutcomeIsStored(status: number): boolean {
-  return status < 500;
+  return status < 500 && status !== 401 && status !== 429;
 }
 
 export interface StoredIdempotencyKey {

@@ -36,6 +36,7 @@ export interface IdempotencyRouteFacts {
   requestMediaType?: string;
   responseMediaType?: string;
   idempotent?: boolean;
+  sensitive?: boolean;
 }
 
 /**
@@ -51,6 +52,8 @@ export function takesIdempotencyKey(route: IdempotencyRouteFacts): boolean {
 interface PendingKey {
   key: string;
   requestHash: string;
+  /** A sudo-mode route: a session's keys are its own (scopeOf). */
+  perSession: boolean;
 }
 
 const pending = new WeakMap<Request, PendingKey>();
@@ -114,14 +117,20 @@ export function checkIdempotencyKey(route: IdempotencyRouteFacts): RequestHandle
     if (!isValidIdempotencyKey(key)) {
       throw badRequest(`${IDEMPOTENCY_KEY_HEADER} must be 1 to 255 printable ASCII characters.`);
     }
-    pending.set(req, { key, requestHash: requestHash(req) });
+    pending.set(req, { key, requestHash: requestHash(req), perSession: route.sensitive === true });
     next();
   };
 }
 
-function scopeOf(req: Request, key: string): IdempotencyScope {
+/**
+ * Whose keys these are: an API key's, else the user's (every session of the user: a retry from another tab or
+ * device). On a sudo-mode route a session's own: a replay skips the handler and its password check, so a key taken
+ * by a fresh session must not answer an old one (perhaps stolen) of the same user with what it created.
+ */
+function scopeOf(req: Request, asked: PendingKey): IdempotencyScope {
   const p = req.principal!;
-  return { organizationId: p.organizationId, credential: p.apiKeyId ? `key:${p.apiKeyId}` : `user:${p.userId}`, key };
+  const credential = p.apiKeyId ? `key:${p.apiKeyId}` : asked.perSession ? `session:${p.sessionId}` : `user:${p.userId}`;
+  return { organizationId: p.organizationId, credential, key: asked.key };
 }
 
 function replay(res: Response, stored: StoredResponse): void {
@@ -140,9 +149,7 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   let settled = false;
   const settle = async (status: number, body: unknown): Promise<void> => {
     settled = true;
-    // A 429 from within the handler (the login limiter counting a current_password) is a rate limit's refusal like
-    // the route's own, which never takes the key: stored, it would be replayed to the retry with the right password.
-    const store = idempotentOutcomeIsStored(status) && status !== 429 && !asksToReauthenticate(body)
+    const store = idempotentOutcomeIsStored(status) && !asksToReauthenticate(body)
       ? async () => {
           const stored = await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
           if (!stored) {
@@ -186,7 +193,7 @@ export function claimIdempotencyKey(deps: AppDeps, heldKeys: HeldIdempotencyKeys
   return async (req, res, next) => {
     const asked = pending.get(req);
     if (!asked) return next();
-    const scope = scopeOf(req, asked.key);
+    const scope = scopeOf(req, asked);
     const claim = await claimRow(deps.prisma, scope, asked.requestHash, deps.clock.now(), deps.config.encryptionKey);
     if (claim.won) {
       storeOutcomeOf(deps, res, scope, claim.lockToken, heldKeys.hold(scope, claim.lockToken));

@@ -38,6 +38,11 @@ export interface RouteSpec {
    * POST answering 201 or 202 creates something and takes it. Set it only to override the rule.
    */
   idempotent?: boolean;
+  /**
+   * A sudo-mode change (reauthentication.ts confirmSensitiveChange): an old session confirms it with the password.
+   * Its Idempotency-Keys belong to the session, not to every session of the user (http/idempotency.ts scopeOf).
+   */
+  sensitive?: boolean;
   handler: (req: Request, res: Response) => unknown | Promise<unknown>;
 }
 

@@ -38,6 +38,7 @@ export function organizationRoutes(deps: AppDeps, limiters: RateLimiters): Route
       summary:
         'Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: deleteOrganizationBody },
+      sensitive: true,
       handler: (req) => deleteOrganization(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
     {
@@ -47,6 +48,7 @@ export function organizationRoutes(deps: AppDeps, limiters: RateLimiters): Route
       summary:
         'Make an active member the owner; the previous owner becomes an admin. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: transferOwnershipBody },
+      sensitive: true,
       response: transferOwnershipResponse,
       handler: (req) => transferOwnership(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },

@@ -13,6 +13,7 @@ import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-k
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { confirmSensitiveChange } from '../auth/reauthentication';
+import { sendSecurityNotice } from '../auth/security-notices';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
 
 export function presentApiKey(key: ApiKey) {
@@ -110,7 +111,35 @@ export async function createApiKey(
     });
     return created;
   });
+  // Not awaited: the key exists, and its value must reach the caller whatever happens to the notice.
+  if (principal.kind === 'session') {
+    noticeKeyCreated(deps, principal, key, meta).catch((err: unknown) =>
+      deps.logger.error('Could not send a security notice', { notice: 'api_key_created', user_id: principal.userId, error: String(err) }),
+    );
+  }
   return { ...presentApiKey(key), key: value };
+}
+
+/**
+ * The key's owner is told by mail of a key made from a session (the dashboard's way, and a stolen session's): never
+ * its value. Keys minted by keys (a pipeline's short-lived ones) are not: that key was trusted with minting already.
+ */
+async function noticeKeyCreated(deps: AppDeps, principal: Principal, key: ApiKey, meta: RequestMeta): Promise<void> {
+  const [user, organization] = await Promise.all([
+    deps.prisma.user.findUnique({ where: { id: principal.userId }, select: { id: true, email: true, name: true } }),
+    deps.prisma.organization.findUnique({ where: { id: principal.organizationId }, select: { name: true } }),
+  ]);
+  if (!user || !organization) return;
+  sendSecurityNotice(
+    deps,
+    user,
+    {
+      kind: 'api_key_created',
+      key: { name: key.name, prefix: key.displayPrefix, expiresAt: key.expiresAt, scopeCount: key.scopes.length },
+      organizationName: organization.name,
+    },
+    meta,
+  );
 }
 
 /** Admins and owners see every key of the organization; everybody else their own (query through scopedTo). */

@@ -18,6 +18,7 @@ import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey } from './login';
+import { sendSecurityNotice } from './security-notices';
 import { revokeAllSessions } from './sessions';
 import { INVALID_TOTP_CODE } from './totp';
 import { checkUserTotpCode } from './two-factor';
@@ -157,5 +158,6 @@ export async function confirmPasswordReset(
       metadata: { sessions_revoked: true, ...(step !== undefined && { second_factor: 'totp' }) },
     });
   });
+  sendSecurityNotice(deps, user, { kind: 'password_reset' }, meta);
   return { password_reset: true as const, sessions_revoked: true as const };
 }

@@ -9,6 +9,7 @@ import { conflict, forbidden, unauthorized } from '../../http/errors';
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import { checkCurrentPassword } from './reauthentication';
+import { sendSecurityNotice } from './security-notices';
 import { keepOnlyCallingSession } from './sessions';
 
 export async function changePassword(
@@ -39,5 +40,6 @@ export async function changePassword(
       metadata: { other_sessions_revoked: true },
     });
   });
+  sendSecurityNotice(deps, user, { kind: 'password_changed' }, meta);
   return { password_changed: true as const, other_sessions_revoked: true as const };
 }

@@ -7,6 +7,7 @@ import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
 import { reauthenticate, requireRecentSignIn } from './reauthentication';
+import { sendSecurityNotice } from './security-notices';
 import { keepOnlyCallingSession } from './sessions';
 import { acceptTotpCode, generateTotpSecret, INVALID_TOTP_CODE, otpauthUrl } from './totp';
 
@@ -107,6 +108,7 @@ export async function enableTwoFactor(
     await keepOnlyCallingSession(tx, user.id, principal.sessionId!, now);
     await recordTwoFactorChange(tx, principal, meta, now, 'auth.2fa_enabled', { other_sessions_revoked: true });
   });
+  sendSecurityNotice(deps, user, { kind: '2fa_enabled' }, meta);
   return { two_factor_enabled: true };
 }
 
@@ -136,5 +138,6 @@ export async function disableTwoFactor(
     if (updated.count !== 1) throw badRequest(INVALID_TOTP_CODE); // the same code was just used concurrently
     await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_disabled');
   });
+  sendSecurityNotice(deps, user, { kind: '2fa_disabled' }, meta);
   return { two_factor_enabled: false };
 }

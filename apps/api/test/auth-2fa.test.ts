@@ -471,4 +471,17 @@ describe('turning 2FA off needs the current password (a session alone is not eno
     expect(await totpEnabled(account.userId)).toBe(true);
     expect(await reauthFailures(account.token)).toEqual([]);
   });
+
+  it('a password changed while the request runs (after its check) turns nothing off: 409, as turning it on', async () => {
+    // The owner changes the password from another session at the moment a stolen one, holding the old password,
+    // turns 2FA off: the change of password must win, not a downgrade confirmed with a password no longer valid.
+    const account = await userWith2fa();
+    nextStep();
+    const res = await sentWhileHeld(h, [['UPDATE users SET password_hash = $1 WHERE id = $2', ['$2b$04$replacedreplacedreplacedreplacedreplacedreplacedrepla', account.userId]]], () =>
+      post('/auth/2fa/disable', account.token, { code: codeNow(account.secret), current_password: account.password }),
+    );
+    expect(res.status).toBe(409);
+    expect(await totpEnabled(account.userId)).toBe(true);
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.2fa_disabled', targetId: account.userId } })).toBe(0);
+  });
 });

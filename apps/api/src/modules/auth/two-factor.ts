@@ -131,11 +131,17 @@ export async function disableTwoFactor(
   const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
   const step = await checkUserTotpCode(deps, limiters, user.id, secret, input.code, user.totpLastStep);
   await deps.prisma.$transaction(async (tx) => {
+    // Only if the password checked above is still the account's: a change of password meanwhile (from another
+    // session, ending this one) wins over a downgrade confirmed with the old one.
     const updated = await tx.user.updateMany({
-      where: { id: user.id, totpEnabled: true, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },
+      where: { id: user.id, totpEnabled: true, passwordHash: user.passwordHash, OR: [{ totpLastStep: null }, { totpLastStep: { lt: BigInt(step) } }] },
       data: { totpEnabled: false, totpSecretEnc: null, totpPendingEnc: null, totpLastStep: BigInt(step) },
     });
-    if (updated.count !== 1) throw badRequest(INVALID_TOTP_CODE); // the same code was just used concurrently
+    if (updated.count !== 1) {
+      const current = await tx.user.findUnique({ where: { id: user.id }, select: { passwordHash: true } });
+      if (current?.passwordHash !== user.passwordHash) throw conflict('The password was changed meanwhile: sign in again with the new one.');
+      throw badRequest(INVALID_TOTP_CODE); // the same code was just used concurrently
+    }
     await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_disabled');
   });
   sendSecurityNotice(deps, user, { kind: '2fa_disabled' }, meta);

@@ -188,6 +188,8 @@ describe('change password on the Profile page', () => {
     await step('no-form-once-known', async () => {
       await page.reload();
       await page.getByText('Your account signs in with GitHub or Google: it has no password to change.').waitFor();
+      // The way to get one: a reset link by e-mail (the API lets an account without a password set one this way).
+      expect(await page.getByRole('link', { name: 'set one by e-mail' }).getAttribute('href')).toBe('/forgot-password');
       expect(await page.getByRole('heading', { name: 'Change password' }).count()).toBe(0);
       expect(await page.getByRole('form', { name: 'Change password' }).count()).toBe(0);
       expect(await page.getByLabel('Current password').count()).toBe(0);

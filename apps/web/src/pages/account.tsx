@@ -177,6 +177,9 @@ export function ProfilePage() {
         <section aria-labelledby="password">
           <h2 id="password">Password</h2>
           <p data-testid="no-password">Your account signs in with GitHub or Google: it has no password to change.</p>
+          <p>
+            To sign in with a password too, <Link to="/forgot-password">set one by e-mail</Link>: a link to choose it goes to your address.
+          </p>
         </section>
       ) : (
         <ChangePassword />

@@ -35,7 +35,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...organizationRoutes(deps, limiters),
     ...keyPolicyRoutes(deps),
     ...auditRoutes(deps),
-    ...memberRoutes(deps),
+    ...memberRoutes(deps, limiters),
     ...invitationRoutes(deps, limiters),
     ...teamRoutes(deps),
     ...projectRoutes(deps),

@@ -1,5 +1,5 @@
-// Sudo mode (reauthentication.ts confirmSensitiveChange): minting an API key, deleting the organization and handing
-// its ownership over. A session signed in within the window makes them as it is; an older one (a cookie left behind,
+// Sudo mode (reauthentication.ts confirmSensitiveChange): minting an API key, inviting someone, raising a member's
+// role, deleting the organization and handing its ownership over. A session signed in within the window makes them as it is; an older one (a cookie left behind,
 // or stolen) confirms with the current password, else 403 REAUTHENTICATION_REQUIRED and nothing changes. API keys
 // are not asked. Under an Idempotency-Key, the refusal is not stored and the password is not hashed into the row.
 import request from 'supertest';
@@ -189,5 +189,61 @@ describe('transferring ownership', () => {
     const done = await transfer({ current_password: TEST_PASSWORD });
     expect(done.status).toBe(200);
     expect([await roleOf(org.owner), await roleOf(org.admin)]).toEqual(['admin', 'owner']);
+  });
+});
+
+describe('inviting someone', () => {
+  it('an older session is asked for the password (403, no invitation, no mail); with it, the invitation is made', async () => {
+    const org = await createOrg(h);
+    await signedInAgo(org.admin, aWhileAgo);
+    const email = `invitee-${Date.now()}@example.test`;
+    const invite = (body: Record<string, unknown>) =>
+      request(h.app).post('/api/v1/invitations').set(bearer(org.admin.token)).send({ email, role: 'admin', ...body });
+    expectAskedForPassword(await invite({}));
+    expect((await invite({ current_password: 'definitely wrong' })).status).toBe(400);
+    expect(await h.deps.prisma.invitation.count({ where: { organizationId: org.id } })).toBe(0);
+    expect(h.mail().filter((m: { to?: string }) => m.to === email)).toHaveLength(0);
+    expect(await failedChecks(org.admin, 'invitation_create')).toHaveLength(1);
+    // A request that fails anyway says so first: a role above one's own is refused without asking.
+    const above = await request(h.app).post('/api/v1/invitations').set(bearer(org.manager.token)).send({ email, role: 'admin' });
+    expect(above.status).toBe(403);
+    expect(above.body.code).toBeUndefined();
+
+    expect((await invite({ current_password: TEST_PASSWORD })).status).toBe(201);
+    expect(await h.deps.prisma.invitation.count({ where: { organizationId: org.id } })).toBe(1);
+  });
+
+  it('a session signed in within the window, and an API key, invite without a password', async () => {
+    const org = await createOrg(h);
+    const res = await request(h.app).post('/api/v1/invitations').set(bearer(org.admin.token)).send({ email: `a-${Date.now()}@example.test`, role: 'member' });
+    expect(res.status).toBe(201);
+    const key = await createKey(h, org.admin.token, ['members:invite']);
+    await signedInAgo(org.admin, aWhileAgo);
+    const byKey = await request(h.app).post('/api/v1/invitations').set(bearer(key)).send({ email: `b-${Date.now()}@example.test`, role: 'member' });
+    expect(byKey.status).toBe(201);
+  });
+});
+
+describe('changing a role', () => {
+  it('raising one from an older session needs the password; lowering one never does', async () => {
+    const org = await createOrg(h);
+    await signedInAgo(org.owner, aWhileAgo);
+    const change = (user: TestUser, body: Record<string, unknown>) =>
+      request(h.app).patch(`/api/v1/members/${user.id}`).set(bearer(org.owner.token)).send(body);
+    const roleOf = async (user: TestUser) =>
+      (await h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId: user.id } })).role;
+
+    expectAskedForPassword(await change(org.member, { role: 'admin' }));
+    expect(await roleOf(org.member)).toBe('member');
+    expect((await change(org.member, { role: 'admin', current_password: 'definitely wrong' })).status).toBe(400);
+    expect(await failedChecks(org.owner, 'role_raise')).toHaveLength(1);
+    expect((await change(org.member, { role: 'admin', current_password: TEST_PASSWORD })).status).toBe(200);
+    expect(await roleOf(org.member)).toBe('admin');
+
+    // Taking access away is not held up by a password prompt.
+    expect((await change(org.admin, { role: 'member' })).status).toBe(200);
+    expect(await roleOf(org.admin)).toBe('member');
+    // The same role again is no raise either.
+    expect((await change(org.manager, { role: 'manager' })).status).toBe(200);
   });
 });

@@ -159,7 +159,8 @@ describe('cross-organization access', () => {
     // Only the routes' methods and paths are read: the limiters (invitation accept, sudo mode) are never called here.
     const invitations = (deps: typeof h.deps) => invitationRoutes(deps, {} as RateLimiters);
     const organization = (deps: typeof h.deps) => organizationRoutes(deps, {} as RateLimiters);
-    const all: RouteSpec[] = [organization, memberRoutes, invitations, teamRoutes, projectRoutes, assessmentRoutes, grantRoutes]
+    const members = (deps: typeof h.deps) => memberRoutes(deps, {} as RateLimiters);
+    const all: RouteSpec[] = [organization, members, invitations, teamRoutes, projectRoutes, assessmentRoutes, grantRoutes]
       .flatMap((routes) => routes(h.deps));
     const names = all.map((r) => `${r.method.toUpperCase()} ${r.path}`).sort();
     const covered = [...new Set([...cases.map((c) => c.route), ...organizationLevel])].sort();

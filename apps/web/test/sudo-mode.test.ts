@@ -1,5 +1,5 @@
 // Sudo mode in the dashboard (docs/api.md, "Sensitive changes"), in Chromium: a person whose sign-in is more than
-// 10 minutes old creates an API key or transfers ownership; the page sends the change as it is, and only when the
+// 10 minutes old creates an API key, invites someone, raises a role or transfers ownership; the page sends the change as it is, and only when the
 // API asks does it show "Confirm with your password" (an account without a password: a Sign in again link). A wrong
 // password shows the API's message; the right one makes the change. The password is in no URL and is cleared.
 import type { Page, Request } from 'playwright-core';
@@ -160,6 +160,66 @@ describe('transferring ownership from an older sign-in', () => {
       await confirm.getByRole('button', { name: `Transfer ownership to ${org.admin.email}` }).click();
       await confirm.waitFor({ state: 'detached' });
       expect([await roleOf(org.owner), await roleOf(org.admin)]).toEqual(['admin', 'owner']);
+    });
+  });
+});
+
+describe('inviting and raising roles from an older sign-in', () => {
+  it('the invitation form asks for the password once the API does, then sends the invitation with it', async () => {
+    const { w, step } = b;
+    const org = await createOrg(w.h);
+    const invitee = `sudo-invitee-${Date.now()}@example.test`;
+    await step('open-members', async () => {
+      await b.logIn(org.admin.email, TEST_PASSWORD);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
+      await page.getByRole('form', { name: 'Invite a member' }).waitFor();
+    });
+    const form = page.getByRole('form', { name: 'Invite a member' });
+    await step('asked', async () => {
+      await signedInAWhileAgo();
+      await form.getByLabel('E-mail to invite').fill(invitee);
+      await form.getByRole('button', { name: 'Send invitation' }).click();
+      await form.getByText('confirm with your password to send this invitation').waitFor();
+      expect(await w.h.deps.prisma.invitation.count({ where: { organizationId: org.id } })).toBe(0);
+    });
+    await step('sent-with-password', async () => {
+      await form.getByLabel('Confirm with your password').fill(TEST_PASSWORD);
+      await form.getByRole('button', { name: 'Send invitation' }).click();
+      await page.getByText(`${invitee} (member)`).waitFor();
+      expect(await w.h.deps.prisma.invitation.count({ where: { organizationId: org.id, email: invitee } })).toBe(1);
+      expect(await form.getByLabel('Confirm with your password').count()).toBe(0);
+    });
+  });
+
+  it('raising a role waits in a confirmation form for the password; lowering one happens at once', async () => {
+    const { w, step } = b;
+    const org = await createOrg(w.h);
+    const roleOf = async (user: TestUser) =>
+      (await w.h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId: user.id } })).role;
+    await step('open-members', async () => {
+      await b.logIn(org.owner.email, TEST_PASSWORD);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
+      await page.getByRole('cell', { name: org.member.email }).waitFor();
+    });
+    await signedInAWhileAgo();
+    const confirm = page.getByRole('form', { name: 'Confirm the role change' });
+    await step('lowering-at-once', async () => {
+      await page.getByLabel(`Role of ${org.admin.email}`).selectOption('member');
+      // No password asked: the change goes straight through (polled: the select does not wait for the answer).
+      for (let i = 0; i < 100 && (await roleOf(org.admin)) !== 'member'; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await roleOf(org.admin)).toBe('member');
+      expect(await confirm.count()).toBe(0);
+    });
+    await step('raising-asked', async () => {
+      await page.getByLabel(`Role of ${org.member.email}`).selectOption('admin');
+      await confirm.getByText(`confirm with your password to make ${org.member.email} an admin`).waitFor();
+      expect(await roleOf(org.member)).toBe('member');
+    });
+    await step('raised-with-password', async () => {
+      await confirm.getByLabel('Confirm with your password').fill(TEST_PASSWORD);
+      await confirm.getByRole('button', { name: `Make ${org.member.email} admin` }).click();
+      await confirm.waitFor({ state: 'detached' });
+      expect(await roleOf(org.member)).toBe('admin');
     });
   });
 });

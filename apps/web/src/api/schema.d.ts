@@ -514,7 +514,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a member's role (never above your own; the owner role moves by transfer-ownership)
+         * Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `members:change_role` scope.
          */
         patch: operations["patchMembersUser_id"];
@@ -534,7 +534,7 @@ export interface paths {
         get: operations["getInvitations"];
         put?: never;
         /**
-         * Invite an e-mail address with a role (not above yours, never owner); mails an accept link valid 7 days
+         * Invite an e-mail address with a role (not above yours, never owner); mails an accept link valid 7 days. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `members:invite` scope.
          */
         post: operations["postInvitations"];
@@ -4217,6 +4217,8 @@ export interface operations {
                 "application/json": {
                     /** @enum {string} */
                     role: "owner" | "admin" | "manager" | "member";
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };
@@ -4317,6 +4319,8 @@ export interface operations {
                     email: string;
                     /** @enum {string} */
                     role: "owner" | "admin" | "manager" | "member";
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };

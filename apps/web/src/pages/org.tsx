@@ -135,6 +135,14 @@ export function AssessmentPage() {
 
 const ROLES = ['admin', 'manager', 'member'] as const;
 
+/** A change of a member the API may ask to confirm with the password (sudo mode), kept to be sent again with it. */
+interface PendingChange {
+  form: string;
+  what: string;
+  submit: string;
+  send(proof: { current_password?: string }): Promise<unknown>;
+}
+
 export function MembersPage() {
   const { can, me } = useSession();
   const members = useLoad(() => unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100 } } })));
@@ -144,19 +152,15 @@ export function MembersPage() {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<(typeof ROLES)[number]>('member');
   const action = useAction();
+  const inviteSudo = useSudo();
   const invite = (e: FormEvent) => {
     e.preventDefault();
     void action.run(async () => {
-      await unwrap(client.POST('/api/v1/invitations', { body: { email, role } }));
+      await inviteSudo.send((proof) => unwrap(client.POST('/api/v1/invitations', { body: { email, role, ...proof } })));
       setEmail('');
       invitations.reload();
     });
   };
-  const changeRole = (userId: string, newRole: string) =>
-    void action.run(async () => {
-      await unwrap(client.PATCH('/api/v1/members/{user_id}', { params: { path: { user_id: userId } }, body: { role: newRole as 'member' } }));
-      members.reload();
-    });
   const remove = (userId: string, label: string) => {
     if (!window.confirm(`Remove ${label} from the organization?`)) return;
     void action.run(async () => {
@@ -164,38 +168,54 @@ export function MembersPage() {
       members.reload();
     });
   };
-  // Asked for the password (sudo mode), the transfer waits in a confirmation form until it is sent again or cancelled.
+  // A role raised or ownership transferred from a sign-in more than 10 minutes old: the API asks for the password
+  // (sudo mode), and the change waits in a confirmation form until it is sent again with it or cancelled.
   const sudo = useSudo();
-  const [pendingTransfer, setPendingTransfer] = useState<{ userId: string; label: string } | null>(null);
-  const sendTransfer = (target: { userId: string; label: string }) =>
+  const [pending, setPending] = useState<PendingChange | null>(null);
+  const sendChange = (change: PendingChange) =>
     void action.run(async () => {
-      setPendingTransfer(target);
-      await sudo.send((proof) => unwrap(client.POST('/api/v1/organization/transfer-ownership', { body: { user_id: target.userId, ...proof } })));
-      setPendingTransfer(null);
+      setPending(change);
+      await sudo.send(change.send);
+      setPending(null);
       members.reload();
+    });
+  const startChange = (change: PendingChange) => {
+    sudo.cancel();
+    sendChange(change);
+  };
+  const changeRole = (userId: string, label: string, newRole: (typeof ROLES)[number]) =>
+    startChange({
+      form: 'Confirm the role change',
+      what: `make ${label} ${newRole === 'admin' ? 'an' : 'a'} ${newRole}`,
+      submit: `Make ${label} ${newRole}`,
+      send: (proof) => unwrap(client.PATCH('/api/v1/members/{user_id}', { params: { path: { user_id: userId } }, body: { role: newRole, ...proof } })),
     });
   const transfer = (userId: string, label: string) => {
     if (!window.confirm(`Make ${label} the owner? You become an admin.`)) return;
-    sudo.cancel();
-    sendTransfer({ userId, label });
+    startChange({
+      form: 'Confirm the ownership transfer',
+      what: `make ${label} the owner`,
+      submit: `Transfer ownership to ${label}`,
+      send: (proof) => unwrap(client.POST('/api/v1/organization/transfer-ownership', { body: { user_id: userId, ...proof } })),
+    });
   };
-  const confirmTransfer = (e: FormEvent) => {
+  const confirmPending = (e: FormEvent) => {
     e.preventDefault();
-    if (pendingTransfer) sendTransfer(pendingTransfer);
+    if (pending) sendChange(pending);
   };
-  const cancelTransfer = () => {
+  const cancelPending = () => {
     sudo.cancel();
-    setPendingTransfer(null);
+    setPending(null);
   };
   return (
     <main>
       <h1>Members</h1>
       <SudoErrorBox error={members.error ?? action.error} />
-      {pendingTransfer && sudo.asked && (
-        <form onSubmit={confirmTransfer} aria-label="Confirm the ownership transfer">
-          <SudoPrompt sudo={sudo} what={`make ${pendingTransfer.label} the owner`} />
-          {sudo.hasPassword && <button type="submit" disabled={action.busy}>Transfer ownership to {pendingTransfer.label}</button>}
-          <button type="button" onClick={cancelTransfer}>Cancel</button>
+      {pending && sudo.asked && (
+        <form onSubmit={confirmPending} aria-label={pending.form}>
+          <SudoPrompt sudo={sudo} what={pending.what} />
+          {sudo.hasPassword && <button type="submit" disabled={action.busy}>{pending.submit}</button>}
+          <button type="button" onClick={cancelPending}>Cancel</button>
         </form>
       )}
       <table>
@@ -210,7 +230,7 @@ export function MembersPage() {
                 <td>{m.email}</td>
                 <td>
                   {can('members:change_role') && !self && m.role !== 'owner' ? (
-                    <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => changeRole(userId, e.target.value)}>
+                    <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => changeRole(userId, m.email ?? '', e.target.value as (typeof ROLES)[number])}>
                       {ROLES.map((r) => <option key={r}>{r}</option>)}
                     </select>
                   ) : (
@@ -246,7 +266,8 @@ export function MembersPage() {
                 {ROLES.map((r) => <option key={r}>{r}</option>)}
               </select>
             </div>
-            <button type="submit" disabled={action.busy}>Send invitation</button>
+            <SudoPrompt sudo={inviteSudo} what="send this invitation" />
+            <button type="submit" disabled={action.busy || (inviteSudo.asked && !inviteSudo.hasPassword)}>Send invitation</button>
           </form>
         </>
       )}

@@ -28,7 +28,9 @@ export type ReauthenticatedOperation =
   | '2fa_disable'
   | 'api_key_create'
   | 'organization_delete'
-  | 'ownership_transfer';
+  | 'ownership_transfer'
+  | 'invitation_create'
+  | 'role_raise';
 
 /** The `code` of the 400 a wrong or missing current password gets (a client retries with the right one). */
 export const INVALID_CURRENT_PASSWORD = 'INVALID_CURRENT_PASSWORD';
@@ -110,7 +112,8 @@ export async function reauthenticate(
 
 /**
  * A change a stolen session cookie alone must not make, however old it is: minting an API key (a credential that
- * outlives a password reset and every session), deleting the organization, handing its ownership over. A session
+ * outlives a password reset and every session), inviting someone (an account of one's own in the organization) or
+ * raising a member's role, deleting the organization, handing its ownership over. A session
  * signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
  * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
  * in again. An API key is not asked: it was minted for what it does, and has no password to send.

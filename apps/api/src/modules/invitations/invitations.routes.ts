@@ -19,11 +19,13 @@ export function invitationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSp
       method: 'post',
       path: '/invitations',
       scope: 'members:invite',
-      summary: 'Invite an e-mail address with a role (not above yours, never owner); mails an accept link valid 7 days',
+      summary:
+        'Invite an e-mail address with a role (not above yours, never owner); mails an accept link valid 7 days. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: createInvitationBody },
       status: 201,
       response: invitationResponse,
-      handler: (req) => createInvitation(deps, acting(req), req.body),
+      sensitive: true,
+      handler: (req) => createInvitation(deps, limiters, acting(req), req.body),
     },
     {
       method: 'get',

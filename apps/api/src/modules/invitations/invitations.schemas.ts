@@ -2,10 +2,12 @@ import Joi from 'joi';
 import { ROLES } from '@svc/scopes';
 import { email, name, paginationQuery, password } from '../../http/validate';
 import { id, nullableTimestamp, timestamp } from '../../http/responses';
+import { sensitiveChangePassword } from '../auth/auth.schemas';
 
 export const createInvitationBody = Joi.object({
   email: email().required(),
   role: Joi.string().valid(...ROLES).required(),
+  current_password: sensitiveChangePassword(),
 });
 
 export const listInvitationsQuery = Joi.object(paginationQuery);

@@ -9,6 +9,7 @@ import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } fr
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { emailLimiterKey, recordLoginFailure } from '../auth/login';
+import { confirmSensitiveChange } from '../auth/reauthentication';
 import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
@@ -59,7 +60,12 @@ async function deletePendingInvitation(
   });
 }
 
-export async function createInvitation(deps: AppDeps, { principal, meta }: Acting, input: { email: string; role: Role }) {
+export async function createInvitation(
+  deps: AppDeps,
+  limiters: RateLimiters,
+  { principal, meta }: Acting,
+  input: { email: string; role: Role; current_password?: string },
+) {
   if (input.role === 'owner') {
     throw badRequest('Nobody can be invited as owner: invite them with another role, then transfer ownership.');
   }
@@ -74,6 +80,8 @@ export async function createInvitation(deps: AppDeps, { principal, meta }: Actin
     where: { email: emailFilter(input.email), acceptedAt: null, expiresAt: { gt: now } },
   });
   if (pending) throw conflict('An invitation for this e-mail address is already pending; revoke it to send a new one.');
+  // An invitation makes an account of its own in the organization, one a password reset of the inviter's does not end.
+  await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'invitation_create', meta);
 
   const token = randomToken(32);
   const [invitation, org] = await Promise.all([

@@ -1,12 +1,13 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
+import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import { requestMeta } from '../audit/audit.context';
 import { page } from '../../http/responses';
 import { changeRoleBody, listMembersQuery, memberResponse } from './members.schemas';
 import { changeRole, listMembers, removeMember } from './members.service';
 
-export function memberRoutes(deps: AppDeps): RouteSpec[] {
+export function memberRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [
     {
       method: 'get',
@@ -21,10 +22,12 @@ export function memberRoutes(deps: AppDeps): RouteSpec[] {
       method: 'patch',
       path: '/members/:user_id',
       scope: 'members:change_role',
-      summary: "Change a member's role (never above your own; the owner role moves by transfer-ownership)",
+      summary:
+        "Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)",
       schemas: { body: changeRoleBody },
       response: memberResponse,
-      handler: (req) => changeRole(deps, principalOf(req), req.params.user_id as string, req.body, requestMeta(req)),
+      sensitive: true,
+      handler: (req) => changeRole(deps, limiters, principalOf(req), req.params.user_id as string, req.body, requestMeta(req)),
     },
     {
       method: 'delete',

@@ -8,7 +8,9 @@ import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { badRequest, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { confirmSensitiveChange } from '../auth/reauthentication';
 import { disableRoutesConfiguredBy } from '../access/event-routing';
 
 type MembershipWithUser = Membership & { user: Pick<User, 'email' | 'name' | 'status'> };
@@ -79,9 +81,10 @@ function refuseIfAbove(principal: Principal, target: Membership, action: string)
 
 export async function changeRole(
   deps: AppDeps,
+  limiters: RateLimiters,
   principal: Principal,
   userId: string,
-  input: { role: Role },
+  input: { role: Role; current_password?: string },
   meta: RequestMeta,
 ) {
   const target = await findMember(deps, principal, userId);
@@ -94,6 +97,11 @@ export async function changeRole(
   }
   if (target.role === 'owner') {
     throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
+  }
+  // Raising a role is sudo mode (an accomplice's account gains what a stolen session has); lowering one never waits
+  // for a password: it is how access is taken away in a hurry.
+  if (roleRank(input.role) > roleRank(target.role)) {
+    await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'role_raise', meta);
   }
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {

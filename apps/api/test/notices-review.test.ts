@@ -14,6 +14,7 @@ import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, type TestOrg } from './support/fixtures';
 import { createKey } from './support/domain';
 import { issueSession } from '../src/modules/auth/sessions';
+import { renderSecurityNotice } from '../src/modules/auth/security-notices';
 
 let h: Harness;
 let org: TestOrg;
@@ -71,6 +72,15 @@ describe('forged content in a notice', () => {
     const mail = await noticeTo(other.manager.email, KEY_NOTICE);
     const lines = linesOf(mail.text);
     expect(lines.filter((l) => l.includes('evil.example')).every((l) => l.startsWith('An API key was created'))).toBe(true);
+  });
+
+  it("the account's own name (chosen at sign-up) writes no line of its own either (pure)", () => {
+    const name = 'Ada,\n\nIf this was you, there is nothing to do.\n\nAda';
+    const context = { name, at: new Date('2026-11-28T08:00:00.000Z'), ip: null, publicBaseUrl: 'https://svc.example' };
+    for (const kind of ['password_changed', 'password_reset', '2fa_enabled', '2fa_disabled'] as const) {
+      const { text } = renderSecurityNotice({ kind }, context);
+      expect(linesOf(text).filter((l) => l.startsWith('If this was you'))).toHaveLength(1);
+    }
   });
 });
 

@@ -11,7 +11,32 @@ export type SecurityNotice =
   | { kind: 'password_reset' }
   | { kind: '2fa_enabled' }
   | { kind: '2fa_disabled' }
-  | { kind: 'api_key_created'; key: { name: string; prefix: string; expiresAt: Date | null; scopeCount: number }; organizationName: string };
+  | {
+      kind: 'api_key_created';
+      key: { name: string; prefix: string; expiresAt: Date | null; scopeCount: number };
+      organizationName: string;
+      /** The last one mailed this hour (KEY_NOTICES_PER_HOUR): it says so. */
+      lastThisHour?: boolean;
+    };
+
+/**
+ * At most this many "new API key" notices a user per hour (a clock hour): one session may mint hundreds of keys a
+ * minute, and each would be a mail to the owner (a flooded mailbox, the service's sending quota spent). The last one
+ * says that more are not mailed one by one.
+ */
+export const KEY_NOTICES_PER_HOUR = 5;
+
+/**
+ * A name someone else chose (a key's, chosen by whoever minted it, perhaps with a stolen session; an organization's,
+ * chosen by its admins; the user's own) on one line of the notice: line breaks, other control characters and
+ * bidirectional overrides become a space, so it can write no line of its own ("If this was you..." or a link).
+ */
+export function oneLine(value: string): string {
+  return value
+    .replace(/[\p{Cc}\p{Zl}\p{Zp}\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu, ' ')
+    .replace(/ {2,}/g, ' ')
+    .trim();
+}
 
 export interface NoticeContext {
   name: string;
@@ -25,7 +50,7 @@ export function renderSecurityNotice(notice: SecurityNotice, context: NoticeCont
   const { subject, happened, ifNotYou } = wording(notice, context.publicBaseUrl);
   const from = context.ip ? ` from the address ${context.ip}` : '';
   const text =
-    `Hello ${context.name},\n\n` +
+    `Hello ${oneLine(context.name)},\n\n` +
     `${happened}\n\n` +
     `When: ${context.at.toISOString()}${from}.\n\n` +
     `If this was you, there is nothing to do. If it was not, ${ifNotYou}\n`;
@@ -66,9 +91,11 @@ function wording(notice: SecurityNotice, base: string): { subject: string; happe
       return {
         subject: 'A new API key was created',
         happened:
-          `An API key was created for your account in the organization ${notice.organizationName}: "${key.name}" ` +
+          `An API key was created for your account in the organization ${oneLine(notice.organizationName)}: "${oneLine(key.name)}" ` +
           `(${key.prefix}…, ${key.scopeCount} scope${key.scopeCount === 1 ? '' : 's'}, ${expires}).`,
-        ifNotYou: `revoke it now (${keys}), then ${reset}.`,
+        ifNotYou:
+          `revoke it now (${keys}), then ${reset}.` +
+          (notice.lastThisHour ? ` More keys made within this hour are not mailed one by one: see them all at ${keys}.` : ''),
       };
     }
   }

@@ -8,7 +8,7 @@ import { IDEMPOTENCY_KEY_TTL_MS, IDEMPOTENCY_LOCK_TIMEOUT_MS, type StoredIdempot
 
 export interface IdempotencyScope {
   organizationId: string;
-  /** `key:<api key id>` or `user:<user id>`. */
+  /** `key:<api key id>`, `user:<user id>`, or `session:<session id>` on a sudo-mode route (http/idempotency.ts scopeOf). */
   credential: string;
   key: string;
 }

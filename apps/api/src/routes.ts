@@ -41,7 +41,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...projectRoutes(deps),
     ...assessmentRoutes(deps),
     ...grantRoutes(deps),
-    ...webhookRoutes(deps),
+    ...webhookRoutes(deps, limiters),
     ...notificationTargetRoutes(deps),
     ...issueExportRoutes(deps),
     ...findingRoutes(deps),

@@ -1,12 +1,12 @@
 // Sudo mode (reauthentication.ts confirmSensitiveChange): minting an API key, inviting someone, raising a member's
-// role, deleting the organization and handing its ownership over. A session signed in within the window makes them as it is; an older one (a cookie left behind,
+// role, deleting the organization, handing its ownership over, and a webhook's destination or signing secret. A session signed in within the window makes them as it is; an older one (a cookie left behind,
 // or stolen) confirms with the current password, else 403 REAUTHENTICATION_REQUIRED and nothing changes. API keys
 // are not asked. Under an Idempotency-Key, the refusal is not stored and the password is not hashed into the row.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { sessionIdOf } from './support/auth-helpers';
-import { createKey } from './support/domain';
+import { createKey, PUBLIC_URL, subscribe } from './support/domain';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
 
 let h: Harness;
@@ -245,5 +245,62 @@ describe('changing a role', () => {
     expect(await roleOf(org.admin)).toBe('member');
     // The same role again is no raise either.
     expect((await change(org.manager, { role: 'manager' })).status).toBe(200);
+  });
+});
+
+describe('webhooks: where signed events go, and the secret they are signed with', () => {
+  const SUBS = '/api/v1/webhooks/subscriptions';
+
+  it('creating a subscription from an older session asks for the password; with it, the subscription and its secret', async () => {
+    const org = await createOrg(h);
+    await signedInAgo(org.admin, aWhileAgo);
+    const create = (body: Record<string, unknown>) =>
+      request(h.app).post(SUBS).set(bearer(org.admin.token)).send({ name: 'siem', url: PUBLIC_URL, events: ['finding.created'], ...body });
+    expectAskedForPassword(await create({}));
+    expect((await create({ current_password: 'definitely wrong' })).status).toBe(400);
+    expect(await h.deps.prisma.webhookSubscription.count({ where: { organizationId: org.id } })).toBe(0);
+    expect(await failedChecks(org.admin, 'webhook_create')).toHaveLength(1);
+    const made = await create({ current_password: TEST_PASSWORD });
+    expect(made.status).toBe(201);
+    expect(made.body.secret).toMatch(/^whsec_/);
+    // The password is neither stored nor audited with the subscription.
+    const entry = await h.deps.prisma.auditEvent.findFirstOrThrow({ where: { organizationId: org.id, action: 'webhook.subscription_created' } });
+    expect(JSON.stringify(entry)).not.toContain('current_password');
+    expect(JSON.stringify(entry)).not.toContain(TEST_PASSWORD);
+  });
+
+  it('a new URL asks for the password; a new name, events or the same URL do not', async () => {
+    const org = await createOrg(h);
+    const id = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
+    await signedInAgo(org.admin, aWhileAgo);
+    const patch = (body: Record<string, unknown>) => request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send(body);
+    expect((await patch({ name: 'renamed', events: ['finding.created', 'finding.status_changed'] })).status).toBe(200);
+    expect((await patch({ url: PUBLIC_URL })).status).toBe(200);
+    const elsewhere = 'https://203.0.114.10/elsewhere'; // another path: another destination all the same
+    expectAskedForPassword(await patch({ url: elsewhere }));
+    expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).url).toBe(PUBLIC_URL);
+    expect(await failedChecks(org.admin, 'webhook_url_change')).toHaveLength(0);
+    expect((await patch({ url: elsewhere, current_password: TEST_PASSWORD })).status).toBe(200);
+    expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).url).toBe(elsewhere);
+    // The password alone is no change.
+    expect((await patch({ current_password: TEST_PASSWORD })).status).toBe(400);
+  });
+
+  it('rotating the secret from an older session asks for the password; an API key is not asked', async () => {
+    const org = await createOrg(h);
+    const id = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
+    const key = await createKey(h, org.admin.token, ['webhooks:update']);
+    await signedInAgo(org.admin, aWhileAgo);
+    const before = (await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).secretEnc;
+    const rotate = (token: string, body?: Record<string, unknown>) => {
+      const req = request(h.app).post(`${SUBS}/${id}/rotate-secret`).set(bearer(token));
+      return body === undefined ? req : req.send(body);
+    };
+    expectAskedForPassword(await rotate(org.admin.token));
+    expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).secretEnc).toBe(before);
+    const rotated = await rotate(org.admin.token, { current_password: TEST_PASSWORD });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect((await rotate(key)).status).toBe(200);
   });
 });

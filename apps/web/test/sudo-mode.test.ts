@@ -223,3 +223,45 @@ describe('inviting and raising roles from an older sign-in', () => {
     });
   });
 });
+
+describe('webhooks from an older sign-in', () => {
+  it('creating a subscription asks for the password in its form; rotating its secret in a confirmation form', async () => {
+    const { w, step } = b;
+    const admin = await createUserInOrg(w.h, w.org.id, 'admin', 'sudo-hooks');
+    await step('open-webhooks', async () => {
+      await b.logIn(admin.email, TEST_PASSWORD);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Organization webhooks' }).waitFor();
+    });
+    const form = page.getByRole('form', { name: 'Create subscription' });
+    await signedInAWhileAgo();
+    await step('create-asked', async () => {
+      await form.getByLabel('Subscription name').fill('sudo receiver');
+      await form.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/sudo'));
+      await form.getByLabel('finding.created', { exact: true }).check();
+      await form.getByRole('button', { name: 'Create subscription' }).click();
+      await form.getByText('confirm with your password to create this subscription').waitFor();
+      expect(await w.h.deps.prisma.webhookSubscription.count({ where: { name: 'sudo receiver' } })).toBe(0);
+    });
+    await step('created-with-password', async () => {
+      await form.getByLabel('Confirm with your password').fill(TEST_PASSWORD);
+      await form.getByRole('button', { name: 'Create subscription' }).click();
+      await page.getByText('It is shown only once').waitFor();
+      await page.getByRole('cell', { name: 'sudo receiver' }).waitFor();
+    });
+    const confirm = page.getByRole('form', { name: 'Confirm the secret rotation' });
+    await step('rotate-asked', async () => {
+      await page.getByRole('link', { name: 'sudo receiver' }).first().click();
+      await page.getByRole('heading', { name: 'Subscription sudo receiver' }).waitFor();
+      await page.getByRole('button', { name: 'Rotate secret' }).click();
+      await confirm.getByText('confirm with your password to rotate the signing secret').waitFor();
+      expect(await page.getByText('New signing secret').count()).toBe(0);
+    });
+    await step('rotated-with-password', async () => {
+      await confirm.getByLabel('Confirm with your password').fill(TEST_PASSWORD);
+      await confirm.getByRole('button', { name: 'Rotate the secret' }).click();
+      await page.getByText('New signing secret').waitFor();
+      expect(await confirm.count()).toBe(0);
+    });
+  });
+});

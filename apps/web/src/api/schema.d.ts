@@ -1082,7 +1082,7 @@ export interface paths {
         get: operations["getWebhooksSubscriptions"];
         put?: never;
         /**
-         * Create a subscription; the response carries the signing secret, once
+         * Create a subscription; the response carries the signing secret, once. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:create` scope.
          */
         post: operations["postWebhooksSubscriptions"];
@@ -1114,7 +1114,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL, events, active status, filters or payload format
+         * Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         patch: operations["patchWebhooksSubscriptionsId"];
@@ -1130,7 +1130,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the signing secret; the previous one keeps signing for 72 hours
+         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postWebhooksSubscriptionsIdRotateSecret"];
@@ -1314,7 +1314,7 @@ export interface paths {
         get: operations["getProjectsProjectIdWebhooksSubscriptions"];
         put?: never;
         /**
-         * Create a subscription; the response carries the signing secret, once
+         * Create a subscription; the response carries the signing secret, once. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:create` scope.
          */
         post: operations["postProjectsProjectIdWebhooksSubscriptions"];
@@ -1346,7 +1346,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL, events, active status, filters or payload format
+         * Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         patch: operations["patchProjectsProjectIdWebhooksSubscriptionsId"];
@@ -1362,7 +1362,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the signing secret; the previous one keeps signing for 72 hours
+         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postProjectsProjectIdWebhooksSubscriptionsIdRotateSecret"];
@@ -1546,7 +1546,7 @@ export interface paths {
         get: operations["getAssessmentsAssessmentIdWebhooksSubscriptions"];
         put?: never;
         /**
-         * Create a subscription; the response carries the signing secret, once
+         * Create a subscription; the response carries the signing secret, once. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:create` scope.
          */
         post: operations["postAssessmentsAssessmentIdWebhooksSubscriptions"];
@@ -1578,7 +1578,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL, events, active status, filters or payload format
+         * Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         patch: operations["patchAssessmentsAssessmentIdWebhooksSubscriptionsId"];
@@ -1594,7 +1594,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the signing secret; the previous one keeps signing for 72 hours
+         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postAssessmentsAssessmentIdWebhooksSubscriptionsIdRotateSecret"];
@@ -6391,6 +6391,8 @@ export interface operations {
                     /** Format: uuid */
                     azure_client_id?: string | null;
                     azure_client_secret?: string | null;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 } & (unknown | (unknown & unknown & unknown));
             };
         };
@@ -6589,7 +6591,9 @@ export interface operations {
                     /** Format: uuid */
                     azure_client_id?: string | null;
                     azure_client_secret?: string | null;
-                } & (unknown | (unknown & unknown & unknown));
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                } & ((unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown) & (unknown | (unknown & unknown & unknown)));
             };
         };
         responses: {
@@ -6662,7 +6666,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                };
+            };
+        };
         responses: {
             /** @description Success */
             200: {
@@ -7211,6 +7222,8 @@ export interface operations {
                     /** Format: uuid */
                     azure_client_id?: string | null;
                     azure_client_secret?: string | null;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 } & (unknown | (unknown & unknown & unknown));
             };
         };
@@ -7412,7 +7425,9 @@ export interface operations {
                     /** Format: uuid */
                     azure_client_id?: string | null;
                     azure_client_secret?: string | null;
-                } & (unknown | (unknown & unknown & unknown));
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                } & ((unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown) & (unknown | (unknown & unknown & unknown)));
             };
         };
         responses: {
@@ -7486,7 +7501,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                };
+            };
+        };
         responses: {
             /** @description Success */
             200: {
@@ -8043,6 +8065,8 @@ export interface operations {
                     /** Format: uuid */
                     azure_client_id?: string | null;
                     azure_client_secret?: string | null;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 } & (unknown | (unknown & unknown & unknown));
             };
         };
@@ -8244,7 +8268,9 @@ export interface operations {
                     /** Format: uuid */
                     azure_client_id?: string | null;
                     azure_client_secret?: string | null;
-                } & (unknown | (unknown & unknown & unknown));
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                } & ((unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown) & (unknown | (unknown & unknown & unknown)));
             };
         };
         responses: {
@@ -8318,7 +8344,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                };
+            };
+        };
         responses: {
             /** @description Success */
             200: {

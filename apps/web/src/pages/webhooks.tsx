@@ -5,6 +5,7 @@ import { Link, useParams } from 'react-router-dom';
 import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
+import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
 import { EventChecklist } from '../lib/event-checklist';
 import { subscriptionBody, subscriptionForm, type SubscriptionFormState } from '../lib/subscription-body';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
@@ -49,14 +50,18 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
   const [form, setForm] = useState<SubscriptionFormState>(() => subscriptionForm(initial));
   const set = <K extends keyof SubscriptionFormState>(key: K) => (value: SubscriptionFormState[K]) => setForm((f) => ({ ...f, [key]: value }));
   const { busy, error, run } = useAction();
+  // Creating one, or a new URL, from a sign-in more than 10 minutes old: the API asks for the password (sudo mode).
+  const sudo = useSudo();
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
       const built = subscriptionBody(form);
       if ('problem' in built) throw new Error(built.problem);
-      const saved = initial?.id
-        ? await request<Subscription>('PATCH', `${level.api}/subscriptions/${initial.id}`, built.body)
-        : await request<Subscription>('POST', `${level.api}/subscriptions`, built.body);
+      const saved = await sudo.send((proof) =>
+        initial?.id
+          ? request<Subscription>('PATCH', `${level.api}/subscriptions/${initial.id}`, { ...built.body, ...proof })
+          : request<Subscription>('POST', `${level.api}/subscriptions`, { ...built.body, ...proof }),
+      );
       // The typed secrets are spent: nothing write-only stays in memory after a save.
       setForm((f) => ({ ...f, authorization: '', azureClientSecret: '', removeAuthorization: false, removeAzureCredentials: false }));
       onSaved(saved);
@@ -153,8 +158,9 @@ function SubscriptionForm({ level, initial, onSaved }: { level: Level; initial?:
       {(initial?.has_authorization || hasAzure) && (
         <p className="hint">Stored credentials go only to the host they were given for: a URL on another host, port or scheme needs them again here.</p>
       )}
-      <ErrorBox error={error} />
-      <button type="submit" disabled={busy || form.events.length === 0}>{initial ? 'Save' : 'Create subscription'}</button>
+      <SudoErrorBox error={error} />
+      <SudoPrompt sudo={sudo} what={initial ? 'send its events to the new URL' : 'create this subscription'} />
+      <button type="submit" disabled={busy || form.events.length === 0 || (sudo.asked && !sudo.hasPassword)}>{initial ? 'Save' : 'Create subscription'}</button>
     </form>
   );
 }
@@ -278,12 +284,29 @@ export function SubscriptionPage() {
       await request('PATCH', base, { active });
       sub.reload();
     });
-  const rotate = () => {
-    if (!window.confirm('Rotate the signing secret? The old one keeps signing for the grace period.')) return;
+  // From a sign-in more than 10 minutes old the API asks for the password (sudo mode): the rotation then waits in a
+  // confirmation form until it is sent again with it, or cancelled.
+  const rotateSudo = useSudo();
+  const [rotatePending, setRotatePending] = useState(false);
+  const sendRotation = () =>
     void action.run(async () => {
-      setSecret(await request('POST', `${base}/rotate-secret`));
+      setRotatePending(true);
+      setSecret(await rotateSudo.send((proof) => request('POST', `${base}/rotate-secret`, proof)));
+      setRotatePending(false);
       sub.reload();
     });
+  const rotate = () => {
+    if (!window.confirm('Rotate the signing secret? The old one keeps signing for the grace period.')) return;
+    rotateSudo.cancel();
+    sendRotation();
+  };
+  const confirmRotation = (e: FormEvent) => {
+    e.preventDefault();
+    sendRotation();
+  };
+  const cancelRotation = () => {
+    rotateSudo.cancel();
+    setRotatePending(false);
   };
   const sendTest = () =>
     void action.run(async () => {
@@ -303,7 +326,14 @@ export function SubscriptionPage() {
     <main>
       <p><Link to={level.page}>← {level.title}</Link></p>
       <h1>Subscription {s?.name}</h1>
-      <ErrorBox error={sub.error ?? action.error} />
+      <SudoErrorBox error={sub.error ?? action.error} />
+      {rotatePending && rotateSudo.asked && (
+        <form onSubmit={confirmRotation} aria-label="Confirm the secret rotation">
+          <SudoPrompt sudo={rotateSudo} what="rotate the signing secret" />
+          {rotateSudo.hasPassword && <button type="submit" disabled={action.busy}>Rotate the secret</button>}
+          <button type="button" onClick={cancelRotation}>Cancel</button>
+        </form>
+      )}
       {secret && (
         <OnceSecret label="New signing secret" value={secret.secret}>
           <p>The previous secret stops signing at <When at={secret.previous_secret_expires_at} />.</p>

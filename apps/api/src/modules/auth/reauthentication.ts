@@ -30,7 +30,10 @@ export type ReauthenticatedOperation =
   | 'organization_delete'
   | 'ownership_transfer'
   | 'invitation_create'
-  | 'role_raise';
+  | 'role_raise'
+  | 'webhook_create'
+  | 'webhook_url_change'
+  | 'webhook_secret_rotate';
 
 /** The `code` of the 400 a wrong or missing current password gets (a client retries with the right one). */
 export const INVALID_CURRENT_PASSWORD = 'INVALID_CURRENT_PASSWORD';
@@ -113,7 +116,8 @@ export async function reauthenticate(
 /**
  * A change a stolen session cookie alone must not make, however old it is: minting an API key (a credential that
  * outlives a password reset and every session), inviting someone (an account of one's own in the organization) or
- * raising a member's role, deleting the organization, handing its ownership over. A session
+ * raising a member's role, deleting the organization, handing its ownership over, and where the organization's
+ * signed webhooks go (a subscription made, its URL changed) or the secret they are signed with (rotated). A session
  * signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
  * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
  * in again. An API key is not asked: it was minted for what it does, and has no password to send.
@@ -143,4 +147,17 @@ export async function confirmSensitiveChange(
       : `Sign in again (with GitHub or Google), then retry within ${windowMinutes} minutes: a session signed in longer ago cannot do this alone.`,
     { code: REAUTHENTICATION_REQUIRED },
   );
+}
+
+/** A sensitive change's confirmation bound to one request, for a service that decides itself whether it is needed. */
+export type ConfirmSensitiveChange = (operation: ReauthenticatedOperation) => Promise<void>;
+
+export function sensitiveChangeConfirmer(
+  deps: CoreDeps,
+  limiters: RateLimiters,
+  principal: Principal,
+  currentPassword: string | undefined,
+  meta: RequestMeta,
+): ConfirmSensitiveChange {
+  return (operation) => confirmSensitiveChange(deps, limiters, principal, currentPassword, operation, meta);
 }

@@ -26,6 +26,7 @@ import { confirmRoutingRole } from '../access/event-routing';
 import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 import { refuseOperationalBelowOrganization } from './operational-events';
+import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
 
@@ -212,9 +213,17 @@ function levelOf(ctx: LevelContext) {
   return { level: ctx.level, project_id: ctx.projectId, assessment_id: ctx.assessmentId };
 }
 
-export async function createSubscription(deps: AppDeps, ctx: LevelContext, input: SubscriptionInput, by: Acting) {
+export async function createSubscription(
+  deps: AppDeps,
+  ctx: LevelContext,
+  input: SubscriptionInput,
+  by: Acting,
+  confirm: ConfirmSensitiveChange,
+) {
   refuseOperationalBelowOrganization(input.events, ctx.level);
   const columns = await toColumns(deps, input);
+  // Where the organization's signed events go, and a secret to sign with: sudo mode (reauthentication.ts).
+  await confirm('webhook_create');
   const secret = generateSigningSecret();
   const now = deps.clock.now();
   const subscription = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
@@ -263,7 +272,14 @@ export async function listSubscriptions(deps: AppDeps, ctx: LevelContext, query:
   return toPage(rows, query, (row) => presentSubscription(row, now));
 }
 
-export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: string, input: SubscriptionInput, by: Acting) {
+export async function updateSubscription(
+  deps: AppDeps,
+  ctx: LevelContext,
+  id: string,
+  input: SubscriptionInput,
+  by: Acting,
+  confirm: ConfirmSensitiveChange,
+) {
   const current = await findSubscription(deps, ctx, id);
   const before = current;
   refuseOperationalBelowOrganization(input.events, current.level);
@@ -272,6 +288,8 @@ export async function updateSubscription(deps: AppDeps, ctx: LevelContext, id: s
     { field: 'azure_tenant_id, azure_client_id and azure_client_secret', stored: current.azureCredentialsEnc !== null, supplied: input.azure_client_secret !== undefined },
   ]);
   const columns = await toColumns(deps, input, current);
+  // A new destination for the subscription's signed events: sudo mode (the other fields do not ask).
+  if (input.url !== undefined && input.url !== current.url) await confirm('webhook_url_change');
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await confirmRoutingRole(tx, by.principal);
@@ -379,8 +397,10 @@ export async function deleteWithSubscriptions(
 }
 
 /** The new secret signs from now on; the previous one keeps signing alongside it for the grace window. */
-export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string, by: Acting) {
+export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string, by: Acting, confirm: ConfirmSensitiveChange) {
   const current = await findSubscription(deps, ctx, id);
+  // The new secret is in the answer: whoever holds it can sign events the receiver trusts. Sudo mode.
+  await confirm('webhook_secret_rotate');
   const secret = generateSigningSecret();
   const now = deps.clock.now();
   const graceEnds = new Date(now.getTime() + deps.config.webhooks.secretGraceHours * 3600 * 1000);

@@ -4,7 +4,9 @@ import type { Request } from 'express';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
-import { acting } from '../audit/audit.context';
+import type { RateLimiters } from '../../http/rate-limit';
+import { acting, requestMeta } from '../audit/audit.context';
+import { sensitiveChangeConfirmer } from '../auth/reauthentication';
 import { LEVELS, type LevelContext, type LevelDefinition } from './levels';
 import { listAttempts, listDeliveries, readDelivery, recoverDeliveries, resendDelivery } from './deliveries.service';
 import {
@@ -32,6 +34,7 @@ import {
   deliveriesQuery,
   levelParams,
   recoverBody,
+  rotateSecretBody,
   recoverResponse,
   listQuery,
   subscriptionParams,
@@ -47,7 +50,15 @@ interface WebhookRoute extends Omit<RouteSpec, 'handler' | 'path'> {
   handle: Handler;
 }
 
-function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
+/** The subscription fields of the body, without the password that confirms a sensitive change (never stored or audited). */
+function withoutPassword(req: Request) {
+  const { current_password: _password, ...input } = (req.body ?? {}) as Record<string, unknown>;
+  return input as never;
+}
+
+function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[] {
+  const confirmer = (req: Request) =>
+    sensitiveChangeConfirmer(deps, limiters, principalOf(req), (req.body as { current_password?: string } | undefined)?.current_password, requestMeta(req));
   return [
     {
       method: 'get', suffix: '/events', scope: 'webhooks:read', summary: 'List the supported event types',
@@ -57,10 +68,12 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
     },
     {
       method: 'post', suffix: '/subscriptions', scope: 'webhooks:create', status: 201,
-      summary: 'Create a subscription; the response carries the signing secret, once',
+      summary:
+        'Create a subscription; the response carries the signing secret, once. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { params: levelParams, body: createSubscriptionBody },
       response: createdSubscriptionResponse,
-      handle: (ctx, req) => createSubscription(deps, ctx, req.body, acting(req)),
+      sensitive: true,
+      handle: (ctx, req) => createSubscription(deps, ctx, withoutPassword(req), acting(req), confirmer(req)),
     },
     {
       method: 'get', suffix: '/subscriptions', scope: 'webhooks:read', summary: 'List subscriptions',
@@ -76,10 +89,12 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
     },
     {
       method: 'patch', suffix: '/subscriptions/:id', scope: 'webhooks:update',
-      summary: 'Update name, URL, events, active status, filters or payload format',
+      summary:
+        'Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { params: subscriptionParams, body: updateSubscriptionBody },
       response: subscriptionResponse,
-      handle: (ctx, req) => updateSubscription(deps, ctx, idParam(req), req.body, acting(req)),
+      sensitive: true,
+      handle: (ctx, req) => updateSubscription(deps, ctx, idParam(req), withoutPassword(req), acting(req), confirmer(req)),
     },
     {
       method: 'delete', suffix: '/subscriptions/:id', scope: 'webhooks:delete', summary: 'Soft-delete a subscription',
@@ -88,10 +103,12 @@ function webhookRouteTable(deps: AppDeps): WebhookRoute[] {
     },
     {
       method: 'post', suffix: '/subscriptions/:id/rotate-secret', scope: 'webhooks:update',
-      summary: 'Rotate the signing secret; the previous one keeps signing for 72 hours',
-      schemas: { params: subscriptionParams },
+      summary:
+        'Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
+      schemas: { params: subscriptionParams, body: rotateSecretBody },
       response: rotatedSecretResponse,
-      handle: (ctx, req) => rotateSecret(deps, ctx, idParam(req), acting(req)),
+      sensitive: true,
+      handle: (ctx, req) => rotateSecret(deps, ctx, idParam(req), acting(req), confirmer(req)),
     },
     {
       method: 'post', suffix: '/subscriptions/:id/test', scope: 'webhooks:update', status: 202,
@@ -151,7 +168,7 @@ function atLevel(deps: AppDeps, level: LevelDefinition, route: WebhookRoute): Ro
   };
 }
 
-export function webhookRoutes(deps: AppDeps): RouteSpec[] {
-  const table = webhookRouteTable(deps);
+export function webhookRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
+  const table = webhookRouteTable(deps, limiters);
   return LEVELS.flatMap((level) => table.map((route) => atLevel(deps, level, route)));
 }

@@ -3,6 +3,7 @@
 import Joi from 'joi';
 import { isoTimestamp, name, paginationQuery } from '../../http/validate';
 import { id, list, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
+import { sensitiveChangePassword } from '../auth/auth.schemas';
 
 const stringList = (max: number) => Joi.array().items(Joi.string().max(100)).max(max).unique();
 
@@ -46,9 +47,16 @@ export const createSubscriptionBody = Joi.object({
   name: subscriptionFields.name.required(),
   url: subscriptionFields.url.required(),
   events: subscriptionFields.events.required(),
+  current_password: sensitiveChangePassword(),
 }).and(...AZURE_CREDENTIAL_FIELDS);
 
-export const updateSubscriptionBody = Joi.object(subscriptionFields).min(1).and(...AZURE_CREDENTIAL_FIELDS);
+// At least one field of the subscription (the password alone changes nothing); the password when the URL changes.
+export const updateSubscriptionBody = Joi.object({ ...subscriptionFields, current_password: sensitiveChangePassword() })
+  .or(...Object.keys(subscriptionFields))
+  .and(...AZURE_CREDENTIAL_FIELDS);
+
+/** Rotating the secret: no body, or the password from an older session (sudo mode). */
+export const rotateSecretBody = Joi.object({ current_password: sensitiveChangePassword() });
 
 export const subscriptionParams = Joi.object({
   projectId: Joi.string().max(100),

@@ -213,6 +213,12 @@ function levelOf(ctx: LevelContext) {
   return { level: ctx.level, project_id: ctx.projectId, assessment_id: ctx.assessmentId };
 }
 
+function refuseOverLimit(live: number): void {
+  if (live >= MAX_LIVE_SUBSCRIPTIONS) {
+    throw badRequest(`An organization may have at most ${MAX_LIVE_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
+  }
+}
+
 export async function createSubscription(
   deps: AppDeps,
   ctx: LevelContext,
@@ -222,6 +228,8 @@ export async function createSubscription(
 ) {
   refuseOperationalBelowOrganization(input.events, ctx.level);
   const columns = await toColumns(deps, input);
+  // The limit first (read again under the lock below): a request that would fail anyway does not ask for the password.
+  refuseOverLimit(await scopedTo(deps.prisma, ctx).webhookSubscription.count({ where: { deletedAt: null, kind: WEBHOOK_KIND } }));
   // Where the organization's signed events go, and a secret to sign with: sudo mode (reauthentication.ts).
   await confirm('webhook_create');
   const secret = generateSigningSecret();
@@ -230,10 +238,7 @@ export async function createSubscription(
     // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race.
     await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${ctx.organizationId} FOR UPDATE`;
     await confirmRoutingRole(tx, by.principal);
-    const live = await tx.webhookSubscription.count({ where: { deletedAt: null, kind: WEBHOOK_KIND } });
-    if (live >= MAX_LIVE_SUBSCRIPTIONS) {
-      throw badRequest(`An organization may have at most ${MAX_LIVE_SUBSCRIPTIONS} webhook subscriptions; delete one first.`);
-    }
+    refuseOverLimit(await tx.webhookSubscription.count({ where: { deletedAt: null, kind: WEBHOOK_KIND } }));
     const created = await tx.webhookSubscription.create({
       data: {
         id: newId('whsub'),
@@ -288,8 +293,9 @@ export async function updateSubscription(
     { field: 'azure_tenant_id, azure_client_id and azure_client_secret', stored: current.azureCredentialsEnc !== null, supplied: input.azure_client_secret !== undefined },
   ]);
   const columns = await toColumns(deps, input, current);
-  // A new destination for the subscription's signed events: sudo mode (the other fields do not ask).
-  if (input.url !== undefined && input.url !== current.url) await confirm('webhook_url_change');
+  // A new destination for the subscription's signed events: sudo mode (the other fields do not ask). Compared as
+  // stored, normalised by checkedUrl: the stored URL in another spelling (HTTPS://, :443) is no new destination.
+  if (columns.url !== undefined && columns.url !== current.url) await confirm('webhook_url_change');
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await confirmRoutingRole(tx, by.principal);

@@ -43,13 +43,13 @@ describe('finding (fixed): the same URL spelled another way counted as a new one
   });
 });
 
-describe('open finding (not fixed here): re-enabling a route whose configurer lost the organization-wide role', () => {
+describe('finding (fixed): re-enabling a route whose configurer lost the organization-wide role', () => {
   // Demoting (or removing) an admin disables the routes they configured (access/event-routing.ts): nobody with the
   // role vouches for where they send any more, and "an owner or admin who re-enables or edits a route answers for it
   // from then on". A PATCH {active: true} does that with no password from any session however old: a thief with an
   // admin's old cookie turns the organization's signed events back on to an address an accomplice chose (the demoted
-  // admin's own), which is what creating a subscription to that address asks the password for. Whether every
-  // re-enable should ask, or only this one, is a design choice: this test fails until it is made.
+  // admin's own), which is what creating a subscription to that address asks the password for. Every re-enable of a
+  // disabled subscription now asks an older session.
   it('asks an older session for the password before events flow again to the demoted configurer\'s URL', async () => {
     const org = await createOrg(h);
     const accomplice = 'https://203.0.114.77/collect';
@@ -64,6 +64,17 @@ describe('open finding (not fixed here): re-enabling a route whose configurer lo
     const res = await request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ active: true });
     expect([res.status, res.body.code]).toEqual([403, 'REAUTHENTICATION_REQUIRED']);
     expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).status).toBe('disabled');
+    const wrong = await request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ active: true, current_password: 'not it at all' });
+    expect(wrong.status).toBe(400);
+    const failures = await h.deps.prisma.auditEvent.findMany({
+      where: { action: 'auth.login_failed', actorId: org.admin.id, metadata: { path: ['operation'], equals: 'webhook_reenable' } },
+    });
+    expect(failures).toHaveLength(1);
+    const ok = await request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ active: true, current_password: TEST_PASSWORD });
+    expect(ok.status).toBe(200);
+    expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).status).toBe('active');
+    // Turning it off never asks.
+    expect((await request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ active: false })).status).toBe(200);
   });
 });
 

@@ -225,7 +225,7 @@ describe('inviting and raising roles from an older sign-in', () => {
 });
 
 describe('webhooks from an older sign-in', () => {
-  it('creating a subscription asks for the password in its form; rotating its secret in a confirmation form', async () => {
+  it('creating a subscription asks for the password in its form; rotating its secret and enabling it again in a confirmation form', async () => {
     const { w, step } = b;
     const admin = await createUserInOrg(w.h, w.org.id, 'admin', 'sudo-hooks');
     await step('open-webhooks', async () => {
@@ -262,6 +262,22 @@ describe('webhooks from an older sign-in', () => {
       await confirm.getByRole('button', { name: 'Rotate the secret' }).click();
       await page.getByText('New signing secret').waitFor();
       expect(await confirm.count()).toBe(0);
+    });
+    const status = async () => (await w.h.deps.prisma.webhookSubscription.findFirstOrThrow({ where: { name: 'sudo receiver' } })).status;
+    const enabling = page.getByRole('form', { name: 'Confirm enabling the subscription' });
+    await step('disable-at-once-enable-asked', async () => {
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      expect(await status()).toBe('disabled');
+      await page.getByRole('button', { name: 'Enable' }).click();
+      await enabling.getByText('confirm with your password to send its events again').waitFor();
+      expect(await status()).toBe('disabled');
+    });
+    await step('enabled-with-password', async () => {
+      await enabling.getByLabel('Confirm with your password').fill(TEST_PASSWORD);
+      await enabling.getByRole('button', { name: 'Enable the subscription' }).click();
+      await page.getByRole('button', { name: 'Disable' }).waitFor();
+      expect(await status()).toBe('active');
     });
   });
 });

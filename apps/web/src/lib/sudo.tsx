@@ -3,7 +3,7 @@
 // the password (REAUTHENTICATION_REQUIRED, or INVALID_CURRENT_PASSWORD after a wrong one) does it show a password
 // field, or for an account without a password a Sign in again link, and the next submit sends the same change with
 // the password. The password is cleared from the page as soon as it is sent.
-import { useState } from 'react';
+import { useState, type FormEvent } from 'react';
 import { Link, useLocation } from 'react-router-dom';
 import { ApiError } from '../api/client';
 import { useSession } from './session';
@@ -84,5 +84,61 @@ export function SudoPrompt({ sudo, what }: { sudo: Sudo; what: string }) {
         required
       />
     </>
+  );
+}
+
+/** A change started from a button (a role, a transfer, an enable, a rotation) that the API may ask to confirm. */
+export interface SudoChange {
+  /** The confirmation form's accessible name. */
+  form: string;
+  /** Completes "confirm with your password to <what>". */
+  what: string;
+  /** The confirmation form's button. */
+  submit: string;
+  send(proof: { current_password?: string }): Promise<unknown>;
+}
+
+/**
+ * Sends a button's change as it is; if the API asks for the password, the change waits (with the target it was
+ * started for) in <SudoConfirmation> until it is sent again with the password or cancelled. Starting another change
+ * drops the waiting one.
+ */
+export function useSudoChange(run: (action: () => Promise<void>) => Promise<void>, afterDone: () => void) {
+  const sudo = useSudo();
+  const [pending, setPending] = useState<SudoChange | null>(null);
+  const send = (change: SudoChange) =>
+    void run(async () => {
+      setPending(change);
+      await sudo.send(change.send);
+      setPending(null);
+      afterDone();
+    });
+  const start = (change: SudoChange) => {
+    sudo.cancel();
+    send(change);
+  };
+  const confirm = (e: FormEvent) => {
+    e.preventDefault();
+    if (pending) send(pending);
+  };
+  const cancel = () => {
+    sudo.cancel();
+    setPending(null);
+  };
+  return { sudo, pending, start, confirm, cancel };
+}
+
+export function SudoConfirmation({ change, busy }: { change: ReturnType<typeof useSudoChange>; busy: boolean }) {
+  if (!change.pending || !change.sudo.asked) return null;
+  return (
+    <form onSubmit={change.confirm} aria-label={change.pending.form}>
+      <SudoPrompt sudo={change.sudo} what={change.pending.what} />
+      {change.sudo.hasPassword && (
+        <button type="submit" disabled={busy}>
+          {change.pending.submit}
+        </button>
+      )}
+      <button type="button" onClick={change.cancel}>Cancel</button>
+    </form>
   );
 }

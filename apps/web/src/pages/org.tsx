@@ -3,7 +3,7 @@ import { useState, type FormEvent } from 'react';
 import { Link, useParams } from 'react-router-dom';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
-import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
+import { SudoConfirmation, SudoErrorBox, SudoPrompt, useSudo, useSudoChange } from '../lib/sudo';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 import { AssessmentSourceSection, ProjectSourceSection, type ProjectSource } from './source';
 import { AssessmentReports } from './reports';
@@ -135,14 +135,6 @@ export function AssessmentPage() {
 
 const ROLES = ['admin', 'manager', 'member'] as const;
 
-/** A change of a member the API may ask to confirm with the password (sudo mode), kept to be sent again with it. */
-interface PendingChange {
-  form: string;
-  what: string;
-  submit: string;
-  send(proof: { current_password?: string }): Promise<unknown>;
-}
-
 export function MembersPage() {
   const { can, me } = useSession();
   const members = useLoad(() => unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100 } } })));
@@ -169,22 +161,10 @@ export function MembersPage() {
     });
   };
   // A role raised or ownership transferred from a sign-in more than 10 minutes old: the API asks for the password
-  // (sudo mode), and the change waits in a confirmation form until it is sent again with it or cancelled.
-  const sudo = useSudo();
-  const [pending, setPending] = useState<PendingChange | null>(null);
-  const sendChange = (change: PendingChange) =>
-    void action.run(async () => {
-      setPending(change);
-      await sudo.send(change.send);
-      setPending(null);
-      members.reload();
-    });
-  const startChange = (change: PendingChange) => {
-    sudo.cancel();
-    sendChange(change);
-  };
+  // (sudo mode), and the change waits in a confirmation form.
+  const change = useSudoChange(action.run, members.reload);
   const changeRole = (userId: string, label: string, newRole: (typeof ROLES)[number]) =>
-    startChange({
+    change.start({
       form: 'Confirm the role change',
       what: `make ${label} ${newRole === 'admin' ? 'an' : 'a'} ${newRole}`,
       submit: `Make ${label} ${newRole}`,
@@ -192,32 +172,18 @@ export function MembersPage() {
     });
   const transfer = (userId: string, label: string) => {
     if (!window.confirm(`Make ${label} the owner? You become an admin.`)) return;
-    startChange({
+    change.start({
       form: 'Confirm the ownership transfer',
       what: `make ${label} the owner`,
       submit: `Transfer ownership to ${label}`,
       send: (proof) => unwrap(client.POST('/api/v1/organization/transfer-ownership', { body: { user_id: userId, ...proof } })),
     });
   };
-  const confirmPending = (e: FormEvent) => {
-    e.preventDefault();
-    if (pending) sendChange(pending);
-  };
-  const cancelPending = () => {
-    sudo.cancel();
-    setPending(null);
-  };
   return (
     <main>
       <h1>Members</h1>
       <SudoErrorBox error={members.error ?? action.error} />
-      {pending && sudo.asked && (
-        <form onSubmit={confirmPending} aria-label={pending.form}>
-          <SudoPrompt sudo={sudo} what={pending.what} />
-          {sudo.hasPassword && <button type="submit" disabled={action.busy}>{pending.submit}</button>}
-          <button type="button" onClick={cancelPending}>Cancel</button>
-        </form>
-      )}
+      <SudoConfirmation change={change} busy={action.busy} />
       <table>
         <thead><tr><th>Name</th><th>E-mail</th><th>Role</th><th /></tr></thead>
         <tbody>

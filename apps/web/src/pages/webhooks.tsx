@@ -5,7 +5,7 @@ import { Link, useParams } from 'react-router-dom';
 import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
-import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
+import { SudoConfirmation, SudoErrorBox, SudoPrompt, useSudo, useSudoChange } from '../lib/sudo';
 import { EventChecklist } from '../lib/event-checklist';
 import { subscriptionBody, subscriptionForm, type SubscriptionFormState } from '../lib/subscription-body';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
@@ -279,34 +279,24 @@ export function SubscriptionPage() {
   const [editing, setEditing] = useState(false);
   const action = useAction();
   const base = `${level.api}/subscriptions/${id}`;
+  // Re-enabling and rotating the secret, from a sign-in more than 10 minutes old: the API asks for the password (sudo
+  // mode), and the change waits in a confirmation form.
+  const change = useSudoChange(action.run, sub.reload);
   const setActive = (active: boolean) =>
-    void action.run(async () => {
-      await request('PATCH', base, { active });
-      sub.reload();
-    });
-  // From a sign-in more than 10 minutes old the API asks for the password (sudo mode): the rotation then waits in a
-  // confirmation form until it is sent again with it, or cancelled.
-  const rotateSudo = useSudo();
-  const [rotatePending, setRotatePending] = useState(false);
-  const sendRotation = () =>
-    void action.run(async () => {
-      setRotatePending(true);
-      setSecret(await rotateSudo.send((proof) => request('POST', `${base}/rotate-secret`, proof)));
-      setRotatePending(false);
-      sub.reload();
+    change.start({
+      form: 'Confirm enabling the subscription',
+      what: 'send its events again',
+      submit: 'Enable the subscription',
+      send: (proof) => request('PATCH', base, { active, ...proof }),
     });
   const rotate = () => {
     if (!window.confirm('Rotate the signing secret? The old one keeps signing for the grace period.')) return;
-    rotateSudo.cancel();
-    sendRotation();
-  };
-  const confirmRotation = (e: FormEvent) => {
-    e.preventDefault();
-    sendRotation();
-  };
-  const cancelRotation = () => {
-    rotateSudo.cancel();
-    setRotatePending(false);
+    change.start({
+      form: 'Confirm the secret rotation',
+      what: 'rotate the signing secret',
+      submit: 'Rotate the secret',
+      send: async (proof) => setSecret(await request('POST', `${base}/rotate-secret`, proof)),
+    });
   };
   const sendTest = () =>
     void action.run(async () => {
@@ -327,13 +317,7 @@ export function SubscriptionPage() {
       <p><Link to={level.page}>← {level.title}</Link></p>
       <h1>Subscription {s?.name}</h1>
       <SudoErrorBox error={sub.error ?? action.error} />
-      {rotatePending && rotateSudo.asked && (
-        <form onSubmit={confirmRotation} aria-label="Confirm the secret rotation">
-          <SudoPrompt sudo={rotateSudo} what="rotate the signing secret" />
-          {rotateSudo.hasPassword && <button type="submit" disabled={action.busy}>Rotate the secret</button>}
-          <button type="button" onClick={cancelRotation}>Cancel</button>
-        </form>
-      )}
+      <SudoConfirmation change={change} busy={action.busy} />
       {secret && (
         <OnceSecret label="New signing secret" value={secret.secret}>
           <p>The previous secret stops signing at <When at={secret.previous_secret_expires_at} />.</p>

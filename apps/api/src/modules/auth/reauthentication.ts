@@ -33,6 +33,7 @@ export type ReauthenticatedOperation =
   | 'role_raise'
   | 'webhook_create'
   | 'webhook_url_change'
+  | 'webhook_reenable'
   | 'webhook_secret_rotate';
 
 /** The `code` of the 400 a wrong or missing current password gets (a client retries with the right one). */

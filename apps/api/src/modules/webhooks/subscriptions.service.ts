@@ -296,6 +296,9 @@ export async function updateSubscription(
   // A new destination for the subscription's signed events: sudo mode (the other fields do not ask). Compared as
   // stored, normalised by checkedUrl: the stored URL in another spelling (HTTPS://, :443) is no new destination.
   if (columns.url !== undefined && columns.url !== current.url) await confirm('webhook_url_change');
+  // So is turning a disabled one back on: its events flow again to a URL someone else may have chosen (a configurer
+  // who since lost the role, the breaker after a receiver that went away).
+  else if (input.active === true && current.status === 'disabled') await confirm('webhook_reenable');
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await confirmRoutingRole(tx, by.principal);

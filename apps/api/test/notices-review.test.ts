@@ -11,6 +11,7 @@
 // non-sensitive route still replays to the user's other sessions, a 403 is still stored and replayed.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
+import { mailsTo as mailsToIn, noticeTo as waitForNotice, type Mail } from './support/reauthentication';
 import { bearer, createOrg, createUserInOrg, type TestOrg } from './support/fixtures';
 import { createKey } from './support/domain';
 import { issueSession } from '../src/modules/auth/sessions';
@@ -25,19 +26,9 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-type Mail = { to?: string; subject: string; text: string };
 const KEY_NOTICE = 'A new API key was created';
-const mailsTo = (email: string, subject: string): Mail[] => h.mail().filter((m: Mail) => m.to === email && m.subject === subject);
-
-async function noticeTo(email: string, subject: string, timeoutMs = 10_000): Promise<Mail> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const [mail] = mailsTo(email, subject);
-    if (mail) return mail;
-    if (Date.now() > deadline) throw new Error(`no "${subject}" mail to ${email}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const mailsTo = (email: string, subject: string): Mail[] => mailsToIn(h, email, subject);
+const noticeTo = (email: string, subject: string, timeoutMs?: number): Promise<Mail> => waitForNotice(h, email, subject, timeoutMs);
 const settle = (ms = 500) => new Promise((r) => setTimeout(r, ms));
 
 /** The lines a reader sees: CR, LF, CRLF and the Unicode line and paragraph separators all break one. */

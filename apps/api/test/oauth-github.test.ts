@@ -8,7 +8,7 @@ import { loginRequest, oathtoolCode, setCookies, signupAndVerify } from './suppo
 import { githubEnvFor, startGithubServer, type GithubAccount, type GithubEmail, type LoopbackGithub } from './support/oauth-github';
 import { APP_BASE_URL, callback, enableTotp, flowRedisKey, me, redirectUriOf, startFlow } from './support/oauth-flow';
 import { bearer } from './support/fixtures';
-import { sessionIdOf } from './support/auth-helpers';
+import { signedInAgo } from './support/reauthentication';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
 
 const APP = { clientId: 'Iv1.loopback0123', clientSecret: 'loopback-github-secret-0123456789', redirectUri: redirectUriOf('github') };
@@ -233,9 +233,6 @@ describe('sign-in and signup', () => {
 
 const post = (path: string, token: string, body: Record<string, unknown> = {}) => request(h.app).post(`/api/v1${path}`).set(bearer(token)).send(body);
 const totpEnabled = async (userId: string) => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).totpEnabled;
-/** Moves the session's sign-in back by `ms` (the row's created_at, as an older sign-in would have left it). */
-const signedInAgo = (token: string, ms: number) =>
-  h.deps.prisma.session.update({ where: { id: sessionIdOf(token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
 
 describe('an account without a password (made by GitHub sign-in) turns 2FA on from a recent sign-in', () => {
   afterEach(() => h.clock.reset());
@@ -245,7 +242,7 @@ describe('an account without a password (made by GitHub sign-in) turns 2FA on fr
     const token = res.body.token as string;
     const who = await me(h, token);
     expect(who.body.user).toMatchObject({ has_password: false, two_factor_enabled: false });
-    await signedInAgo(token, RECENT_SIGN_IN_WINDOW_MS - 60_000);
+    await signedInAgo(h, token, RECENT_SIGN_IN_WINDOW_MS - 60_000);
     const setup = await post('/auth/2fa/setup', token);
     expect(setup.status).toBe(200);
     const enabled = await post('/auth/2fa/enable', token, { code: oathtoolCode(setup.body.secret, h.clock.now()) });
@@ -275,7 +272,7 @@ describe('an account without a password (made by GitHub sign-in) turns 2FA on fr
 
     // The same, the sign-in's time set back in the database with the clock as it is.
     h.clock.reset();
-    await signedInAgo(other, RECENT_SIGN_IN_WINDOW_MS + 60_000);
+    await signedInAgo(h, other, RECENT_SIGN_IN_WINDOW_MS + 60_000);
     const old = await post('/auth/2fa/enable', other, { code: oathtoolCode(setup.body.secret, h.clock.now()) });
     expect(old.status).toBe(403);
     expect(old.body.code).toBe('REAUTHENTICATION_REQUIRED');
@@ -298,7 +295,7 @@ describe('an account without a password (made by GitHub sign-in) turns 2FA on fr
     const account = newAccount();
     const stolen = (await signInWithGithub(account)).res.body.token as string;
     const userId = (await me(h, stolen)).body.user.id as string;
-    await signedInAgo(stolen, RECENT_SIGN_IN_WINDOW_MS + 60_000);
+    await signedInAgo(h, stolen, RECENT_SIGN_IN_WINDOW_MS + 60_000);
     const pending = async () => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).totpPendingEnc;
 
     const early = await post('/auth/2fa/setup', stolen);
@@ -345,7 +342,7 @@ describe('an account without a password (made by GitHub sign-in) turns 2FA off f
     const secret = await enableTotp(h, first);
     h.clock.advance(STEP_MS);
     const stolen = await signInWithGithubAnd2fa(account, secret);
-    await signedInAgo(stolen, RECENT_SIGN_IN_WINDOW_MS + 60_000);
+    await signedInAgo(h, stolen, RECENT_SIGN_IN_WINDOW_MS + 60_000);
 
     // The stolen cookie of an older session: a right code does not turn 2FA off, whatever it says for a password.
     h.clock.advance(STEP_MS);

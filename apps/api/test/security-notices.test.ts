@@ -4,6 +4,7 @@
 // changes nothing of the answer.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
+import { mailsTo as mailsToIn, noticeTo as waitForNotice, type Mail } from './support/reauthentication';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg } from './support/fixtures';
 import { loginViaApi, oathtoolCode, resetLinkFor, signupAndVerify } from './support/auth-helpers';
 import { enableTotp } from './support/oauth-flow';
@@ -22,21 +23,8 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-type Mail = { to?: string; subject: string; text: string };
-const mailsTo = (email: string, subject: string): Mail[] => h.mail().filter((m: Mail) => m.to === email && m.subject === subject);
-
-/** Waits for the `subject` notice to `email` (it is sent after the answer). */
-async function noticeTo(email: string, subject: string, timeoutMs = 10_000): Promise<Mail> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const [mail] = mailsTo(email, subject);
-    if (mail) return mail;
-    if (Date.now() > deadline) throw new Error(`no "${subject}" mail to ${email}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** Nothing more arrives for a while (a notice is sent within milliseconds of the answer). */
+const mailsTo = (email: string, subject: string): Mail[] => mailsToIn(h, email, subject);
+const noticeTo = (email: string, subject: string, timeoutMs?: number): Promise<Mail> => waitForNotice(h, email, subject, timeoutMs);
 const settle = () => new Promise((r) => setTimeout(r, 300));
 
 function expectWhatToDo(mail: Mail) {

@@ -5,9 +5,8 @@
 import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { A_WHILE_AGO, signedInAgo, keysOf as keysOfUser, mintKey as mintKeyAs } from './support/reauthentication';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
-import { sessionIdOf } from './support/auth-helpers';
-import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
 import { issueSession } from '../src/modules/auth/sessions';
 
 let h: Harness;
@@ -17,14 +16,8 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-/** Sets the session's sign-in time `ms` before the app's clock (negative: after it, as a skewed clock leaves it). */
-const signedInAgo = (user: { token: string }, ms: number) =>
-  h.deps.prisma.session.update({ where: { id: sessionIdOf(user.token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
-const aWhileAgo = RECENT_SIGN_IN_WINDOW_MS + 60_000;
-
-const mintKey = (token: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-  request(h.app).post('/api/v1/api-keys').set({ ...bearer(token), ...headers }).send({ name: 'ci', scopes: ['projects:read'], ...body });
-const keysOf = (user: TestUser) => h.deps.prisma.apiKey.count({ where: { userId: user.id } });
+const mintKey = (token: string, body?: Record<string, unknown>, headers?: Record<string, string>) => mintKeyAs(h, token, body, headers);
+const keysOf = (user: TestUser) => keysOfUser(h, user.id);
 
 /** Forgets the login limiter's counts (its window is a real minute in Redis), as a minute passing would. */
 async function loginLimitPasses(): Promise<void> {
@@ -49,7 +42,7 @@ describe('finding: a 429 of the password check under an Idempotency-Key', () => 
   // takes the key".
   it('is not stored: once the limit has passed, the same request with the right password and the same key mints', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const key = { 'Idempotency-Key': `sudo-429-${uniqueSuffix()}` };
     const limited = await guessUntilLimited(org.admin, key);
     expect(limited.headers['retry-after']).toEqual(expect.any(String));
@@ -68,7 +61,7 @@ describe('finding: a session whose sign-in time is ahead of the app clock', () =
   it('is asked for the password when its sign-in is more than a minute in the future', async () => {
     const org = await createOrg(h);
     for (const ahead of [60 * 60_000, 365 * 24 * 60 * 60_000]) {
-      await signedInAgo(org.manager, -ahead);
+      await signedInAgo(h, org.manager.token, -ahead);
       const res = await mintKey(org.manager.token);
       expect([res.status, res.body.code]).toEqual([403, 'REAUTHENTICATION_REQUIRED']);
     }
@@ -78,7 +71,7 @@ describe('finding: a session whose sign-in time is ahead of the app clock', () =
 
   it('still counts as recent within a few seconds of skew between instances', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.manager, -5_000);
+    await signedInAgo(h, org.manager.token, -5_000);
     expect((await mintKey(org.manager.token)).status).toBe(201);
   });
 });
@@ -96,7 +89,7 @@ describe('open finding (not fixed here): the stored answer of a key minted from 
     const minted = await mintKey(fresh.token, {}, key);
     expect(minted.status).toBe(201);
 
-    await signedInAgo(org.admin, aWhileAgo); // the thief's cookie, another session of the same user
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO); // the thief's cookie, another session of the same user
     const stolen = await mintKey(org.admin.token, {}, key);
     expect(stolen.body.key).toBeUndefined();
     expect([stolen.status, stolen.body.code]).toEqual([403, 'REAUTHENTICATION_REQUIRED']);
@@ -110,7 +103,7 @@ describe('properties (hold on current code)', () => {
   });
 
   it('a lower role is refused by its scope first, with or without the password: no password check, nothing counted', async () => {
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     for (const body of [{}, { current_password: 'a wrong one' }, { current_password: TEST_PASSWORD }]) {
       const transfer = await request(h.app).post('/api/v1/organization/transfer-ownership').set(bearer(org.admin.token)).send({ user_id: org.manager.id, ...body });
       const del = await request(h.app).delete('/api/v1/organization').set(bearer(org.admin.token)).send({ confirm: org.name, ...body });
@@ -126,7 +119,7 @@ describe('properties (hold on current code)', () => {
 
   it('an owner with the password cannot hand another organization\'s member its ownership, nor touch the other organization', async () => {
     const other = await createOrg(h);
-    await signedInAgo(org.owner, aWhileAgo);
+    await signedInAgo(h, org.owner.token, A_WHILE_AGO);
     const res = await request(h.app)
       .post('/api/v1/organization/transfer-ownership')
       .set(bearer(org.owner.token))
@@ -139,7 +132,7 @@ describe('properties (hold on current code)', () => {
   });
 
   it('wrong passwords sent to sudo mode and to the login form share one count: a cookie thief gets no extra guesses', async () => {
-    await signedInAgo(org.manager, aWhileAgo);
+    await signedInAgo(h, org.manager.token, A_WHILE_AGO);
     await guessUntilLimited(org.manager);
     // The owner of the account is held back at the login form exactly as a guesser there would hold them back
     // (no worse: the login form needs no cookie at all), and the thief cannot guess at the login form meanwhile.
@@ -158,7 +151,7 @@ describe('properties (hold on current code)', () => {
   });
 
   it('a missing password from an old session is refused without spending the login budget or auditing a failure', async () => {
-    await signedInAgo(org.manager, aWhileAgo);
+    await signedInAgo(h, org.manager.token, A_WHILE_AGO);
     for (let i = 0; i < 15; i += 1) expect((await mintKey(org.manager.token)).status).toBe(403);
     expect(await h.deps.prisma.auditEvent.count({ where: { action: 'auth.login_failed', actorId: org.manager.id } })).toBe(0);
     expect((await mintKey(org.manager.token, { current_password: TEST_PASSWORD })).status).toBe(201);
@@ -167,7 +160,7 @@ describe('properties (hold on current code)', () => {
   it('a failed check is audited in each of the user\'s organizations, with its address and user agent, never the password', async () => {
     const second = await createOrg(h);
     await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: second.id, userId: org.owner.id, role: 'member' } });
-    await signedInAgo(org.owner, aWhileAgo);
+    await signedInAgo(h, org.owner.token, A_WHILE_AGO);
     const guess = 'Tr0ub4dor&3 guess';
     const res = await request(h.app)
       .delete('/api/v1/organization')
@@ -186,14 +179,14 @@ describe('properties (hold on current code)', () => {
   });
 
   it('a password check the thief passes from an old session does not make the session recent for the next change', async () => {
-    await signedInAgo(org.owner, aWhileAgo);
+    await signedInAgo(h, org.owner.token, A_WHILE_AGO);
     expect((await mintKey(org.owner.token, { current_password: TEST_PASSWORD })).status).toBe(201);
     const res = await request(h.app).post('/api/v1/organization/transfer-ownership').set(bearer(org.owner.token)).send({ user_id: org.admin.id });
     expect([res.status, res.body.code]).toEqual([403, 'REAUTHENTICATION_REQUIRED']);
   });
 
   it('a refusal under an Idempotency-Key followed by a different request with the same key runs that request, once', async () => {
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const key = { 'Idempotency-Key': `sudo-body-${uniqueSuffix()}` };
     expect((await mintKey(org.admin.token, {}, key)).status).toBe(403);
     // The key was released, not bound to the refused body: another body takes it (like a request refused by
@@ -205,7 +198,7 @@ describe('properties (hold on current code)', () => {
   });
 
   it('concurrent requests with one Idempotency-Key, one without the password and one with it, mint at most one key', async () => {
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const key = { 'Idempotency-Key': `sudo-race-${uniqueSuffix()}` };
     const results = await Promise.all([
       mintKey(org.admin.token, {}, key),

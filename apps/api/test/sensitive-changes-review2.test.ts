@@ -3,11 +3,10 @@
 // Findings first (see each describe's note: failed before its fix, or still fails), then properties that hold.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
+import { A_WHILE_AGO, failedPasswordChecks, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, TEST_PASSWORD, type TestUser } from './support/fixtures';
-import { sessionIdOf } from './support/auth-helpers';
 import { PUBLIC_URL, subscribe } from './support/domain';
 import { createProject } from './support/resources';
-import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
 
 let h: Harness;
 
@@ -16,12 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-const signedInAgo = (user: TestUser, ms: number) =>
-  h.deps.prisma.session.update({ where: { id: sessionIdOf(user.token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
-const aWhileAgo = RECENT_SIGN_IN_WINDOW_MS + 60_000;
 const SUBS = '/api/v1/webhooks/subscriptions';
-const failedChecks = (user: TestUser) =>
-  h.deps.prisma.auditEvent.findMany({ where: { action: 'auth.login_failed', actorId: user.id } });
+const failedChecks = (user: TestUser) => failedPasswordChecks(h, user.id);
 
 describe('finding (fixed): the same URL spelled another way counted as a new one', () => {
   // updateSubscription compared the URL as sent with the stored one, which is the URL as checkedUrl normalised it
@@ -31,7 +26,7 @@ describe('finding (fixed): the same URL spelled another way counted as a new one
   it('does not ask for the password when the normalised URL is the stored one', async () => {
     const org = await createOrg(h);
     const id = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const stored = (await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).url;
     expect(stored).toBe(PUBLIC_URL);
     for (const same of ['HTTPS://203.0.114.10/hooks', 'https://203.0.114.10:443/hooks']) {
@@ -60,7 +55,7 @@ describe('finding (fixed): re-enabling a route whose configurer lost the organiz
     expect(demote.status).toBe(200);
     expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).status).toBe('disabled');
 
-    await signedInAgo(org.admin, aWhileAgo); // the thief's cookie
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO); // the thief's cookie
     const res = await request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ active: true });
     expect([res.status, res.body.code]).toEqual([403, 'REAUTHENTICATION_REQUIRED']);
     expect((await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).status).toBe('disabled');
@@ -85,7 +80,7 @@ describe('finding (fixed): the password was asked before the 26th subscription w
   it('answers the limit (400) without asking for the password', async () => {
     const org = await createOrg(h);
     for (let i = 0; i < 25; i += 1) await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const res = await request(h.app).post(SUBS).set(bearer(org.admin.token)).send({ name: 'one more', url: PUBLIC_URL, events: ['finding.created'] });
     expect(res.body.code).toBeUndefined();
     expect(res.status).toBe(400);
@@ -99,7 +94,7 @@ describe('properties (hold on current code)', () => {
     const base = `/api/v1/projects/${project.id}/webhooks/subscriptions`;
     const made = await request(h.app).post(base).set(bearer(org.admin.token)).send({ name: 's', url: PUBLIC_URL, events: ['finding.created'] });
     expect(made.status).toBe(201);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const wrong = 'Wr0ng-but-distinctive-pa55';
     const sent = [
       await request(h.app).post(base).set(bearer(org.admin.token)).send({ name: 't', url: PUBLIC_URL, events: ['finding.created'], current_password: wrong }),
@@ -119,7 +114,7 @@ describe('properties (hold on current code)', () => {
 
   it('the right password is stored nowhere: audit log, subscription row, idempotency row', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const made = await request(h.app)
       .post(SUBS)
       .set({ ...bearer(org.admin.token), 'Idempotency-Key': `review2-${Date.now()}` })
@@ -143,7 +138,7 @@ describe('properties (hold on current code)', () => {
   it('re-sending a URL change under a PATCH race: a URL changed meanwhile is not written over without the password', async () => {
     const org = await createOrg(h);
     const id = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     // Another admin moves it meanwhile; the thief's "unchanged" URL (the old one) is a change now, and asks.
     await h.deps.prisma.webhookSubscription.update({ where: { id }, data: { url: 'https://203.0.114.12/new' } });
     const res = await request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send({ url: PUBLIC_URL });

@@ -4,8 +4,8 @@
 // are not asked. Under an Idempotency-Key, the refusal is not stored and the password is not hashed into the row.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
+import { A_WHILE_AGO, failedPasswordChecks, signedInAgo, keysOf as keysOfUser, mintKey as mintKeyAs } from './support/reauthentication';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
-import { sessionIdOf } from './support/auth-helpers';
 import { createKey, PUBLIC_URL, subscribe } from './support/domain';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
 
@@ -16,16 +16,9 @@ beforeAll(async () => {
 });
 afterAll(() => h.close());
 
-/** Moves the session's sign-in back by `ms`, as a sign-in that long ago would have left it. */
-const signedInAgo = (user: TestUser, ms: number) =>
-  h.deps.prisma.session.update({ where: { id: sessionIdOf(user.token) }, data: { createdAt: new Date(h.clock.now().getTime() - ms) } });
-const aWhileAgo = RECENT_SIGN_IN_WINDOW_MS + 60_000;
-
-const mintKey = (token: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
-  request(h.app).post('/api/v1/api-keys').set({ ...bearer(token), ...headers }).send({ name: 'ci', scopes: ['projects:read'], ...body });
-const keysOf = (user: TestUser) => h.deps.prisma.apiKey.count({ where: { userId: user.id } });
-const failedChecks = (user: TestUser, operation: string) =>
-  h.deps.prisma.auditEvent.findMany({ where: { action: 'auth.login_failed', actorId: user.id, metadata: { path: ['operation'], equals: operation } } });
+const mintKey = (token: string, body?: Record<string, unknown>, headers?: Record<string, string>) => mintKeyAs(h, token, body, headers);
+const keysOf = (user: TestUser) => keysOfUser(h, user.id);
+const failedChecks = (user: TestUser, operation: string) => failedPasswordChecks(h, user.id, operation);
 
 function expectAskedForPassword(res: request.Response) {
   expect(res.status).toBe(403);
@@ -39,14 +32,14 @@ describe('minting an API key', () => {
   });
 
   it('a session signed in within the window mints without a password', async () => {
-    await signedInAgo(org.manager, RECENT_SIGN_IN_WINDOW_MS - 60_000);
+    await signedInAgo(h, org.manager.token, RECENT_SIGN_IN_WINDOW_MS - 60_000);
     const res = await mintKey(org.manager.token);
     expect(res.status).toBe(201);
     expect(res.body.key).toEqual(expect.any(String));
   });
 
   it('an older session is asked for the password (403, no key); a wrong one is 400 and audited without it; the right one mints', async () => {
-    await signedInAgo(org.manager, aWhileAgo);
+    await signedInAgo(h, org.manager.token, A_WHILE_AGO);
     expectAskedForPassword(await mintKey(org.manager.token));
     expect(await keysOf(org.manager)).toBe(0);
 
@@ -70,7 +63,7 @@ describe('minting an API key', () => {
   });
 
   it('the clock moving on past the window has the same effect as an old sign-in', async () => {
-    h.clock.advance(aWhileAgo);
+    h.clock.advance(A_WHILE_AGO);
     try {
       expectAskedForPassword(await mintKey(org.admin.token));
       expect((await mintKey(org.admin.token, { current_password: TEST_PASSWORD })).status).toBe(201);
@@ -81,7 +74,7 @@ describe('minting an API key', () => {
 
   it('an API key that may mint keys is not asked (it has no password, and was minted for this)', async () => {
     const minter = await createKey(h, org.admin.token, ['api_keys:create', 'projects:read']);
-    h.clock.advance(aWhileAgo);
+    h.clock.advance(A_WHILE_AGO);
     try {
       const res = await mintKey(minter);
       expect(res.status).toBe(201);
@@ -93,26 +86,26 @@ describe('minting an API key', () => {
   it('an account without a password (GitHub or Google sign-in) is told to sign in again; a password it sends changes nothing', async () => {
     const oauthOnly = await createUserInOrg(h, org.id, 'manager', 'oauth');
     await h.deps.prisma.user.update({ where: { id: oauthOnly.id }, data: { passwordHash: null } });
-    await signedInAgo(oauthOnly, aWhileAgo);
+    await signedInAgo(h, oauthOnly.token, A_WHILE_AGO);
     for (const body of [{}, { current_password: TEST_PASSWORD }]) {
       const res = await mintKey(oauthOnly.token, body);
       expect(res.status).toBe(403);
       expect(res.body).toEqual({ detail: expect.stringContaining('Sign in again'), code: 'REAUTHENTICATION_REQUIRED' });
     }
     expect(await keysOf(oauthOnly)).toBe(0);
-    await signedInAgo(oauthOnly, 0);
+    await signedInAgo(h, oauthOnly.token, 0);
     expect((await mintKey(oauthOnly.token)).status).toBe(201);
   });
 
   it('a request that fails for another reason answers that first (no password asked for a key it could not mint)', async () => {
-    await signedInAgo(org.member, aWhileAgo);
+    await signedInAgo(h, org.member.token, A_WHILE_AGO);
     const res = await mintKey(org.member.token, { scopes: ['webhooks:write'] });
     expect(res.status).toBe(403);
     expect(res.body.code).toBeUndefined();
   });
 
   it('wrong passwords count with the e-mail\'s sign-ins: a guesser with the old cookie is stopped at the login\'s pace', async () => {
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const statuses: number[] = [];
     for (let i = 0; i < 12; i += 1) statuses.push((await mintKey(org.admin.token, { current_password: `guess number ${i}` })).status);
     expect(statuses).toContain(429);
@@ -129,7 +122,7 @@ describe('under an Idempotency-Key', () => {
   });
 
   it('the refusal is not stored: the same request sent again with the password (same key) mints, and its replay needs no password', async () => {
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const key = { 'Idempotency-Key': `sudo-${Date.now()}` };
     expectAskedForPassword(await mintKey(org.admin.token, {}, key));
     const wrong = await mintKey(org.admin.token, { current_password: 'a wrong password here' }, key);
@@ -151,7 +144,7 @@ describe('under an Idempotency-Key', () => {
 describe('deleting the organization', () => {
   it('an older session is asked for the password (403, the organization stays); with it, the organization is deleted', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.owner, aWhileAgo);
+    await signedInAgo(h, org.owner.token, A_WHILE_AGO);
     const del = (body: Record<string, unknown>) => request(h.app).delete('/api/v1/organization').set(bearer(org.owner.token)).send(body);
     expectAskedForPassword(await del({ confirm: org.name }));
     expect((await del({ confirm: org.name, current_password: 'definitely wrong' })).status).toBe(400);
@@ -175,7 +168,7 @@ describe('deleting the organization', () => {
 describe('transferring ownership', () => {
   it('an older session is asked for the password (403, the owner stays); with it, ownership moves', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.owner, aWhileAgo);
+    await signedInAgo(h, org.owner.token, A_WHILE_AGO);
     const transfer = (body: Record<string, unknown>) =>
       request(h.app).post('/api/v1/organization/transfer-ownership').set(bearer(org.owner.token)).send({ user_id: org.admin.id, ...body });
     expectAskedForPassword(await transfer({}));
@@ -195,7 +188,7 @@ describe('transferring ownership', () => {
 describe('inviting someone', () => {
   it('an older session is asked for the password (403, no invitation, no mail); with it, the invitation is made', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const email = `invitee-${Date.now()}@example.test`;
     const invite = (body: Record<string, unknown>) =>
       request(h.app).post('/api/v1/invitations').set(bearer(org.admin.token)).send({ email, role: 'admin', ...body });
@@ -218,7 +211,7 @@ describe('inviting someone', () => {
     const res = await request(h.app).post('/api/v1/invitations').set(bearer(org.admin.token)).send({ email: `a-${Date.now()}@example.test`, role: 'member' });
     expect(res.status).toBe(201);
     const key = await createKey(h, org.admin.token, ['members:invite']);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const byKey = await request(h.app).post('/api/v1/invitations').set(bearer(key)).send({ email: `b-${Date.now()}@example.test`, role: 'member' });
     expect(byKey.status).toBe(201);
   });
@@ -227,7 +220,7 @@ describe('inviting someone', () => {
 describe('changing a role', () => {
   it('raising one from an older session needs the password; lowering one never does', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.owner, aWhileAgo);
+    await signedInAgo(h, org.owner.token, A_WHILE_AGO);
     const change = (user: TestUser, body: Record<string, unknown>) =>
       request(h.app).patch(`/api/v1/members/${user.id}`).set(bearer(org.owner.token)).send(body);
     const roleOf = async (user: TestUser) =>
@@ -253,7 +246,7 @@ describe('webhooks: where signed events go, and the secret they are signed with'
 
   it('creating a subscription from an older session asks for the password; with it, the subscription and its secret', async () => {
     const org = await createOrg(h);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const create = (body: Record<string, unknown>) =>
       request(h.app).post(SUBS).set(bearer(org.admin.token)).send({ name: 'siem', url: PUBLIC_URL, events: ['finding.created'], ...body });
     expectAskedForPassword(await create({}));
@@ -272,7 +265,7 @@ describe('webhooks: where signed events go, and the secret they are signed with'
   it('a new URL asks for the password; a new name, events or the same URL do not', async () => {
     const org = await createOrg(h);
     const id = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const patch = (body: Record<string, unknown>) => request(h.app).patch(`${SUBS}/${id}`).set(bearer(org.admin.token)).send(body);
     expect((await patch({ name: 'renamed', events: ['finding.created', 'finding.status_changed'] })).status).toBe(200);
     expect((await patch({ url: PUBLIC_URL })).status).toBe(200);
@@ -290,7 +283,7 @@ describe('webhooks: where signed events go, and the secret they are signed with'
     const org = await createOrg(h);
     const id = await subscribe(h, org.admin.token, { org: true }, ['finding.created']);
     const key = await createKey(h, org.admin.token, ['webhooks:update']);
-    await signedInAgo(org.admin, aWhileAgo);
+    await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const before = (await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } })).secretEnc;
     const rotate = (token: string, body?: Record<string, unknown>) => {
       const req = request(h.app).post(`${SUBS}/${id}/rotate-secret`).set(bearer(token));

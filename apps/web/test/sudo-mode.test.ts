@@ -50,6 +50,15 @@ async function fillKey(name: string): Promise<void> {
 }
 
 const keysOf = (user: TestUser) => b.w.h.deps.prisma.apiKey.count({ where: { userId: user.id } });
+const roleIn = async (organizationId: string, user: TestUser) =>
+  (await b.w.h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId, userId: user.id } })).role;
+
+/** Signs `user` in and opens the Members page, waiting for `listed`'s row. */
+async function openMembers(user: TestUser, listed: TestUser): Promise<void> {
+  await b.logIn(user.email, TEST_PASSWORD);
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
+  await page.getByRole('cell', { name: listed.email }).waitFor();
+}
 
 describe('creating an API key from an older sign-in', () => {
   it('asks for the password only once the API does; a wrong one is refused, the right one creates the key', async () => {
@@ -131,13 +140,8 @@ describe('transferring ownership from an older sign-in', () => {
   it('asks for the password in a confirmation form; with it, the other member becomes the owner', async () => {
     const { w, step } = b;
     const org = await createOrg(w.h);
-    const roleOf = async (user: TestUser) =>
-      (await w.h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId: user.id } })).role;
-    await step('open-members', async () => {
-      await b.logIn(org.owner.email, TEST_PASSWORD);
-      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
-      await page.getByRole('cell', { name: org.admin.email }).waitFor();
-    });
+    const roleOf = (user: TestUser) => roleIn(org.id, user);
+    await step('open-members', () => openMembers(org.owner, org.admin));
     const confirm = page.getByRole('form', { name: 'Confirm the ownership transfer' });
 
     await step('asked', async () => {
@@ -194,13 +198,8 @@ describe('inviting and raising roles from an older sign-in', () => {
   it('raising a role waits in a confirmation form for the password; lowering one happens at once', async () => {
     const { w, step } = b;
     const org = await createOrg(w.h);
-    const roleOf = async (user: TestUser) =>
-      (await w.h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId: user.id } })).role;
-    await step('open-members', async () => {
-      await b.logIn(org.owner.email, TEST_PASSWORD);
-      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
-      await page.getByRole('cell', { name: org.member.email }).waitFor();
-    });
+    const roleOf = (user: TestUser) => roleIn(org.id, user);
+    await step('open-members', () => openMembers(org.owner, org.member));
     await signedInAWhileAgo();
     const confirm = page.getByRole('form', { name: 'Confirm the role change' });
     await step('lowering-at-once', async () => {

@@ -3,8 +3,9 @@
 // against the owner's 2FA sign-in) and changing the password. An account with a password types it
 // (counted with the sign-ins of its e-mail; a wrong or missing one is audited like a failed sign-in). An account
 // without one (made by a GitHub or Google sign-in) has nothing to type: its session must come from a recent sign-in.
-// Minting an API key, deleting the organization and handing its ownership over ask less of a session that has just
-// signed in (confirmSensitiveChange): "sudo mode", like GitHub's.
+// The changes that would let a stolen session stay in or take over (an API key, an invitation, a raised role, the
+// organization's deletion or ownership, where its signed webhooks go and their secret) need the password only from a
+// session that did not just sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
 import bcrypt from 'bcrypt';
 import type { Principal } from '../../auth/principal';
 import { HttpError, forbidden, unauthorized } from '../../http/errors';
@@ -18,7 +19,7 @@ import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
  */
 export const RECENT_SIGN_IN_WINDOW_MS = 10 * 60 * 1000;
 
-/** The `code` of the 403 that asks an account without a password to sign in again. */
+/** The `code` of the 403 that asks for the current password (sudo mode) or, without one, a new sign-in. */
 export const REAUTHENTICATION_REQUIRED = 'REAUTHENTICATION_REQUIRED';
 
 /** What the re-authentication was for, in the audit entry of a failure. */

@@ -104,6 +104,18 @@ describe('minting an API key', () => {
     expect(res.body.code).toBeUndefined();
   });
 
+  it('a key the organization\'s key policy refuses is refused first, without asking for the password', async () => {
+    await request(h.app)
+      .put('/api/v1/organization/api-key-policy')
+      .set(bearer(org.owner.token))
+      .send({ enabled: true, require_expiration: true, max_lifetime_days: null });
+    await signedInAgo(h, org.manager.token, A_WHILE_AGO);
+    const res = await mintKey(org.manager.token);
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toContain('require_expiration');
+    expect(await failedChecks(org.manager, 'api_key_create')).toHaveLength(0);
+  });
+
   it('wrong passwords count with the e-mail\'s sign-ins: a guesser with the old cookie is stopped at the login\'s pace', async () => {
     await signedInAgo(h, org.admin.token, A_WHILE_AGO);
     const statuses: number[] = [];
@@ -178,6 +190,13 @@ describe('transferring ownership', () => {
     expect([await roleOf(org.owner), await roleOf(org.admin)]).toEqual(['owner', 'admin']);
     expect(await failedChecks(org.owner, 'ownership_transfer')).toHaveLength(1);
     expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'organization.ownership_transferred' } })).toBe(0);
+
+    // Someone who is not a member is refused first, without asking for the password.
+    const stranger = await request(h.app)
+      .post('/api/v1/organization/transfer-ownership')
+      .set(bearer(org.owner.token))
+      .send({ user_id: 'usr_not_a_member' });
+    expect([stranger.status, stranger.body.code]).toEqual([404, undefined]);
 
     const done = await transfer({ current_password: TEST_PASSWORD });
     expect(done.status).toBe(200);

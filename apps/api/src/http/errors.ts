@@ -92,7 +92,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     // SPEC: the body is exactly { detail }, plus `code` where SPEC or docs/api.md names one (EMAIL_NOT_VERIFIED,
-    // REAUTHENTICATION_REQUIRED).
+    // REAUTHENTICATION_REQUIRED, INVALID_CURRENT_PASSWORD, TOTP_REQUIRED).
     const code = typeof httpError.extra.code === 'string' ? { code: httpError.extra.code } : {};
     res.set(httpError.headers).status(httpError.status).json({ detail: httpError.detail, ...code });
   };

@@ -26,7 +26,7 @@ import {
 } from '../modules/idempotency/idempotency.store';
 import type { HeldIdempotencyKeys, HeldKey } from '../modules/idempotency/held-keys';
 import { HttpError, badRequest, unprocessable } from './errors';
-import { REAUTHENTICATION_CODES } from '../modules/auth/reauthentication';
+import { REAUTHENTICATION_CODES, withoutCurrentPassword } from '../modules/auth/reauthentication';
 
 /** What route.ts needs to know of a route to decide whether it takes the header. */
 export interface IdempotencyRouteFacts {
@@ -36,7 +36,7 @@ export interface IdempotencyRouteFacts {
   requestMediaType?: string;
   responseMediaType?: string;
   idempotent?: boolean;
-  sensitive?: boolean;
+  sudoMode?: boolean;
 }
 
 /**
@@ -81,14 +81,8 @@ function headerValue(req: Request): string | undefined {
 function requestHash(req: Request): string {
   return createHash('sha256')
     .update(`${req.method} ${req.originalUrl}\n`)
-    .update(canonicalJson(withoutPassword(req.body ?? null)))
+    .update(canonicalJson(withoutCurrentPassword(req.body ?? null)))
     .digest('hex');
-}
-
-function withoutPassword(body: unknown): unknown {
-  if (body === null || typeof body !== 'object' || Array.isArray(body) || !('current_password' in body)) return body;
-  const { current_password: _password, ...rest } = body as Record<string, unknown>;
-  return rest;
 }
 
 /** A refusal that asks the caller to prove who they are (reauthentication.ts): the retry with the proof must run. */
@@ -117,7 +111,7 @@ export function checkIdempotencyKey(route: IdempotencyRouteFacts): RequestHandle
     if (!isValidIdempotencyKey(key)) {
       throw badRequest(`${IDEMPOTENCY_KEY_HEADER} must be 1 to 255 printable ASCII characters.`);
     }
-    pending.set(req, { key, requestHash: requestHash(req), perSession: route.sensitive === true });
+    pending.set(req, { key, requestHash: requestHash(req), perSession: route.sudoMode === true });
     next();
   };
 }

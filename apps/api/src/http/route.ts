@@ -39,10 +39,12 @@ export interface RouteSpec {
    */
   idempotent?: boolean;
   /**
-   * A sudo-mode change (reauthentication.ts confirmSensitiveChange): an old session confirms it with the password.
-   * Its Idempotency-Keys belong to the session, not to every session of the user (http/idempotency.ts scopeOf).
+   * Marks a sudo-mode route, whose service calls reauthentication.ts confirmSensitiveChange: an old session confirms
+   * the change with the password. The flag does not do the asking; what it changes is that the route's
+   * Idempotency-Keys (where it takes them) belong to the session, not to every session of the user
+   * (http/idempotency.ts scopeOf), because a replay skips the password check.
    */
-  sensitive?: boolean;
+  sudoMode?: boolean;
   handler: (req: Request, res: Response) => unknown | Promise<unknown>;
 }
 

@@ -1114,7 +1114,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Update name, URL, events, active status, filters or payload format. A new URL, or turning a disabled subscription back on, from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         patch: operations["patchWebhooksSubscriptionsId"];
@@ -1346,7 +1346,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Update name, URL, events, active status, filters or payload format. A new URL, or turning a disabled subscription back on, from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         patch: operations["patchProjectsProjectIdWebhooksSubscriptionsId"];
@@ -1578,7 +1578,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Update name, URL, events, active status, filters or payload format. A new URL, or turning a disabled subscription back on, from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `webhooks:update` scope.
          */
         patch: operations["patchAssessmentsAssessmentIdWebhooksSubscriptionsId"];

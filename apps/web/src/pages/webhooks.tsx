@@ -284,6 +284,7 @@ export function SubscriptionPage() {
   const change = useSudoChange(action.run, sub.reload);
   const setActive = (active: boolean) =>
     change.start({
+      // Only turning it on may be asked for the password; the texts are for that case.
       form: 'Confirm enabling the subscription',
       what: 'send its events again',
       submit: 'Enable the subscription',

@@ -18,7 +18,7 @@ export function apiKeyRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[]
       schemas: { body: createApiKeyBody },
       status: 201,
       response: createdApiKeyResponse,
-      sensitive: true,
+      sudoMode: true,
       handler: (req) => createApiKey(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
     {

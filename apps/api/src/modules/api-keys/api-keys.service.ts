@@ -77,13 +77,14 @@ export async function createApiKey(
   const scopes = checkRequestedScopes(principal, input.scopes);
   const now = deps.clock.now();
   if (input.expires_at && input.expires_at <= now) throw unprocessable('expires_at must be in the future.');
-  await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'api_key_create', meta);
   const policy = await loadKeyPolicy(deps, principal.organizationId);
   // None asked by an expiring key: its expiration stands in for the one require_expiration asks for (the key expires).
   const inherited = principal.kind === 'api_key' ? (principal.apiKeyExpiresAt ?? undefined) : undefined;
   const requireOnly = policy.enabled && policy.requireExpiration && policy.maxLifetimeDays === null;
   const underPolicy = expirationUnderPolicy(policy, input.expires_at ?? (requireOnly ? inherited : undefined), now);
   const { expiresAt, autoFilled } = withinCallingKeyLifetime(principal, underPolicy, input.expires_at !== undefined);
+  // After every check of the request: one that would fail anyway does not ask for the password.
+  await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'api_key_create', meta);
   const value = generateApiKeyValue();
   const key = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const created = await tx.apiKey.create({
@@ -114,6 +115,7 @@ export async function createApiKey(
   // Not awaited: the key exists, and its value must reach the caller whatever happens to the notice.
   if (principal.kind === 'session') {
     noticeKeyCreated(deps, principal, key, meta).catch((err: unknown) =>
+      // A database or Redis error: no address in it (sendSecurityNotice takes it out of a mail server's).
       deps.logger.error('Could not send a security notice', { notice: 'api_key_created', user_id: principal.userId, error: String(err) }),
     );
   }

@@ -52,8 +52,9 @@ export const twoFactorChangeBody = Joi.object({
 });
 
 /**
- * The current password confirming a sensitive change (minting an API key, deleting the organization, transferring
- * its ownership) from a session signed in longer ago than the window (reauthentication.ts confirmSensitiveChange).
+ * The current password confirming a sudo-mode change (an API key, an invitation, a raised role, the organization's
+ * deletion or transfer, a webhook's creation, new URL, re-enabling or secret rotation) from a session signed in longer
+ * ago than the window (reauthentication.ts confirmSensitiveChange).
  */
 export const sensitiveChangePassword = () =>
   password()

@@ -4,8 +4,8 @@
 // (counted with the sign-ins of its e-mail; a wrong or missing one is audited like a failed sign-in). An account
 // without one (made by a GitHub or Google sign-in) has nothing to type: its session must come from a recent sign-in.
 // The changes that would let a stolen session stay in or take over (an API key, an invitation, a raised role, the
-// organization's deletion or ownership, where its signed webhooks go and their secret) need the password only from a
-// session that did not just sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
+// organization's deletion or ownership, where its signed webhooks go, a disabled one turned back on, their secret)
+// need the password from a session that did not just sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
 import bcrypt from 'bcrypt';
 import type { Principal } from '../../auth/principal';
 import { HttpError, forbidden, unauthorized } from '../../http/errors';
@@ -14,8 +14,9 @@ import type { RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
 
 /**
- * How long after its sign-in a session of an account without a password may still set up, turn on or turn off 2FA (docs/api.md). Long
- * enough to scan a QR code and type a code; short enough that an old session (a cookie left behind, or stolen) cannot.
+ * How long after its sign-in a session counts as a recent one (docs/api.md): an account without a password may still
+ * set up, turn on or turn off 2FA, and any session makes a sudo-mode change without the password. Long enough to scan
+ * a QR code and type a code; short enough that an old session (a cookie left behind, or stolen) cannot.
  */
 export const RECENT_SIGN_IN_WINDOW_MS = 10 * 60 * 1000;
 
@@ -75,6 +76,16 @@ export async function checkCurrentPassword(
 /** How far ahead of the app's clock a session's sign-in time may be and still count (clocks of instances differ). */
 export const MAX_SIGN_IN_CLOCK_SKEW_MS = 60_000;
 
+/**
+ * A request body without its `current_password`: what an Idempotency-Key remembers of the request (no password in a
+ * stored hash) and what a service that stores or audits its input is given.
+ */
+export function withoutCurrentPassword<T>(body: T): T {
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || !('current_password' in body)) return body;
+  const { current_password: _password, ...rest } = body as Record<string, unknown>;
+  return rest as T;
+}
+
 /** Whether the session was signed in within RECENT_SIGN_IN_WINDOW_MS. */
 async function signedInRecently(deps: CoreDeps, sessionId: string): Promise<boolean> {
   // Unscoped: the session id is the caller's own credential. Its row is written at sign-in (sessions.ts issueSession,
@@ -119,7 +130,8 @@ export async function reauthenticate(
  * A change a stolen session cookie alone must not make, however old it is: minting an API key (a credential that
  * outlives a password reset and every session), inviting someone (an account of one's own in the organization) or
  * raising a member's role, deleting the organization, handing its ownership over, and where the organization's
- * signed webhooks go (a subscription made, its URL changed) or the secret they are signed with (rotated). A session
+ * signed webhooks go (a subscription made, its URL changed, a disabled one turned back on) or the secret they are
+ * signed with (rotated). A session
  * signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
  * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
  * in again. An API key is not asked: it was minted for what it does, and has no password to send.

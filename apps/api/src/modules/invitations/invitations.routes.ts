@@ -24,7 +24,7 @@ export function invitationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSp
       schemas: { body: createInvitationBody },
       status: 201,
       response: invitationResponse,
-      sensitive: true,
+      sudoMode: true,
       handler: (req) => createInvitation(deps, limiters, acting(req), req.body),
     },
     {

@@ -26,7 +26,7 @@ export function memberRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[]
         "Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)",
       schemas: { body: changeRoleBody },
       response: memberResponse,
-      sensitive: true,
+      sudoMode: true,
       handler: (req) => changeRole(deps, limiters, principalOf(req), req.params.user_id as string, req.body, requestMeta(req)),
     },
     {

@@ -38,7 +38,7 @@ export function organizationRoutes(deps: AppDeps, limiters: RateLimiters): Route
       summary:
         'Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: deleteOrganizationBody },
-      sensitive: true,
+      sudoMode: true,
       handler: (req) => deleteOrganization(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },
     {
@@ -48,7 +48,7 @@ export function organizationRoutes(deps: AppDeps, limiters: RateLimiters): Route
       summary:
         'Make an active member the owner; the previous owner becomes an admin. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: transferOwnershipBody },
-      sensitive: true,
+      sudoMode: true,
       response: transferOwnershipResponse,
       handler: (req) => transferOwnership(deps, limiters, principalOf(req), req.body, requestMeta(req)),
     },

@@ -77,6 +77,12 @@ export async function deleteOrganization(
  * Makes an active member the owner; the previous owner becomes an admin. One transaction, and the demotion is
  * conditional on the caller still being the owner, so two concurrent transfers cannot both succeed.
  */
+function refuseNewOwner<T extends { user: { status: string } }>(target: T | null): T {
+  if (!target) throw notFound('Member');
+  if (target.user.status !== 'active') throw badRequest('The new owner must be an active user.');
+  return target;
+}
+
 export async function transferOwnership(
   deps: AppDeps,
   limiters: RateLimiters,
@@ -85,15 +91,14 @@ export async function transferOwnership(
   meta: RequestMeta,
 ) {
   if (input.user_id === principal.userId) throw badRequest('You already own this organization.');
+  // The new owner is checked before the password is asked (a transfer that would fail anyway does not ask), and
+  // again in the transaction.
+  const newOwner = { where: { userId: input.user_id }, include: { user: { select: { status: true } } } } as const;
+  refuseNewOwner(await scopedTo(deps.prisma, principal).membership.findFirst(newOwner));
   await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'ownership_transfer', meta);
   const now = deps.clock.now();
   const result = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    const target = await tx.membership.findFirst({
-      where: { userId: input.user_id },
-      include: { user: { select: { status: true } } },
-    });
-    if (!target) throw notFound('Member');
-    if (target.user.status !== 'active') throw badRequest('The new owner must be an active user.');
+    const target = refuseNewOwner(await tx.membership.findFirst(newOwner));
     const demoted = await tx.membership.updateMany({
       where: { userId: principal.userId, role: 'owner' },
       data: { role: 'admin' },

@@ -6,7 +6,7 @@ import { principalOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
 import type { RateLimiters } from '../../http/rate-limit';
 import { acting, requestMeta } from '../audit/audit.context';
-import { sensitiveChangeConfirmer } from '../auth/reauthentication';
+import { sensitiveChangeConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
 import { LEVELS, type LevelContext, type LevelDefinition } from './levels';
 import { listAttempts, listDeliveries, readDelivery, recoverDeliveries, resendDelivery } from './deliveries.service';
 import {
@@ -51,10 +51,7 @@ interface WebhookRoute extends Omit<RouteSpec, 'handler' | 'path'> {
 }
 
 /** The subscription fields of the body, without the password that confirms a sensitive change (never stored or audited). */
-function withoutPassword(req: Request) {
-  const { current_password: _password, ...input } = (req.body ?? {}) as Record<string, unknown>;
-  return input as never;
-}
+const subscriptionInput = (req: Request) => withoutCurrentPassword((req.body ?? {}) as Record<string, unknown>) as never;
 
 function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[] {
   const confirmer = (req: Request) =>
@@ -72,8 +69,8 @@ function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[
         'Create a subscription; the response carries the signing secret, once. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { params: levelParams, body: createSubscriptionBody },
       response: createdSubscriptionResponse,
-      sensitive: true,
-      handle: (ctx, req) => createSubscription(deps, ctx, withoutPassword(req), acting(req), confirmer(req)),
+      sudoMode: true,
+      handle: (ctx, req) => createSubscription(deps, ctx, subscriptionInput(req), acting(req), confirmer(req)),
     },
     {
       method: 'get', suffix: '/subscriptions', scope: 'webhooks:read', summary: 'List subscriptions',
@@ -90,11 +87,11 @@ function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[
     {
       method: 'patch', suffix: '/subscriptions/:id', scope: 'webhooks:update',
       summary:
-        'Update name, URL, events, active status, filters or payload format. A new URL from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)',
+        'Update name, URL, events, active status, filters or payload format. A new URL, or turning a disabled subscription back on, from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { params: subscriptionParams, body: updateSubscriptionBody },
       response: subscriptionResponse,
-      sensitive: true,
-      handle: (ctx, req) => updateSubscription(deps, ctx, idParam(req), withoutPassword(req), acting(req), confirmer(req)),
+      sudoMode: true,
+      handle: (ctx, req) => updateSubscription(deps, ctx, idParam(req), subscriptionInput(req), acting(req), confirmer(req)),
     },
     {
       method: 'delete', suffix: '/subscriptions/:id', scope: 'webhooks:delete', summary: 'Soft-delete a subscription',
@@ -107,7 +104,7 @@ function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[
         'Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { params: subscriptionParams, body: rotateSecretBody },
       response: rotatedSecretResponse,
-      sensitive: true,
+      sudoMode: true,
       handle: (ctx, req) => rotateSecret(deps, ctx, idParam(req), acting(req), confirmer(req)),
     },
     {

@@ -13,7 +13,7 @@ import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-k
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { confirmSensitiveChange } from '../auth/reauthentication';
-import { KEY_NOTICES_PER_HOUR, sendSecurityNotice } from '../auth/security-notices';
+import { noticeKeyCreated } from '../auth/security-notices';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
 
 export function presentApiKey(key: ApiKey) {
@@ -114,56 +114,12 @@ export async function createApiKey(
   });
   // Not awaited: the key exists, and its value must reach the caller whatever happens to the notice.
   if (principal.kind === 'session') {
-    noticeKeyCreated(deps, principal, key, meta).catch((err: unknown) =>
+    noticeKeyCreated(deps, { userId: principal.userId, organizationId: principal.organizationId }, key, meta).catch((err: unknown) =>
       // A database or Redis error: no address in it (sendSecurityNotice takes it out of a mail server's).
       deps.logger.error('Could not send a security notice', { notice: 'api_key_created', user_id: principal.userId, error: String(err) }),
     );
   }
   return { ...presentApiKey(key), key: value };
-}
-
-/**
- * The key's owner is told by mail of a key made from a session (the dashboard's way, and a stolen session's): never
- * its value. Keys minted by keys (a pipeline's short-lived ones) are not: that key was trusted with minting already.
- */
-async function noticeKeyCreated(deps: AppDeps, principal: Principal, key: ApiKey, meta: RequestMeta): Promise<void> {
-  const count = await keyNoticesThisHour(deps, principal.userId);
-  if (count > KEY_NOTICES_PER_HOUR) {
-    deps.logger.info('Security notice not sent: enough were mailed this hour', { notice: 'api_key_created', user_id: principal.userId });
-    return;
-  }
-  const [user, organization] = await Promise.all([
-    deps.prisma.user.findUnique({ where: { id: principal.userId }, select: { id: true, email: true, name: true } }),
-    deps.prisma.organization.findUnique({ where: { id: principal.organizationId }, select: { name: true } }),
-  ]);
-  if (!user || !organization) return;
-  sendSecurityNotice(
-    deps,
-    user,
-    {
-      kind: 'api_key_created',
-      key: { name: key.name, prefix: key.displayPrefix, expiresAt: key.expiresAt, scopeCount: key.scopes.length },
-      organizationName: organization.name,
-      lastThisHour: count === KEY_NOTICES_PER_HOUR,
-    },
-    meta,
-  );
-}
-
-/**
- * This one's number among the user's "new API key" notices of the clock hour (1 for the first). Redis unavailable:
- * 1, the notice is sent (a warning lost is worse than one mail too many).
- */
-async function keyNoticesThisHour(deps: AppDeps, userId: string): Promise<number> {
-  const hour = Math.floor(deps.clock.now().getTime() / 3_600_000);
-  const counter = `${deps.config.redisPrefix}:security-notices:api_key_created:${userId}:${hour}`;
-  try {
-    const results = await deps.redis.multi().incr(counter).expire(counter, 2 * 3600).exec();
-    const count = results?.[0]?.[1];
-    return typeof count === 'number' ? count : 1;
-  } catch {
-    return 1;
-  }
 }
 
 /** Admins and owners see every key of the organization; everybody else their own (query through scopedTo). */

@@ -3,6 +3,7 @@
 // was used by someone else learns it and knows what to do. Sent after the change has committed, without holding up
 // the answer; a mail that cannot be sent is logged (the user's id, never the contents) and changes nothing. Sent
 // by the API process itself: one that stops right after a change loses its notice (the change stands, and is audited).
+import type { ApiKey } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { RequestMeta } from '../audit/audit.context';
 
@@ -123,4 +124,53 @@ export function sendSecurityNotice(
       error: message.split(user.email).join('<recipient>'),
     });
   });
+}
+
+/**
+ * The key's owner is told by mail of a key made from a session (the dashboard's way, and a stolen session's): never
+ * its value. Keys minted by keys (a pipeline's short-lived ones) are not: that key was trusted with minting already.
+ */
+export async function noticeKeyCreated(
+  deps: Pick<AppDeps, 'mailer' | 'logger' | 'clock' | 'config' | 'prisma' | 'redis'>,
+  principal: { userId: string; organizationId: string },
+  key: ApiKey,
+  meta: RequestMeta,
+): Promise<void> {
+  const count = await keyNoticesThisHour(deps, principal.userId);
+  if (count > KEY_NOTICES_PER_HOUR) {
+    deps.logger.info('Security notice not sent: enough were mailed this hour', { notice: 'api_key_created', user_id: principal.userId });
+    return;
+  }
+  const [user, organization] = await Promise.all([
+    deps.prisma.user.findUnique({ where: { id: principal.userId }, select: { id: true, email: true, name: true } }),
+    deps.prisma.organization.findUnique({ where: { id: principal.organizationId }, select: { name: true } }),
+  ]);
+  if (!user || !organization) return;
+  sendSecurityNotice(
+    deps,
+    user,
+    {
+      kind: 'api_key_created',
+      key: { name: key.name, prefix: key.displayPrefix, expiresAt: key.expiresAt, scopeCount: key.scopes.length },
+      organizationName: organization.name,
+      lastThisHour: count === KEY_NOTICES_PER_HOUR,
+    },
+    meta,
+  );
+}
+
+/**
+ * This one's number among the user's "new API key" notices of the clock hour (1 for the first). Redis unavailable:
+ * 1, the notice is sent (a warning lost is worse than one mail too many).
+ */
+async function keyNoticesThisHour(deps: Pick<AppDeps, 'clock' | 'config' | 'redis'>, userId: string): Promise<number> {
+  const hour = Math.floor(deps.clock.now().getTime() / 3_600_000);
+  const counter = `${deps.config.redisPrefix}:security-notices:api_key_created:${userId}:${hour}`;
+  try {
+    const results = await deps.redis.multi().incr(counter).expire(counter, 2 * 3600).exec();
+    const count = results?.[0]?.[1];
+    return typeof count === 'number' ? count : 1;
+  } catch {
+    return 1;
+  }
 }

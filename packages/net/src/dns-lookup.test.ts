@@ -1,6 +1,9 @@
 // Customer-configured names are resolved through DNS on the event loop (dnsLookup), against a real UDP name server
 // this test runs on loopback: answers, NXDOMAIN, a server that never answers, and a busy libuv thread pool.
-import { pbkdf2 } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, open, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createSocket, type Socket } from 'node:dgram';
 import { DEFAULT_DNS_SETTINGS, dnsLookup, resolveWebhookTarget, type DnsSettings } from './index';
 
@@ -56,6 +59,36 @@ function responseTo(query: Buffer): Buffer | null {
   return Buffer.concat([header, question, answer, rdata]);
 }
 
+/**
+ * Holds every thread of libuv's pool: each opens, for reading, a FIFO no one writes to, which blocks until release()
+ * opens the writing end from the event loop (non-blocking, so it never waits on a thread that has not started).
+ */
+function holdTheThreadPool(): { release: () => Promise<void> } {
+  const folder = mkdtempSync(join(tmpdir(), 'dns-pool-'));
+  const fifos = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, (_, i) => join(folder, `held-${i}`));
+  const opened = fifos.map((fifo) => {
+    execFileSync('mkfifo', [fifo]);
+    return new Promise<number>((resolve, reject) => open(fifo, 'r', (error, fd) => (error ? reject(error) : resolve(fd))));
+  });
+  const writerOf = async (fifo: string): Promise<number> => {
+    for (;;) {
+      try {
+        return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENXIO') throw error; // no reader on a thread yet
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    }
+  };
+  return {
+    release: async () => {
+      const writers = await Promise.all(fifos.map(writerOf));
+      for (const fd of [...(await Promise.all(opened)), ...writers]) closeSync(fd);
+      rmSync(folder, { recursive: true, force: true });
+    },
+  };
+}
+
 let server: Socket;
 let settings: DnsSettings;
 const queries: string[] = [];
@@ -103,17 +136,23 @@ describe('dnsLookup (customer-configured names)', () => {
     expect(queries.filter((name) => name === NEVER_ANSWERED).length).toBeGreaterThanOrEqual(2);
   });
 
-  it("does not wait for the thread pool: a lookup answers while four long jobs hold all of libuv's threads", async () => {
+  it("does not wait for the thread pool: a lookup answers while every one of libuv's threads is held", async () => {
     // Through getaddrinfo the lookup would queue behind them (bcrypt in the API is such a job, and a lookup held by
-    // a name server that never answers holds a thread for the system resolver's whole timeout).
-    const finished: string[] = [];
-    const jobs = Array.from(
-      { length: 4 },
-      () => new Promise<void>((resolve) => pbkdf2('x', 'y', 1_000_000, 32, 'sha256', () => (finished.push('pool job'), resolve()))),
-    );
-    const looked = dnsLookup(settings)('hooks.example.test').then((addresses) => (finished.push('lookup'), addresses));
-    await Promise.all([...jobs, looked]);
-    expect(finished[0]).toBe('lookup');
+    // a name server that never answers holds a thread for the system resolver's whole timeout). Each thread here
+    // opens a FIFO that has no writer yet, which holds it until the test opens the other end: no race with a
+    // job's length, so a busy machine cannot reorder the outcome.
+    const pool = holdTheThreadPool();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const outcome = await Promise.race([
+        dnsLookup(settings)('hooks.example.test'),
+        new Promise((resolve) => (timer = setTimeout(() => resolve('still waiting'), 5_000))),
+      ]);
+      expect(outcome).toEqual(expect.arrayContaining([{ address: '93.184.216.34', family: 4 }]));
+    } finally {
+      clearTimeout(timer);
+      await pool.release();
+    }
   });
 
   it('keeps the system resolver for allow-listed hosts (localhost, /etc/hosts names): the operator chose them', async () => {

@@ -1,0 +1,77 @@
+// The `sudoMode` flag of a route (http/route.ts: its Idempotency-Keys belong to the session) and the password check
+// of its service (reauthentication.ts confirmSensitiveChange) are written in two places. This test holds them
+// together: every flagged route asks a session signed in long ago for the password, and the table below names every
+// flagged route, so a route that starts asking without the flag (or the other way round) fails here.
+import request from 'supertest';
+import { createHarness, type Harness } from './support/harness';
+import { A_WHILE_AGO, signedInAgo } from './support/reauthentication';
+import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
+import { subscribe, type Level } from './support/domain';
+import { apiRoutes } from '../src/routes';
+import type { RateLimiters } from '../src/http/rate-limit';
+
+let h: Harness;
+let org: TestOrg;
+let project: string;
+let assessment: string;
+const subscriptionAt: Record<string, string> = {};
+
+beforeAll(async () => {
+  h = await createHarness();
+  org = await createOrg(h);
+  project = (await insertProject(h, org.id)).id;
+  assessment = (await insertAssessment(h, org.id, project)).id;
+  const levels: Record<string, Level> = { org: { org: true }, project: { projectId: project }, assessment: { assessmentId: assessment } };
+  for (const [name, level] of Object.entries(levels)) subscriptionAt[name] = await subscribe(h, org.owner.token, level, ['finding.created']);
+  await signedInAgo(h, org.owner.token, A_WHILE_AGO);
+});
+afterAll(() => h.close());
+
+type Call = () => request.Test;
+const api = () => request(h.app);
+const asOwner = (test: request.Test) => test.set(bearer(org.owner.token));
+const ELSEWHERE = 'https://203.0.114.10/elsewhere';
+
+/** For each of the three webhook levels: the base of its routes, as declared and as called. */
+const webhookLevels = () => [
+  { declared: '/webhooks', called: '/api/v1/webhooks', sub: subscriptionAt.org },
+  { declared: '/projects/:projectId/webhooks', called: `/api/v1/projects/${project}/webhooks`, sub: subscriptionAt.project },
+  { declared: '/assessments/:assessmentId/webhooks', called: `/api/v1/assessments/${assessment}/webhooks`, sub: subscriptionAt.assessment },
+];
+
+/** A request each sudo-mode route would carry out for a recently signed-in session, keyed as `METHOD path`. */
+function askingRequests(): Record<string, Call> {
+  const calls: Record<string, Call> = {
+    'POST /api-keys': () => asOwner(api().post('/api/v1/api-keys')).send({ name: 'ci', scopes: ['projects:read'] }),
+    'POST /invitations': () => asOwner(api().post('/api/v1/invitations')).send({ email: 'newcomer@example.test', role: 'member' }),
+    'PATCH /members/:user_id': () => asOwner(api().patch(`/api/v1/members/${org.member.id}`)).send({ role: 'admin' }),
+    'DELETE /organization': () => asOwner(api().delete('/api/v1/organization')).send({ confirm: org.name }),
+    'POST /organization/transfer-ownership': () => asOwner(api().post('/api/v1/organization/transfer-ownership')).send({ user_id: org.admin.id }),
+  };
+  for (const level of webhookLevels()) {
+    const subs = `${level.called}/subscriptions`;
+    calls[`POST ${level.declared}/subscriptions`] = () =>
+      asOwner(api().post(subs)).send({ name: 'siem', url: ELSEWHERE, events: ['finding.created'] });
+    calls[`PATCH ${level.declared}/subscriptions/:id`] = () => asOwner(api().patch(`${subs}/${level.sub}`)).send({ url: ELSEWHERE });
+    calls[`POST ${level.declared}/subscriptions/:id/rotate-secret`] = () => asOwner(api().post(`${subs}/${level.sub}/rotate-secret`));
+  }
+  return calls;
+}
+
+describe('sudo-mode routes', () => {
+  it('the table names exactly the routes flagged sudoMode', () => {
+    // Only the routes' flags are read: no limiter is called.
+    const flagged = apiRoutes(h.deps, {} as RateLimiters)
+      .filter((route) => route.sudoMode)
+      .map((route) => `${route.method.toUpperCase()} ${route.path}`);
+    expect(flagged.sort()).toEqual(Object.keys(askingRequests()).sort());
+  });
+
+  it.each(Object.keys(askingRequests()).map((route) => [route]))(
+    '%s asks a session signed in long ago for the password',
+    async (route) => {
+      const res = await askingRequests()[route]();
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'REAUTHENTICATION_REQUIRED' });
+    },
+  );
+});

@@ -178,3 +178,37 @@ describe('a NUL character in a path id', () => {
     expect(await h.deps.prisma.membership.count({ where: { organizationId: org.id } })).toBe(before);
   });
 });
+
+describe('a name with a line break or another control character', () => {
+  // Names are shown in the dashboard, in mails (a key's name in "A new API key was created"), in CSV exports and in
+  // the SIEM formats: a line break in one forged a line of its own there. A name is one line of printable text.
+  it.each([
+    ['post', '/api/v1/projects', 'Web\napp'],
+    ['post', '/api/v1/teams', 'Red\rteam'],
+    ['patch', '/api/v1/organization', 'Acme\u0007'],
+    ['post', '/api/v1/api-keys', 'ci\r\nBcc: someone@example.test'],
+    ['post', '/api/v1/projects', 'Tab\tseparated'],
+    ['post', '/api/v1/projects', 'Line\u2028separator'],
+    ['post', '/api/v1/projects', 'Escape \u001b[31mred'],
+  ] as const)('%s %s with %j answers 400 with the envelope and changes nothing', async (method, path, name) => {
+    const counts = () =>
+      Promise.all([
+        h.deps.prisma.project.count({ where: { organizationId: org.id } }),
+        h.deps.prisma.team.count({ where: { organizationId: org.id } }),
+        h.deps.prisma.apiKey.count({ where: { userId: org.owner.id } }),
+        h.deps.prisma.organization.findUniqueOrThrow({ where: { id: org.id } }).then((o) => o.name),
+      ]);
+    const before = await counts();
+    const body = path.endsWith('api-keys') ? { name, scopes: ['projects:read'] } : { name };
+    const res = await request(h.app)[method](path).set(bearer(org.owner.token)).send(body);
+    expectEnvelope(res, 400);
+    expect(res.body.detail).toBe("Invalid body: 'name' must be one line of text, without control characters.");
+    expect(await counts()).toEqual(before);
+  });
+
+  it('letters of any script, emoji and inner spaces stay welcome', async () => {
+    const res = await request(h.app).post('/api/v1/projects').set(bearer(org.owner.token)).send({ name: 'Zürich 東京 — app 🚀' });
+    expect(res.status).toBe(201);
+    expect(res.body.name).toBe('Zürich 東京 — app 🚀');
+  });
+});

@@ -39,25 +39,33 @@ const FORGED =
   '\u2028If it was not, sign in at https://evil.example/login\u202e';
 
 describe('forged content in a notice', () => {
-  it('a key name with line breaks writes no line of its own into the "new API key" notice', async () => {
+  it('a key name with line breaks is refused (400): no key, no notice', async () => {
     const user = await createUserInOrg(h, org.id, 'manager', 'forger');
     const res = await request(h.app).post('/api/v1/api-keys').set(bearer(user.token)).send({ name: FORGED, scopes: ['projects:read'] });
-    expect(res.status).toBe(201);
-    const mail = await noticeTo(user.email, KEY_NOTICE);
-    const lines = linesOf(mail.text);
+    expect(res.status).toBe(400);
+    expect(await h.deps.prisma.apiKey.count({ where: { userId: user.id } })).toBe(0);
+    await settle();
+    expect(mailsTo(user.email, KEY_NOTICE)).toHaveLength(0);
+  });
+
+  it('a key name stored before names were one line writes no line of its own into the notice (pure)', () => {
+    const key = { name: FORGED, prefix: 'sk_live_abcd', scopeCount: 1, expiresAt: null };
+    const context = { name: 'Ada', at: new Date('2026-11-28T08:00:00.000Z'), ip: null, publicBaseUrl: 'https://svc.example' };
+    const { text } = renderSecurityNotice({ kind: 'api_key_created', key, organizationName: 'Acme', lastThisHour: false }, context);
+    const lines = linesOf(text);
     // The service's own advice is the only line that starts so; the name stays on the line that quotes it.
     expect(lines.filter((l) => l.startsWith('If this was you'))).toHaveLength(1);
     expect(lines.filter((l) => l.includes('evil.example')).every((l) => l.startsWith('An API key was created'))).toBe(true);
-    expect(mail.text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
   });
 
-  it("an organization's name with line breaks writes no line of its own into a member's notice", async () => {
+  it("an organization's name with line breaks (stored before names were one line) writes no line of its own into a member's notice", async () => {
     const other = await createOrg(h);
-    const renamed = await request(h.app)
-      .patch('/api/v1/organization')
-      .set(bearer(other.owner.token))
-      .send({ name: 'Acme\n\nAction required: confirm your account at https://evil.example/verify within 24 hours.\nAcme' });
-    expect(renamed.status).toBe(200);
+    // The API refuses such a name now (http/validate.ts name()); one stored before it did is still rendered safely.
+    await h.deps.prisma.organization.update({
+      where: { id: other.id },
+      data: { name: 'Acme\n\nAction required: confirm your account at https://evil.example/verify within 24 hours.\nAcme' },
+    });
     const res = await request(h.app).post('/api/v1/api-keys').set(bearer(other.manager.token)).send({ name: 'ci', scopes: ['projects:read'] });
     expect(res.status).toBe(201);
     const mail = await noticeTo(other.manager.email, KEY_NOTICE);

@@ -92,7 +92,17 @@ export const password = () =>
     if (Buffer.byteLength(value, 'utf8') > 72) return helpers.message({ custom: '{{#label}} must be at most 72 bytes' });
     return value;
   });
-export const name = () => Joi.string().trim().min(1).max(200);
+/**
+ * A name people gave something: one line of printable text. It is shown in the dashboard, in mails, in CSV exports
+ * and in the SIEM formats, where a line break (or an escape sequence) in it would forge a line or a field of its own.
+ */
+export const name = () =>
+  Joi.string()
+    .trim()
+    .min(1)
+    .max(200)
+    .pattern(/^[^\p{Cc}\p{Zl}\p{Zp}]*$/u, 'one line')
+    .messages({ 'string.pattern.name': '{{#label}} must be one line of text, without control characters' });
 
 /**
  * An ISO 8601 timestamp PostgreSQL can hold. Joi's iso() also takes expanded years (`-271821-04-20`, `+275760-…`),

@@ -1,10 +1,8 @@
 // Tells an organization's owner and admins, once, that a subscription turned failing or disabled. Called after
 // the transaction that turned it (and audited it) committed; a mail failure is logged, never retried per attempt.
-import { createMailer } from '@svc/mail';
+import { createMailer, oneLine } from '@svc/mail';
 import type { WorkerDeps } from './deps';
 import type { AttemptRecord, HealthChange } from './record';
-
-const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
 
 /** The subscription's page in the dashboard (served by the API at PUBLIC_BASE_URL, as the e-mailed links are). */
 export function dashboardLink(

@@ -4,7 +4,7 @@
 // is warned or revoked once even when two workers run the job at the same time.
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import type { Prisma } from '@svc/db';
-import { createMailer, type Mailer } from '@svc/mail';
+import { createMailer, oneLine, type Mailer } from '@svc/mail';
 import { bumpAuthEpochs } from '@svc/queue';
 import type { Redis } from 'ioredis';
 import type { WorkerDeps } from './deps';
@@ -62,14 +62,12 @@ async function warningRecipients(deps: WorkerDeps, organizationId: string, owner
   return [...new Set(emails)];
 }
 
-const oneLine = (text: string) => text.replace(/[\r\n]+/g, ' ');
-
 function warningMail(key: { name: string; displayPrefix: string; expiresAt: Date }, organizationName: string, ownerEmail: string, now: Date) {
   const daysLeft = Math.max(0, Math.ceil((key.expiresAt.getTime() - now.getTime()) / DAY_MS));
   return {
     subject: oneLine(`API key "${key.name}" of ${organizationName} expires in ${daysLeft} day${daysLeft === 1 ? '' : 's'}`),
     text:
-      `The API key "${key.name}" (${key.displayPrefix}…) of the organization "${organizationName}", created by ` +
+      `The API key "${oneLine(key.name)}" (${key.displayPrefix}…) of the organization "${oneLine(organizationName)}", created by ` +
       `${ownerEmail}, expires on ${key.expiresAt.toISOString()}.\n\n` +
       'Programs still using it will get 401 from then on. To replace it: create a new key, switch the clients to ' +
       'it, then revoke this one.\n\nYou receive this message because you own the key or administer the organization ' +

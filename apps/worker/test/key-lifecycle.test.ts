@@ -93,6 +93,17 @@ describe('expiry warnings', () => {
     expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([org.admin.email, org.owner.email, secondAdmin.email].sort());
   });
 
+  it('a key name stored before names were one line writes no line of its own into the warning', async () => {
+    const key = await createKey(org.manager.token, { expires_at: at(3).toISOString() });
+    const forged = 'ci\n\nNo action needed: this key is renewed automatically.\u2028Sign in at https://evil.example\u202e';
+    await h.deps.prisma.apiKey.update({ where: { id: key.id }, data: { name: forged } });
+    await sendExpiryWarnings(deps, at(0));
+    const [mail] = mailsAbout(key.prefix);
+    const lines = mail.text.split(/\r\n|[\r\n\u2028\u2029\u0085\u000b\u000c]/);
+    expect(lines.filter((l) => l.includes('evil.example')).every((l) => l.startsWith('The API key'))).toBe(true);
+    expect(mail.subject + mail.text).not.toMatch(/[\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+  });
+
   it('leaves alone revoked keys, expired keys and keys without expiration', async () => {
     const revoked = await createKey(org.owner.token, { expires_at: at(2).toISOString() });
     expect((await api().delete(`/api/v1/api-keys/${revoked.id}`).set(bearer(org.owner.token))).status).toBe(204);

@@ -4,6 +4,7 @@
 // the answer; a mail that cannot be sent is logged (the user's id, never the contents) and changes nothing. Sent
 // by the API process itself: one that stops right after a change loses its notice (the change stands, and is audited).
 import type { ApiKey } from '@svc/db';
+import { oneLine } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import type { RequestMeta } from '../audit/audit.context';
 
@@ -26,18 +27,6 @@ export type SecurityNotice =
  * says that more are not mailed one by one.
  */
 export const KEY_NOTICES_PER_HOUR = 5;
-
-/**
- * A name someone else chose (a key's, chosen by whoever minted it, perhaps with a stolen session; an organization's,
- * chosen by its admins; the user's own) on one line of the notice: line breaks, other control characters and
- * bidirectional overrides become a space, so it can write no line of its own ("If this was you..." or a link).
- */
-export function oneLine(value: string): string {
-  return value
-    .replace(/[\p{Cc}\p{Zl}\p{Zp}\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu, ' ')
-    .replace(/ {2,}/g, ' ')
-    .trim();
-}
 
 export interface NoticeContext {
   name: string;

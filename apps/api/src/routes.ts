@@ -42,7 +42,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...assessmentRoutes(deps),
     ...grantRoutes(deps),
     ...webhookRoutes(deps, limiters),
-    ...notificationTargetRoutes(deps),
+    ...notificationTargetRoutes(deps, limiters),
     ...issueExportRoutes(deps),
     ...findingRoutes(deps),
     ...governanceRoutes(deps),

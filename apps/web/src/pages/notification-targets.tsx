@@ -1,11 +1,14 @@
 // Notification targets: Slack, Microsoft Teams and e-mail destinations of the organization's events, with their
-// delivery status (last sent, last error), a test message, enable/disable, edit and revoke.
+// delivery status (last sent, last error), a test message, enable/disable, edit and revoke. Creating one, a new URL
+// or recipient, or enabling a disabled one, from a sign-in more than 10 minutes old: the API asks for the password
+// (sudo mode, lib/sudo.tsx).
 import { useState, type FormEvent } from 'react';
 import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
 import { EventChecklist } from '../lib/event-checklist';
 import { emptyTargetForm, targetBody, type TargetFormState, type TargetKind } from '../lib/target-body';
+import { SudoConfirmation, SudoErrorBox, SudoPrompt, useSudo, useSudoChange } from '../lib/sudo';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 
 type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
@@ -24,14 +27,17 @@ function TargetForm({ initial, onSaved, onCancel }: { initial?: Target; onSaved(
   );
   const set = <K extends keyof TargetFormState>(key: K) => (value: TargetFormState[K]) => setForm((f) => ({ ...f, [key]: value }));
   const { busy, error, run } = useAction();
+  const sudo = useSudo();
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
       const built = targetBody(form, !!initial);
       if ('problem' in built) throw new Error(built.problem);
-      const saved = initial
-        ? await request<Target>('PATCH', `${API}/${initial.id}`, built.body)
-        : await request<Target>('POST', API, built.body);
+      const saved = await sudo.send((proof) =>
+        initial
+          ? request<Target>('PATCH', `${API}/${initial.id}`, { ...built.body, ...proof })
+          : request<Target>('POST', API, { ...built.body, ...proof }),
+      );
       setForm((f) => ({ ...f, url: '' })); // the URL is a credential: not kept after a save
       onSaved(saved);
     });
@@ -61,8 +67,9 @@ function TargetForm({ initial, onSaved, onCancel }: { initial?: Target; onSaved(
       )}
       <EventChecklist catalogue={`${API}/events`} selected={form.events} onChange={set('events')} />
       <Field label={`Severity filter (comma-separated: ${SEVERITIES.join(', ')})`} name="target-severity" value={form.severity} onChange={set('severity')} />
-      <ErrorBox error={error} />
-      <button type="submit" disabled={busy}>{initial ? 'Save' : 'Create target'}</button>
+      <SudoErrorBox error={error} />
+      <SudoPrompt sudo={sudo} what={initial ? 'send its messages to the new address' : 'create this target'} />
+      <button type="submit" disabled={busy || (sudo.asked && !sudo.hasPassword)}>{initial ? 'Save' : 'Create target'}</button>
       {onCancel && <button type="button" onClick={onCancel}>Cancel</button>}
     </form>
   );
@@ -81,6 +88,15 @@ function TargetRow({ target, onChanged, onEdit }: { target: Target; onChanged():
   const { busy, error, run } = useAction();
   const [tested, setTested] = useState<string | null>(null);
   const configure = can('notification_targets:configure');
+  const change = useSudoChange(run, onChanged);
+  const setActive = (active: boolean) =>
+    change.start({
+      // Only turning it on may be asked for the password; the texts are for that case.
+      form: `Confirm enabling ${target.name}`,
+      what: 'send its messages again',
+      submit: 'Enable the target',
+      send: (proof) => request('PATCH', `${API}/${target.id}`, { active, ...proof }),
+    });
   return (
     <tr data-testid={`target-${target.name}`}>
       <td>{target.name}</td>
@@ -100,10 +116,7 @@ function TargetRow({ target, onChanged, onEdit }: { target: Target; onChanged():
         )}
         {configure && <button type="button" onClick={onEdit}>Edit</button>}
         {configure && (
-          <button type="button" disabled={busy} onClick={() => void run(async () => {
-            await request('PATCH', `${API}/${target.id}`, { active: !target.active });
-            onChanged();
-          })}>{target.active ? 'Disable' : 'Enable'}</button>
+          <button type="button" disabled={busy} onClick={() => setActive(!target.active)}>{target.active ? 'Disable' : 'Enable'}</button>
         )}
         {configure && (
           <button type="button" disabled={busy} onClick={() => void run(async () => {
@@ -113,7 +126,8 @@ function TargetRow({ target, onChanged, onEdit }: { target: Target; onChanged():
           })}>Revoke</button>
         )}
         {tested && <span role="status">{tested}</span>}
-        <ErrorBox error={error} />
+        <SudoErrorBox error={error} />
+        <SudoConfirmation change={change} busy={busy} />
       </td>
     </tr>
   );

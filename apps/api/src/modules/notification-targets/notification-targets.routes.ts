@@ -1,17 +1,25 @@
 // Notification targets (Slack, Microsoft Teams, e-mail) of the caller's organization.
+import type { Request } from 'express';
 import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
 import { principalOf, tenantOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
+import type { RateLimiters } from '../../http/rate-limit';
 import { page } from '../../http/responses';
-import { acting } from '../audit/audit.context';
+import { acting, requestMeta } from '../audit/audit.context';
+import { sensitiveChangeConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
 import { requireOrgWideRouting } from '../access/event-routing';
 import { createTarget, listTargets, readTarget, revokeTarget, sendTestMessage, updateTarget } from './notification-targets.service';
 import { createTargetBody, eventTypesResponse, listQuery, targetParams, targetResponse, testMessageResponse, updateTargetBody } from './notification-targets.schemas';
 
 const BASE = '/notification-targets';
 
-export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
+/** The target fields of the body, without the password that confirms a sensitive change (never stored or audited). */
+const targetInput = (req: Request) => withoutCurrentPassword((req.body ?? {}) as Record<string, unknown>) as never;
+
+export function notificationTargetRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
+  const confirmer = (req: Request) =>
+    sensitiveChangeConfirmer(deps, limiters, principalOf(req), (req.body as { current_password?: string } | undefined)?.current_password, requestMeta(req));
   return [
     {
       // The same catalogue as GET /webhooks/events, for those who configure targets without webhook access.
@@ -21,11 +29,13 @@ export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
     },
     {
       method: 'post', path: BASE, scope: 'notification_targets:configure', status: 201,
-      summary: 'Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule',
+      summary:
+        'Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: createTargetBody }, response: targetResponse,
+      sudoMode: true,
       handler: (req) => {
         requireOrgWideRouting(principalOf(req), 'Notification targets');
-        return createTarget(deps, tenantOf(req), req.body, acting(req));
+        return createTarget(deps, tenantOf(req), targetInput(req), acting(req), confirmer(req));
       },
     },
     {
@@ -40,11 +50,13 @@ export function notificationTargetRoutes(deps: AppDeps): RouteSpec[] {
     },
     {
       method: 'patch', path: `${BASE}/:id`, scope: 'notification_targets:configure',
-      summary: 'Update name, URL or recipients, events, severity filter or active status',
+      summary:
+        'Update name, URL or recipients, events, severity filter or active status. A new URL, a recipient not already one, or turning a disabled target back on, from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { params: targetParams, body: updateTargetBody }, response: targetResponse,
+      sudoMode: true,
       handler: (req) => {
         requireOrgWideRouting(principalOf(req), 'Notification targets');
-        return updateTarget(deps, tenantOf(req), idParam(req), req.body, acting(req));
+        return updateTarget(deps, tenantOf(req), idParam(req), targetInput(req), acting(req), confirmer(req));
       },
     },
     {

@@ -4,6 +4,7 @@ import Joi from 'joi';
 import { NOTIFICATION_KINDS } from '@svc/webhooks';
 import { email, name, paginationQuery } from '../../http/validate';
 import { id, list, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
+import { sensitiveChangePassword } from '../auth/auth.schemas';
 
 const stringList = (max: number) => Joi.array().items(Joi.string().max(100)).max(max).unique();
 export const MAX_RECIPIENTS = 20;
@@ -26,10 +27,12 @@ export const createTargetBody = Joi.object({
   events: targetFields.events.required(),
   url: targetFields.url.when('kind', { is: 'email', then: Joi.forbidden(), otherwise: Joi.required() }),
   recipients: targetFields.recipients.when('kind', { is: 'email', then: Joi.required(), otherwise: Joi.forbidden() }),
+  current_password: sensitiveChangePassword(),
 });
 
-// The kind never changes; the service refuses a url for an e-mail target and recipients for a chat one.
-export const updateTargetBody = Joi.object(targetFields).min(1);
+// The kind never changes; the service refuses a url for an e-mail target and recipients for a chat one. At least one
+// field of the target (the password alone changes nothing); the password when the destination changes.
+export const updateTargetBody = Joi.object({ ...targetFields, current_password: sensitiveChangePassword() }).or(...Object.keys(targetFields));
 
 export const targetParams = Joi.object({ id: Joi.string().max(100).required() });
 export const listQuery = Joi.object(paginationQuery);

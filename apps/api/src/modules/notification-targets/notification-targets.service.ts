@@ -4,7 +4,7 @@
 // a human-readable message for it (packages/webhooks, notifications). The webhook routes never see targets.
 import { EVENT_TYPES, NOTIFICATION_KINDS, generateSigningSecret, isEventType, type NotificationKind } from '@svc/webhooks';
 import { SEVERITIES, isSeverity } from '@svc/domain';
-import { newId, Prisma, scopedTo, seal, sealedChatUrl, type WebhookSubscription } from '@svc/db';
+import { chatUrlOf, newId, Prisma, scopedTo, seal, sealedChatUrl, unseal, type WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
@@ -12,6 +12,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
 import { publishTestDelivery, refuseOutside } from '../webhooks/subscriptions.service';
+import type { ConfirmSensitiveChange, ReauthenticatedOperation } from '../auth/reauthentication';
 
 export const MAX_LIVE_TARGETS = 25;
 
@@ -101,16 +102,21 @@ async function checkedUrl(deps: AppDeps, url: string): Promise<string> {
   return check.target.url.toString();
 }
 
-/** Validates (422, 400) and maps the input to columns; only the fields present. */
-async function toColumns(deps: AppDeps, input: TargetInput, kind: NotificationKind) {
+/** The input with its URL checked and normalised as it will be stored (checkedUrl): what the change is judged on. */
+async function checkedInput(deps: AppDeps, input: TargetInput, kind: NotificationKind): Promise<TargetInput> {
   refuseOutside(input.events, EVENT_TYPES, isEventType, 'events');
   refuseOutside(input.severity_filter, SEVERITIES, isSeverity, 'severity_filter');
   if (kind === 'email' && input.url !== undefined) throw unprocessable('An e-mail target has recipients, not a url.');
   if (kind !== 'email' && input.recipients !== undefined) throw unprocessable(`A ${kind} target has a url, not recipients.`);
+  return input.url === undefined ? input : { ...input, url: await checkedUrl(deps, input.url) };
+}
+
+/** Maps a checked input (checkedInput) to columns; only the fields present. */
+function toColumns(deps: AppDeps, input: TargetInput) {
   return {
     ...(input.name !== undefined && { name: input.name }),
     // The URL is the channel's credential: sealed; only its origin stays readable (url_host).
-    ...(input.url !== undefined && sealedChatUrl(await checkedUrl(deps, input.url), deps.config.encryptionKey)),
+    ...(input.url !== undefined && sealedChatUrl(input.url, deps.config.encryptionKey)),
     ...(input.recipients !== undefined && { emailRecipients: input.recipients }),
     ...(input.events !== undefined && { events: input.events }),
     ...(input.severity_filter !== undefined && {
@@ -136,17 +142,24 @@ function auditedInput(input: TargetInput) {
   };
 }
 
-export async function createTarget(deps: AppDeps, tenant: Tenant, input: TargetInput, by: Acting) {
+function refuseOverLimit(live: number): void {
+  if (live >= MAX_LIVE_TARGETS) {
+    throw badRequest(`An organization may have at most ${MAX_LIVE_TARGETS} notification targets; revoke one first.`);
+  }
+}
+
+export async function createTarget(deps: AppDeps, tenant: Tenant, input: TargetInput, by: Acting, confirm: ConfirmSensitiveChange) {
   const kind = input.kind!;
-  const columns = await toColumns(deps, input, kind);
+  const columns = toColumns(deps, await checkedInput(deps, input, kind));
+  // The limit first (read again under the lock below): a request that would fail anyway does not ask for the password.
+  refuseOverLimit(await scopedTo(deps.prisma, tenant).webhookSubscription.count({ where: targetsOf }));
+  // A new outside address the organization's findings and reports go to: sudo mode (reauthentication.ts).
+  await confirm('notification_target_create');
   const now = deps.clock.now();
   const created = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
     await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${tenant.organizationId} FOR UPDATE`;
     await confirmRoutingRole(tx, by.principal);
-    const live = await tx.webhookSubscription.count({ where: targetsOf });
-    if (live >= MAX_LIVE_TARGETS) {
-      throw badRequest(`An organization may have at most ${MAX_LIVE_TARGETS} notification targets; revoke one first.`);
-    }
+    refuseOverLimit(await tx.webhookSubscription.count({ where: targetsOf }));
     const target = await tx.webhookSubscription.create({
       data: {
         id: newId('ntgt'),
@@ -192,13 +205,50 @@ export async function listTargets(deps: AppDeps, tenant: Tenant, query: PageQuer
   return toPage(rows, query, (row) => presentTarget(row, status.get(row.id)));
 }
 
-export async function updateTarget(deps: AppDeps, tenant: Tenant, id: string, input: TargetInput, by: Acting) {
+/**
+ * What of a checked PATCH needs sudo mode, null when nothing: a chat URL other than the stored one (both as checkedUrl
+ * normalises them), a recipient not already one (removing or reordering never asks: it sends to fewer), or turning a
+ * disabled target back on (its messages flow again to an address someone else may have chosen, as for webhooks).
+ */
+function sensitivePartOf(deps: AppDeps, current: WebhookSubscription, input: TargetInput): ReauthenticatedOperation | null {
+  const storedUrl = () => chatUrlOf(current, (sealed) => unseal(sealed, deps.config.encryptionKey));
+  if (input.url !== undefined && input.url !== storedUrl()) return 'notification_target_destination_change';
+  if (input.recipients?.some((r) => !current.emailRecipients.includes(r))) return 'notification_target_destination_change';
+  if (input.active === true && current.status === 'disabled') return 'notification_target_reenable';
+  return null;
+}
+
+export async function updateTarget(
+  deps: AppDeps,
+  tenant: Tenant,
+  id: string,
+  input: TargetInput,
+  by: Acting,
+  confirm: ConfirmSensitiveChange,
+) {
   const current = await findTarget(deps, tenant, id);
-  const columns = await toColumns(deps, input, current.kind as NotificationKind);
+  const checked = await checkedInput(deps, input, current.kind as NotificationKind);
+  const sensitive = sensitivePartOf(deps, current, checked);
+  if (sensitive !== null) await confirm(sensitive);
+  const columns = toColumns(deps, checked);
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
     await confirmRoutingRole(tx, by.principal);
-    const row = await tx.webhookSubscription.update({ where: { id }, data: { ...columns, configuredByUserId: by.principal.userId } });
+    // Only over the destination and status judged above: a concurrent change of either makes this request start over
+    // (else a PATCH that asked nothing could write back an address, or turn on a target, nobody confirmed).
+    const { count } = await tx.webhookSubscription.updateMany({
+      where: {
+        id,
+        ...targetsOf,
+        url: current.url,
+        urlEnc: current.urlEnc,
+        emailRecipients: { equals: current.emailRecipients },
+        ...(sensitive === null && input.active === true && { status: { not: 'disabled' } }),
+      },
+      data: { ...columns, configuredByUserId: by.principal.userId },
+    });
+    if (count !== 1) throw conflict('The notification target changed while this request ran; read it again and retry.');
+    const row = await tx.webhookSubscription.findUniqueOrThrow({ where: { id } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'notification_target.updated',
       target: { type: 'notification_target', id },

@@ -6,7 +6,7 @@ import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { A_WHILE_AGO, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
-import { subscribe, type Level } from './support/domain';
+import { PUBLIC_URL, subscribe, type Level } from './support/domain';
 import { apiRoutes } from '../src/routes';
 import type { RateLimiters } from '../src/http/rate-limit';
 
@@ -15,6 +15,7 @@ let org: TestOrg;
 let project: string;
 let assessment: string;
 const subscriptionAt: Record<string, string> = {};
+let notificationTarget: string;
 
 beforeAll(async () => {
   h = await createHarness();
@@ -23,6 +24,12 @@ beforeAll(async () => {
   assessment = (await insertAssessment(h, org.id, project)).id;
   const levels: Record<string, Level> = { org: { org: true }, project: { projectId: project }, assessment: { assessmentId: assessment } };
   for (const [name, level] of Object.entries(levels)) subscriptionAt[name] = await subscribe(h, org.owner.token, level, ['finding.created']);
+  notificationTarget = (
+    await request(h.app)
+      .post('/api/v1/notification-targets')
+      .set(bearer(org.owner.token))
+      .send({ kind: 'slack', name: 'chat', url: PUBLIC_URL, events: ['report.ready'] })
+  ).body.id;
   await signedInAgo(h, org.owner.token, A_WHILE_AGO);
 });
 afterAll(() => h.close());
@@ -47,6 +54,9 @@ function askingRequests(): Record<string, Call> {
     'PATCH /members/:user_id': () => asOwner(api().patch(`/api/v1/members/${org.member.id}`)).send({ role: 'admin' }),
     'DELETE /organization': () => asOwner(api().delete('/api/v1/organization')).send({ confirm: org.name }),
     'POST /organization/transfer-ownership': () => asOwner(api().post('/api/v1/organization/transfer-ownership')).send({ user_id: org.admin.id }),
+    'POST /notification-targets': () =>
+      asOwner(api().post('/api/v1/notification-targets')).send({ kind: 'slack', name: 'chat', url: ELSEWHERE, events: ['report.ready'] }),
+    'PATCH /notification-targets/:id': () => asOwner(api().patch(`/api/v1/notification-targets/${notificationTarget}`)).send({ url: ELSEWHERE }),
   };
   for (const level of webhookLevels()) {
     const subs = `${level.called}/subscriptions`;

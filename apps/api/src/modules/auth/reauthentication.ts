@@ -7,10 +7,11 @@
 // organization's deletion or ownership, where its signed webhooks go, a disabled one turned back on, their secret)
 // need the password from a session that did not just sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
 import bcrypt from 'bcrypt';
-import type { Principal } from '../../auth/principal';
+import type { Request } from 'express';
+import { principalOf, type Principal } from '../../auth/principal';
 import { HttpError, forbidden, unauthorized } from '../../http/errors';
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
-import type { RequestMeta } from '../audit/audit.context';
+import { requestMeta, type RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
 
 /**
@@ -174,4 +175,10 @@ export function sensitiveChangeConfirmer(
   meta: RequestMeta,
 ): ConfirmSensitiveChange {
   return (operation) => confirmSensitiveChange(deps, limiters, principal, currentPassword, operation, meta);
+}
+
+/** The confirmation of a sudo-mode route's request: its principal, its origin and the `current_password` of its body. */
+export function requestConfirmer(deps: CoreDeps, limiters: RateLimiters, req: Request): ConfirmSensitiveChange {
+  const currentPassword = (req.body as { current_password?: string } | undefined)?.current_password;
+  return sensitiveChangeConfirmer(deps, limiters, principalOf(req), currentPassword, requestMeta(req));
 }

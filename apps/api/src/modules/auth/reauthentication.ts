@@ -4,8 +4,9 @@
 // (counted with the sign-ins of its e-mail; a wrong or missing one is audited like a failed sign-in). An account
 // without one (made by a GitHub or Google sign-in) has nothing to type: its session must come from a recent sign-in.
 // The changes that would let a stolen session stay in or take over (an API key, an invitation, a raised role, the
-// organization's deletion or ownership, where its signed webhooks go, a disabled one turned back on, their secret)
-// need the password from a session that did not just sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
+// organization's deletion or ownership, where its signed webhooks go, a disabled one turned back on, their secret, a
+// report published to a URL or shared with an e-mail address) need the password from a session that did not just
+// sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
 import bcrypt from 'bcrypt';
 import type { Request } from 'express';
 import { principalOf, type Principal } from '../../auth/principal';
@@ -37,7 +38,9 @@ export type ReauthenticatedOperation =
   | 'webhook_create'
   | 'webhook_url_change'
   | 'webhook_reenable'
-  | 'webhook_secret_rotate';
+  | 'webhook_secret_rotate'
+  | 'report_publish'
+  | 'report_share';
 
 /** The `code` of the 400 a wrong or missing current password gets (a client retries with the right one). */
 export const INVALID_CURRENT_PASSWORD = 'INVALID_CURRENT_PASSWORD';
@@ -132,7 +135,7 @@ export async function reauthenticate(
  * outlives a password reset and every session), inviting someone (an account of one's own in the organization) or
  * raising a member's role, deleting the organization, handing its ownership over, and where the organization's
  * signed webhooks go (a subscription made, its URL changed, a disabled one turned back on) or the secret they are
- * signed with (rotated). A session
+ * signed with (rotated), and a report handed outside (published to a URL, shared with an e-mail address). A session
  * signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
  * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
  * in again. An API key is not asked: it was minted for what it does, and has no password to send.

@@ -2502,7 +2502,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); optional expires_at. The URL is in this response only; publishing again replaces the previous URL
+         * Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); optional expires_at. The URL is in this response only; publishing again replaces the previous URL. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `reports:publish` scope.
          */
         post: operations["postReportsIdPublication"];
@@ -2530,7 +2530,7 @@ export interface paths {
         get: operations["getReportsIdShares"];
         put?: never;
         /**
-         * Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days
+         * Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `reports:share` scope.
          */
         post: operations["postReportsIdShares"];
@@ -11634,6 +11634,8 @@ export interface operations {
                 "application/json": {
                     /** Format: date-time */
                     expires_at?: string | null;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };
@@ -11783,6 +11785,8 @@ export interface operations {
                     email: string;
                     /** Format: date-time */
                     expires_at?: string;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };

@@ -50,7 +50,7 @@ export function apiRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
     ...integrationRoutes(deps),
     ...sourceConnectionRoutes(deps),
     ...reportRoutes(deps),
-    ...reportShareRoutes(deps),
+    ...reportShareRoutes(deps, limiters),
     ...fixVerificationRoutes(deps),
     ...prReviewRoutes(deps),
     ...monitoringRoutes(deps),

@@ -6,7 +6,7 @@ import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { A_WHILE_AGO, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
-import { PUBLIC_URL, subscribe, type Level } from './support/domain';
+import { insertReadyReport, PUBLIC_URL, subscribe, type Level } from './support/domain';
 import { apiRoutes } from '../src/routes';
 import type { RateLimiters } from '../src/http/rate-limit';
 
@@ -16,6 +16,7 @@ let project: string;
 let assessment: string;
 const subscriptionAt: Record<string, string> = {};
 let notificationTarget: string;
+let report: string;
 
 beforeAll(async () => {
   h = await createHarness();
@@ -30,6 +31,7 @@ beforeAll(async () => {
       .set(bearer(org.owner.token))
       .send({ kind: 'slack', name: 'chat', url: PUBLIC_URL, events: ['report.ready'] })
   ).body.id;
+  report = (await insertReadyReport(h, org.id, assessment)).id;
   await signedInAgo(h, org.owner.token, A_WHILE_AGO);
 });
 afterAll(() => h.close());
@@ -57,6 +59,8 @@ function askingRequests(): Record<string, Call> {
     'POST /notification-targets': () =>
       asOwner(api().post('/api/v1/notification-targets')).send({ kind: 'slack', name: 'chat', url: ELSEWHERE, events: ['report.ready'] }),
     'PATCH /notification-targets/:id': () => asOwner(api().patch(`/api/v1/notification-targets/${notificationTarget}`)).send({ url: ELSEWHERE }),
+    'POST /reports/:id/publication': () => asOwner(api().post(`/api/v1/reports/${report}/publication`)).send({}),
+    'POST /reports/:id/shares': () => asOwner(api().post(`/api/v1/reports/${report}/shares`)).send({ email: 'auditor@example.test' }),
   };
   for (const level of webhookLevels()) {
     const subs = `${level.called}/subscriptions`;

@@ -1778,7 +1778,7 @@ export interface paths {
         get: operations["getNotificationTargets"];
         put?: never;
         /**
-         * Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule
          * @description Requires the `notification_targets:configure` scope.
          */
         post: operations["postNotificationTargets"];
@@ -1810,7 +1810,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL or recipients, events, severity filter or active status. A new URL, a recipient not already one, or turning a disabled target back on, from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Update name, URL or recipients, events, severity filter or active status
          * @description Requires the `notification_targets:configure` scope.
          */
         patch: operations["patchNotificationTargetsId"];
@@ -8871,8 +8871,6 @@ export interface operations {
                     kind: "slack" | "teams" | "email";
                     url?: string & (unknown | (unknown[] | boolean | number | Record<string, never> | string | null));
                     recipients?: string[] & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
-                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
-                    current_password?: string;
                 };
             };
         };
@@ -9018,9 +9016,7 @@ export interface operations {
                     events?: string[];
                     severity_filter?: string[] | null;
                     active?: boolean;
-                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
-                    current_password?: string;
-                } | unknown | unknown | unknown | unknown | unknown | unknown;
+                };
             };
         };
         responses: {

@@ -1,9 +1,11 @@
 // Reports: an assessment's reports, one report with its publish / share / revoke controls, and the public page a
-// share's holder opens signed out (/shared/reports/<token>).
+// share's holder opens signed out (/shared/reports/<token>). Publishing and sharing from a sign-in more than 10
+// minutes old ask for the password (lib/sudo.tsx); unpublishing and revoking never do.
 import { useState, type FormEvent } from 'react';
 import { Link, useParams } from 'react-router-dom';
 import { ApiError, client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
+import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
 import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
 
 /** A date input's value (end of that day, local time) as an ISO timestamp; empty: none. */
@@ -50,11 +52,15 @@ function PublishControls({ reportId, published, onChange }: { reportId: string; 
   const [expires, setExpires] = useState('');
   const [url, setUrl] = useState<string>();
   const action = useAction();
+  const sudo = useSudo();
   const publish = (e: FormEvent) => {
     e.preventDefault();
     void action.run(async () => {
       const expiresAt = endOfDay(expires);
-      const res = await unwrap(client.POST('/api/v1/reports/{id}/publication', { params: { path: { id: reportId } }, body: expiresAt ? { expires_at: expiresAt } : {} }));
+      const body = expiresAt ? { expires_at: expiresAt } : {};
+      const res = await sudo.send((proof) =>
+        unwrap(client.POST('/api/v1/reports/{id}/publication', { params: { path: { id: reportId } }, body: { ...body, ...proof } })),
+      );
       setUrl(res.url);
       onChange();
     });
@@ -71,7 +77,7 @@ function PublishControls({ reportId, published, onChange }: { reportId: string; 
     <section aria-label="Publication">
       <h3>Publish to a URL</h3>
       <p className="hint">Anyone holding the URL can read this report and download its PDF, signed out. Publishing again replaces the URL.</p>
-      <ErrorBox error={action.error} />
+      <SudoErrorBox error={action.error} />
       {url && (
         <OnceSecret label="Published URL" value={url}>
           <p><a href={url} target="_blank" rel="noreferrer">Open the published page</a></p>
@@ -82,7 +88,8 @@ function PublishControls({ reportId, published, onChange }: { reportId: string; 
           <label htmlFor="publish-expires">Link expires (optional)</label>
           <input id="publish-expires" type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
         </div>
-        <button type="submit" disabled={action.busy}>{published ? 'Publish again (new URL)' : 'Publish'}</button>
+        <SudoPrompt sudo={sudo} what={published ? 'publish the report to a new URL' : 'publish the report'} />
+        <button type="submit" disabled={action.busy || (sudo.asked && !sudo.hasPassword)}>{published ? 'Publish again (new URL)' : 'Publish'}</button>
         {published && <button type="button" disabled={action.busy} onClick={unpublish}>Unpublish</button>}
       </form>
     </section>
@@ -94,11 +101,13 @@ function ShareForm({ reportId, onChange }: { reportId: string; onChange(): void 
   const [expires, setExpires] = useState('');
   const [sent, setSent] = useState<string>();
   const action = useAction();
+  const sudo = useSudo();
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void action.run(async () => {
       const expiresAt = endOfDay(expires);
-      await unwrap(client.POST('/api/v1/reports/{id}/shares', { params: { path: { id: reportId } }, body: { email, ...(expiresAt ? { expires_at: expiresAt } : {}) } }));
+      const body = { email, ...(expiresAt ? { expires_at: expiresAt } : {}) };
+      await sudo.send((proof) => unwrap(client.POST('/api/v1/reports/{id}/shares', { params: { path: { id: reportId } }, body: { ...body, ...proof } })));
       setSent(email);
       setEmail('');
       onChange();
@@ -107,7 +116,7 @@ function ShareForm({ reportId, onChange }: { reportId: string; onChange(): void 
   return (
     <section aria-label="Share by e-mail">
       <h3>Share with one person</h3>
-      <ErrorBox error={action.error} />
+      <SudoErrorBox error={action.error} />
       {sent && <p className="ok" role="status">A link to the report was mailed to {sent}.</p>}
       <form className="inline" onSubmit={submit} aria-label="Share the report by e-mail">
         <Field label="E-mail to share with" name="share-email" type="email" value={email} onChange={setEmail} required />
@@ -115,7 +124,8 @@ function ShareForm({ reportId, onChange }: { reportId: string; onChange(): void 
           <label htmlFor="share-expires">Access expires (default: 30 days)</label>
           <input id="share-expires" type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
         </div>
-        <button type="submit" disabled={action.busy}>Share</button>
+        <SudoPrompt sudo={sudo} what={`share the report with ${email || 'this address'}`} />
+        <button type="submit" disabled={action.busy || (sudo.asked && !sudo.hasPassword)}>Share</button>
       </form>
     </section>
   );

@@ -5,13 +5,15 @@
 // without one (made by a GitHub or Google sign-in) has nothing to type: its session must come from a recent sign-in.
 // The changes that would let a stolen session stay in or take over (an API key, an invitation, a raised role, the
 // organization's deletion or ownership, where its signed webhooks go, a disabled one turned back on, their secret,
-// where its notification targets send: a chat URL or a recipient new to the target, a disabled one turned back on)
-// need the password from a session that did not just sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
+// where its notification targets send: a chat URL or a recipient new to the target, a disabled one turned back on;
+// a report published to a URL or shared with an e-mail address) need the password from a session that did not just
+// sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
 import bcrypt from 'bcrypt';
-import type { Principal } from '../../auth/principal';
+import type { Request } from 'express';
+import { principalOf, type Principal } from '../../auth/principal';
 import { HttpError, forbidden, unauthorized } from '../../http/errors';
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
-import type { RequestMeta } from '../audit/audit.context';
+import { requestMeta, type RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
 
 /**
@@ -40,7 +42,9 @@ export type ReauthenticatedOperation =
   | 'webhook_secret_rotate'
   | 'notification_target_create'
   | 'notification_target_destination_change'
-  | 'notification_target_reenable';
+  | 'notification_target_reenable'
+  | 'report_publish'
+  | 'report_share';
 
 /** The `code` of the 400 a wrong or missing current password gets (a client retries with the right one). */
 export const INVALID_CURRENT_PASSWORD = 'INVALID_CURRENT_PASSWORD';
@@ -135,8 +139,8 @@ export async function reauthenticate(
  * outlives a password reset and every session), inviting someone (an account of one's own in the organization) or
  * raising a member's role, deleting the organization, handing its ownership over, and where the organization's
  * signed webhooks go (a subscription made, its URL changed, a disabled one turned back on) or the secret they are
- * signed with (rotated), and where its notification targets send (a target made, a new chat URL or recipient, a
- * disabled one turned back on). A session
+ * signed with (rotated), where its notification targets send (a target made, a new chat URL or recipient, a
+ * disabled one turned back on), and a report handed outside (published to a URL, shared with an e-mail address). A session
  * signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
  * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
  * in again. An API key is not asked: it was minted for what it does, and has no password to send.
@@ -179,4 +183,10 @@ export function sensitiveChangeConfirmer(
   meta: RequestMeta,
 ): ConfirmSensitiveChange {
   return (operation) => confirmSensitiveChange(deps, limiters, principal, currentPassword, operation, meta);
+}
+
+/** The confirmation of a sudo-mode route's request: its principal, its origin and the `current_password` of its body. */
+export function requestConfirmer(deps: CoreDeps, limiters: RateLimiters, req: Request): ConfirmSensitiveChange {
+  const currentPassword = (req.body as { current_password?: string } | undefined)?.current_password;
+  return sensitiveChangeConfirmer(deps, limiters, principalOf(req), currentPassword, requestMeta(req));
 }

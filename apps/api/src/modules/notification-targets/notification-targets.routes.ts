@@ -6,8 +6,8 @@ import { principalOf, tenantOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
 import type { RateLimiters } from '../../http/rate-limit';
 import { page } from '../../http/responses';
-import { acting, requestMeta } from '../audit/audit.context';
-import { sensitiveChangeConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
+import { acting } from '../audit/audit.context';
+import { requestConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
 import { requireOrgWideRouting } from '../access/event-routing';
 import { createTarget, listTargets, readTarget, revokeTarget, sendTestMessage, updateTarget } from './notification-targets.service';
 import { createTargetBody, eventTypesResponse, listQuery, targetParams, targetResponse, testMessageResponse, updateTargetBody } from './notification-targets.schemas';
@@ -18,8 +18,7 @@ const BASE = '/notification-targets';
 const targetInput = (req: Request) => withoutCurrentPassword((req.body ?? {}) as Record<string, unknown>) as never;
 
 export function notificationTargetRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
-  const confirmer = (req: Request) =>
-    sensitiveChangeConfirmer(deps, limiters, principalOf(req), (req.body as { current_password?: string } | undefined)?.current_password, requestMeta(req));
+  const confirmer = (req: Request) => requestConfirmer(deps, limiters, req);
   return [
     {
       // The same catalogue as GET /webhooks/events, for those who configure targets without webhook access.

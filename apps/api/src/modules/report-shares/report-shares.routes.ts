@@ -1,7 +1,9 @@
 import type { AppDeps } from '../../app-deps';
 import { idParam, type RouteSpec } from '../../http/route';
+import type { RateLimiters } from '../../http/rate-limit';
 import { page } from '../../http/responses';
 import { acting } from '../audit/audit.context';
+import { requestConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
 import { listSharesQuery, publishedResponse, publishReportBody, shareReportBody, shareResponse, sharedReportResponse } from './report-shares.schemas';
 import { listShares, publishReport, revokeShare, shareReport, unpublishReport } from './report-shares.service';
 import { createShareLimiters, downloadSharedReport, viewSharedReport } from './shared-report.service';
@@ -9,9 +11,9 @@ import { createShareLimiters, downloadSharedReport, viewSharedReport } from './s
 /** Path prefix of the public share routes (their headers are set for the whole prefix in app.ts). */
 export const SHARED_REPORTS_PREFIX = '/shared/reports';
 
-export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
+export function reportShareRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   const token = (req: { params: Record<string, unknown> }) => req.params.token as string;
-  const limiters = createShareLimiters(deps);
+  const shareLimiters = createShareLimiters(deps);
   return [
     {
       method: 'post',
@@ -19,11 +21,13 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'reports:publish',
       summary:
         'Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); ' +
-        'optional expires_at. The URL is in this response only; publishing again replaces the previous URL',
+        'optional expires_at. The URL is in this response only; publishing again replaces the previous URL. ' +
+        'A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: publishReportBody },
       status: 201,
       response: publishedResponse,
-      handler: (req) => publishReport(deps, acting(req), idParam(req), req.body),
+      sudoMode: true,
+      handler: (req) => publishReport(deps, acting(req), idParam(req), withoutCurrentPassword(req.body), requestConfirmer(deps, limiters, req)),
     },
     {
       method: 'delete',
@@ -36,11 +40,14 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
       method: 'post',
       path: '/reports/:id/shares',
       scope: 'reports:share',
-      summary: 'Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days',
+      summary:
+        'Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days. ' +
+        'A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: shareReportBody },
       status: 201,
       response: shareResponse,
-      handler: (req) => shareReport(deps, acting(req), idParam(req), req.body),
+      sudoMode: true,
+      handler: (req) => shareReport(deps, acting(req), idParam(req), withoutCurrentPassword(req.body), requestConfirmer(deps, limiters, req)),
     },
     {
       method: 'get',
@@ -66,7 +73,7 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
         'A shared report through its token (published URL or e-mailed link): title, names, size and the PDF path. ' +
         '404 for unknown, expired or revoked tokens alike; 409 while the report is regenerated after a GDPR erasure; rate limited per token and per IP; audited',
       response: sharedReportResponse,
-      handler: (req) => viewSharedReport(deps, limiters, req, token(req)),
+      handler: (req) => viewSharedReport(deps, shareLimiters, req, token(req)),
     },
     {
       method: 'get',
@@ -74,7 +81,7 @@ export function reportShareRoutes(deps: AppDeps): RouteSpec[] {
       scope: 'public',
       summary: 'Download the PDF of a shared report (application/pdf attachment); same 404, limits and audit as the page',
       responseMediaType: 'application/pdf',
-      handler: (req, res) => downloadSharedReport(deps, limiters, req, res, token(req)),
+      handler: (req, res) => downloadSharedReport(deps, shareLimiters, req, res, token(req)),
     },
   ];
 }

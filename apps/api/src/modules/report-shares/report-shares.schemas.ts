@@ -1,16 +1,19 @@
 import Joi from 'joi';
 import { email, isoTimestamp, paginationQuery } from '../../http/validate';
 import { id, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
+import { sensitiveChangePassword } from '../auth/auth.schemas';
 
 /** The published link never expires unless asked; `null` says so explicitly. */
 export const publishReportBody = Joi.object({
   expires_at: isoTimestamp().allow(null),
+  current_password: sensitiveChangePassword(),
 });
 
 /** A grant's lifetime defaults to REPORT_SHARE_DEFAULT_TTL_DAYS. */
 export const shareReportBody = Joi.object({
   email: email().required(),
   expires_at: isoTimestamp(),
+  current_password: sensitiveChangePassword(),
 });
 
 export const listSharesQuery = Joi.object({

@@ -7,13 +7,17 @@
 //   revocation or an expiry applies to the very next request.
 // Managing shares needs read access to the report's assessment, like reading the report; another organization's
 // report, or one the caller cannot read, answers 404. Management actions are audited as the caller.
-import type { Prisma, ReportShare } from '@svc/db';
+// Publishing and granting hand the report to someone outside the organization, so they are in sudo mode
+// (auth/reauthentication.ts): a session signed in long ago confirms with the password, once the request is known
+// to be valid. Unpublishing and revoking only take access away and never ask.
+import type { Prisma, ReportShare, Tx } from '@svc/db';
 import { newId, scopedTo } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
 import { conflict, notFound, serviceUnavailable, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
+import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireReport, type ReportRow } from '../reports/reports.service';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -97,12 +101,22 @@ function newShare(
   };
 }
 
-/** Publishes the report to a new URL, revoking the one it had (if any); the URL is in this response only. */
-export async function publishReport(deps: AppDeps, acting: Acting, reportId: string, input: { expires_at?: Date | null }) {
+/**
+ * Publishes the report to a new URL, revoking the one it had (if any); the URL is in this response only. Publishing
+ * again is not a no-op: it hands out a new URL (201), so it asks for the password like the first publication.
+ */
+export async function publishReport(
+  deps: AppDeps,
+  acting: Acting,
+  reportId: string,
+  input: { expires_at?: Date | null },
+  confirm: ConfirmSensitiveChange,
+) {
   const { principal, meta } = acting;
   const report = await requireReadyReport(deps, acting, reportId);
   const now = deps.clock.now();
   const expiresAt = input.expires_at ? checkExpiry(deps, input.expires_at, now) : null;
+  await confirm('report_publish');
   const token = generateShareToken();
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     // One publication at a time: concurrent publishes of the same report take turns on its row.
@@ -167,19 +181,33 @@ export async function revokeShare(deps: AppDeps, acting: Acting, reportId: strin
   await revoke(deps, acting, report, share, share.kind === 'link' ? 'report.unpublished' : 'report.share_revoked');
 }
 
+/** 409 while the address (in any case) already holds a live grant of the report. */
+async function refuseSecondGrant(db: Pick<Tx, 'reportShare'>, report: ReportRow, email: string, now: Date): Promise<void> {
+  const existing = await db.reportShare.findFirst({
+    where: { reportId: report.id, kind: 'email', email: { equals: email, mode: 'insensitive' }, ...statusFilter('active', now) },
+  });
+  if (existing) throw conflict('This e-mail address already has access to the report; revoke that grant to send a new link.');
+}
+
 /** Grants one e-mail address access and mails it the link; 409 while the address already holds a live grant. */
-export async function shareReport(deps: AppDeps, acting: Acting, reportId: string, input: { email: string; expires_at?: Date }) {
+export async function shareReport(
+  deps: AppDeps,
+  acting: Acting,
+  reportId: string,
+  input: { email: string; expires_at?: Date },
+  confirm: ConfirmSensitiveChange,
+) {
   const { principal, meta } = acting;
   const report = await requireReadyReport(deps, acting, reportId);
   const now = deps.clock.now();
   const expiresAt = checkExpiry(deps, input.expires_at ?? new Date(now.getTime() + deps.config.reportShares.defaultTtlDays * DAY_MS), now);
+  // The live grant first (checked again under the lock below): a request that would fail anyway does not ask.
+  await refuseSecondGrant(scopedTo(deps.prisma, principal), report, input.email, now);
+  await confirm('report_share');
   const token = generateShareToken();
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
-    const existing = await tx.reportShare.findFirst({
-      where: { reportId: report.id, kind: 'email', email: { equals: input.email, mode: 'insensitive' }, ...statusFilter('active', now) },
-    });
-    if (existing) throw conflict('This e-mail address already has access to the report; revoke that grant to send a new link.');
+    await refuseSecondGrant(tx, report, input.email, now);
     const created = await tx.reportShare.create({ data: newShare(deps, acting, report, token, now, { kind: 'email', email: input.email, expiresAt }) });
     await recordAs(tx, principal, meta, now, {
       action: 'report.share_granted',

@@ -5,8 +5,8 @@ import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
 import type { RateLimiters } from '../../http/rate-limit';
-import { acting, requestMeta } from '../audit/audit.context';
-import { sensitiveChangeConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
+import { acting } from '../audit/audit.context';
+import { requestConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
 import { LEVELS, type LevelContext, type LevelDefinition } from './levels';
 import { listAttempts, listDeliveries, readDelivery, recoverDeliveries, resendDelivery } from './deliveries.service';
 import {
@@ -54,8 +54,7 @@ interface WebhookRoute extends Omit<RouteSpec, 'handler' | 'path'> {
 const subscriptionInput = (req: Request) => withoutCurrentPassword((req.body ?? {}) as Record<string, unknown>) as never;
 
 function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[] {
-  const confirmer = (req: Request) =>
-    sensitiveChangeConfirmer(deps, limiters, principalOf(req), (req.body as { current_password?: string } | undefined)?.current_password, requestMeta(req));
+  const confirmer = (req: Request) => requestConfirmer(deps, limiters, req);
   return [
     {
       method: 'get', suffix: '/events', scope: 'webhooks:read', summary: 'List the supported event types',

@@ -1,0 +1,65 @@
+// Review of sudo mode for notification targets and report shares, and of "a name is one line of text": the ways
+// around them an attacker would try. A report's title is a name too (it is mailed to an outside address when the
+// report is shared).
+import request from 'supertest';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
+import { insertAssessmentIn, insertReadyReport } from './support/domain';
+
+/** A line of its own a forged title or name would write into a mail: what must never start a line. */
+const FORGED = 'Your account is locked: sign in again at https://evil.example/login';
+const LINE_BREAKS = ['\n', '\r\n', '\u2028', '\u0085'];
+
+describe('a report title is one line of text', () => {
+  let h: Harness;
+  let org: TestOrg;
+  let assessment: { id: string };
+
+  beforeAll(async () => {
+    h = await createHarness();
+    org = await createOrg(h);
+    assessment = await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed');
+  });
+  afterAll(() => h.close());
+
+  const reportsOf = () => h.deps.prisma.report.findMany({ where: { assessmentId: assessment.id } });
+
+  it.each(LINE_BREAKS)('a title holding %j answers 400 naming the field, and no report is made', async (br) => {
+    const before = (await reportsOf()).length;
+    const res = await request(h.app)
+      .post(`/api/v1/assessments/${assessment.id}/reports`)
+      .set(bearer(org.admin.token))
+      .send({ title: `Q3 review${br}${FORGED}` });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain('title');
+    expect(await reportsOf()).toHaveLength(before);
+  });
+
+  it('a one-line title with any script is still taken', async () => {
+    const res = await request(h.app)
+      .post(`/api/v1/assessments/${assessment.id}/reports`)
+      .set(bearer(org.admin.token))
+      .send({ title: 'Prüfbericht — 東京 Q3' });
+    expect(res.status).toBe(202);
+    expect(res.body.title).toBe('Prüfbericht — 東京 Q3');
+  });
+
+  it("the share mail puts a title and an organization name stored before (with line breaks) on one line", async () => {
+    const other = await createOrg(h);
+    await h.deps.prisma.organization.update({ where: { id: other.id }, data: { name: `Acme\n${FORGED}\u2028` } });
+    const asm = await insertAssessmentIn(h, other.id, (await insertProject(h, other.id)).id, 'completed');
+    const report = await insertReadyReport(h, other.id, asm.id, { title: `Q3\r\n\r\n${FORGED}\u202e` });
+    const to = `auditor-${uniqueSuffix()}@partner.example`;
+
+    const res = await request(h.app).post(`/api/v1/reports/${report.id}/shares`).set(bearer(other.admin.token)).send({ email: to });
+    expect(res.status).toBe(201);
+
+    const mails = h.mail().filter((m) => m.to === to);
+    expect(mails).toHaveLength(1);
+    const [mail] = mails;
+    expect(mail.subject).not.toMatch(/[\r\n\u2028]/);
+    const lines = mail.text.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/);
+    expect(lines.some((line) => line.startsWith(FORGED))).toBe(false);
+    expect(lines[0]).toBe(`Acme ${FORGED} shared the report "Q3 ${FORGED}" with you.`);
+  });
+});

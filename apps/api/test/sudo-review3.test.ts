@@ -1,10 +1,12 @@
 // Review of sudo mode for notification targets and report shares, and of "a name is one line of text": the ways
 // around them an attacker would try. A report's title is a name too (it is mailed to an outside address when the
-// report is shared).
+// report is shared), and a name a sign-in provider hands us never went through name().
 import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
 import { insertAssessmentIn, insertReadyReport } from './support/domain';
+import { githubEnvFor, startGithubServer, type LoopbackGithub } from './support/oauth-github';
+import { APP_BASE_URL, callback, redirectUriOf, startFlow } from './support/oauth-flow';
 
 /** A line of its own a forged title or name would write into a mail: what must never start a line. */
 const FORGED = 'Your account is locked: sign in again at https://evil.example/login';
@@ -61,5 +63,43 @@ describe('a report title is one line of text', () => {
     const lines = mail.text.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/);
     expect(lines.some((line) => line.startsWith(FORGED))).toBe(false);
     expect(lines[0]).toBe(`Acme ${FORGED} shared the report "Q3 ${FORGED}" with you.`);
+  });
+});
+
+describe('a name a sign-in provider hands us', () => {
+  const APP = { clientId: 'Iv1.review3', clientSecret: 'review3-github-secret-0123456789', redirectUri: redirectUriOf('github') };
+  let gh: LoopbackGithub;
+  let h: Harness;
+
+  beforeAll(async () => {
+    gh = await startGithubServer(APP);
+    h = await createHarness({ PUBLIC_BASE_URL: APP_BASE_URL, ...githubEnvFor(gh, APP), LOGIN_RATE_LIMIT_PER_MINUTE: '1000' });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await gh?.close();
+  });
+
+  async function signInAs(name: string) {
+    const login = `octo-${uniqueSuffix()}`;
+    const email = `${login}@example.test`;
+    gh.addAccount({ id: Math.floor(Math.random() * 1e9), login, name, emails: [{ email, primary: true, verified: true }] });
+    const started = await startFlow(h, 'github');
+    const url = new URL(started.location);
+    url.searchParams.set('login', login);
+    const back = await fetch(url, { redirect: 'manual' });
+    const res = await callback(h, 'github', new URL(back.headers.get('location')!), started.flowId);
+    return { res, email };
+  }
+
+  it.each([
+    ['a line break', `Mona\n${FORGED}`],
+    ['a NUL and an escape sequence', 'Mona\u0000\u001b[31mLisa'],
+  ])('with %s signs in (no 500) as one line of text, and so is the organization named after it', async (_what, name) => {
+    const { res, email } = await signInAs(name);
+    expect(res.status).toBeLessThan(500);
+    const user = await h.deps.prisma.user.findFirstOrThrow({ where: { email }, include: { memberships: { include: { organization: true } } } });
+    expect(user.name).not.toMatch(/[\p{Cc}\p{Zl}\p{Zp}]/u);
+    expect(user.memberships[0].organization.name).not.toMatch(/[\p{Cc}\p{Zl}\p{Zp}]/u);
   });
 });

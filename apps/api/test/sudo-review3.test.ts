@@ -5,6 +5,7 @@ import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
 import { insertAssessmentIn, insertReadyReport } from './support/domain';
+import { resetLinkFor } from './support/auth-helpers';
 import { githubEnvFor, startGithubServer, type LoopbackGithub } from './support/oauth-github';
 import { APP_BASE_URL, callback, redirectUriOf, startFlow } from './support/oauth-flow';
 
@@ -63,6 +64,44 @@ describe('a report title is one line of text', () => {
     const lines = mail.text.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/);
     expect(lines.some((line) => line.startsWith(FORGED))).toBe(false);
     expect(lines[0]).toBe(`Acme ${FORGED} shared the report "Q3 ${FORGED}" with you.`);
+  });
+});
+
+/** No line of the mail starts with the forged text, and the subject is one line. */
+function expectNoForgedLine(mail: { subject: string; text: string }) {
+  expect(mail.subject).not.toMatch(/[\r\n\u2028]/);
+  expect(mail.text.split(/\r\n|\r|\n|\u2028|\u2029|\u0085/).some((line) => line.startsWith(FORGED))).toBe(false);
+}
+
+describe('names stored before names were one line, in the other mails the API sends', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  it("an invitation (sent to an outside address) puts the organization's name on one line", async () => {
+    const org = await createOrg(h);
+    await h.deps.prisma.organization.update({ where: { id: org.id }, data: { name: `Acme\n\n${FORGED}\n` } });
+    const to = `invitee-${uniqueSuffix()}@partner.example`;
+    const res = await request(h.app).post('/api/v1/invitations').set(bearer(org.admin.token)).send({ email: to, role: 'member' });
+    expect(res.status).toBe(201);
+    const mails = h.mail().filter((m) => m.to === to);
+    expect(mails).toHaveLength(1);
+    expectNoForgedLine(mails[0]);
+    expect(mails[0].text).toContain(`"Acme ${FORGED}"`);
+  });
+
+  it("a password-reset mail puts the user's name on one line", async () => {
+    const org = await createOrg(h);
+    await h.deps.prisma.user.update({ where: { id: org.member.id }, data: { name: `Mo\r\n${FORGED}` } });
+    const res = await request(h.app).post('/api/v1/auth/password-reset').send({ email: org.member.email });
+    expect(res.status).toBe(202);
+    await resetLinkFor(h, org.member.email); // the mail is sent after the answer
+    const mails = h.mail().filter((m) => m.to === org.member.email);
+    expect(mails).toHaveLength(1);
+    expectNoForgedLine(mails[0]);
+    expect(mails[0].text).toMatch(new RegExp(`^Hello Mo ${FORGED.replace(/[.?*+^$[\]\\(){}|-]/g, '\\$&')},\n`));
   });
 });
 

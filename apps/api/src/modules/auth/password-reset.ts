@@ -12,6 +12,7 @@
 import bcrypt from 'bcrypt';
 import { newId, unseal, type Tx } from '@svc/db';
 import { PSEUDONYM_EMAIL_DOMAIN } from '@svc/domain';
+import { oneLine } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, HttpError } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
@@ -87,7 +88,7 @@ async function mailResetLink(deps: AppDeps, user: { id: string; email: string; n
     to: user.email,
     subject: 'Reset your password',
     text:
-      `Hello ${user.name},\n\n` +
+      `Hello ${oneLine(user.name)},\n\n` +
       `someone (hopefully you) asked to reset the password of your Security Assessment Service account. ` +
       `Open this link within 30 minutes to choose a new password:\n\n${resetPasswordLink(deps.config.publicBaseUrl, token)}\n\n` +
       `Only the newest link works, once. All your sessions are signed out when the password is reset; API keys stay.\n` +

@@ -3,6 +3,7 @@
 import bcrypt from 'bcrypt';
 import { roleRank, type Role } from '@svc/scopes';
 import { isUniqueViolation, scopedTo, type Invitation, type User } from '@svc/db';
+import { oneLine } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
@@ -103,12 +104,14 @@ export async function createInvitation(
     deps.prisma.organization.findUniqueOrThrow({ where: { id: principal.organizationId }, select: { name: true } }),
   ]);
   const link = `${deps.config.publicBaseUrl}/accept-invite?token=${encodeURIComponent(token)}`;
+  // A name stored before names were one line must write no line of its own in a mail to an outside address.
+  const orgName = oneLine(org.name);
   try {
     await deps.mailer.send({
       to: input.email,
-      subject: `You are invited to join ${org.name}`,
+      subject: `You are invited to join ${orgName}`,
       text:
-        `You have been invited to join the organization "${org.name}" as ${input.role}.\n\n` +
+        `You have been invited to join the organization "${orgName}" as ${input.role}.\n\n` +
         `Accept the invitation: ${link}\n\nThe link expires on ${invitation.expiresAt.toISOString()}.\n`,
     });
   } catch (err) {

@@ -13,6 +13,7 @@
 // scopes; the callback stores the sealed token (source-connections module) instead of signing anyone in.
 import { createHash } from 'node:crypto';
 import { isUniqueViolation, type User } from '@svc/db';
+import { oneLine } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { HttpError, badRequest, conflict } from '../../http/errors';
 import { randomToken, safeEqual, sha256Hex } from '../../lib/crypto';
@@ -213,8 +214,10 @@ async function activate(deps: Deps, user: User): Promise<User> {
   });
 }
 
+/** The provider's name for the user as a name of ours (validate.ts name()): one line, at most 200 characters. */
 function displayName(identity: ProviderIdentity): string {
-  const name = identity.name.trim().slice(0, 200);
+  // Not checked by name(): a control character (a line break, or a NUL PostgreSQL cannot store) becomes a space.
+  const name = oneLine(identity.name).slice(0, 200).trim();
   return name || identity.email.split('@')[0];
 }
 

@@ -12,6 +12,7 @@
 // to be valid. Unpublishing and revoking only take access away and never ask.
 import type { Prisma, ReportShare, Tx } from '@svc/db';
 import { newId, scopedTo } from '@svc/db';
+import { oneLine } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
 import { conflict, notFound, serviceUnavailable, unprocessable } from '../../http/errors';
@@ -232,11 +233,13 @@ export async function shareReport(
 
 async function mailGrant(deps: AppDeps, organizationId: string, report: ReportRow, to: string, token: string, expiresAt: Date) {
   const org = await deps.prisma.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { name: true } });
+  // Names stored before names were one line could still write a line of their own into a mail to an outsider.
+  const [orgName, title] = [oneLine(org.name), oneLine(report.title)];
   await deps.mailer.send({
     to,
-    subject: `${org.name} shared a security report with you`,
+    subject: `${orgName} shared a security report with you`,
     text:
-      `${org.name} shared the report "${report.title}" with you.\n\n` +
+      `${orgName} shared the report "${title}" with you.\n\n` +
       `Read it and download the PDF: ${sharedReportUrl(deps, token)}\n\n` +
       `The link is for you only; it expires on ${expiresAt.toISOString()}. Every view and download is recorded.\n`,
   });

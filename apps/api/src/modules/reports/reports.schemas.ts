@@ -1,9 +1,10 @@
 import Joi from 'joi';
-import { paginationQuery } from '../../http/validate';
+import { name, paginationQuery } from '../../http/validate';
 import { id, nullableId, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
 
+// The title is a name (one line): it is mailed to outside addresses when the report is shared.
 export const requestReportBody = Joi.object({
-  title: Joi.string().trim().min(1).max(200),
+  title: name(),
 });
 
 export const listReportsQuery = Joi.object({

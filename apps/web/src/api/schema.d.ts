@@ -1778,7 +1778,7 @@ export interface paths {
         get: operations["getNotificationTargets"];
         put?: never;
         /**
-         * Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule
+         * Create a notification target (Slack, Teams or e-mail); a chat URL must pass the public-address rule. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `notification_targets:configure` scope.
          */
         post: operations["postNotificationTargets"];
@@ -1810,7 +1810,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL or recipients, events, severity filter or active status
+         * Update name, URL or recipients, events, severity filter or active status. A new URL, a recipient not already one, or turning a disabled target back on, from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `notification_targets:configure` scope.
          */
         patch: operations["patchNotificationTargetsId"];
@@ -2502,7 +2502,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); optional expires_at. The URL is in this response only; publishing again replaces the previous URL
+         * Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); optional expires_at. The URL is in this response only; publishing again replaces the previous URL. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `reports:publish` scope.
          */
         post: operations["postReportsIdPublication"];
@@ -2530,7 +2530,7 @@ export interface paths {
         get: operations["getReportsIdShares"];
         put?: never;
         /**
-         * Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days
+         * Grant one e-mail address access to a ready report: the link is mailed to it (never returned); expires_at defaults to 30 days. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `reports:share` scope.
          */
         post: operations["postReportsIdShares"];
@@ -8871,6 +8871,8 @@ export interface operations {
                     kind: "slack" | "teams" | "email";
                     url?: string & (unknown | (unknown[] | boolean | number | Record<string, never> | string | null));
                     recipients?: string[] & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };
@@ -9016,7 +9018,9 @@ export interface operations {
                     events?: string[];
                     severity_filter?: string[] | null;
                     active?: boolean;
-                };
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                } | unknown | unknown | unknown | unknown | unknown | unknown;
             };
         };
         responses: {
@@ -11634,6 +11638,8 @@ export interface operations {
                 "application/json": {
                     /** Format: date-time */
                     expires_at?: string | null;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };
@@ -11783,6 +11789,8 @@ export interface operations {
                     email: string;
                     /** Format: date-time */
                     expires_at?: string;
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };

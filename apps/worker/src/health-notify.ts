@@ -1,6 +1,7 @@
 // Tells an organization's owner and admins, once, that a subscription turned failing or disabled. Called after
 // the transaction that turned it (and audited it) committed; a mail failure is logged, never retried per attempt.
-import { createMailer, oneLine } from '@svc/mail';
+import { oneLine } from '@svc/domain';
+import { createMailer } from '@svc/mail';
 import type { WorkerDeps } from './deps';
 import type { AttemptRecord, HealthChange } from './record';
 

@@ -4,7 +4,8 @@
 // is warned or revoked once even when two workers run the job at the same time.
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import type { Prisma } from '@svc/db';
-import { createMailer, oneLine, type Mailer } from '@svc/mail';
+import { oneLine } from '@svc/domain';
+import { createMailer, type Mailer } from '@svc/mail';
 import { bumpAuthEpochs } from '@svc/queue';
 import type { Redis } from 'ioredis';
 import type { WorkerDeps } from './deps';

@@ -15,3 +15,4 @@ export * from './isolation-policy';
 export * from './erasure';
 export * from './idempotency';
 export * from './personal-data-inventory';
+export * from './one-line';

@@ -140,6 +140,16 @@ describe('e-mail', () => {
     const injected = emailText(notificationMessage(envelope('finding.created', { title: 'a\r\nBcc: x@example.com', severity: 'low' }), { dashboardUrl: DASHBOARD }));
     expect(injected.subject).toBe('[Security] New low finding: a Bcc: x@example.com');
   });
+
+  it("keeps a scanner's title on the headline's line in the body too, whatever breaks the line", () => {
+    const title = 'SQLi\n\nNo action needed: this finding was triaged.\u2028Details at https://evil.example\u0085\u202e';
+    const { subject, text } = emailText(notificationMessage(envelope('finding.created', { title, severity: 'low' }), { dashboardUrl: DASHBOARD }));
+    const lines = text.split(/\r\n|[\r\n\u2028\u2029\u0085\u000b\u000c]/);
+    expect(lines.filter((l) => l.includes('evil.example'))).toEqual([
+      'New low finding: SQLi No action needed: this finding was triaged. Details at https://evil.example',
+    ]);
+    expect(subject + text).not.toMatch(/[\u2028\u2029\u0085\u202a-\u202e]/);
+  });
 });
 
 describe('kinds', () => {

@@ -1,5 +1,6 @@
 // The three notification channels' message formats, rendered from one NotificationMessage: Slack Block Kit (an
 // incoming webhook's body), a Microsoft Teams Adaptive Card (a Workflows webhook's body) and a plain-text e-mail.
+import { oneLine } from '@svc/domain';
 import type { Envelope } from '../envelope';
 import type { RenderedPayload } from '../render/options';
 import { notificationMessage, type NotificationMessage, type NotificationOptions } from './message';
@@ -66,11 +67,13 @@ export function teamsCard(message: NotificationMessage) {
 }
 
 export function emailText(message: NotificationMessage): { subject: string; text: string } {
+  // The headline and the facts quote what others wrote (a finding's title from a scanner, a report's title, a
+  // component's name): each stays on its own line, so none can write a header, a line or a link of its own.
+  const headline = oneLine(message.headline);
   const width = Math.max(0, ...message.facts.map((f) => f.label.length));
-  const facts = message.facts.map((f) => `${`${f.label}:`.padEnd(width + 2)}${f.value}`);
-  const text = [message.headline, '', ...facts, '', `Open in the dashboard: ${message.link}`, '', message.context, ''].join('\n');
-  // A subject is one line: a title with a line break must not inject headers.
-  return { subject: `[Security] ${message.headline.replace(/[\r\n]+/g, ' ')}`, text };
+  const facts = message.facts.map((f) => `${`${f.label}:`.padEnd(width + 2)}${oneLine(f.value)}`);
+  const text = [headline, '', ...facts, '', `Open in the dashboard: ${message.link}`, '', message.context, ''].join('\n');
+  return { subject: `[Security] ${headline}`, text };
 }
 
 /** Renders an event for a notification channel. */

@@ -12,7 +12,7 @@
 import bcrypt from 'bcrypt';
 import { newId, unseal, type Tx } from '@svc/db';
 import { PSEUDONYM_EMAIL_DOMAIN } from '@svc/domain';
-import { oneLine } from '@svc/mail';
+import { oneLine } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, HttpError } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';

@@ -4,7 +4,7 @@
 // the answer; a mail that cannot be sent is logged (the user's id, never the contents) and changes nothing. Sent
 // by the API process itself: one that stops right after a change loses its notice (the change stands, and is audited).
 import type { ApiKey } from '@svc/db';
-import { oneLine } from '@svc/mail';
+import { oneLine } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import type { RequestMeta } from '../audit/audit.context';
 

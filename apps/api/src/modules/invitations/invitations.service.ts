@@ -3,7 +3,7 @@
 import bcrypt from 'bcrypt';
 import { roleRank, type Role } from '@svc/scopes';
 import { isUniqueViolation, scopedTo, type Invitation, type User } from '@svc/db';
-import { oneLine } from '@svc/mail';
+import { oneLine } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';

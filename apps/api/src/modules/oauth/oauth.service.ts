@@ -13,7 +13,7 @@
 // scopes; the callback stores the sealed token (source-connections module) instead of signing anyone in.
 import { createHash } from 'node:crypto';
 import { isUniqueViolation, type User } from '@svc/db';
-import { oneLine } from '@svc/mail';
+import { oneLine } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { HttpError, badRequest, conflict } from '../../http/errors';
 import { randomToken, safeEqual, sha256Hex } from '../../lib/crypto';

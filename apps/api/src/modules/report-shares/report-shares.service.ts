@@ -12,7 +12,7 @@
 // to be valid. Unpublishing and revoking only take access away and never ask.
 import type { Prisma, ReportShare, Tx } from '@svc/db';
 import { newId, scopedTo } from '@svc/db';
-import { oneLine } from '@svc/mail';
+import { oneLine } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
 import { conflict, notFound, serviceUnavailable, unprocessable } from '../../http/errors';

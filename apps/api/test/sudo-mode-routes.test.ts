@@ -17,6 +17,7 @@ let assessment: string;
 const subscriptionAt: Record<string, string> = {};
 let notificationTarget: string;
 let report: string;
+let issueTarget: string;
 
 beforeAll(async () => {
   h = await createHarness();
@@ -32,6 +33,12 @@ beforeAll(async () => {
       .send({ kind: 'slack', name: 'chat', url: PUBLIC_URL, events: ['report.ready'] })
   ).body.id;
   report = (await insertReadyReport(h, org.id, assessment)).id;
+  issueTarget = (
+    await request(h.app)
+      .post('/api/v1/issue-export-targets')
+      .set(bearer(org.owner.token))
+      .send({ kind: 'github', name: 'tracker', repository: 'acme/web', token: 'ghp_sudoModeRoutes0123' })
+  ).body.id;
   await signedInAgo(h, org.owner.token, A_WHILE_AGO);
 });
 afterAll(() => h.close());
@@ -61,6 +68,11 @@ function askingRequests(): Record<string, Call> {
     'PATCH /notification-targets/:id': () => asOwner(api().patch(`/api/v1/notification-targets/${notificationTarget}`)).send({ url: ELSEWHERE }),
     'POST /reports/:id/publication': () => asOwner(api().post(`/api/v1/reports/${report}/publication`)).send({}),
     'POST /reports/:id/shares': () => asOwner(api().post(`/api/v1/reports/${report}/shares`)).send({ email: 'auditor@example.test' }),
+    'POST /issue-export-targets': () =>
+      asOwner(api().post('/api/v1/issue-export-targets')).send({ kind: 'github', name: 'gh', repository: 'acme/api', token: 'ghp_sudoModeRoutes4567' }),
+    'PATCH /issue-export-targets/:id': () => asOwner(api().patch(`/api/v1/issue-export-targets/${issueTarget}`)).send({ repository: 'thief/loot' }),
+    'POST /integrations': () =>
+      asOwner(api().post('/api/v1/integrations')).send({ kind: 'slack', name: 'Slack', bot_token: 'xoxb-1111-2222-sudomoderoutes', workspace_id: 'T0123ABCD' }),
   };
   for (const level of webhookLevels()) {
     const subs = `${level.called}/subscriptions`;

@@ -1850,7 +1850,7 @@ export interface paths {
         get: operations["getIssueExportTargets"];
         put?: never;
         /**
-         * Create a GitHub Issues or Jira target; credentials are write-only and sealed
+         * Create a GitHub Issues or Jira target; credentials are write-only and sealed. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `issue_exports:configure` scope.
          */
         post: operations["postIssueExportTargets"];
@@ -1882,7 +1882,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update name, URL, repository or project, issue type, or replace the credentials
+         * Update name, URL, repository or project, issue type, or replace the credentials. A new URL, repository or project from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `issue_exports:configure` scope.
          */
         patch: operations["patchIssueExportTargetsId"];
@@ -2294,7 +2294,7 @@ export interface paths {
         get: operations["getIntegrations"];
         put?: never;
         /**
-         * Connect an integration: GitHub {kind, name, token | app_installation_id, base_url?} or Slack {kind, name, bot_token, workspace_id}; credentials are write-only
+         * Connect an integration: GitHub {kind, name, token | app_installation_id, base_url?} or Slack {kind, name, bot_token, workspace_id}; credentials are write-only. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `integrations:manage` scope.
          */
         post: operations["postIntegrations"];
@@ -9180,6 +9180,8 @@ export interface operations {
                     /** Format: email */
                     email?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
                     api_token?: string & ((unknown[] | boolean | number | Record<string, never> | string | null) | unknown);
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
                 };
             };
         };
@@ -9322,7 +9324,9 @@ export interface operations {
                     /** Format: email */
                     email?: string;
                     api_token?: string;
-                } & (unknown | (unknown & unknown));
+                    /** @description Needed from a session signed in more than 10 minutes ago (else 403 REAUTHENTICATION_REQUIRED); never stored or logged; not asked of API keys */
+                    current_password?: string;
+                } & ((unknown | unknown | unknown | unknown | unknown | unknown | unknown | unknown) & (unknown | (unknown & unknown)));
             };
         };
         responses: {

@@ -1,7 +1,7 @@
 // Sudo mode (docs/api.md, "Sensitive changes"): minting an API key, inviting, raising a role, transferring ownership,
 // a webhook's creation, new URL, re-enabling or secret rotation, a notification target's creation, new URL or
-// recipient or re-enabling, and publishing or sharing a report, from a session signed in more than 10 minutes ago,
-// need the password. The page sends the change as it is; only when the API asks for
+// recipient or re-enabling, publishing or sharing a report, and a new issue tracker or integration, from a session
+// signed in more than 10 minutes ago, need the password. The page sends the change as it is; only when the API asks for
 // the password (REAUTHENTICATION_REQUIRED, or INVALID_CURRENT_PASSWORD after a wrong one) does it show a password
 // field, or for an account without a password a Sign in again link, and the next submit sends the same change with
 // the password. The password is cleared from the page as soon as it is sent.

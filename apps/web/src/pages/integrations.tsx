@@ -3,6 +3,7 @@
 import { useState, type FormEvent } from 'react';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
+import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
 import { ErrorBox, Field, useAction, useLoad } from '../lib/ui';
 
 type Kind = 'github' | 'slack';
@@ -16,6 +17,8 @@ function ConnectForm({ onConnected }: { onConnected(): void }) {
   const [baseUrl, setBaseUrl] = useState('');
   const [workspaceId, setWorkspaceId] = useState('');
   const { busy, error, run } = useAction();
+  // Connecting one from a sign-in more than 10 minutes old: the API asks for the password (sudo mode).
+  const sudo = useSudo();
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
@@ -28,7 +31,7 @@ function ConnectForm({ onConnected }: { onConnected(): void }) {
               ...(auth === 'token' ? { token: credential } : { app_installation_id: installationId }),
               ...(baseUrl.trim() ? { base_url: baseUrl.trim() } : {}),
             };
-      await unwrap(client.POST('/api/v1/integrations', { body: body as never }));
+      await sudo.send((proof) => unwrap(client.POST('/api/v1/integrations', { body: { ...body, ...proof } as never })));
       setName('');
       setCredential('');
       setInstallationId('');
@@ -68,8 +71,9 @@ function ConnectForm({ onConnected }: { onConnected(): void }) {
           <Field label="Slack workspace id" name="workspace_id" value={workspaceId} onChange={setWorkspaceId} required placeholder="T0123ABCD" />
         </>
       )}
-      <button type="submit" disabled={busy}>Connect integration</button>
-      <ErrorBox error={error} />
+      <SudoPrompt sudo={sudo} what="connect this integration" />
+      <button type="submit" disabled={busy || (sudo.asked && !sudo.hasPassword)}>Connect integration</button>
+      <SudoErrorBox error={error} />
     </form>
   );
 }

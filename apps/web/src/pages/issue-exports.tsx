@@ -4,6 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
+import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
 import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
 
 type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
@@ -39,10 +40,12 @@ function CreateTargetForm({ onSaved }: { onSaved(): void }) {
   const [form, setForm] = useState<TargetForm>(EMPTY);
   const set = <K extends keyof TargetForm>(key: K) => (value: TargetForm[K]) => setForm((f) => ({ ...f, [key]: value }));
   const { busy, error, run } = useAction();
+  // Creating one from a sign-in more than 10 minutes old: the API asks for the password (sudo mode).
+  const sudo = useSudo();
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
-      await request('POST', API, createBody(form));
+      await sudo.send((proof) => request('POST', API, { ...createBody(form), ...proof }));
       setForm(EMPTY); // credentials are not kept after a save
       onSaved();
     });
@@ -72,8 +75,9 @@ function CreateTargetForm({ onSaved }: { onSaved(): void }) {
           <Field label="API token" name="api-token" type="password" value={form.apiToken} onChange={set('apiToken')} autoComplete="off" required />
         </>
       )}
-      <ErrorBox error={error} />
-      <button type="submit" disabled={busy}>Create tracker</button>
+      <SudoErrorBox error={error} />
+      <SudoPrompt sudo={sudo} what="create this tracker" />
+      <button type="submit" disabled={busy || (sudo.asked && !sudo.hasPassword)}>Create tracker</button>
     </form>
   );
 }

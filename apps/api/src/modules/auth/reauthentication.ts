@@ -6,8 +6,9 @@
 // The changes that would let a stolen session stay in or take over (an API key, an invitation, a raised role, the
 // organization's deletion or ownership, where its signed webhooks go, a disabled one turned back on, their secret,
 // where its notification targets send: a chat URL or a recipient new to the target, a disabled one turned back on;
-// a report published to a URL or shared with an e-mail address) need the password from a session that did not just
-// sign in (confirmSensitiveChange): "sudo mode", like GitHub's.
+// a report published to a URL or shared with an e-mail address; where its findings are exported as issues (a tracker
+// made or pointed elsewhere); a GitHub or Slack connected) need the password from a session that did not just sign
+// in (confirmSensitiveChange): "sudo mode", like GitHub's.
 import bcrypt from 'bcrypt';
 import type { Request } from 'express';
 import { principalOf, type Principal } from '../../auth/principal';
@@ -44,7 +45,10 @@ export type ReauthenticatedOperation =
   | 'notification_target_destination_change'
   | 'notification_target_reenable'
   | 'report_publish'
-  | 'report_share';
+  | 'report_share'
+  | 'issue_target_create'
+  | 'issue_target_destination_change'
+  | 'integration_create';
 
 /** The `code` of the 400 a wrong or missing current password gets (a client retries with the right one). */
 export const INVALID_CURRENT_PASSWORD = 'INVALID_CURRENT_PASSWORD';
@@ -140,8 +144,9 @@ export async function reauthenticate(
  * raising a member's role, deleting the organization, handing its ownership over, and where the organization's
  * signed webhooks go (a subscription made, its URL changed, a disabled one turned back on) or the secret they are
  * signed with (rotated), where its notification targets send (a target made, a new chat URL or recipient, a
- * disabled one turned back on), and a report handed outside (published to a URL, shared with an e-mail address). A session
- * signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
+ * disabled one turned back on), a report handed outside (published to a URL, shared with an e-mail address), where
+ * its findings are exported as issues (a tracker made, its URL, repository or project changed) and a GitHub or Slack
+ * connected to it. A session signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
  * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
  * in again. An API key is not asked: it was minted for what it does, and has no password to send.
  */

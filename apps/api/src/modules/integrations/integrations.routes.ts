@@ -1,8 +1,10 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
+import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { requestMeta } from '../audit/audit.context';
+import { requestConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
 import { connectIntegrationBody, integrationResponse, listIntegrationsQuery, projectIntegrationsResponse } from './integrations.schemas';
 import {
   bindTeam,
@@ -14,18 +16,21 @@ import {
   unbindTeam,
 } from './integrations.service';
 
-export function integrationRoutes(deps: AppDeps): RouteSpec[] {
+export function integrationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   const p = (req: { params: Record<string, unknown> }, name: string) => req.params[name] as string;
   return [
     {
       method: 'post',
       path: '/integrations',
       scope: 'integrations:manage',
-      summary: 'Connect an integration: GitHub {kind, name, token | app_installation_id, base_url?} or Slack {kind, name, bot_token, workspace_id}; credentials are write-only',
+      summary:
+        'Connect an integration: GitHub {kind, name, token | app_installation_id, base_url?} or Slack {kind, name, bot_token, workspace_id}; credentials are write-only. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: connectIntegrationBody },
       status: 201,
       response: integrationResponse,
-      handler: (req) => connectIntegration(deps, principalOf(req), req.body, requestMeta(req)),
+      sudoMode: true,
+      handler: (req) =>
+        connectIntegration(deps, principalOf(req), withoutCurrentPassword(req.body), requestMeta(req), requestConfirmer(deps, limiters, req)),
     },
     {
       method: 'get',

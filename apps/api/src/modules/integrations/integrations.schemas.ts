@@ -1,6 +1,7 @@
 import Joi from 'joi';
 import { name, paginationQuery } from '../../http/validate';
 import { id, nullableString, timestamp } from '../../http/responses';
+import { sensitiveChangePassword } from '../auth/auth.schemas';
 
 export const INTEGRATION_KINDS = ['github', 'slack'] as const;
 export type IntegrationKind = (typeof INTEGRATION_KINDS)[number];
@@ -13,6 +14,7 @@ const github = Joi.object({
   token: secret().description('A personal access token or fine-grained token with repository read access (write-only)'),
   app_installation_id: Joi.string().pattern(/^[1-9][0-9]{0,19}$/, 'a numeric id').description('A GitHub App installation id'),
   base_url: Joi.string().trim().max(2048).allow(null).description('GitHub Enterprise API base URL, e.g. https://ghe.example.com/api/v3; omit for github.com'),
+  current_password: sensitiveChangePassword(),
 }).xor('token', 'app_installation_id');
 
 const slack = Joi.object({
@@ -20,11 +22,12 @@ const slack = Joi.object({
   name: name().required(),
   bot_token: secret().pattern(/^xoxb-/, 'a Slack bot token (xoxb-…)').required().description('The workspace bot token (write-only)'),
   workspace_id: Joi.string().pattern(/^T[A-Z0-9]{2,20}$/, 'a Slack team id (T…)').required(),
+  current_password: sensitiveChangePassword(),
 });
 
 export const connectIntegrationBody = Joi.alternatives()
   .conditional(Joi.object({ kind: Joi.valid('slack').required() }).unknown(), { then: slack, otherwise: github })
-  .description('GitHub: {kind, name, token | app_installation_id, base_url?}; Slack: {kind, name, bot_token, workspace_id}');
+  .description('GitHub: {kind, name, token | app_installation_id, base_url?}; Slack: {kind, name, bot_token, workspace_id}; either with current_password from a session signed in more than 10 minutes ago');
 
 export const listIntegrationsQuery = Joi.object({ ...paginationQuery, kind: Joi.string().valid(...INTEGRATION_KINDS) });
 

@@ -15,6 +15,7 @@ import type { Principal } from '../../auth/principal';
 import { notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
+import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireProjectAccess } from '../access/access.service';
 import { findTeam } from '../teams/teams.service';
 import { INTEGRATION_KINDS, type IntegrationKind } from './integrations.schemas';
@@ -63,8 +64,16 @@ async function columnsOf(deps: AppDeps, input: ConnectInput) {
   return { authMethod: 'app_installation', installationId: input.app_installation_id!, baseUrl };
 }
 
-export async function connectIntegration(deps: AppDeps, principal: Principal, input: ConnectInput, meta: RequestMeta) {
+export async function connectIntegration(
+  deps: AppDeps,
+  principal: Principal,
+  input: ConnectInput,
+  meta: RequestMeta,
+  confirm: ConfirmSensitiveChange,
+) {
   const columns = await columnsOf(deps, input);
+  // A source host or chat workspace the organization's data will be read from or sent to: sudo mode (reauthentication.ts).
+  await confirm('integration_create');
   const now = deps.clock.now();
   const id = newId('int', now.getTime());
   const created = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {

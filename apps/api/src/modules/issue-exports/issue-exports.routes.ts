@@ -2,8 +2,10 @@
 import type { AppDeps } from '../../app-deps';
 import { principalOf, tenantOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
+import type { RateLimiters } from '../../http/rate-limit';
 import { list, page } from '../../http/responses';
 import { acting } from '../audit/audit.context';
+import { requestConfirmer, withoutCurrentPassword } from '../auth/reauthentication';
 import {
   createIssueTarget,
   exportFinding,
@@ -27,13 +29,15 @@ import {
 
 const BASE = '/issue-export-targets';
 
-export function issueExportRoutes(deps: AppDeps): RouteSpec[] {
+export function issueExportRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [
     {
       method: 'post', path: BASE, scope: 'issue_exports:configure', status: 201,
-      summary: 'Create a GitHub Issues or Jira target; credentials are write-only and sealed',
+      summary:
+        'Create a GitHub Issues or Jira target; credentials are write-only and sealed. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: createIssueTargetBody }, response: issueTargetResponse,
-      handler: (req) => createIssueTarget(deps, tenantOf(req), req.body, acting(req)),
+      sudoMode: true,
+      handler: (req) => createIssueTarget(deps, tenantOf(req), withoutCurrentPassword(req.body), acting(req), requestConfirmer(deps, limiters, req)),
     },
     {
       method: 'get', path: BASE, scope: 'issue_exports:read', summary: 'List issue export targets with their status',
@@ -47,9 +51,11 @@ export function issueExportRoutes(deps: AppDeps): RouteSpec[] {
     },
     {
       method: 'patch', path: `${BASE}/:id`, scope: 'issue_exports:configure',
-      summary: 'Update name, URL, repository or project, issue type, or replace the credentials',
+      summary:
+        'Update name, URL, repository or project, issue type, or replace the credentials. A new URL, repository or project from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { params: issueTargetParams, body: updateIssueTargetBody }, response: issueTargetResponse,
-      handler: (req) => updateIssueTarget(deps, tenantOf(req), idParam(req), req.body, acting(req)),
+      sudoMode: true,
+      handler: (req) => updateIssueTarget(deps, tenantOf(req), idParam(req), withoutCurrentPassword(req.body), acting(req), requestConfirmer(deps, limiters, req)),
     },
     {
       method: 'delete', path: `${BASE}/:id`, scope: 'issue_exports:configure', summary: 'Revoke an issue export target (its credentials are erased)',

@@ -5,6 +5,7 @@ import Joi from 'joi';
 import { ISSUE_TRACKER_KINDS } from '@svc/webhooks';
 import { email, name, paginationQuery } from '../../http/validate';
 import { id, nullableString, nullableTimestamp, timestamp } from '../../http/responses';
+import { sensitiveChangePassword } from '../auth/auth.schemas';
 
 const secret = () => Joi.string().max(4096).pattern(/^[\x21-\x7e]+$/);
 const fields = {
@@ -29,10 +30,14 @@ export const createIssueTargetBody = Joi.object({
   issue_type: fields.issue_type.when('kind', { is: 'jira', otherwise: Joi.forbidden() }),
   email: fields.email.when('kind', { is: 'jira', then: Joi.required(), otherwise: Joi.forbidden() }),
   api_token: fields.api_token.when('kind', { is: 'jira', then: Joi.required(), otherwise: Joi.forbidden() }),
+  current_password: sensitiveChangePassword(),
 });
 
 // The kind never changes; the service refuses the other tracker's fields. Jira's e-mail and API token go together.
-export const updateIssueTargetBody = Joi.object(fields).min(1).and('email', 'api_token');
+// At least one field of the target (the password alone changes nothing); the password when the destination changes.
+export const updateIssueTargetBody = Joi.object({ ...fields, current_password: sensitiveChangePassword() })
+  .or(...Object.keys(fields))
+  .and('email', 'api_token');
 
 export const issueTargetParams = Joi.object({ id: Joi.string().max(100).required() });
 export const listQuery = Joi.object(paginationQuery);

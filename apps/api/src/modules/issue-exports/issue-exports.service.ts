@@ -11,6 +11,7 @@ import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { requireFindingAccess } from '../findings/finding-access';
 import { recordAs, type Acting } from '../audit/audit.context';
+import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 
 export interface IssueTargetInput {
@@ -98,9 +99,11 @@ function auditedInput(input: IssueTargetInput) {
   };
 }
 
-export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: IssueTargetInput, by: Acting) {
+export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: IssueTargetInput, by: Acting, confirm: ConfirmSensitiveChange) {
   const kind = input.kind!;
   const columns = await toColumns(deps, input, kind);
+  // Where the organization's findings will be sent, with credentials to post them: sudo mode (reauthentication.ts).
+  await confirm('issue_target_create');
   const target = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
     const created = await tx.issueExportTarget.create({
       data: {
@@ -143,16 +146,44 @@ function credentialField(current: IssueExportTarget, input: IssueTargetInput) {
   return { field: 'email and api_token', stored: current.credentialsEnc !== '', supplied: input.api_token !== undefined };
 }
 
-export async function updateIssueTarget(deps: AppDeps, tenant: Tenant, id: string, input: IssueTargetInput, by: Acting) {
+/**
+ * Whether the change sends the target's findings somewhere else: another tracker URL (compared as stored, normalised
+ * by checkedUrl: the stored URL in another spelling is no new destination), another repository or another project.
+ */
+function changesDestination(current: IssueExportTarget, columns: Awaited<ReturnType<typeof toColumns>>): boolean {
+  return (
+    (columns.baseUrl !== undefined && columns.baseUrl !== current.baseUrl) ||
+    (columns.repository !== undefined && columns.repository !== current.repository) ||
+    (columns.projectKey !== undefined && columns.projectKey !== current.projectKey)
+  );
+}
+
+export async function updateIssueTarget(
+  deps: AppDeps,
+  tenant: Tenant,
+  id: string,
+  input: IssueTargetInput,
+  by: Acting,
+  confirm: ConfirmSensitiveChange,
+) {
   const current = await findIssueTarget(deps, tenant, id);
   refuseCredentialLeftBehind('base_url', { url: current.baseUrl, boundTo: current.credentialDestination }, input.base_url, [credentialField(current, input)]);
   const columns = await toColumns(deps, input, current.kind as IssueTrackerKind);
+  // A new destination for the target's findings: sudo mode (the name, issue type and credentials do not ask).
+  if (changesDestination(current, columns)) await confirm('issue_target_destination_change');
   // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
   const rebinds = columns.baseUrl !== undefined || columns.credentialsEnc !== undefined;
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
-    // Only over the URL and credential checked above: a concurrent change of either makes this request start over.
+    // Only over the destination and credential checked above: a concurrent change of any makes this request start over.
     const { count } = await tx.issueExportTarget.updateMany({
-      where: { id, ...liveTargets, baseUrl: current.baseUrl, credentialsEnc: current.credentialsEnc },
+      where: {
+        id,
+        ...liveTargets,
+        baseUrl: current.baseUrl,
+        repository: current.repository,
+        projectKey: current.projectKey,
+        credentialsEnc: current.credentialsEnc,
+      },
       data: { ...columns, ...(rebinds && { credentialDestination: credentialDestination(columns.baseUrl ?? current.baseUrl) }) },
     });
     if (count !== 1) throw conflict('The target changed while this request ran; read it again and retry.');

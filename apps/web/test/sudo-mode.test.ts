@@ -2,11 +2,10 @@
 // 10 minutes old creates an API key, invites someone, raises a role or transfers ownership; the page sends the change as it is, and only when the
 // API asks does it show "Confirm with your password" (an account without a password: a Sign in again link). A wrong
 // password shows the API's message; the right one makes the change. The password is in no URL and is cleared.
-import type { Page, Request } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { createOrg, createUserInOrg, TEST_PASSWORD, type TestUser } from '../../api/test/support/fixtures';
-import { sessionIdOf } from '../../api/test/support/auth-helpers';
-import { RECENT_SIGN_IN_WINDOW_MS } from '../../api/src/modules/auth/reauthentication';
 import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
+import { requestsTo, signedInAWhileAgo } from './support/sudo';
 
 let b: BrowserWorld;
 let page: Page;
@@ -18,24 +17,6 @@ beforeEach(async () => {
   page = await b.page();
 });
 afterAll(() => b?.close());
-
-/** The page's session, its sign-in moved back past the window (as if the person had signed in a while ago). */
-async function signedInAWhileAgo(): Promise<void> {
-  const cookie = (await page.context().cookies()).find((c) => c.name === 'session')!;
-  await b.w.h.deps.prisma.session.update({
-    where: { id: sessionIdOf(cookie.value) },
-    data: { createdAt: new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000) },
-  });
-}
-
-/** Every request the page sends to `path`, with its body. */
-function requestsTo(p: Page, path: string): Request[] {
-  const seen: Request[] = [];
-  p.on('request', (r) => {
-    if (new URL(r.url()).pathname === path) seen.push(r);
-  });
-  return seen;
-}
 
 async function openApiKeys(user: TestUser): Promise<void> {
   await b.logIn(user.email, TEST_PASSWORD);
@@ -79,7 +60,7 @@ describe('creating an API key from an older sign-in', () => {
     });
 
     await step('older-sign-in-asked', async () => {
-      await signedInAWhileAgo();
+      await signedInAWhileAgo(b, page);
       await fillKey('later');
       await form.getByRole('button', { name: 'Create key' }).click();
       await passwordField.waitFor();
@@ -122,7 +103,7 @@ describe('creating an API key from an older sign-in', () => {
     await page.reload();
     const form = page.getByRole('form', { name: 'Create an API key' });
     await form.waitFor();
-    await signedInAWhileAgo();
+    await signedInAWhileAgo(b, page);
     await step('asked-to-sign-in-again', async () => {
       await fillKey('oauth');
       await form.getByRole('button', { name: 'Create key' }).click();
@@ -145,7 +126,7 @@ describe('transferring ownership from an older sign-in', () => {
     const confirm = page.getByRole('form', { name: 'Confirm the ownership transfer' });
 
     await step('asked', async () => {
-      await signedInAWhileAgo();
+      await signedInAWhileAgo(b, page);
       await page.getByRole('row').filter({ hasText: org.admin.email }).getByRole('button', { name: 'Transfer ownership' }).click();
       await confirm.getByLabel('Confirm with your password').waitFor();
       await confirm.getByText(`confirm with your password to make ${org.admin.email} the owner`).waitFor();
@@ -180,7 +161,7 @@ describe('inviting and raising roles from an older sign-in', () => {
     });
     const form = page.getByRole('form', { name: 'Invite a member' });
     await step('asked', async () => {
-      await signedInAWhileAgo();
+      await signedInAWhileAgo(b, page);
       await form.getByLabel('E-mail to invite').fill(invitee);
       await form.getByRole('button', { name: 'Send invitation' }).click();
       await form.getByText('confirm with your password to send this invitation').waitFor();
@@ -200,7 +181,7 @@ describe('inviting and raising roles from an older sign-in', () => {
     const org = await createOrg(w.h);
     const roleOf = (user: TestUser) => roleIn(org.id, user);
     await step('open-members', () => openMembers(org.owner, org.member));
-    await signedInAWhileAgo();
+    await signedInAWhileAgo(b, page);
     const confirm = page.getByRole('form', { name: 'Confirm the role change' });
     await step('lowering-at-once', async () => {
       await page.getByLabel(`Role of ${org.admin.email}`).selectOption('member');
@@ -233,7 +214,7 @@ describe('webhooks from an older sign-in', () => {
       await page.getByRole('heading', { name: 'Organization webhooks' }).waitFor();
     });
     const form = page.getByRole('form', { name: 'Create subscription' });
-    await signedInAWhileAgo();
+    await signedInAWhileAgo(b, page);
     await step('create-asked', async () => {
       await form.getByLabel('Subscription name').fill('sudo receiver');
       await form.getByLabel('Endpoint URL (https)').fill(w.receiver.url('/sudo'));

@@ -4,9 +4,8 @@
 // change then goes through with it. Removing a recipient and disabling happen at once.
 import type { Page, Request } from 'playwright-core';
 import { createUserInOrg, TEST_PASSWORD } from '../../api/test/support/fixtures';
-import { sessionIdOf } from '../../api/test/support/auth-helpers';
-import { RECENT_SIGN_IN_WINDOW_MS } from '../../api/src/modules/auth/reauthentication';
 import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
+import { signedInAWhileAgo } from './support/sudo';
 
 let b: BrowserWorld;
 let page: Page;
@@ -18,15 +17,6 @@ beforeEach(async () => {
   page = await b.page();
 });
 afterAll(() => b?.close());
-
-/** The page's session, its sign-in moved back past the window (as if the person had signed in a while ago). */
-async function signedInAWhileAgo(): Promise<void> {
-  const cookie = (await page.context().cookies()).find((c) => c.name === 'session')!;
-  await b.w.h.deps.prisma.session.update({
-    where: { id: sessionIdOf(cookie.value) },
-    data: { createdAt: new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000) },
-  });
-}
 
 const NAME = 'sudo mailing list';
 const target = () => b.w.h.deps.prisma.webhookSubscription.findFirst({ where: { organizationId: b.w.org.id, name: NAME, deletedAt: null } });
@@ -44,7 +34,7 @@ describe('notification targets from an older sign-in', () => {
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Notifications' }).click();
       await page.getByRole('heading', { name: 'Notification targets' }).waitFor();
     });
-    await signedInAWhileAgo();
+    await signedInAWhileAgo(b, page);
 
     const form = page.getByRole('form', { name: 'Create notification target' });
     await step('create-asked', async () => {

@@ -5,9 +5,8 @@
 import type { Page, Request } from 'playwright-core';
 import { createUserInOrg, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
 import { insertAssessmentIn, insertReadyReport } from '../../api/test/support/domain';
-import { sessionIdOf } from '../../api/test/support/auth-helpers';
-import { RECENT_SIGN_IN_WINDOW_MS } from '../../api/src/modules/auth/reauthentication';
 import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
+import { requestsTo, signedInAWhileAgo } from './support/sudo';
 
 let b: BrowserWorld;
 let page: Page;
@@ -20,23 +19,6 @@ beforeEach(async () => {
 });
 afterAll(() => b?.close());
 
-/** The page's session, its sign-in moved back past the window (as if the person had signed in a while ago). */
-async function signedInAWhileAgo(): Promise<void> {
-  const cookie = (await page.context().cookies()).find((c) => c.name === 'session')!;
-  await b.w.h.deps.prisma.session.update({
-    where: { id: sessionIdOf(cookie.value) },
-    data: { createdAt: new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000) },
-  });
-}
-
-/** The bodies of the POSTs the page sends to `path`. */
-function postsTo(p: Page, path: string): Request[] {
-  const seen: Request[] = [];
-  p.on('request', (r) => {
-    if (r.method() === 'POST' && new URL(r.url()).pathname === path) seen.push(r);
-  });
-  return seen;
-}
 const passwordsSent = (posts: Request[]) => posts.map((r) => (JSON.parse(r.postData() ?? '{}') as { current_password?: string }).current_password);
 
 describe('publishing and sharing a report from an older sign-in', () => {
@@ -47,8 +29,8 @@ describe('publishing and sharing a report from an older sign-in', () => {
     const assessment = await insertAssessmentIn(w.h, w.org.id, project.id, 'completed');
     const report = await insertReadyReport(w.h, w.org.id, assessment.id, { title: 'Sudo pentest' });
     const liveShares = (kind: string) => w.h.deps.prisma.reportShare.count({ where: { reportId: report.id, kind, revokedAt: null } });
-    const publishes = postsTo(page, `/api/v1/reports/${report.id}/publication`);
-    const shares = postsTo(page, `/api/v1/reports/${report.id}/shares`);
+    const publishes = requestsTo(page, `/api/v1/reports/${report.id}/publication`, 'POST');
+    const shares = requestsTo(page, `/api/v1/reports/${report.id}/shares`, 'POST');
 
     await step('open-report', async () => {
       await b.logIn(admin.email, TEST_PASSWORD);
@@ -57,7 +39,7 @@ describe('publishing and sharing a report from an older sign-in', () => {
       await page.getByRole('heading', { name: 'Report Sudo pentest' }).waitFor();
       await page.getByText('Nobody outside the organization has access.').waitFor();
     });
-    await signedInAWhileAgo();
+    await signedInAWhileAgo(b, page);
 
     const publish = page.getByRole('form', { name: 'Publish the report' });
     await step('publish-asked', async () => {

@@ -4,9 +4,8 @@
 // shows the API's message; the right one makes the change. The password is in no URL and is cleared.
 import type { Page, Request } from 'playwright-core';
 import { createUserInOrg, TEST_PASSWORD } from '../../api/test/support/fixtures';
-import { sessionIdOf } from '../../api/test/support/auth-helpers';
-import { RECENT_SIGN_IN_WINDOW_MS } from '../../api/src/modules/auth/reauthentication';
 import { startBrowserWorld, type BrowserWorld } from './support/browser-world';
+import { signedInAWhileAgo } from './support/sudo';
 
 let b: BrowserWorld;
 let page: Page;
@@ -18,15 +17,6 @@ beforeEach(async () => {
   page = await b.page();
 });
 afterAll(() => b?.close());
-
-/** The page's session, its sign-in moved back past the window (as if the person had signed in a while ago). */
-async function signedInAWhileAgo(): Promise<void> {
-  const cookie = (await page.context().cookies()).find((c) => c.name === 'session')!;
-  await b.w.h.deps.prisma.session.update({
-    where: { id: sessionIdOf(cookie.value) },
-    data: { createdAt: new Date(Date.now() - RECENT_SIGN_IN_WINDOW_MS - 60_000) },
-  });
-}
 
 /** The bodies of the POSTs the page sends to `path`, and every URL it sends there. */
 function postsTo(p: Page, path: string): Request[] {
@@ -57,7 +47,7 @@ describe('from an older sign-in', () => {
     const passwordField = form.getByLabel('Confirm with your password');
 
     await step('asked', async () => {
-      await signedInAWhileAgo();
+      await signedInAWhileAgo(b, page);
       expect(await passwordField.count()).toBe(0);
       await form.getByLabel('Tracker name').fill('sudo tracker');
       await form.getByLabel('Repository (owner/repo)').fill('acme/sudo');
@@ -99,7 +89,7 @@ describe('from an older sign-in', () => {
     const form = page.getByRole('form', { name: 'Connect an integration' });
 
     await step('asked', async () => {
-      await signedInAWhileAgo();
+      await signedInAWhileAgo(b, page);
       await form.getByLabel('Kind').selectOption('slack');
       await form.getByLabel('Integration name').fill('sudo slack');
       await form.getByLabel('Slack bot token').fill('xoxb-9999-8888-sudoworkspacetoken');

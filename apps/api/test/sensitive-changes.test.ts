@@ -4,7 +4,7 @@
 // are not asked. Under an Idempotency-Key, the refusal is not stored and the password is not hashed into the row.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
-import { A_WHILE_AGO, failedPasswordChecks, signedInAgo, keysOf as keysOfUser, mintKey as mintKeyAs } from './support/reauthentication';
+import { A_WHILE_AGO, expectAskedForPassword, failedPasswordChecks, keysOf as keysOfUser, mintKey as mintKeyAs, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { createKey, PUBLIC_URL, subscribe } from './support/domain';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
@@ -19,11 +19,6 @@ afterAll(() => h.close());
 const mintKey = (token: string, body?: Record<string, unknown>, headers?: Record<string, string>) => mintKeyAs(h, token, body, headers);
 const keysOf = (user: TestUser) => keysOfUser(h, user.id);
 const failedChecks = (user: TestUser, operation: string) => failedPasswordChecks(h, user.id, operation);
-
-function expectAskedForPassword(res: request.Response) {
-  expect(res.status).toBe(403);
-  expect(res.body).toEqual({ detail: expect.stringContaining('current_password'), code: 'REAUTHENTICATION_REQUIRED' });
-}
 
 describe('minting an API key', () => {
   let org: TestOrg;

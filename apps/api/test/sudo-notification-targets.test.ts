@@ -7,7 +7,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { pgFields, seal, unseal } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
-import { A_WHILE_AGO, failedPasswordChecks, signedInAgo } from './support/reauthentication';
+import { A_WHILE_AGO, expectAskedForPassword, failedPasswordChecks, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { createKey, PUBLIC_URL } from './support/domain';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
@@ -30,10 +30,6 @@ const failedChecks = (user: TestUser, operation?: string) => failedPasswordCheck
 const targetsOf = (org: TestOrg) => h.deps.prisma.webhookSubscription.count({ where: { organizationId: org.id, deletedAt: null } });
 const rowOf = (id: string) => h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id } });
 const storedUrl = async (id: string) => unseal((await rowOf(id)).urlEnc!, h.config.encryptionKey);
-
-function expectAskedForPassword(res: request.Response) {
-  expect([res.status, res.body]).toEqual([403, { detail: expect.stringContaining('current_password'), code: 'REAUTHENTICATION_REQUIRED' }]);
-}
 
 function expectNotAsked(res: request.Response, status = 200) {
   expect([res.status, res.body.code]).toEqual([status, undefined]);

@@ -6,7 +6,7 @@
 // revoking and listing never ask. The password ends up in no row, audit entry or mail.
 import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { A_WHILE_AGO, failedPasswordChecks, signedInAgo } from './support/reauthentication';
+import { A_WHILE_AGO, expectAskedForPassword, expectWrongPassword, failedPasswordChecks, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, insertProject, TEST_PASSWORD, type TestOrg } from './support/fixtures';
 import { createKey, insertAssessmentIn, insertReadyReport } from './support/domain';
 import { newId } from '@svc/db';
@@ -41,16 +41,6 @@ const failedChecks = (operation: string) => failedPasswordChecks(h, org.admin.id
 const auditOf = (reportId: string) => h.deps.prisma.auditEvent.findMany({ where: { targetId: reportId } });
 const unknownReport = newId('rpt');
 const newAddress = () => `auditor-${uniqueSuffix()}@partner.example`;
-
-function expectAskedForPassword(res: request.Response) {
-  expect(res.status).toBe(403);
-  expect(res.body).toEqual({ detail: expect.stringContaining('current_password'), code: 'REAUTHENTICATION_REQUIRED' });
-}
-
-function expectWrongPassword(res: request.Response) {
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual({ detail: 'The current password is not correct.', code: 'INVALID_CURRENT_PASSWORD' });
-}
 
 /** The password is in none of the report's share rows, its audit entries, or the failed checks of the operation. */
 async function expectPasswordStoredNowhere(reportId: string, operation: string) {

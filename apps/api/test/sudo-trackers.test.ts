@@ -6,7 +6,7 @@
 // team bindings and exporting a finding never ask; a request that fails anyway answers its 4xx without asking.
 import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { A_WHILE_AGO, failedPasswordChecks, signedInAgo } from './support/reauthentication';
+import { A_WHILE_AGO, expectAskedForPassword, expectWrongPassword, failedPasswordChecks, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, insertAssessment, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { createKey, insertFinding } from './support/domain';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
@@ -28,16 +28,6 @@ const GITHUB_INTEGRATION = { kind: 'github', name: 'GitHub', token: 'ghp_integra
 const SLACK_INTEGRATION = { kind: 'slack', name: 'Slack', bot_token: 'xoxb-1111-2222-abcdefghijklmnop', workspace_id: 'T0123ABCD' };
 
 const failedChecks = (user: TestUser, operation?: string) => failedPasswordChecks(h, user.id, operation);
-
-function expectAskedForPassword(res: request.Response) {
-  expect(res.status).toBe(403);
-  expect(res.body).toEqual({ detail: expect.stringContaining('current_password'), code: 'REAUTHENTICATION_REQUIRED' });
-}
-
-function expectWrongPassword(res: request.Response) {
-  expect(res.status).toBe(400);
-  expect(res.body).toEqual({ detail: 'The current password is not correct.', code: 'INVALID_CURRENT_PASSWORD' });
-}
 
 const createTarget = (token: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   request(h.app).post(TARGETS).set({ ...bearer(token), ...headers }).send(body);

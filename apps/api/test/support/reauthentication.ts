@@ -48,3 +48,13 @@ export function mintKey(h: Harness, token: string, body: Record<string, unknown>
 export function keysOf(h: Harness, userId: string) {
   return h.deps.prisma.apiKey.count({ where: { userId } });
 }
+
+/** The 403 that asks an older session for its password (sudo mode), nothing else. */
+export function expectAskedForPassword(res: request.Response): void {
+  expect([res.status, res.body]).toEqual([403, { detail: expect.stringContaining('current_password'), code: 'REAUTHENTICATION_REQUIRED' }]);
+}
+
+/** The 400 of a wrong current password. */
+export function expectWrongPassword(res: request.Response): void {
+  expect([res.status, res.body]).toEqual([400, { detail: 'The current password is not correct.', code: 'INVALID_CURRENT_PASSWORD' }]);
+}

@@ -33,7 +33,7 @@ beforeAll(async () => {
   other = createApp(w.h.deps);
 }, 60_000);
 
-// Closing the workers waits for their blocking connections, one of which was on the killed master: 0.3 s alone,
+// Closing the world after the master kill: 0.3 s alone,
 // 2.5 s with the cores busy, past 30 s once in a full suite.
 afterAll(async () => {
   await w?.close();

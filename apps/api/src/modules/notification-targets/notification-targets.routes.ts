@@ -1,5 +1,4 @@
 // Notification targets (Slack, Microsoft Teams, e-mail) of the caller's organization.
-import type { Request } from 'express';
 import { EVENT_CATALOGUE } from '@svc/webhooks';
 import type { AppDeps } from '../../app-deps';
 import { principalOf, tenantOf } from '../../auth/principal';
@@ -14,11 +13,7 @@ import { createTargetBody, eventTypesResponse, listQuery, targetParams, targetRe
 
 const BASE = '/notification-targets';
 
-/** The target fields of the body, without the password that confirms a sensitive change (never stored or audited). */
-const targetInput = (req: Request) => withoutCurrentPassword((req.body ?? {}) as Record<string, unknown>) as never;
-
 export function notificationTargetRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
-  const confirmer = (req: Request) => requestConfirmer(deps, limiters, req);
   return [
     {
       // The same catalogue as GET /webhooks/events, for those who configure targets without webhook access.
@@ -34,7 +29,7 @@ export function notificationTargetRoutes(deps: AppDeps, limiters: RateLimiters):
       sudoMode: true,
       handler: (req) => {
         requireOrgWideRouting(principalOf(req), 'Notification targets');
-        return createTarget(deps, tenantOf(req), targetInput(req), acting(req), confirmer(req));
+        return createTarget(deps, tenantOf(req), withoutCurrentPassword(req.body), acting(req), requestConfirmer(deps, limiters, req));
       },
     },
     {
@@ -55,7 +50,7 @@ export function notificationTargetRoutes(deps: AppDeps, limiters: RateLimiters):
       sudoMode: true,
       handler: (req) => {
         requireOrgWideRouting(principalOf(req), 'Notification targets');
-        return updateTarget(deps, tenantOf(req), idParam(req), targetInput(req), acting(req), confirmer(req));
+        return updateTarget(deps, tenantOf(req), idParam(req), withoutCurrentPassword(req.body), acting(req), requestConfirmer(deps, limiters, req));
       },
     },
     {

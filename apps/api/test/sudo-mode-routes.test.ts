@@ -5,7 +5,7 @@
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { A_WHILE_AGO, signedInAgo } from './support/reauthentication';
-import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
+import { bearer, createOrg, insertAssessment, insertProject, TEST_PASSWORD, type TestOrg } from './support/fixtures';
 import { insertReadyReport, PUBLIC_URL, subscribe, type Level } from './support/domain';
 import { apiRoutes } from '../src/routes';
 import type { RateLimiters } from '../src/http/rate-limit';
@@ -100,4 +100,50 @@ describe('sudo-mode routes', () => {
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 403, code: 'REAUTHENTICATION_REQUIRED' });
     },
   );
+});
+
+describe("another organization's destinations", () => {
+  // An old session of the attacker's organization aims each sudo-mode change that takes an id at the victim's
+  // target or report: 404 like a missing id, never a password prompt (which would confirm the id exists), and the
+  // victim's rows stay as they were.
+  let victim: TestOrg;
+  const ids: Record<string, string> = {};
+  const victimRows = () =>
+    Promise.all([
+      h.deps.prisma.webhookSubscription.findMany({ where: { organizationId: victim.id }, orderBy: { id: 'asc' } }),
+      h.deps.prisma.issueExportTarget.findMany({ where: { organizationId: victim.id }, orderBy: { id: 'asc' } }),
+      h.deps.prisma.reportShare.findMany({ where: { organizationId: victim.id }, orderBy: { id: 'asc' } }),
+    ]).then((rows) => JSON.stringify(rows));
+
+  beforeAll(async () => {
+    victim = await createOrg(h);
+    const asVictim = (test: request.Test) => test.set(bearer(victim.owner.token));
+    ids.target = (
+      await asVictim(api().post('/api/v1/notification-targets')).send({ kind: 'slack', name: 'chat', url: PUBLIC_URL, events: ['report.ready'] })
+    ).body.id;
+    ids.tracker = (
+      await asVictim(api().post('/api/v1/issue-export-targets')).send({ kind: 'github', name: 'gh', repository: 'victim/web', token: 'ghp_victimToken0123456789' })
+    ).body.id;
+    const victimProject = (await insertProject(h, victim.id)).id;
+    ids.report = (await insertReadyReport(h, victim.id, (await insertAssessment(h, victim.id, victimProject)).id)).id;
+    ids.subscription = await subscribe(h, victim.owner.token, { org: true }, ['finding.created']);
+    expect(Object.values(ids).every(Boolean)).toBe(true);
+  });
+
+  it.each([
+    ['PATCH /notification-targets/:id', () => asOwner(api().patch(`/api/v1/notification-targets/${ids.target}`)).send({ url: ELSEWHERE })],
+    ['PATCH /issue-export-targets/:id', () => asOwner(api().patch(`/api/v1/issue-export-targets/${ids.tracker}`)).send({ repository: 'attacker/loot' })],
+    ['POST /reports/:id/publication', () => asOwner(api().post(`/api/v1/reports/${ids.report}/publication`)).send({})],
+    ['POST /reports/:id/shares', () => asOwner(api().post(`/api/v1/reports/${ids.report}/shares`)).send({ email: 'loot@example.test' })],
+    ['PATCH /webhooks/subscriptions/:id', () => asOwner(api().patch(`/api/v1/webhooks/subscriptions/${ids.subscription}`)).send({ url: ELSEWHERE })],
+    ['POST /webhooks/subscriptions/:id/rotate-secret', () => asOwner(api().post(`/api/v1/webhooks/subscriptions/${ids.subscription}/rotate-secret`))],
+  ] as Array<[string, Call]>)('%s on the victim’s id answers 404 without asking, and changes nothing of the victim', async (_route, call) => {
+    const before = await victimRows();
+    const res = await call();
+    expect([res.status, res.body.code]).toEqual([404, undefined]);
+    // With the attacker's password it is the same 404.
+    const withPassword = await call().send({ current_password: TEST_PASSWORD });
+    expect(withPassword.status).toBe(404);
+    expect(await victimRows()).toBe(before);
+  });
 });

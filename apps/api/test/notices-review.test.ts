@@ -15,7 +15,7 @@ import { mailsTo as mailsToIn, noticeTo as waitForNotice, type Mail } from './su
 import { bearer, createOrg, createUserInOrg, type TestOrg } from './support/fixtures';
 import { createKey } from './support/domain';
 import { issueSession } from '../src/modules/auth/sessions';
-import { renderSecurityNotice } from '../src/modules/auth/security-notices';
+import { renderSecurityNotice } from '@svc/domain';
 
 let h: Harness;
 let org: TestOrg;

@@ -10,7 +10,7 @@ import { loginViaApi, oathtoolCode, resetLinkFor, signupAndVerify } from './supp
 import { enableTotp } from './support/oauth-flow';
 import { createKey } from './support/domain';
 import { createMailer } from '@svc/mail';
-import { renderSecurityNotice } from '../src/modules/auth/security-notices';
+import { renderSecurityNotice } from '@svc/domain';
 
 const NEW_PASSWORD = 'another long enough passphrase';
 

@@ -16,3 +16,4 @@ export * from './erasure';
 export * from './idempotency';
 export * from './personal-data-inventory';
 export * from './one-line';
+export * from './security-notices';

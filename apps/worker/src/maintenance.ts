@@ -1,9 +1,10 @@
 // Scheduled jobs of the worker: the outbox relay (enqueue deliveries and issue exports whose enqueue was lost; its own
 // queue and worker, so no other job delays it), and on the maintenance queue the retention purge (retention.ts,
 // bounded in time per run; with it the 24-hour sweep of Idempotency-Keys, idempotency-sweep.ts), the API-key
-// lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts), GDPR erasure (erasure.ts)
-// and the orphan sweep of stored source (source-sweep.ts). BullMQ job schedulers create one job per tick in Redis,
-// so each runs once per tick however many workers are up.
+// lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts), GDPR erasure (erasure.ts),
+// the orphan sweep of stored source (source-sweep.ts) and the sweep of security notices the API did not send
+// (security-notices.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick however
+// many workers are up.
 import type { Queue } from 'bullmq';
 import { outboxDeps, relayOverdueDeliveries, relayOverdueIssueExports } from '@svc/outbox';
 import { scanSlaBreaches } from './sla-scan';
@@ -12,6 +13,7 @@ import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
 import { runErasures, type ErasureRunResult } from './erasure';
 import { sweepOrphanedSource, type SourceSweepResult } from './source-sweep';
+import { runSecurityNoticeSweep, type NoticeSweepResult } from './security-notices';
 
 import { purgeExpired, type PurgeResult } from './retention';
 import { sweepIdempotencyKeys } from './idempotency-sweep';
@@ -33,6 +35,12 @@ export const RETENTION_PURGE_BATCH = 2000;
  * 1,000,000 expired deliveries within the 2 minutes it may take.
  */
 export const RETENTION_PURGE_PAUSE_RATIO = 2;
+
+/**
+ * The sweep of security notices runs this often: a notice the API could not send goes out within about this long
+ * once it is due (the API's own send is left SECURITY_NOTICE_SWEEP_DELAY_MS; then the retries' backoff).
+ */
+export const SECURITY_NOTICE_SWEEP_INTERVAL_MS = 15 * 1000;
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -79,6 +87,7 @@ export const MAINTENANCE_SCHEDULES: ReadonlyArray<{ name: MaintenanceJobName; ev
   { name: 'sla-scan', everyMs: (deps) => deps.config.slaScan.intervalMs },
   { name: 'erasure', everyMs: (deps) => deps.config.erasure.intervalMs },
   { name: 'source-sweep', everyMs: (deps) => deps.config.source.orphanSweepIntervalMs },
+  { name: 'security-notices', everyMs: () => SECURITY_NOTICE_SWEEP_INTERVAL_MS },
 ];
 
 const SCHEDULED_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: 100 };
@@ -107,7 +116,7 @@ export async function runMaintenanceJob(
   deps: WorkerDeps,
   deliveryQueue: Queue<DeliveryJobData>,
   name: string,
-): Promise<number | PurgeResult | KeyLifecycleResult | ErasureRunResult | SourceSweepResult> {
+): Promise<number | PurgeResult | KeyLifecycleResult | ErasureRunResult | SourceSweepResult | NoticeSweepResult> {
   // A relay job an older version queued here before the relay had its own queue.
   if (name === RELAY_JOB) return runOutboxRelay(deps, deliveryQueue);
   switch (name as MaintenanceJobName) {
@@ -125,6 +134,8 @@ export async function runMaintenanceJob(
       return runErasures(deps);
     case 'source-sweep':
       return sweepOrphanedSource(deps);
+    case 'security-notices':
+      return runSecurityNoticeSweep(deps);
     default:
       throw new Error(`Unknown maintenance job ${name}`);
   }

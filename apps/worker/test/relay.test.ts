@@ -22,6 +22,7 @@ it('registers the relay (on its own queue) and the maintenance jobs as job sched
       ['erasure', 30_000],
       ['key-lifecycle', 3_600_000],
       ['retention-purge', 60_000],
+      ['security-notices', 15_000],
       ['sla-scan', 900_000],
       ['source-sweep', 3_600_000],
     ]);

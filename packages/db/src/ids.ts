@@ -8,7 +8,7 @@ export type IdPrefix =
   | 'org' | 'usr' | 'mem' | 'inv' | 'etk' | 'ses' | 'team' | 'prj' | 'asm' | 'grant' | 'key'
   | 'whsub' | 'event' | 'whdel' | 'whatt' | 'ntgt' | 'iexp' | 'iexj'
   | 'fnd' | 'rpt' | 'fxv' | 'prr' | 'use' | 'lim' | 'oid' | 'aud'
-  | 'rsh' | 'src' | 'era' | 'int' | 'tint' | 'psc';
+  | 'rsh' | 'src' | 'era' | 'int' | 'tint' | 'psc' | 'ntc';
 
 function encodeTime(ms: number): string {
   let out = '';

@@ -4,8 +4,8 @@
 // apps/api/test/personal-data-inventory.test.ts compares it with the live schema and fails on a column missing here.
 //
 // Classes:
-// - account: the person's own account (users row, sign-in identities, personal tokens). Written or deleted only
-//   when the request names a user who belongs to no other organization, and only that user's rows.
+// - account: the person's own account (users row, sign-in identities, personal tokens, security notices). Written
+//   or deleted only when the request names a user who belongs to no other organization, and only that user's rows.
 // - reference: rows that point at the person by id within the organization (an audit entry's actor): the label
 //   becomes the pseudonym, the IP and user agent are cleared.
 // - email_keyed: rows of the organization keyed by an e-mail address (invitations, report share grants,
@@ -169,6 +169,13 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
     key: 'id',
     scope: ORG,
     columns: { id: N, organization_id: N, assessment_id: N, status: N, requested_by_id: N, title: FREE, error: FREE, pdf: ['bytes', 'free_text'] },
+  },
+  // Mails owed to the account (security notices): deleted with it, never edited.
+  {
+    table: 'security_notices',
+    key: 'id',
+    scope: { account: { userColumn: 'user_id' } },
+    columns: { id: N, user_id: N, kind: N, details: ['json', 'account'], ip: ['text', 'account'] },
   },
   { table: 'sessions', key: 'id', scope: 'untouched', columns: { id: N, user_id: N, organization_id: N } },
   {

@@ -1,7 +1,11 @@
 // Security notices: what the mail to an account says when something that decides who can act as it has changed (its
-// password, its second factor, a new API key made from a session). Pure, so that every sender renders the same mail
-// (the API sends it: apps/api/src/modules/auth/security-notices.ts).
+// password, its second factor, a new API key made from a session), how a notice is kept until it is sent (the
+// `details` of a security_notices row: only what the wording needs, never a secret, never the mail's text), and when
+// a notice that could not be sent is tried again. Pure: the API (which writes the notice in the change's transaction
+// and sends it after commit) and the worker (whose sweep sends what the API did not) both render from here; the
+// sending itself is packages/outbox/src/security-notices.ts.
 import { oneLine } from './one-line';
+import { retryDelayMs, type BackoffOptions } from './retry-policy';
 
 export type SecurityNotice =
   | { kind: 'password_changed' }
@@ -81,4 +85,79 @@ function wording(notice: SecurityNotice, base: string): { subject: string; happe
       };
     }
   }
+}
+
+// ---- kept until sent ----
+
+/** The `details` of a stored notice (snake_case JSON): what the wording needs besides the account. */
+export type SecurityNoticeDetails =
+  | Record<string, never>
+  | {
+      key_name: string;
+      key_prefix: string;
+      key_expires_at: string | null;
+      key_scope_count: number;
+      organization_name: string;
+      last_this_hour: boolean;
+    };
+
+export function securityNoticeDetails(notice: SecurityNotice): SecurityNoticeDetails {
+  if (notice.kind !== 'api_key_created') return {};
+  return {
+    key_name: notice.key.name,
+    key_prefix: notice.key.prefix,
+    key_expires_at: notice.key.expiresAt?.toISOString() ?? null,
+    key_scope_count: notice.key.scopeCount,
+    organization_name: notice.organizationName,
+    last_this_hour: notice.lastThisHour === true,
+  };
+}
+
+const SIMPLE_KINDS: ReadonlySet<string> = new Set(['password_changed', 'password_reset', '2fa_enabled', '2fa_disabled']);
+
+/** A stored notice back as a notice; undefined for a kind or details this version cannot render. */
+export function securityNoticeFromStored(kind: string, details: unknown): SecurityNotice | undefined {
+  if (SIMPLE_KINDS.has(kind)) return { kind } as SecurityNotice;
+  if (kind !== 'api_key_created' || typeof details !== 'object' || details === null) return undefined;
+  const d = details as Record<string, unknown>;
+  const expiresAt = d.key_expires_at === null ? null : typeof d.key_expires_at === 'string' ? new Date(d.key_expires_at) : undefined;
+  if (
+    typeof d.key_name !== 'string' ||
+    typeof d.key_prefix !== 'string' ||
+    typeof d.key_scope_count !== 'number' ||
+    typeof d.organization_name !== 'string' ||
+    expiresAt === undefined ||
+    (expiresAt !== null && Number.isNaN(expiresAt.getTime()))
+  ) {
+    return undefined;
+  }
+  return {
+    kind,
+    key: { name: d.key_name, prefix: d.key_prefix, expiresAt, scopeCount: d.key_scope_count },
+    organizationName: d.organization_name,
+    lastThisHour: d.last_this_hour === true,
+  };
+}
+
+/** The API sends a notice itself right after the commit; the worker's sweep leaves it alone this long. */
+export const SECURITY_NOTICE_SWEEP_DELAY_MS = 5_000;
+/** A notice that could not be sent is tried again until it is this old, then given up. */
+export const SECURITY_NOTICE_GIVE_UP_MS = 24 * 3600 * 1000;
+/** Sent and given-up notices are purged this long after the change. */
+export const SECURITY_NOTICE_RETENTION_MS = 30 * 24 * 3600 * 1000;
+/**
+ * The waits between attempts: 30 s, 2 min, 8 min, 32 min, then hourly (+-20 %), the webhook schedule with a shorter
+ * cap: a mail server back after an outage gets the notices within the hour.
+ */
+export const SECURITY_NOTICE_BACKOFF: Readonly<BackoffOptions> = Object.freeze({ baseMs: 30_000, factor: 4, maxMs: 3600 * 1000, jitter: 0.2 });
+
+/**
+ * After failed attempt `attempts` (1-based) at `now` of a notice of a change at `createdAt`: when to try again, or
+ * null to give up (it has been tried for SECURITY_NOTICE_GIVE_UP_MS). The last try is at that age, not later.
+ */
+export function securityNoticeRetryAt(createdAt: Date, attempts: number, now: Date, random?: () => number): Date | null {
+  const giveUpAt = createdAt.getTime() + SECURITY_NOTICE_GIVE_UP_MS;
+  if (now.getTime() >= giveUpAt) return null;
+  const wait = retryDelayMs(attempts, { ...SECURITY_NOTICE_BACKOFF, ...(random && { random }) });
+  return new Date(Math.min(now.getTime() + wait, giveUpAt));
 }

@@ -17,7 +17,7 @@ export interface DeliveryJobData {
   deliveryId: string;
 }
 
-export type MaintenanceJobName = 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure' | 'source-sweep';
+export type MaintenanceJobName = 'retention-purge' | 'key-lifecycle' | 'sla-scan' | 'erasure' | 'source-sweep' | 'security-notices';
 
 /** Where to connect: a `redis://` URL (tests, single server) or the configuration's target. */
 export type RedisWhere = string | RedisTarget;

@@ -13,7 +13,7 @@ import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-k
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { confirmSensitiveChange } from '../auth/reauthentication';
-import { noticeKeyCreated } from '../auth/security-notices';
+import { keyNoticeAllowance, recordSecurityNotice, sendSecurityNoticeNow } from '../auth/security-notices';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
 
 export function presentApiKey(key: ApiKey) {
@@ -86,7 +86,10 @@ export async function createApiKey(
   // After every check of the request: one that would fail anyway does not ask for the password.
   await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'api_key_create', meta);
   const value = generateApiKeyValue();
-  const key = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+  // A key made from a session is told to its owner (security-notices.ts), up to the hourly limit; one minted by a key
+  // is not: a pipeline minting short-lived keys would flood its owner, and that key was trusted with minting already.
+  const notice = principal.kind === 'session' ? await keyNoticeAllowance(deps, principal.userId) : null;
+  const { key, noticeId } = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     const created = await tx.apiKey.create({
       data: {
         id: newId('key'),
@@ -110,15 +113,24 @@ export async function createApiKey(
         ...(autoFilled && { expires_at_set_by_policy: true }),
       },
     });
-    return created;
+    if (!notice) return { key: created, noticeId: null };
+    const organization = await tx.organization.findUniqueOrThrow({ where: { id: principal.organizationId }, select: { name: true } });
+    const noticeId = await recordSecurityNotice(
+      tx,
+      principal.userId,
+      {
+        kind: 'api_key_created',
+        key: { name: created.name, prefix: created.displayPrefix, expiresAt: created.expiresAt, scopeCount: created.scopes.length },
+        organizationName: organization.name,
+        lastThisHour: notice.lastThisHour,
+      },
+      meta,
+      now,
+    );
+    return { key: created, noticeId };
   });
   // Not awaited: the key exists, and its value must reach the caller whatever happens to the notice.
-  if (principal.kind === 'session') {
-    noticeKeyCreated(deps, { userId: principal.userId, organizationId: principal.organizationId }, key, meta).catch((err: unknown) =>
-      // A database or Redis error: no address in it (sendSecurityNotice takes it out of a mail server's).
-      deps.logger.error('Could not send a security notice', { notice: 'api_key_created', user_id: principal.userId, error: String(err) }),
-    );
-  }
+  if (noticeId) sendSecurityNoticeNow(deps, noticeId, principal.userId);
   return { ...presentApiKey(key), key: value };
 }
 

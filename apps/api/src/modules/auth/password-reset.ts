@@ -19,7 +19,7 @@ import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey } from './login';
-import { sendSecurityNotice } from './security-notices';
+import { recordSecurityNotice, sendSecurityNoticeNow } from './security-notices';
 import { revokeAllSessions } from './sessions';
 import { INVALID_TOTP_CODE } from './totp';
 import { checkUserTotpCode } from './two-factor';
@@ -124,7 +124,7 @@ export async function confirmPasswordReset(
   }
 
   const passwordHash = await bcrypt.hash(input.new_password, deps.config.bcryptRounds);
-  await deps.prisma.$transaction(async (tx) => {
+  const noticeId = await deps.prisma.$transaction(async (tx) => {
     // The user's row first (the order every change of credentials takes), then the token: of two confirmations at
     // once, the second waits here, then finds the token used (the same 400 as an unknown one) and changes nothing.
     await lockUser(tx, user.id);
@@ -158,7 +158,8 @@ export async function confirmPasswordReset(
       target: { type: 'user', id: user.id },
       metadata: { sessions_revoked: true, ...(step !== undefined && { second_factor: 'totp' }) },
     });
+    return recordSecurityNotice(tx, user.id, { kind: 'password_reset' }, meta, now);
   });
-  sendSecurityNotice(deps, user, { kind: 'password_reset' }, meta);
+  sendSecurityNoticeNow(deps, noticeId, user.id);
   return { password_reset: true as const, sessions_revoked: true as const };
 }

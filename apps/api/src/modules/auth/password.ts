@@ -9,7 +9,7 @@ import { conflict, forbidden, unauthorized } from '../../http/errors';
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import { checkCurrentPassword } from './reauthentication';
-import { sendSecurityNotice } from './security-notices';
+import { recordSecurityNotice, sendSecurityNoticeNow } from './security-notices';
 import { keepOnlyCallingSession } from './sessions';
 
 export async function changePassword(
@@ -28,7 +28,7 @@ export async function changePassword(
   await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, input.current_password, 'password_change', meta);
   const passwordHash = await bcrypt.hash(input.new_password, deps.config.bcryptRounds);
   const now = deps.clock.now();
-  await deps.prisma.$transaction(async (tx) => {
+  const noticeId = await deps.prisma.$transaction(async (tx) => {
     const changed = await tx.user.updateMany({ where: { id: user.id, passwordHash: user.passwordHash }, data: { passwordHash } });
     if (changed.count !== 1) throw conflict('The password was changed meanwhile: sign in again with the new one.');
     // The calling session may have ended since it was authenticated, two bcrypt rounds ago (2FA turned on from
@@ -39,7 +39,9 @@ export async function changePassword(
       target: { type: 'user', id: user.id },
       metadata: { other_sessions_revoked: true },
     });
+    // The account is told, whatever happens after the commit (security-notices.ts).
+    return recordSecurityNotice(tx, user.id, { kind: 'password_changed' }, meta, now);
   });
-  sendSecurityNotice(deps, user, { kind: 'password_changed' }, meta);
+  sendSecurityNoticeNow(deps, noticeId, user.id);
   return { password_changed: true as const, other_sessions_revoked: true as const };
 }

@@ -1,76 +1,54 @@
 // Security notices: a mail to the account's own address when something that decides who can act as it has changed
 // (its password, its second factor, a new API key made from a session), so that a person whose session or password
-// was used by someone else learns it and knows what to do. Sent after the change has committed, without holding up
-// the answer; a mail that cannot be sent is logged (the user's id, never the contents) and changes nothing. Sent
-// by the API process itself: one that stops right after a change loses its notice (the change stands, and is audited).
-// The wording is @svc/domain's (security-notices.ts).
-import type { ApiKey } from '@svc/db';
-import { renderSecurityNotice, type SecurityNotice } from '@svc/domain';
+// was used by someone else learns it and knows what to do. Kept until sent: the notice is written in the change's
+// own transaction (recordSecurityNotice, it commits with the change or not at all), and the API sends it right
+// after the commit without holding up the answer (sendSecurityNoticeNow). A mail server that refuses or is down, or
+// an API process that stops right after the change, delays the notice, it does not lose it: the worker's sweep sends
+// it, retrying for 24 h (@svc/outbox security-notices.ts). The wording is @svc/domain's (security-notices.ts).
+import { recordSecurityNotice as recordNotice, sendSecurityNotice } from '@svc/outbox';
+import type { Tx } from '@svc/db';
+import type { SecurityNotice } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import type { RequestMeta } from '../audit/audit.context';
 
 /**
  * At most this many "new API key" notices a user per hour (a clock hour): one session may mint hundreds of keys a
  * minute, and each would be a mail to the owner (a flooded mailbox, the service's sending quota spent). The last one
- * says that more are not mailed one by one.
+ * says that more are not mailed one by one; those beyond it are not written at all.
  */
 export const KEY_NOTICES_PER_HOUR = 5;
 
-/** Mails the notice to the user once the change has committed; never throws, never holds up the caller. */
-export function sendSecurityNotice(
-  deps: Pick<AppDeps, 'mailer' | 'logger' | 'clock' | 'config'>,
-  user: { id: string; email: string; name: string },
-  notice: SecurityNotice,
-  meta: RequestMeta,
-): void {
-  const { subject, text } = renderSecurityNotice(notice, {
-    name: user.name,
-    at: deps.clock.now(),
-    ip: meta.ip,
-    publicBaseUrl: deps.config.publicBaseUrl,
-  });
-  deps.mailer.send({ to: user.email, subject, text }).catch((err: unknown) => {
-    // A mail server's refusal may quote the recipient: the address is taken out of what is logged.
-    const message = err instanceof Error ? err.message : String(err);
-    deps.logger.error('Could not send a security notice', {
-      notice: notice.kind,
-      user_id: user.id,
-      error: message.split(user.email).join('<recipient>'),
-    });
-  });
+/** Writes the notice in the change's transaction; send it with sendSecurityNoticeNow once that has committed. */
+export function recordSecurityNotice(tx: Pick<Tx, 'securityNotice'>, userId: string, notice: SecurityNotice, meta: RequestMeta, at: Date): Promise<string> {
+  return recordNotice(tx, { userId, notice, ip: meta.ip, at });
 }
 
 /**
- * The key's owner is told by mail of a key made from a session (the dashboard's way, and a stolen session's): never
- * its value. Keys minted by keys (a pipeline's short-lived ones) are not: that key was trusted with minting already.
+ * Sends a committed notice now; never throws, never holds up the caller. Whatever fails is logged (the user's id,
+ * never the address or the contents) and left to the worker's sweep.
  */
-export async function noticeKeyCreated(
-  deps: Pick<AppDeps, 'mailer' | 'logger' | 'clock' | 'config' | 'prisma' | 'redis'>,
-  principal: { userId: string; organizationId: string },
-  key: ApiKey,
-  meta: RequestMeta,
-): Promise<void> {
-  const count = await keyNoticesThisHour(deps, principal.userId);
-  if (count > KEY_NOTICES_PER_HOUR) {
-    deps.logger.info('Security notice not sent: enough were mailed this hour', { notice: 'api_key_created', user_id: principal.userId });
-    return;
-  }
-  const [user, organization] = await Promise.all([
-    deps.prisma.user.findUnique({ where: { id: principal.userId }, select: { id: true, email: true, name: true } }),
-    deps.prisma.organization.findUnique({ where: { id: principal.organizationId }, select: { name: true } }),
-  ]);
-  if (!user || !organization) return;
-  sendSecurityNotice(
-    deps,
-    user,
-    {
-      kind: 'api_key_created',
-      key: { name: key.name, prefix: key.displayPrefix, expiresAt: key.expiresAt, scopeCount: key.scopes.length },
-      organizationName: organization.name,
-      lastThisHour: count === KEY_NOTICES_PER_HOUR,
-    },
-    meta,
+export function sendSecurityNoticeNow(deps: Pick<AppDeps, 'mailer' | 'logger' | 'clock' | 'config' | 'prisma'>, noticeId: string, userId: string): void {
+  sendSecurityNotice(deps, noticeId).catch((err: unknown) =>
+    // A database error: no address in it (a mail server's refusal is logged by the sender, without the address).
+    deps.logger.error('Could not send a security notice', { user_id: userId, error: String(err) }),
   );
+}
+
+/**
+ * Whether a "new API key" notice is written for a key the user is about to make from a session (never its value;
+ * keys minted by keys, a pipeline's short-lived ones, get none: that key was trusted with minting already), and
+ * whether it is the last one this hour. Counted before the key's transaction, in Redis.
+ */
+export async function keyNoticeAllowance(
+  deps: Pick<AppDeps, 'clock' | 'config' | 'redis' | 'logger'>,
+  userId: string,
+): Promise<{ lastThisHour: boolean } | null> {
+  const count = await keyNoticesThisHour(deps, userId);
+  if (count > KEY_NOTICES_PER_HOUR) {
+    deps.logger.info('Security notice not sent: enough were mailed this hour', { notice: 'api_key_created', user_id: userId });
+    return null;
+  }
+  return { lastThisHour: count === KEY_NOTICES_PER_HOUR };
 }
 
 /**

@@ -7,7 +7,7 @@ import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/
 import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
 import { reauthenticate, requireRecentSignIn } from './reauthentication';
-import { sendSecurityNotice } from './security-notices';
+import { recordSecurityNotice, sendSecurityNoticeNow } from './security-notices';
 import { keepOnlyCallingSession } from './sessions';
 import { acceptTotpCode, generateTotpSecret, INVALID_TOTP_CODE, otpauthUrl } from './totp';
 
@@ -93,7 +93,7 @@ export async function enableTwoFactor(
   const secret = unseal(user.totpPendingEnc, deps.config.encryptionKey);
   // A fresh secret has no used codes yet; the step accepted here becomes the first used one.
   const step = await checkUserTotpCode(deps, limiters, user.id, secret, input.code, null);
-  await deps.prisma.$transaction(async (tx) => {
+  const noticeId = await deps.prisma.$transaction(async (tx) => {
     // The password checked above is still the account's (or it still has none).
     const updated = await tx.user.updateMany({
       where: { id: user.id, totpEnabled: false, totpPendingEnc: user.totpPendingEnc, passwordHash: user.passwordHash },
@@ -107,8 +107,9 @@ export async function enableTwoFactor(
     // says that other sessions ended, not how many (a count would show one organization the sessions of another).
     await keepOnlyCallingSession(tx, user.id, principal.sessionId!, now);
     await recordTwoFactorChange(tx, principal, meta, now, 'auth.2fa_enabled', { other_sessions_revoked: true });
+    return recordSecurityNotice(tx, user.id, { kind: '2fa_enabled' }, meta, now);
   });
-  sendSecurityNotice(deps, user, { kind: '2fa_enabled' }, meta);
+  sendSecurityNoticeNow(deps, noticeId, user.id);
   return { two_factor_enabled: true };
 }
 
@@ -130,7 +131,7 @@ export async function disableTwoFactor(
   await reauthenticate(deps, limiters, user, principal.sessionId!, input.current_password, '2fa_disable', meta);
   const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
   const step = await checkUserTotpCode(deps, limiters, user.id, secret, input.code, user.totpLastStep);
-  await deps.prisma.$transaction(async (tx) => {
+  const noticeId = await deps.prisma.$transaction(async (tx) => {
     // Only if the password checked above is still the account's: a change of password meanwhile (from another
     // session, ending this one) wins over a downgrade confirmed with the old one.
     const updated = await tx.user.updateMany({
@@ -142,8 +143,10 @@ export async function disableTwoFactor(
       if (current?.passwordHash !== user.passwordHash) throw conflict('The password was changed meanwhile: sign in again with the new one.');
       throw badRequest(INVALID_TOTP_CODE); // the same code was just used concurrently
     }
-    await recordTwoFactorChange(tx, principal, meta, deps.clock.now(), 'auth.2fa_disabled');
+    const now = deps.clock.now();
+    await recordTwoFactorChange(tx, principal, meta, now, 'auth.2fa_disabled');
+    return recordSecurityNotice(tx, user.id, { kind: '2fa_disabled' }, meta, now);
   });
-  sendSecurityNotice(deps, user, { kind: '2fa_disabled' }, meta);
+  sendSecurityNoticeNow(deps, noticeId, user.id);
   return { two_factor_enabled: false };
 }

@@ -13,7 +13,7 @@
 // membership (removed as DELETE /members/:id would), references (the person's audit entries: label pseudonymized,
 // IP and user agent cleared), e-mail keyed rows (invitations, share grants, notification recipients), the free
 // text of each table (exact e-mail always, the name when `searchableName` accepts it), report PDFs rendered from
-// changed text (regenerated), the account, then the receipt.
+// changed text (regenerated), the account (with its sign-in identities, tokens and security notices), then the receipt.
 import { recordAudit, SYSTEM_ACTOR } from '@svc/audit';
 import { openErasureSubject, Prisma, sealErasureSubject, type ErasureSubject, type Tx } from '@svc/db';
 import { CONFIGURER_LOST_ROLE_REASON, erasureReplacements, freeTextPasses, normalizedEmail, previewWithoutSamples, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
@@ -226,6 +226,8 @@ async function eraseAccount(tx: Tx, userId: string, pseudonym: Pseudonym, now: D
   await tx.oAuthIdentity.deleteMany({ where: { userId } });
   await tx.personalSourceConnection.deleteMany({ where: { userId } });
   await tx.emailToken.deleteMany({ where: { userId } });
+  // Its security notices, sent or not: they name the account's keys and organizations and where it signed in from.
+  await tx.securityNotice.deleteMany({ where: { userId } });
   const sessions = await tx.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
   await tx.user.update({
     where: { id: userId },

@@ -8,6 +8,7 @@ import request from 'supertest';
 import { Client } from 'pg';
 import { newId } from '@svc/db';
 import { createDeliveryQueue, createRedis } from '@svc/queue';
+import { recordSecurityNotice } from '@svc/outbox';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -127,6 +128,7 @@ async function checksums(organizationId: string, erasedAccounts: string[]): Prom
     oauth_identities: `t.user_id = ANY(${accounts})`,
     personal_source_connections: `t.user_id = ANY(${accounts})`,
     email_tokens: `t.user_id = ANY(${accounts})`,
+    security_notices: `t.user_id = ANY(${accounts})`,
   };
   for (const table of await tables()) {
     const excluded = (table.org ? 't.organization_id = $1' : (mayTouch[table.name] ?? 'false')).replace(/\$1/g, `'${organizationId}'`);
@@ -315,6 +317,33 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     expect(text).toContain(done.pseudonym.email);
     expect(text).not.toContain(zelda.email);
     expect(text.toLowerCase()).not.toContain('quuxley');
+  });
+});
+
+describe('security notices of an erased person', () => {
+  it("go with the erased account; a person who stays in another organization keeps theirs, and nobody else's change", async () => {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const gone = await member(a, 'Notice Gone');
+    const stays = await member(a, 'Notice Stays');
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: b.id, userId: stays.id, role: 'member' } });
+    const colleague = await member(a, 'Notice Colleague');
+    const elsewhere = await member(b, 'Notice Elsewhere');
+    const people = [gone, stays, colleague, elsewhere];
+    for (const p of people) {
+      await h.deps.prisma.$transaction(async (tx) => {
+        await recordSecurityNotice(tx, { userId: p.id, notice: { kind: 'password_changed' }, ip: '203.0.113.9', at: new Date() });
+        const key = { name: `key of ${p.name}`, prefix: 'sk-svc-AbCd', expiresAt: null, scopeCount: 1 };
+        await recordSecurityNotice(tx, { userId: p.id, notice: { kind: 'api_key_created', key, organizationName: a.name, lastThisHour: false }, ip: null, at: new Date() });
+      });
+    }
+    const count = (userId: string) => h.deps.prisma.securityNotice.count({ where: { userId } });
+    const before = await checksums(a.id, [gone.id]);
+    expect((await eraseFully(a.owner.token, { user_id: gone.id })).receipt).toMatchObject({ account_erased: true });
+    expect((await eraseFully(a.owner.token, { user_id: stays.id })).receipt).toMatchObject({ account_erased: false });
+    // Only the erased account's rows changed anywhere outside organization A.
+    expect(await checksums(a.id, [gone.id])).toEqual(before);
+    expect(await Promise.all(people.map((p) => count(p.id)))).toEqual([0, 2, 2, 2]);
   });
 });
 

@@ -1,10 +1,10 @@
 // Scheduled jobs of the worker: the outbox relay (enqueue deliveries and issue exports whose enqueue was lost; its own
 // queue and worker, so no other job delays it), and on the maintenance queue the retention purge (retention.ts,
-// bounded in time per run; with it the 24-hour sweep of Idempotency-Keys, idempotency-sweep.ts), the API-key
-// lifecycle policy (key-lifecycle.ts), the SLA scan (finding.sla_breached, sla-scan.ts), GDPR erasure (erasure.ts),
-// the orphan sweep of stored source (source-sweep.ts) and the sweep of security notices the API did not send
-// (security-notices.ts). BullMQ job schedulers create one job per tick in Redis, so each runs once per tick however
-// many workers are up.
+// bounded in time per run; with it the 24-hour sweep of Idempotency-Keys, idempotency-sweep.ts, and the purge of
+// security notices sent or given up 30 days ago), the API-key lifecycle policy (key-lifecycle.ts), the SLA scan
+// (finding.sla_breached, sla-scan.ts), GDPR erasure (erasure.ts), the orphan sweep of stored source
+// (source-sweep.ts) and the sweep of security notices the API did not send (security-notices.ts). BullMQ job
+// schedulers create one job per tick in Redis, so each runs once per tick however many workers are up.
 import type { Queue } from 'bullmq';
 import { outboxDeps, relayOverdueDeliveries, relayOverdueIssueExports } from '@svc/outbox';
 import { scanSlaBreaches } from './sla-scan';
@@ -15,7 +15,7 @@ import { runErasures, type ErasureRunResult } from './erasure';
 import { sweepOrphanedSource, type SourceSweepResult } from './source-sweep';
 import { runSecurityNoticeSweep, type NoticeSweepResult } from './security-notices';
 
-import { purgeExpired, type PurgeResult } from './retention';
+import { purgeExpired, purgeSecurityNotices, type PurgeResult } from './retention';
 import { sweepIdempotencyKeys } from './idempotency-sweep';
 import { relayRequeued } from './metrics';
 
@@ -124,6 +124,8 @@ export async function runMaintenanceJob(
       const purged = await purgeExpiredDeliveries(deps);
       const keys = await sweepIdempotencyKeys(deps.prisma, deps.clock.now());
       if (keys > 0) deps.logger.info('Idempotency keys swept', { keys });
+      const notices = await purgeSecurityNotices(deps.prisma, deps.clock.now());
+      if (notices > 0) deps.logger.info('Security notices purged', { notices });
       return purged;
     }
     case 'key-lifecycle':

@@ -9,7 +9,10 @@
 //   3. old events no delivery ever referenced (no subscription matched), through events(created_at, id), keyset too.
 // A run stops when its time budget is spent and says so (`complete: false`); the next run carries on. Each batch
 // is its own short transaction: nothing is locked for longer than one batch.
+// With it (purgeSecurityNotices), security notices go 30 days after the change they were about, once sent or given
+// up (next_attempt_at null): through security_notices(created_at), in batches.
 import { Prisma, queryRows, utcTimestamp, type Db } from '@svc/db';
+import { SECURITY_NOTICE_RETENTION_MS } from '@svc/domain';
 
 export interface RetentionOptions {
   cutoff: Date;
@@ -150,4 +153,19 @@ export async function purgeExpired(db: Db, options: RetentionOptions): Promise<P
   }
   result.complete = true;
   return result;
+}
+
+export const SECURITY_NOTICE_PURGE_BATCH = 5000;
+
+/** Deletes the security notices older than 30 days at `now` that are sent or given up; returns how many went. */
+export async function purgeSecurityNotices(db: Db, now: Date, batchSize = SECURITY_NOTICE_PURGE_BATCH): Promise<number> {
+  const cutoff = utcTimestamp(new Date(now.getTime() - SECURITY_NOTICE_RETENTION_MS));
+  let purged = 0;
+  for (;;) {
+    const deleted = await db.$executeRaw(Prisma.sql`
+      DELETE FROM security_notices WHERE id IN (
+        SELECT id FROM security_notices WHERE created_at < ${cutoff} AND next_attempt_at IS NULL LIMIT ${batchSize})`);
+    purged += deleted;
+    if (deleted < batchSize) return purged;
+  }
 }

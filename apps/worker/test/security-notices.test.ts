@@ -1,7 +1,7 @@
 // Security notices are kept until sent (docs/api.md "Security notices"): the API writes the notice in the change's own
 // transaction and mails it at once after commit; whatever stops that mail (a mail server that refuses, an API that
 // stops right after the commit, or mid-send) the worker's sweep sends it later, exactly once, to the account's
-// current address, retrying for 24 h.
+// current address, retrying for 24 h. Sent and given-up notices go with the retention purge after 30 days.
 // A database of its own: the sweep and the purge read every account's notices.
 import { createServer } from 'node:net';
 import { QueueEvents } from 'bullmq';
@@ -277,6 +277,43 @@ describe('the key notices per hour', () => {
     expect(rows[0]!.details).toMatchObject({ key_name: 'k0', key_scope_count: 2, organization_name: org.name, key_expires_at: null });
     for (const value of values) expect(JSON.stringify(rows)).not.toContain(value);
     expect(mailsTo(user.email, KEY_CREATED)).toHaveLength(KEY_NOTICES_PER_HOUR);
+  });
+});
+
+describe('the retention purge', () => {
+  it('removes notices sent, or given up, more than 30 days ago; keeps recent ones and those still being tried', async () => {
+    const user = await createUserInOrg(h, org.id, 'member', 'purge');
+    const now = h.clock.now();
+    const record = async (daysAgo: number, state: 'sent' | 'given_up' | 'pending') => {
+      const id = await h.deps.prisma.$transaction((tx) =>
+        recordSecurityNotice(tx, { userId: user.id, notice: { kind: '2fa_enabled' }, ip: null, at: new Date(now.getTime() - daysAgo * DAY) }),
+      );
+      const sentAt = state === 'sent' ? new Date(now.getTime() - daysAgo * DAY + 1000) : null;
+      await h.deps.prisma.securityNotice.update({ where: { id }, data: { sentAt, nextAttemptAt: state === 'pending' ? now : null } });
+      return id;
+    };
+    const oldSent = await record(31, 'sent');
+    const oldGivenUp = await record(31, 'given_up');
+    const recentSent = await record(29, 'sent');
+    const recentGivenUp = await record(2, 'given_up');
+    const stillTried = await record(0.5, 'pending');
+
+    const running = await startWorker(deps, { schedule: false });
+    const connection = deps.redis();
+    const events = new QueueEvents(running.maintenanceQueue.name, { connection, prefix: running.maintenanceQueue.opts.prefix });
+    try {
+      await events.waitUntilReady();
+      const job = await running.maintenanceQueue.add('retention-purge', {}, { removeOnComplete: true });
+      await job.waitUntilFinished(events, 30_000);
+    } finally {
+      await events.close();
+      await connection.quit();
+      await running.close();
+    }
+    const left = (await noticesOf(user.id)).map((r) => r.id).sort();
+    expect(left).toEqual([recentSent, recentGivenUp, stillTried].sort());
+    expect(left).not.toContain(oldSent);
+    expect(left).not.toContain(oldGivenUp);
   });
 });
 

@@ -222,6 +222,49 @@ describe("the API's send and the sweep racing", () => {
   });
 });
 
+describe('a slow mail server', () => {
+  const slowDeps = (mailer: Mailer): WorkerDeps & { sendTimeoutMs: number } => ({ ...deps, mailer, sendTimeoutMs: 200 });
+  const recordNotice = (userId: string) =>
+    h.deps.prisma.$transaction((tx) => recordSecurityNotice(tx, { userId, notice: { kind: 'password_changed' }, ip: null, at: h.clock.now() }));
+
+  it('a send that outlasts its timeout and is accepted after all: not sent again while it runs, recorded as sent once accepted', async () => {
+    const user = await createUserInOrg(h, org.id, 'member', 'slow-accepted');
+    await recordNotice(user.id);
+    h.clock.advance(10_000);
+    const outbox = createMailer({ from: 'svc@example.test', outboxDir: h.outboxDir });
+    const slow: Mailer = { send: async (message) => (await settle(1500), outbox.send(message)) };
+    // The send takes longer than the sender waits: a failed attempt, as far as it knows.
+    expect(await runSecurityNoticeSweep(slowDeps(slow))).toEqual({ sent: 0, failed: 1, gave_up: 0 });
+    // Minutes later the send is still under way (a mail server may take 10 min before nodemailer gives up): a sweep
+    // with a working mail server leaves it alone.
+    h.clock.advance(3 * 60_000);
+    expect(await runSecurityNoticeSweep(deps)).toEqual({ sent: 0, failed: 0, gave_up: 0 });
+    // The mail server accepts it: the notice is sent, and the sweeps of the next hours send nothing more.
+    await until(async () => mailsTo(user.email, PASSWORD_CHANGED).length, (n) => n === 1);
+    const [sent] = await until(() => noticesOf(user.id), (rows) => rows[0]?.sentAt != null);
+    expect(sent).toMatchObject({ nextAttemptAt: null, claimedUntil: null });
+    for (let hour = 0; hour < 3; hour += 1) {
+      h.clock.advance(3600_000);
+      expect(await runSecurityNoticeSweep(deps)).toEqual({ sent: 0, failed: 0, gave_up: 0 });
+    }
+    await settle();
+    expect(mailsTo(user.email, PASSWORD_CHANGED)).toHaveLength(1);
+  });
+
+  it('a send that outlasts its timeout and then fails: tried again after its backoff, not only once a claim runs out', async () => {
+    const user = await createUserInOrg(h, org.id, 'member', 'slow-refused');
+    await recordNotice(user.id);
+    h.clock.advance(10_000);
+    const refusing: Mailer = { send: async () => (await settle(500), Promise.reject(new Error('421 try again later'))) };
+    expect(await runSecurityNoticeSweep(slowDeps(refusing))).toEqual({ sent: 0, failed: 1, gave_up: 0 });
+    // The late refusal lets go of the notice.
+    await until(() => noticesOf(user.id), (rows) => rows[0]?.claimedUntil === null);
+    h.clock.advance(60_000); // past the first wait (30 s +- 20 %), well before a claim would run out
+    expect(await runSecurityNoticeSweep(deps)).toEqual({ sent: 1, failed: 0, gave_up: 0 });
+    expect(mailsTo(user.email, PASSWORD_CHANGED)).toHaveLength(1);
+  });
+});
+
 describe('retries', () => {
   it('a mail server down for a day: retried with backoff, given up after 24 h, logged with the user id and kind only', async () => {
     const user = await createUserInOrg(h, org.id, 'member', 'given-up');
@@ -230,7 +273,8 @@ describe('retries', () => {
     const sends: Date[] = [];
     const down: Mailer = {
       send: async (message) => {
-        sends.push(h.clock.now());
+        // The sweep takes every due notice: only this account's count (another test's may be due too).
+        if (message.to === user.email) sends.push(h.clock.now());
         throw new Error(`550 mailbox ${message.to} unavailable`);
       },
     };

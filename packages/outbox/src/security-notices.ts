@@ -6,8 +6,11 @@
 //
 // Exactly one sender holds a notice at a time: a sender first claims it (claimed_until, a conditional UPDATE; the
 // sweep's batch is locked FOR UPDATE SKIP LOCKED), then sends, then marks it sent. A claim outlasts the send's
-// timeout, so a live sender is never overtaken; a sender that died holding one is overtaken once it runs out. Only a
-// sender that dies between the mail server's acceptance and the mark sends a notice twice.
+// timeout, so a live sender is never overtaken; a sender that died holding one is overtaken once it runs out. A send
+// that timed out is a failed attempt but goes on: its notice stays held (SECURITY_NOTICE_LATE_SEND_CLAIM_MS, longer
+// than the mail transport waits) until it ends, then is marked sent if the mail server accepted it after all, or let
+// go to be tried again if it refused (a slow mail server gets each notice once, not once per attempt). Only a sender
+// that dies between the mail server's acceptance and the mark sends a notice twice.
 //
 // The mail goes to the account's CURRENT address and name, read at the claim; an erased account (its address the
 // pseudonym) gets nothing and its notice goes. Logs carry the user's id and the notice's kind, never the address
@@ -31,6 +34,11 @@ import {
 export const SECURITY_NOTICE_SEND_TIMEOUT_MS = 30_000;
 /** How long a claim holds a notice: longer than a send may take, and than a sweep's batch (sent side by side). */
 export const SECURITY_NOTICE_CLAIM_MS = 2 * 60_000;
+/**
+ * How long a notice whose send timed out stays held, the send still under way: longer than nodemailer waits on a
+ * silent mail server (its socket timeout, 10 min). The send's end lets go of it sooner (or marks it sent).
+ */
+export const SECURITY_NOTICE_LATE_SEND_CLAIM_MS = 15 * 60_000;
 /** Notices a sweep claims and sends at once. */
 export const SECURITY_NOTICE_SWEEP_BATCH = 20;
 /** A sweep claims batch after batch until none is due or this long has passed. */
@@ -47,6 +55,8 @@ export interface NoticeSenderDeps {
   logger: Logger;
   clock: Clock;
   config: { publicBaseUrl: string };
+  /** How long a send may take before it counts as failed; SECURITY_NOTICE_SEND_TIMEOUT_MS unless set (tests shorten it). */
+  sendTimeoutMs?: number;
 }
 
 export type NoticeOutcome =
@@ -135,6 +145,7 @@ async function deliverClaimed(deps: NoticeSenderDeps, row: ClaimedNotice, until:
     return 'dropped';
   }
   const notice = securityNoticeFromStored(row.kind, row.details);
+  let sending: Promise<void> | undefined;
   try {
     // A notice this version cannot render (written by a newer one): failed here, a newer sender may send it.
     if (!notice) throw new Error(`This version cannot render a "${row.kind}" notice`);
@@ -144,38 +155,73 @@ async function deliverClaimed(deps: NoticeSenderDeps, row: ClaimedNotice, until:
       ip: row.ip,
       publicBaseUrl: deps.config.publicBaseUrl,
     });
-    await withTimeout(() => deps.mailer.send({ to: row.email, subject, text }), SECURITY_NOTICE_SEND_TIMEOUT_MS);
+    await withTimeout(() => (sending = deps.mailer.send({ to: row.email, subject, text })), deps.sendTimeoutMs ?? SECURITY_NOTICE_SEND_TIMEOUT_MS);
   } catch (err) {
-    return recordFailure(deps, row, until, err);
+    if (!(err instanceof TimeoutError) || !sending) return recordFailure(deps, row, until, err, null);
+    // The send goes on: nobody else sends the notice meanwhile, and what it comes to is recorded when it does.
+    const held = new Date(deps.clock.now().getTime() + SECURITY_NOTICE_LATE_SEND_CLAIM_MS);
+    const outcome = await recordFailure(deps, row, until, err, held);
+    sending.then(
+      () => settleLateSend(deps, row, held, null),
+      (late: unknown) => settleLateSend(deps, row, held, late),
+    );
+    return outcome;
   }
-  await deps.prisma.securityNotice.updateMany({
-    where: { id: row.id, sentAt: null },
-    data: { sentAt: deps.clock.now(), nextAttemptAt: null, claimedUntil: null },
-  });
+  await markSent(deps, row.id);
   return 'sent';
 }
 
-async function recordFailure(deps: NoticeSenderDeps, row: ClaimedNotice, until: Date, err: unknown): Promise<NoticeOutcome> {
+function markSent(deps: NoticeSenderDeps, id: string) {
+  return deps.prisma.securityNotice.updateMany({
+    where: { id, sentAt: null },
+    data: { sentAt: deps.clock.now(), nextAttemptAt: null, claimedUntil: null },
+  });
+}
+
+/**
+ * A send that timed out has ended after all. Accepted: the notice is sent (whatever its attempts were recorded as:
+ * it must not go again). Refused: the notice is let go (its claim, `held`, if still this sender's), to be tried at
+ * the time its failed attempt set.
+ */
+async function settleLateSend(deps: NoticeSenderDeps, row: ClaimedNotice, held: Date, err: unknown): Promise<void> {
+  const meta = { notice: row.kind, user_id: row.user_id };
+  try {
+    if (err === null) {
+      await markSent(deps, row.id);
+      deps.logger.info('Security notice sent after its send had timed out', meta);
+      return;
+    }
+    deps.logger.error('Security notice send failed after it had timed out', { ...meta, error: withoutAddresses(err, row.email) });
+    await deps.prisma.securityNotice.updateMany({ where: { id: row.id, sentAt: null, claimedUntil: held }, data: { claimedUntil: null } });
+  } catch (dbErr) {
+    // The claim runs out by itself (SECURITY_NOTICE_LATE_SEND_CLAIM_MS); a notice accepted but not marked may go twice.
+    deps.logger.error('Could not record the end of a security notice send', { ...meta, error: String(dbErr) });
+  }
+}
+
+/** An error's message for the log: a mail server's refusal may quote the recipient, the address is taken out. */
+function withoutAddresses(err: unknown, email: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.split(email).join('<recipient>');
+}
+
+/**
+ * Records a failed attempt while the claim is still this sender's (`until`: one that ran out and was taken over
+ * changes nothing), and lets go of the notice, or holds it until `holdUntil` (a send that timed out, still under way).
+ */
+async function recordFailure(deps: NoticeSenderDeps, row: ClaimedNotice, until: Date, err: unknown, holdUntil: Date | null): Promise<NoticeOutcome> {
   const now = deps.clock.now();
   const attempts = row.attempts + 1;
   const retryAt = securityNoticeRetryAt(row.created_at, attempts, now);
-  // A mail server's refusal may quote the recipient: the address is taken out of what is logged.
-  const message = err instanceof Error ? err.message : String(err);
   deps.logger.error('Could not send a security notice', {
     notice: row.kind,
     user_id: row.user_id,
     attempt: attempts,
-    error: message.split(row.email).join('<recipient>'),
+    error: withoutAddresses(err, row.email),
   });
-  // Only while the claim is still this sender's: one that ran out and was taken over changes nothing. A send that
-  // timed out may still be under way: its claim stays until it runs out, so nobody sends alongside it.
   await deps.prisma.securityNotice.updateMany({
     where: { id: row.id, sentAt: null, claimedUntil: until },
-    data: {
-      attempts: { increment: 1 },
-      nextAttemptAt: retryAt,
-      ...(!(err instanceof TimeoutError) && { claimedUntil: null }),
-    },
+    data: { attempts: { increment: 1 }, nextAttemptAt: retryAt, claimedUntil: holdUntil },
   });
   if (retryAt) return 'failed';
   deps.logger.error('Security notice given up: not sent within 24 hours', { notice: row.kind, user_id: row.user_id });

@@ -3,10 +3,11 @@
 // stops right after the commit, or mid-send) the worker's sweep sends it later, exactly once, to the account's
 // current address, retrying for 24 h. Sent and given-up notices go with the retention purge after 30 days.
 // A database of its own: the sweep and the purge read every account's notices.
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { QueueEvents } from 'bullmq';
 import request from 'supertest';
 import { createMailer, type Mailer } from '@svc/mail';
+import { newId } from '@svc/db';
 import { createRedis } from '@svc/queue';
 import { recordSecurityNotice, sendSecurityNotice } from '@svc/outbox';
 import { KEY_NOTICES_PER_HOUR } from '../../api/src/modules/auth/security-notices';
@@ -65,6 +66,44 @@ async function withApiMailer<T>(mailer: Mailer, fn: () => Promise<T>): Promise<T
   } finally {
     h.deps.mailer = before;
   }
+}
+
+/** An SMTP server on a local port that refuses every recipient, quoting the address as RCPT TO gave it (as most do). */
+async function refusingSmtpServer(): Promise<{ url: string; refused: string[]; close(): Promise<void> }> {
+  const refused: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.write('220 mx.example.test ESMTP\r\n');
+    let pending = '';
+    socket.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      for (let end = pending.indexOf('\r\n'); end >= 0; end = pending.indexOf('\r\n')) {
+        const line = pending.slice(0, end);
+        pending = pending.slice(end + 2);
+        const command = line.slice(0, 4).toUpperCase();
+        if (command === 'EHLO' || command === 'HELO') socket.write('250 mx.example.test\r\n');
+        else if (command === 'MAIL' || command === 'RSET' || command === 'NOOP') socket.write('250 2.1.0 OK\r\n');
+        else if (command === 'RCPT') {
+          const address = /<([^>]*)>/.exec(line)?.[1] ?? '';
+          refused.push(address);
+          socket.write(`550 5.1.1 <${address}>: Recipient address rejected: User unknown in virtual mailbox table\r\n`);
+        } else if (command === 'QUIT') socket.end('221 2.0.0 Bye\r\n');
+        else socket.write('502 5.5.2 Error: command not recognized\r\n');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    refused,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }
 
 /** An SMTP URL on a local port nobody listens on: the connection is refused. */
@@ -262,6 +301,34 @@ describe('a slow mail server', () => {
     h.clock.advance(60_000); // past the first wait (30 s +- 20 %), well before a claim would run out
     expect(await runSecurityNoticeSweep(deps)).toEqual({ sent: 1, failed: 0, gave_up: 0 });
     expect(mailsTo(user.email, PASSWORD_CHANGED)).toHaveLength(1);
+  });
+});
+
+describe('what is logged', () => {
+  it("a mail server's refusal quoting the address as sent over SMTP (an international domain, punycoded): no address in the log", async () => {
+    const smtp = await refusingSmtpServer();
+    const local = `ada-${uniqueSuffix()}`.toLowerCase();
+    const email = `${local}@bücher.example`;
+    const user = await h.deps.prisma.user.create({
+      data: { id: newId('usr'), email, name: 'Ada Umlaut', status: 'active', emailVerifiedAt: new Date() },
+    });
+    const logged: Array<[string, unknown]> = [];
+    const log = (message: string, meta?: unknown) => void logged.push([message, meta]);
+    const logger = { error: log, warn: log, info: log, debug: log } as unknown as WorkerDeps['logger'];
+    const mailer = createMailer({ smtpUrl: smtp.url, from: 'svc@example.test', outboxDir: h.outboxDir });
+    try {
+      await h.deps.prisma.$transaction((tx) => recordSecurityNotice(tx, { userId: user.id, notice: { kind: '2fa_enabled' }, ip: null, at: h.clock.now() }));
+      h.clock.advance(10_000);
+      expect(await runSecurityNoticeSweep({ ...deps, mailer, logger })).toEqual({ sent: 0, failed: 1, gave_up: 0 });
+    } finally {
+      await smtp.close();
+    }
+    // The server did refuse the address it was given (nodemailer sends the domain punycoded).
+    expect(smtp.refused).toEqual([`${local}@xn--bcher-kva.example`]);
+    const failure = logged.find(([message]) => message === 'Could not send a security notice');
+    expect(failure?.[1]).toMatchObject({ notice: '2fa_enabled', user_id: user.id, error: expect.stringContaining('Recipient address rejected') });
+    expect(JSON.stringify(logged)).not.toContain(`${local}@`);
+    await h.deps.prisma.securityNotice.deleteMany({ where: { userId: user.id } });
   });
 });
 

@@ -14,7 +14,7 @@
 //
 // The mail goes to the account's CURRENT address and name, read at the claim; an erased account (its address the
 // pseudonym) gets nothing and its notice goes. Logs carry the user's id and the notice's kind, never the address
-// (a mail server's refusal that quotes it has it replaced) nor the mail's text.
+// (every address in a mail server's refusal, which may quote it, is replaced) nor the mail's text.
 import type { Logger } from '@svc/config';
 import { newId, Prisma, utcTimestamp, type Db, type Tx } from '@svc/db';
 import {
@@ -199,10 +199,13 @@ async function settleLateSend(deps: NoticeSenderDeps, row: ClaimedNotice, held: 
   }
 }
 
-/** An error's message for the log: a mail server's refusal may quote the recipient, the address is taken out. */
+/**
+ * An error's message for the log: a mail server's refusal may quote the recipient, as stored or as it went over SMTP
+ * (an international domain punycoded, a server's own spelling), so every address in it is taken out.
+ */
 function withoutAddresses(err: unknown, email: string): string {
   const message = err instanceof Error ? err.message : String(err);
-  return message.split(email).join('<recipient>');
+  return message.split(email).join('<recipient>').replace(/[^\s<>()[\]{}"',;:]+@[^\s<>()[\]{}"',;:]+/g, '<address>');
 }
 
 /**

@@ -161,9 +161,9 @@ async function deliverClaimed(deps: NoticeSenderDeps, row: ClaimedNotice, until:
     // The send goes on: nobody else sends the notice meanwhile, and what it comes to is recorded when it does.
     const held = new Date(deps.clock.now().getTime() + SECURITY_NOTICE_LATE_SEND_CLAIM_MS);
     const outcome = await recordFailure(deps, row, until, err, held);
-    sending.then(
-      () => settleLateSend(deps, row, held, null),
-      (late: unknown) => settleLateSend(deps, row, held, late),
+    void sending.then(
+      () => settleLateSend(deps, row, held, { accepted: true }),
+      (refusal: unknown) => settleLateSend(deps, row, held, { accepted: false, refusal }),
     );
     return outcome;
   }
@@ -183,15 +183,20 @@ function markSent(deps: NoticeSenderDeps, id: string) {
  * it must not go again). Refused: the notice is let go (its claim, `held`, if still this sender's), to be tried at
  * the time its failed attempt set.
  */
-async function settleLateSend(deps: NoticeSenderDeps, row: ClaimedNotice, held: Date, err: unknown): Promise<void> {
+async function settleLateSend(
+  deps: NoticeSenderDeps,
+  row: ClaimedNotice,
+  held: Date,
+  end: { accepted: true } | { accepted: false; refusal: unknown },
+): Promise<void> {
   const meta = { notice: row.kind, user_id: row.user_id };
   try {
-    if (err === null) {
+    if (end.accepted) {
       await markSent(deps, row.id);
       deps.logger.info('Security notice sent after its send had timed out', meta);
       return;
     }
-    deps.logger.error('Security notice send failed after it had timed out', { ...meta, error: withoutAddresses(err, row.email) });
+    deps.logger.error('Security notice send failed after it had timed out', { ...meta, error: withoutAddresses(end.refusal, row.email) });
     await deps.prisma.securityNotice.updateMany({ where: { id: row.id, sentAt: null, claimedUntil: held }, data: { claimedUntil: null } });
   } catch (dbErr) {
     // The claim runs out by itself (SECURITY_NOTICE_LATE_SEND_CLAIM_MS); a notice accepted but not marked may go twice.

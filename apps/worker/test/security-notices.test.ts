@@ -373,21 +373,31 @@ describe('retries', () => {
 });
 
 describe('the key notices per hour', () => {
-  it('notices beyond the hourly limit are not written at all; the rows hold what the wording needs, never the key', async () => {
+  it('notices beyond the hourly limit are not written at all; the rows hold what the wording needs, never the key, and only until sent', async () => {
     const user = await createUserInOrg(h, org.id, 'manager', 'many-keys');
     const values: string[] = [];
-    for (let i = 0; i < KEY_NOTICES_PER_HOUR + 2; i += 1) {
-      const res = await request(h.app).post('/api/v1/api-keys').set(bearer(user.token)).send({ name: `k${i}`, scopes: ['projects:read', 'findings:read'] });
-      expect(res.status).toBe(201);
-      values.push(res.body.key);
-    }
-    await until(() => noticesOf(user.id), (rows) => rows.length === KEY_NOTICES_PER_HOUR && rows.every((r) => r.sentAt !== null));
-    const rows = await noticesOf(user.id);
-    expect(rows.map((r) => (r.details as { last_this_hour: boolean }).last_this_hour)).toEqual([false, false, false, false, true]);
-    expect(Object.keys(rows[0]!.details as object).sort()).toEqual(['key_expires_at', 'key_name', 'key_prefix', 'key_scope_count', 'last_this_hour', 'organization_name']);
-    expect(rows[0]!.details).toMatchObject({ key_name: 'k0', key_scope_count: 2, organization_name: org.name, key_expires_at: null });
-    for (const value of values) expect(JSON.stringify(rows)).not.toContain(value);
+    const down: Mailer = { send: () => Promise.reject(new Error('421 try again later')) };
+    await withApiMailer(down, async () => {
+      for (let i = 0; i < KEY_NOTICES_PER_HOUR + 2; i += 1) {
+        const res = await request(h.app).post('/api/v1/api-keys').set(bearer(user.token)).send({ name: `k${i}`, scopes: ['projects:read', 'findings:read'] });
+        expect(res.status).toBe(201);
+        values.push(res.body.key);
+      }
+      await until(() => noticesOf(user.id), (rows) => rows.length === KEY_NOTICES_PER_HOUR && rows.every((r) => r.attempts === 1 && r.claimedUntil === null));
+    });
+    const unsent = await noticesOf(user.id);
+    expect(unsent.map((r) => (r.details as { last_this_hour: boolean }).last_this_hour)).toEqual([false, false, false, false, true]);
+    expect(Object.keys(unsent[0]!.details as object).sort()).toEqual(['key_expires_at', 'key_name', 'key_prefix', 'key_scope_count', 'last_this_hour', 'organization_name']);
+    expect(unsent[0]!.details).toMatchObject({ key_name: 'k0', key_scope_count: 2, organization_name: org.name, key_expires_at: null });
+    for (const value of values) expect(JSON.stringify(unsent)).not.toContain(value);
+    // Sent by the sweep after its backoff: the copies of the key's and the organization's names go with the send.
+    h.clock.advance(10 * 60_000);
+    await runSecurityNoticeSweep(deps);
     expect(mailsTo(user.email, KEY_CREATED)).toHaveLength(KEY_NOTICES_PER_HOUR);
+    const sent = await noticesOf(user.id);
+    expect(sent.every((r) => r.sentAt !== null)).toBe(true);
+    expect(sent.map((r) => r.details)).toEqual(Array(KEY_NOTICES_PER_HOUR).fill({}));
+    expect(sent.map((r) => r.kind)).toEqual(Array(KEY_NOTICES_PER_HOUR).fill('api_key_created'));
   });
 });
 

@@ -171,10 +171,16 @@ async function deliverClaimed(deps: NoticeSenderDeps, row: ClaimedNotice, until:
   return 'sent';
 }
 
+/**
+ * A notice that is done (sent or given up) keeps its kind, time and address for 30 days, not its details: a key's
+ * name and its organization's are copies that GDPR erasure of that organization does not reach (it rewrites the key).
+ */
+const DONE_DETAILS = {};
+
 function markSent(deps: NoticeSenderDeps, id: string) {
   return deps.prisma.securityNotice.updateMany({
     where: { id, sentAt: null },
-    data: { sentAt: deps.clock.now(), nextAttemptAt: null, claimedUntil: null },
+    data: { sentAt: deps.clock.now(), nextAttemptAt: null, claimedUntil: null, details: DONE_DETAILS },
   });
 }
 
@@ -229,7 +235,7 @@ async function recordFailure(deps: NoticeSenderDeps, row: ClaimedNotice, until: 
   });
   await deps.prisma.securityNotice.updateMany({
     where: { id: row.id, sentAt: null, claimedUntil: until },
-    data: { attempts: { increment: 1 }, nextAttemptAt: retryAt, claimedUntil: holdUntil },
+    data: { attempts: { increment: 1 }, nextAttemptAt: retryAt, claimedUntil: holdUntil, ...(!retryAt && { details: DONE_DETAILS }) },
   });
   if (retryAt) return 'failed';
   deps.logger.error('Security notice given up: not sent within 24 hours', { notice: row.kind, user_id: row.user_id });

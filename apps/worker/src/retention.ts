@@ -13,6 +13,7 @@
 // up (next_attempt_at null): through security_notices(created_at), in batches.
 import { Prisma, queryRows, utcTimestamp, type Db } from '@svc/db';
 import { SECURITY_NOTICE_RETENTION_MS } from '@svc/domain';
+import { deleteInBatches } from './batched-delete';
 
 export interface RetentionOptions {
   cutoff: Date;
@@ -160,12 +161,9 @@ export const SECURITY_NOTICE_PURGE_BATCH = 5000;
 /** Deletes the security notices older than 30 days at `now` that are sent or given up; returns how many went. */
 export async function purgeSecurityNotices(db: Db, now: Date, batchSize = SECURITY_NOTICE_PURGE_BATCH): Promise<number> {
   const cutoff = utcTimestamp(new Date(now.getTime() - SECURITY_NOTICE_RETENTION_MS));
-  let purged = 0;
-  for (;;) {
-    const deleted = await db.$executeRaw(Prisma.sql`
+  return deleteInBatches(batchSize, (limit) =>
+    db.$executeRaw(Prisma.sql`
       DELETE FROM security_notices WHERE id IN (
-        SELECT id FROM security_notices WHERE created_at < ${cutoff} AND next_attempt_at IS NULL LIMIT ${batchSize})`);
-    purged += deleted;
-    if (deleted < batchSize) return purged;
-  }
+        SELECT id FROM security_notices WHERE created_at < ${cutoff} AND next_attempt_at IS NULL LIMIT ${limit})`),
+  );
 }

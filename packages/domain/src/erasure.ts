@@ -113,6 +113,9 @@ export function erasureReplacements(person: { name: string | null; email: string
 /** E-mail addresses are compared case-insensitively, without surrounding spaces. */
 export const normalizedEmail = (email: string): string => email.trim().toLowerCase();
 
+/** Whether an address is an erased account's pseudonym (PSEUDONYM_EMAIL_DOMAIN): never mailed, never a person to find. */
+export const isErasedAddress = (email: string): boolean => normalizedEmail(email).endsWith(`@${PSEUDONYM_EMAIL_DOMAIN}`);
+
 /** What stands for a match in a preview sample: the sample never shows the person's name or e-mail. */
 export const PREVIEW_MASK = { email: '[e-mail]', name: '[name]' } as const;
 const EXCERPT_CONTEXT = 40;

@@ -18,7 +18,7 @@
 import type { Logger } from '@svc/config';
 import { newId, Prisma, utcTimestamp, type Db, type Tx } from '@svc/db';
 import {
-  PSEUDONYM_EMAIL_DOMAIN,
+  isErasedAddress,
   SECURITY_NOTICE_SWEEP_DELAY_MS,
   TimeoutError,
   renderSecurityNotice,
@@ -108,38 +108,46 @@ interface ClaimedNotice {
 
 const CLAIMED_COLUMNS = Prisma.sql`n.id, n.user_id, n.kind, n.details, n.ip, n.created_at, n.attempts, u.email, u.name`;
 
-/** Claims one notice by id, unless another sender holds it or it is sent or given up. */
-async function claimOne(db: Db, id: string, now: Date, until: Date): Promise<ClaimedNotice | undefined> {
-  const [row] = await db.$queryRaw<ClaimedNotice[]>`
+/** Claims the notices `which` picks (a condition on `n`, security_notices), answering them with their account's address. */
+function claimWhere(db: Db, which: Prisma.Sql, until: Date): Promise<ClaimedNotice[]> {
+  return db.$queryRaw<ClaimedNotice[]>`
     UPDATE security_notices n SET claimed_until = ${utcTimestamp(until)}
     FROM users u
-    WHERE n.id = ${id} AND u.id = n.user_id
-      AND n.sent_at IS NULL AND n.next_attempt_at IS NOT NULL
-      AND (n.claimed_until IS NULL OR n.claimed_until <= ${utcTimestamp(now)})
+    WHERE ${which} AND u.id = n.user_id
     RETURNING ${CLAIMED_COLUMNS}`;
+}
+
+/** Claims one notice by id, unless another sender holds it or it is sent or given up. */
+async function claimOne(db: Db, id: string, now: Date, until: Date): Promise<ClaimedNotice | undefined> {
+  const [row] = await claimWhere(
+    db,
+    Prisma.sql`n.id = ${id}
+      AND n.sent_at IS NULL AND n.next_attempt_at IS NOT NULL
+      AND (n.claimed_until IS NULL OR n.claimed_until <= ${utcTimestamp(now)})`,
+    until,
+  );
   return row;
 }
 
 /** Claims up to `limit` unsent notices that are due and held by nobody; rows another sweep is claiming are skipped. */
-async function claimDue(db: Db, now: Date, until: Date, limit: number): Promise<ClaimedNotice[]> {
-  return db.$queryRaw<ClaimedNotice[]>`
-    UPDATE security_notices n SET claimed_until = ${utcTimestamp(until)}
-    FROM users u
-    WHERE n.id IN (
+function claimDue(db: Db, now: Date, until: Date, limit: number): Promise<ClaimedNotice[]> {
+  return claimWhere(
+    db,
+    Prisma.sql`n.id IN (
         SELECT id FROM security_notices
         WHERE sent_at IS NULL AND next_attempt_at <= ${utcTimestamp(now)}
           AND (claimed_until IS NULL OR claimed_until <= ${utcTimestamp(now)})
         ORDER BY next_attempt_at
         LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED)
-      AND u.id = n.user_id
-    RETURNING ${CLAIMED_COLUMNS}`;
+        FOR UPDATE SKIP LOCKED)`,
+    until,
+  );
 }
 
 /** Sends a claimed notice and records what happened. */
 async function deliverClaimed(deps: NoticeSenderDeps, row: ClaimedNotice, until: Date): Promise<NoticeOutcome> {
   const meta = { notice: row.kind, user_id: row.user_id };
-  if (row.email.toLowerCase().endsWith(`@${PSEUDONYM_EMAIL_DOMAIN}`)) {
+  if (isErasedAddress(row.email)) {
     await deps.prisma.securityNotice.deleteMany({ where: { id: row.id } });
     deps.logger.info('Security notice dropped: the account was erased', meta);
     return 'dropped';

@@ -11,7 +11,7 @@
 // the server (no access log holds it) nor in a Referer.
 import bcrypt from 'bcrypt';
 import { newId, unseal, type Tx } from '@svc/db';
-import { PSEUDONYM_EMAIL_DOMAIN } from '@svc/domain';
+import { isErasedAddress } from '@svc/domain';
 import { oneLine } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, HttpError } from '../../http/errors';
@@ -38,7 +38,7 @@ async function lockUser(tx: Pick<Tx, '$queryRaw'>, userId: string): Promise<{ st
 
 /** Whether the account gets a reset link: an active one, not erased (an erased account is still active, its address the pseudonym). */
 function getsResetMail(user: { status: string; email: string }): boolean {
-  return user.status === 'active' && !user.email.endsWith(`@${PSEUDONYM_EMAIL_DOMAIN}`);
+  return user.status === 'active' && !isErasedAddress(user.email);
 }
 
 /** The link of the reset mail: the dashboard page, the token in the fragment. */

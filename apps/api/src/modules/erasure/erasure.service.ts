@@ -15,6 +15,7 @@ import {
   canCancelErasure,
   canConfirmErasure,
   canRetryErasure,
+  isErasedAddress,
   normalizedEmail,
   previewWithoutSamples,
   pseudonymFor,
@@ -133,7 +134,7 @@ async function knownUser(deps: AppDeps, principal: Principal, userId: string): P
 /** A person by e-mail: the account when the organization knows it, else an address the organization holds. */
 async function knownByEmail(deps: AppDeps, principal: Principal, email: string): Promise<ResolvedSubject | null> {
   const address = normalizedEmail(email);
-  if (address.endsWith(`@${PSEUDONYM_EMAIL_DOMAIN}`)) return null;
+  if (isErasedAddress(address)) return null;
   const account = await deps.prisma.user.findFirst({ where: { email: { equals: address, mode: 'insensitive' } }, select: { id: true } });
   if (account) {
     const asUser = await knownUser(deps, principal, account.id);

@@ -6,6 +6,7 @@ import type { DeliveryJobData, ReportJobData } from '@svc/queue';
 import type { Clock } from '@svc/domain';
 import type { Mailer } from '@svc/mail';
 import type { ObjectStorage } from '@svc/storage';
+import type { WorkAfterAnswer } from './http/after-answer';
 
 /** Everything the API needs from the outside world; main.ts builds it, tests build their own. */
 export interface AppDeps {
@@ -22,4 +23,6 @@ export interface AppDeps {
   clock: Clock;
   /** Uploaded source archives and their extracted files (packages/storage). */
   storage: ObjectStorage;
+  /** Work a request leaves running after its answer (audit entries, mails); main.ts drains it at shutdown. */
+  afterAnswer: WorkAfterAnswer;
 }

@@ -1,13 +1,20 @@
 // API entry point: configuration, connections, HTTP server, graceful shutdown on SIGTERM/SIGINT.
-import { createLogger, loadConfigOrExit } from '@svc/config';
+import { createLogger, loadConfigOrExit, type Logger } from '@svc/config';
 import { createApp } from './app';
-import { openApiConnections } from './connections';
-import { systemClock } from '@svc/domain';
+import { openApiConnections, type ApiConnections } from './connections';
+import { systemClock, TimeoutError, withTimeout } from '@svc/domain';
 import { credentialDestination } from '@svc/webhooks';
 import { secureStoredSecrets, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createStorage } from '@svc/storage';
 import { sweepTempFilesAtStart } from './modules/source/temp-files';
+import { WorkAfterAnswer } from './http/after-answer';
+
+/**
+ * The longest the connections' close may take at shutdown. Work cut off by the drain may still hold a PostgreSQL
+ * connection (a statement waiting for a lock), and closing the pool waits for it: the process exits regardless.
+ */
+const CLOSE_TIMEOUT_MS = 5_000;
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -23,7 +30,20 @@ async function main(): Promise<void> {
   const mailer = createMailer(config.mail);
   // Upload leftovers of an earlier process that was killed mid-upload (docs/domain.md "Source").
   await sweepTempFilesAtStart(config.source, logger);
-  const app = createApp({ config, logger, prisma, idempotencyPool, redis, deliveryQueue, reportQueue, mailer, clock: systemClock, storage: createStorage(config.storage) });
+  const afterAnswer = new WorkAfterAnswer(logger);
+  const app = createApp({
+    config,
+    logger,
+    prisma,
+    idempotencyPool,
+    redis,
+    deliveryQueue,
+    reportQueue,
+    mailer,
+    clock: systemClock,
+    storage: createStorage(config.storage),
+    afterAnswer,
+  });
 
   const server = app.listen(config.port, config.host, () => {
     logger.info('API listening', { url: `http://${config.host}:${config.port}` });
@@ -41,12 +61,32 @@ async function main(): Promise<void> {
     if (unstored > 0) {
       logger.warn('Stopping with answers of idempotent requests not stored: a retry with their key may run them again', { requests: unstored });
     }
-    await connections.close();
+    await drainWorkAfterAnswers(afterAnswer, config.shutdownDrainTimeoutMs, logger);
+    await closeConnections(connections, logger);
     logger.info('Stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** Waits for the work requests left running after their answers (audit entries, mails), up to the deadline. */
+async function drainWorkAfterAnswers(afterAnswer: WorkAfterAnswer, timeoutMs: number, logger: Logger): Promise<void> {
+  const cutOff = await afterAnswer.drain(timeoutMs);
+  if (cutOff > 0) {
+    logger.warn('Stopping before the work left after answers has ended: what still runs is cut off', {
+      cut_off: cutOff,
+      work: afterAnswer.stillRunning(),
+      timeout_ms: timeoutMs,
+    });
+  }
+}
+
+async function closeConnections(connections: ApiConnections, logger: Logger): Promise<void> {
+  await withTimeout(() => connections.close(), CLOSE_TIMEOUT_MS).catch((err: unknown) => {
+    if (!(err instanceof TimeoutError)) throw err;
+    logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS });
+  });
 }
 
 void main();

@@ -754,6 +754,7 @@ describe('CSV fields', () => {
       'webhook.subscription_updated',
       'auth.password_changed', // POST /auth/password
       'auth.password_reset', // POST /auth/password-reset/confirm
+      'auth.password_reset_requested', // POST /auth/password-reset, a known account
       // Source (issue 23).
       'project.source_changed', 'project.source_removed', 'source.archive_downloaded', 'source.uploaded',
       // Access grants and teams.

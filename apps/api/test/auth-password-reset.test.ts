@@ -1,8 +1,9 @@
 // Resetting a forgotten password by e-mail (POST /auth/password-reset, POST /auth/password-reset/confirm), as an
 // attacker would try it: the request's answer says nothing about the account; the link's token is single use, lives
 // 30 minutes, only the newest works, and names its own account only; the second factor still guards the account; every
-// session ends and a sign-in started with the old password cannot finish; the reset is audited where the user is a
-// member, and neither the token nor the password reaches a log.
+// session ends and a sign-in started with the old password cannot finish; the request of a known account and the reset
+// are audited where the user is a member (the request without slowing its answer), and neither the token nor the
+// password reaches a log.
 import net from 'node:net';
 import { Writable } from 'node:stream';
 import pg from 'pg';
@@ -27,6 +28,7 @@ import {
 import { auditLog } from './support/audit-log';
 import { enableTotp } from './support/oauth-flow';
 import { uniqueSuffix } from './support/harness';
+import { AN_ADDRESS, loggedLine, whileMailRefused } from './support/smtp';
 
 const NEW_PASSWORD = 'a brand new long passphrase';
 const STEP_MS = 30_000;
@@ -48,6 +50,20 @@ const me = (token: string) => request(h.app).get('/api/v1/auth/me').set(bearer(t
 const signsIn = async (email: string, password: string) => (await loginRequest(h, { email, password })).status;
 const liveSessions = (userId: string) => h.deps.prisma.session.count({ where: { userId, revokedAt: null } });
 const passwordHashOf = async (userId: string) => (await h.deps.prisma.user.findUniqueOrThrow({ where: { id: userId } })).passwordHash;
+
+const REQUESTED = 'auth.password_reset_requested';
+/** The user's reset-request entries in one organization, straight from the table. */
+const requestEntries = (organizationId: string, userId: string, db = h.deps.prisma) =>
+  db.auditEvent.findMany({ where: { organizationId, action: REQUESTED, actorId: userId }, orderBy: { id: 'asc' } });
+
+/** Polls `read` until `done` holds (or ~5 s pass): the request's entry is written after the answer. */
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  for (let i = 0; ; i++) {
+    const value = await read();
+    if (done(value) || i >= 250) return value;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 /** A reset asked for `account` through the API, and the token of the mail it brought. */
 async function resetToken(account: { email: string }, nth = 1): Promise<string> {
@@ -105,9 +121,11 @@ describe('POST /auth/password-reset (asking for the link)', () => {
     const port = (silent.address() as net.AddressInfo).port;
     const hanging = await createHarness({ SMTP_URL: `smtp://127.0.0.1:${port}` });
     const refusing = await createHarness({ SMTP_URL: 'smtp://127.0.0.1:1' });
+    const asked: SignedUp[] = [];
     try {
       for (const world of [hanging, refusing]) {
         const account = await signupAndVerify(h); // in the shared database; mail goes nowhere from these two apps
+        asked.push(account);
         const started = Date.now();
         const res = await askReset(account.email, world.app);
         expect({ status: res.status, body: res.body }).toEqual({ status: 202, body: { accepted: true } });
@@ -118,9 +136,28 @@ describe('POST /auth/password-reset (asking for the link)', () => {
     } finally {
       for (const s of sockets) s.destroy();
       silent.close();
+      // The requests' follow-ups (the mail, then the audit entry) end before their apps close: a write still under
+      // way when the pool closes waits for a connection it never gets.
+      for (const account of asked) {
+        await eventually(() => requestEntries(account.organizationId, account.userId), (found) => found.length > 0);
+      }
       await hanging.close();
       await refusing.close();
     }
+  });
+
+  it("logs a mail server's refusal of the reset mail with the user's id, without the address it quotes", async () => {
+    const account = await signupAndVerify(h);
+    const { logged, refused } = await whileMailRefused(h, async (lines) => {
+      expect((await askReset(account.email)).status).toBe(202);
+      await loggedLine(lines, 'Could not send a password-reset e-mail');
+    });
+    expect(refused).toEqual([account.email]);
+    expect(logged).toContainEqual([
+      'Could not send a password-reset e-mail',
+      { user_id: account.userId, error: expect.stringContaining('Recipient address rejected') },
+    ]);
+    expect(JSON.stringify(logged)).not.toMatch(AN_ADDRESS);
   });
 
   it('is rate limited per e-mail (whether it has an account or not) and per client address: 429 with the error envelope', async () => {
@@ -136,10 +173,12 @@ describe('POST /auth/password-reset (asking for the link)', () => {
         expect(limited.body).toEqual({ detail: expect.stringMatching(/^Rate limit exceeded\. Retry after \d+s\.$/) });
         expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
       }
-      // Two mails for the account, not three.
+      // Two mails for the account, not three; two audit entries, not three (a refused request is not recorded).
       await resetLinkFor(strict, account.email, 2);
+      await eventually(() => requestEntries(account.organizationId, account.userId, strict.deps.prisma), (found) => found.length >= 2);
       await new Promise((r) => setTimeout(r, 200));
       expect(resetMailsTo(strict, account.email)).toHaveLength(2);
+      expect(await requestEntries(account.organizationId, account.userId, strict.deps.prisma)).toHaveLength(2);
       // The client address has used its 6 (the refused ones count too): a fresh e-mail is refused as well.
       const fromSameAddress = await askReset(`fresh-${uniqueSuffix()}@example.test`, strict.app);
       expect(fromSameAddress.status).toBe(429);
@@ -154,6 +193,102 @@ describe('POST /auth/password-reset (asking for the link)', () => {
     expect(res.status).toBe(400);
     expect(res.body.detail).toContain('email');
     expect((await request(h.app).post('/api/v1/auth/password-reset').send({})).status).toBe(400);
+  });
+});
+
+describe('POST /auth/password-reset: the audit entry of a request (auth.password_reset_requested)', () => {
+  const UA = 'reset-audit-test/1.0';
+  const askAs = (email: string, app = h.app) => request(app).post('/api/v1/auth/password-reset').set('User-Agent', UA).send({ email });
+
+  it('a known account\'s request is recorded in each of its organizations and in no other; an unknown e-mail nowhere', async () => {
+    const active = await signupAndVerify(h);
+    const second = await h.deps.prisma.organization.create({ data: { id: newId('org'), name: `Second ${uniqueSuffix()}` } });
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: second.id, userId: active.userId, role: 'member' } });
+    const pending = await signupViaApi(h);
+    const unknown = `nobody-${uniqueSuffix()}@example.test`;
+
+    for (const email of [active.email, pending.email, unknown]) {
+      const res = await askAs(email);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 202, body: { accepted: true } });
+    }
+    const { token } = await resetLinkFor(h, active.email);
+
+    // The active account: once in its own organization and once in the second, the mail sent.
+    for (const organizationId of [active.organizationId, second.id]) {
+      const found = await eventually(() => requestEntries(organizationId, active.userId), (rows) => rows.length > 0);
+      expect(found).toEqual([
+        expect.objectContaining({
+          actorType: 'user',
+          actorId: active.userId,
+          actorLabel: active.email,
+          targetType: 'user',
+          targetId: active.userId,
+          userAgent: UA,
+          metadata: { mail: 'sent' },
+        }),
+      ]);
+      expect(JSON.stringify(found)).not.toContain(token);
+    }
+    // As the organization's members read it (GET /audit-events), and not at all in an organization the user is not in.
+    const session = await loginViaApi(h, active.email, active.password);
+    expect((await auditLog(h, session.token, { action: REQUESTED })).map((e) => [e.actor_id, e.target_id, e.metadata])).toEqual([
+      [active.userId, active.userId, { mail: 'sent' }],
+    ]);
+    expect(await auditLog(h, bystanders.owner.token, { action: REQUESTED })).toEqual([]);
+    expect(await h.deps.prisma.auditEvent.count({ where: { action: REQUESTED, actorId: active.userId } })).toBe(2);
+
+    // The pending account: recorded, no mail, and why.
+    const pendingEntries = await eventually(() => requestEntries(pending.organizationId, pending.userId), (rows) => rows.length > 0);
+    expect(pendingEntries.map((e) => e.metadata)).toEqual([{ mail: 'not_sent_pending_verification' }]);
+
+    // The unknown address: in no entry of any organization.
+    await new Promise((r) => setTimeout(r, 200));
+    const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+      SELECT count(*)::int AS n FROM audit_events WHERE actor_label = ${unknown} OR metadata::text LIKE ${`%${unknown}%`}`;
+    expect(n).toBe(0);
+  });
+
+  it('the answer does not wait for the entry: known e-mails answer while its write is held up', async () => {
+    const active = await signupAndVerify(h);
+    const pending = await signupViaApi(h);
+    for (const account of [pending, active]) {
+      // A second connection holds the organization's row: the entry's insert (its foreign key) waits for it.
+      const holder = new pg.Client(pgFields(h.config.databaseUrl));
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [account.organizationId]);
+        const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+        const res = await askAs(account.email);
+        expect({ status: res.status, body: res.body }).toEqual({ status: 202, body: { accepted: true } });
+        // Answered; the entry's write is still waiting for the held row.
+        const blocked = await eventually(
+          async () => (await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+            SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`)[0]!.n,
+          (count) => count > 0,
+        );
+        expect(blocked).toBeGreaterThan(0);
+        expect(await requestEntries(account.organizationId, account.userId)).toEqual([]);
+        await holder.query('COMMIT');
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        await holder.end();
+      }
+      expect(await eventually(() => requestEntries(account.organizationId, account.userId), (rows) => rows.length > 0)).toHaveLength(1);
+    }
+  });
+
+  it('a mail that could not be sent is recorded as failed (the answer the same 202)', async () => {
+    const refusing = await createHarness({ SMTP_URL: 'smtp://127.0.0.1:1' });
+    try {
+      const account = await signupAndVerify(h); // in the shared database; mail goes nowhere from `refusing`
+      const res = await askAs(account.email, refusing.app);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 202, body: { accepted: true } });
+      const found = await eventually(() => requestEntries(account.organizationId, account.userId), (rows) => rows.length > 0);
+      expect(found.map((e) => e.metadata)).toEqual([{ mail: 'failed' }]);
+    } finally {
+      await refusing.close();
+    }
   });
 });
 
@@ -442,6 +577,8 @@ describe('password reset and an erased account (GDPR)', () => {
     await settle();
     expect(resetMailsTo(h, pseudonym.email)).toEqual([]);
     expect(await h.deps.prisma.emailToken.count({ where: { userId: account.userId } })).toBe(0);
+    // Nor an audit entry (a real erasure leaves the account in no organization anyway).
+    expect(await requestEntries(account.organizationId, account.userId)).toEqual([]);
   });
 
   it('an erasure committed while the link was being made: no link reaches the address the account had, none is stored', async () => {
@@ -473,6 +610,10 @@ describe('password reset and an erased account (GDPR)', () => {
     expect(await liveResetTokens(account.userId)).toBe(0);
     const { passwordHash } = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } });
     expect(passwordHash).toBeNull();
+    // Recorded where the account still is a member (here: the erasure's account step only), labelled with the
+    // pseudonym, not the address the person had.
+    const entries = await eventually(() => requestEntries(account.organizationId, account.userId), (rows) => rows.length > 0);
+    expect(entries.map((e) => [e.actorLabel, e.metadata])).toEqual([[expect.stringMatching(/^erased-/), { mail: 'not_sent_account_changed' }]]);
   });
 });
 

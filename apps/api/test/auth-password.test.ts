@@ -129,19 +129,27 @@ describe('POST /auth/password', () => {
     expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).passwordHash).toBeNull();
   });
 
-  it('counts wrong current passwords with the sign-ins of the same e-mail (429 past the login limit)', async () => {
+  it("counts wrong current passwords per session (429 past the login limit), apart from the e-mail's sign-ins", async () => {
     const strict = await createHarness({ LOGIN_RATE_LIMIT_PER_MINUTE: '3' });
     try {
       const account = await signupAndVerify(strict);
-      const { token } = await loginViaApi(strict, account.email, account.password); // one of the three
-      const attempt = () =>
-        request(strict.app).post('/api/v1/auth/password').set(bearer(token)).send({ current_password: 'guess number one', new_password: NEW_PASSWORD });
-      expect((await attempt()).status).toBe(400);
-      expect((await attempt()).status).toBe(400);
-      const limited = await attempt();
+      const { token } = await loginViaApi(strict, account.email, account.password);
+      const hashBefore = (await strict.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).passwordHash;
+      const attempt = (current_password = 'guess number one') =>
+        request(strict.app).post('/api/v1/auth/password').set(bearer(token)).send({ current_password, new_password: NEW_PASSWORD });
+      for (let i = 0; i < 3; i++) expect((await attempt()).status).toBe(400);
+      const limited = await attempt(account.password);
       expect(limited.status).toBe(429);
-      // And the e-mail's sign-ins share the count.
-      expect((await loginRequest(strict, { email: account.email, password: account.password })).status).toBe(429);
+      expect(limited.body).toEqual({ detail: `Rate limit exceeded. Retry after ${limited.headers['retry-after']}s.` });
+      expect((await strict.deps.prisma.user.findUniqueOrThrow({ where: { id: account.userId } })).passwordHash).toBe(hashBefore);
+      // The e-mail's sign-ins have their own count: the owner signs in, and that new session confirms the change.
+      const again = await loginRequest(strict, { email: account.email, password: account.password });
+      expect(again.status).toBe(200);
+      const changed = await request(strict.app)
+        .post('/api/v1/auth/password')
+        .set(bearer(again.body.token))
+        .send({ current_password: account.password, new_password: NEW_PASSWORD });
+      expect(changed.status).toBe(200);
     } finally {
       await strict.close();
     }

@@ -12,6 +12,7 @@ import {
   signupViaApi,
   verificationTokenFor,
 } from './support/auth-helpers';
+import { AN_ADDRESS, whileMailRefused } from './support/smtp';
 
 let h: Harness;
 let org: TestOrg;
@@ -117,6 +118,17 @@ describe('signup and e-mail verification', () => {
     expect(await h.deps.prisma.user.findUnique({ where: { email } })).toBeNull();
     expect(await h.deps.prisma.organization.findFirst({ where: { name: body.organization_name } })).toBeNull();
     expect((await request(h.app).post('/api/v1/auth/signup').send(body)).status).toBe(201);
+  });
+
+  it("logs a mail server's refusal of the verification e-mail without the address it quotes", async () => {
+    const email = `refused-${uniqueSuffix()}@example.test`;
+    const { logged, refused } = await whileMailRefused(h, async () => {
+      const body = { email, password: SIGNUP_PASSWORD, name: 'R', organization_name: `Org ${uniqueSuffix()}` };
+      expect((await request(h.app).post('/api/v1/auth/signup').send(body)).status).toBe(500);
+    });
+    expect(refused).toEqual([email]);
+    expect(logged).toContainEqual(['Could not send the verification e-mail; signup undone', { error: expect.stringContaining('Recipient address rejected') }]);
+    expect(JSON.stringify(logged)).not.toMatch(AN_ADDRESS);
   });
 
   it('validates the signup body (400), including passwords longer than 72 bytes', async () => {

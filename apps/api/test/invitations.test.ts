@@ -6,6 +6,7 @@ import { newId } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, type TestOrg, type TestUser } from './support/fixtures';
 import { auditLog } from './support/audit-log';
+import { whileMailRefused } from './support/smtp';
 
 let h: Harness;
 let org: TestOrg;
@@ -375,6 +376,18 @@ describe('the audit log', () => {
     ]);
     // A retry is not refused as "already pending".
     expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBe(201);
+  });
+
+  it("a mail server's refusal of the invitation is logged without the address it quotes", async () => {
+    const local = await createOrg(h);
+    const address = freshEmail('refused');
+    const { logged, refused } = await whileMailRefused(h, async () => {
+      expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBe(500);
+    });
+    expect(refused).toEqual([address]);
+    expect(logged).toContainEqual(['Unhandled error', { error: expect.stringContaining('Recipient address rejected') }]);
+    // Logged with its stack, whose paths may hold an "@" (node_modules/.pnpm/name@version): the address's own part.
+    expect(JSON.stringify(logged)).not.toContain(address.split('@')[0]);
   });
 
   it("invitation.accepted: in the invitation's organization, by the user who accepted, a new or an existing account", async () => {

@@ -1,7 +1,11 @@
 import request from 'supertest';
+import { Client } from 'pg';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
+import { loginRequest } from './support/auth-helpers';
+import { backendPid, lockWaiters, waitingFor } from '../../../test-support/pg-locks';
+import { waitFor } from '../../../test-support/private-services';
+import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg } from './support/fixtures';
 
 let h: Harness;
 let org: TestOrg;
@@ -186,5 +190,48 @@ describe('DELETE /members/{user_id}', () => {
     await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: b.id, userId: a.member.id, role: 'member' } });
     expect((await remove(a.owner.token, a.member.id)).status).toBe(204);
     expect(await roleOf(b.id, a.member.id)).toBe('member');
+  });
+});
+
+describe('DELETE /members/{user_id} racing the member signing in', () => {
+  it('a sign-in under way while the removal runs gets no session that would work again if they rejoined', async () => {
+    const t = await createOrg(h);
+    const leaving = await createUserInOrg(h, t.id, 'member', 'racing');
+    const pg = new Client({ connectionString: h.config.databaseUrl });
+    await pg.connect();
+    // Another connection holds the member's session: the removal waits inside its transaction, its membership
+    // deleted (not committed yet) when it comes to revoke the sessions.
+    const holder = new Client({ connectionString: h.config.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM sessions WHERE user_id = $1 FOR UPDATE', [leaving.id]);
+      const pid = await backendPid(holder);
+      const removal = remove(t.admin.token, leaving.id).then((r) => r);
+      removal.catch(() => undefined);
+      await waitFor('the removal waiting for the held session', async () => (await waitingFor(pg, pid)) > 0);
+
+      let answered = false;
+      const signIn = loginRequest(h, { email: leaving.email, password: TEST_PASSWORD, organization_id: t.id }).then((r) => {
+        answered = true;
+        return r;
+      });
+      signIn.catch(() => undefined);
+      // The sign-in either waits for the removal (the member's row) or, without that lock, is answered meanwhile.
+      await waitFor('the sign-in waiting or answered', async () => answered || (await lockWaiters(pg)) >= 2);
+      await holder.query('COMMIT');
+      expect((await removal).status).toBe(204);
+      const res = await signIn;
+      expect([res.status, res.body.detail]).toEqual([403, 'You are not a member of that organization.']);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+
+    // Rejoining (an invitation accepted later) brings back no session of before.
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: t.id, userId: leaving.id, role: 'member' } });
+    const live = await pg.query('SELECT id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL', [leaving.id]);
+    await pg.end();
+    expect(live.rows).toEqual([]);
   });
 });

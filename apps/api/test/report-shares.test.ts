@@ -12,6 +12,7 @@ import { accessLog } from '../src/http/request-id';
 import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
+import { AN_ADDRESS, whileMailRefused } from './support/smtp';
 import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 import { createKey, insertAssessmentIn, insertReadyReport } from './support/domain';
 
@@ -318,6 +319,20 @@ describe('sharing a report by e-mail', () => {
     expect(revoked.metadata).toMatchObject({ email: address, reason: 'mail_failed' });
     expect((await share(org.admin.token, report.id, { email: address })).status).toBe(201);
     expect(lastMailTo(address).text).toContain('/shared/reports/rshare_');
+  });
+
+  it("logs a mail server's refusal of the grant without the address it quotes", async () => {
+    const report = await readyReport();
+    const address = 'refused.reader@customer.example';
+    const { logged, refused } = await whileMailRefused(h, async () => {
+      expect((await share(org.admin.token, report.id, { email: address })).status).toBe(503);
+    });
+    expect(refused).toEqual([address]);
+    expect(logged).toContainEqual([
+      'Mailing a report grant failed; the grant is revoked',
+      { share_id: expect.any(String), error: expect.stringContaining('Recipient address rejected') },
+    ]);
+    expect(JSON.stringify(logged)).not.toMatch(AN_ADDRESS);
   });
 
   it('refuses a malformed address or expiry (400) and an expiry in the past (422)', async () => {

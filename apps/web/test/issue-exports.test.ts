@@ -73,4 +73,4 @@ it('an admin adds a GitHub tracker; a manager exports a finding from the assessm
     await page.getByRole('link', { name: 'Projects' }).waitFor();
     expect(await page.getByRole('link', { name: 'Issue trackers' }).count()).toBe(1); // members read trackers
   });
-}, 60_000); // a flow of several pages and sign-ins: 10 s alone, past 30 s once in the full suite on 2 cores
+}, 120_000); // a flow of several pages and sign-ins: 10-28 s alone, past 30 s once in the full suite on 2 cores

@@ -106,6 +106,8 @@ describe('report publishing and sharing in Chromium', () => {
 
     const outsider = await newPage();
     await step('published-url-signed-out', async () => {
+      // The dashboard asks who is signed in on every page, this one too: its answer decides the signed-in header.
+      const whoAmI = outsider.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/auth/me');
       const res = await outsider.goto(publishedUrl);
       // The page itself is served with the private headers too.
       expect(res?.headers()['cache-control']).toBe('no-store');
@@ -115,7 +117,14 @@ describe('report publishing and sharing in Chromium', () => {
       await outsider.getByText(`Shared by ${org.name}.`).waitFor();
       await outsider.getByText('Storefront', { exact: true }).waitFor();
       await outsider.screenshot({ path: path.join(SCREENSHOTS, 'report-sharing-public-page.png'), fullPage: true });
-      expect(await outsider.getByRole('link', { name: 'Log out' }).count()).toBe(0);
+      // Nobody is signed in here, and the page has had that answer (and a turn to render it) before the header is
+      // read: no Log out button (a button, in the dashboard's header) and no main navigation.
+      const me = await whoAmI;
+      expect(me.status()).toBe(401);
+      await me.finished();
+      await outsider.evaluate('new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50)))');
+      expect(await outsider.getByRole('button', { name: 'Log out' }).count()).toBe(0);
+      expect(await outsider.getByRole('navigation', { name: 'Main' }).count()).toBe(0);
       const [download] = await Promise.all([outsider.waitForEvent('download'), outsider.getByRole('link', { name: 'Download PDF' }).click()]);
       expect(download.suggestedFilename()).toBe('Storefront-pentest-Q4.pdf');
       const stream = await download.createReadStream();
@@ -164,14 +173,30 @@ describe('report publishing and sharing in Chromium', () => {
   });
 
   it('a member sees the report and its external access without the controls', async () => {
+    // The journey above revoked everything it made: the owner publishes the report and shares it again (through the
+    // API), so the page lists active grants that a manager could revoke and unpublish.
+    const grantee = `member-view-${Date.now()}@customer.example`;
+    const asOwner = { ...bearer(org.owner.token), 'Content-Type': 'application/json' };
+    const published = await fetch(`${base}/api/v1/reports/${report.id}/publication`, { method: 'POST', headers: asOwner, body: '{}' });
+    expect(published.status).toBe(201);
+    const shared = await fetch(`${base}/api/v1/reports/${report.id}/shares`, { method: 'POST', headers: asOwner, body: JSON.stringify({ email: grantee }) });
+    expect(shared.status).toBe(201);
+
     const member = await newPage();
     await step('member-report-page', async () => {
       await logIn(member, base, org.member.email, TEST_PASSWORD);
       await member.getByRole('heading', { name: 'Projects' }).waitFor();
       await member.goto(`${base}/reports/${report.id}`);
       await member.getByRole('heading', { name: 'Report Storefront pentest Q4' }).waitFor();
-      await member.getByRole('table', { name: 'External access' }).waitFor();
-      expect(await member.getByRole('button', { name: 'Publish', exact: true }).count()).toBe(0);
+      // The grants are a request of their own (the table is there before they are): wait for both active rows before
+      // saying that no row offers Revoke and that the active publication offers no Unpublish.
+      const external = member.getByRole('table', { name: 'External access' });
+      const grantRow = external.getByRole('row', { name: new RegExp(`${grantee.replace(/[.]/g, '\\.')} active`) });
+      const linkRow = external.getByRole('row', { name: /Published URL active/ });
+      await grantRow.waitFor();
+      await linkRow.waitFor();
+      expect(await member.getByRole('button', { name: /^Publish/ }).count()).toBe(0);
+      expect(await member.getByRole('button', { name: 'Unpublish' }).count()).toBe(0);
       expect(await member.getByRole('button', { name: 'Share', exact: true }).count()).toBe(0);
       expect(await member.getByRole('button', { name: /^Revoke/ }).count()).toBe(0);
       // A member holds reports:read, not reports:download.

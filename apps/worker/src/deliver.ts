@@ -24,6 +24,7 @@ import { trustedSecureContext } from './http/trust';
 import { createEntraTokens, type EntraTokens } from './http/entra-token';
 import { hecErrorOf } from './http/hec-error';
 import { sendNotificationMail } from './http/mail-send';
+import { mailErrorForLog } from '@svc/mail';
 import { sendAuthorized, type AuthorizedResult } from './http/receiver-auth';
 import {
   AttemptConflictError,
@@ -515,6 +516,7 @@ function logAttempt(ctx: DeliveryContext, run: AttemptInProgress, record: Attemp
     outcome: record.outcome,
     response_status: record.responseStatus,
     duration_ms: record.durationMs,
-    ...(record.error && { error: record.error }),
+    // An e-mail target's error is its mail server's, which may quote the recipients' addresses.
+    ...(record.error && { error: run.delivery.payloadFormat === 'email' ? mailErrorForLog(record.error) : record.error }),
   });
 }

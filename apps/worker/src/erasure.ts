@@ -15,7 +15,7 @@
 // text of each table (exact e-mail always, the name when `searchableName` accepts it), report PDFs rendered from
 // changed text (regenerated), the account (with its sign-in identities, tokens and security notices), then the receipt.
 import { recordAudit, SYSTEM_ACTOR } from '@svc/audit';
-import { openErasureSubject, Prisma, sealErasureSubject, type ErasureSubject, type Tx } from '@svc/db';
+import { lockUserForMembershipChange, openErasureSubject, Prisma, sealErasureSubject, type ErasureSubject, type Tx } from '@svc/db';
 import { CONFIGURER_LOST_ROLE_REASON, erasureReplacements, freeTextPasses, normalizedEmail, previewWithoutSamples, type FreeTextPass, type Pseudonym, type TextReplacement } from '@svc/domain';
 import { bumpAuthEpochs, createReportQueue, enqueueReport } from '@svc/queue';
 import type { WorkerDeps } from './deps';
@@ -124,12 +124,28 @@ function personsAuditEntries(organizationId: string, subject: ErasureSubject) {
       OR (actor_type = 'report_share' AND actor_id IN (SELECT id FROM report_shares WHERE organization_id = ${organizationId} AND kind = 'email' AND lower(email) = ${email})))`;
 }
 
-async function scrubReferences(tx: Tx, organizationId: string, subject: ErasureSubject, pseudonym: Pseudonym): Promise<number> {
+/**
+ * The person's audit entries pseudonymized. `lateOnly` (the follow-up): only those still holding an address (its
+ * count), and only those recorded before the person rejoined the organization, if they have: what they do once
+ * invited back is theirs again, not the erasure's. What the erased credentials record after the rejoin (a request
+ * under way with a key of theirs or their share grant, a key an API instance still caches) is not.
+ */
+async function scrubReferences(tx: Tx, organizationId: string, subject: ErasureSubject, pseudonym: Pseudonym, lateOnly = false): Promise<number> {
+  // The membership, if any, is a rejoin: the erasure removed the one they had. An accept records its entry at its
+  // membership's created_at (joinInvitedOrganization), so `<` leaves that entry to them too.
+  const rejoined = Prisma.sql`COALESCE((SELECT created_at FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${subject.userId ?? ''}), 'infinity')`;
+  // Kept after the rejoin: the user's own entries (a session does not show in them) and their keys minted since. A
+  // key from before (revoked by the erasure) and a share grant the erasure revoked (it holds the pseudonym) are not theirs again.
+  const late = lateOnly
+    ? Prisma.sql`AND (ip IS NOT NULL OR user_agent IS NOT NULL OR (actor_type IN ('user', 'report_share') AND actor_label IS DISTINCT FROM ${pseudonym.email}))
+        AND (created_at < ${rejoined} OR actor_type = 'report_share'
+          OR (actor_type = 'api_key' AND actor_id IN (SELECT id FROM api_keys WHERE organization_id = ${organizationId} AND user_id = ${subject.userId ?? ''} AND created_at < ${rejoined})))`
+    : Prisma.empty;
   return tx.$executeRaw`
     UPDATE audit_events SET
       actor_label = CASE WHEN actor_type IN ('user', 'report_share') THEN ${pseudonym.email} ELSE actor_label END,
       ip = NULL, user_agent = NULL
-    WHERE ${personsAuditEntries(organizationId, subject)}`;
+    WHERE ${personsAuditEntries(organizationId, subject)} ${late}`;
 }
 
 async function replaceEmailKeyed(tx: Tx, organizationId: string, subject: ErasureSubject, pseudonym: Pseudonym, now: Date) {
@@ -217,12 +233,16 @@ async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseu
   return ids;
 }
 
+async function lockAccountForErasure(tx: Tx, userId: string) {
+  await tx.$queryRaw`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`;
+}
+
 /** The account goes: no credential, no sign-in identity, no token is left; the row keeps only the pseudonym. */
 async function eraseAccount(tx: Tx, userId: string, pseudonym: Pseudonym, now: Date) {
   // The user's row first, as every change of credentials takes it (a password reset locks it, then claims or issues
   // its e-mail token): deleting the tokens before would deadlock with a reset under way. FOR UPDATE: the address, a
   // unique key, changes below.
-  await tx.$queryRaw`SELECT id FROM users WHERE id = ${userId} FOR UPDATE`;
+  await lockAccountForErasure(tx, userId);
   await tx.oAuthIdentity.deleteMany({ where: { userId } });
   await tx.personalSourceConnection.deleteMany({ where: { userId } });
   await tx.emailToken.deleteMany({ where: { userId } });
@@ -321,6 +341,10 @@ async function advance(deps: WorkerDeps, tx: Tx, req: RequestRow, passes: FreeTe
   }
   switch (progress.step) {
     case 'membership': {
+      // The person's row first (apps/api audit.context.ts recordInUserOrganizations and auth/login.ts hold it FOR SHARE
+      // from reading their memberships to their commit): an entry or session is committed before they leave, and
+      // scrubbed or revoked here, or reads the memberships after and is not written in this organization.
+      if (subject.userId) await lockUserForMembershipChange(tx, subject.userId);
       await refuseOwner(tx, req.organization_id, subject);
       if (subject.userId) {
         const removal = await removeMembership(tx, req.organization_id, subject.userId, now);
@@ -343,6 +367,10 @@ async function advance(deps: WorkerDeps, tx: Tx, req: RequestRow, passes: FreeTe
       progress.receipt.reports_regenerated = await regenerateReports(tx, req.organization_id, pseudonym);
       return { progress: next(), done: false };
     case 'account': {
+      // The row before the count (eraseAccount takes it again): an invitation accepted meanwhile holds it until its
+      // membership commits (apps/api invitations.service.ts joinInvitedOrganization), so the count sees
+      // that membership and the account stays, or the accept comes after and finds the account erased.
+      if (subject.userId) await lockAccountForErasure(tx, subject.userId);
       const elsewhere = subject.userId ? await tx.membership.count({ where: { userId: subject.userId } }) : 1;
       if (subject.userId && elsewhere === 0) {
         add('users.email', 1);
@@ -540,4 +568,81 @@ export async function runErasures(deps: WorkerDeps, budgetMs = ERASURE_RUN_BUDGE
     await connection?.quit().catch(() => undefined);
   }
   return result;
+}
+
+// ---- follow-up ----
+
+/**
+ * How long after an erasure completes its follow-up runs: longer than a request already under way then can go on
+ * writing in the organization as the person. The API forgets their sessions and keys when the erasure tells it
+ * (afterErasure), or within API_KEY_CACHE_TTL_SECONDS (at most 5 min) if that message is lost; a request's writes
+ * commit within its transaction's bound, the longest being a subscription's deletion (apps/api subscriptions.service.ts
+ * DELETION_TRANSACTION, 10 min). Nothing bounds a handler's time before its transaction starts: this is a bound
+ * on practice, not a guarantee.
+ */
+export const ERASURE_FOLLOW_UP_DELAY_MS = 15 * 60 * 1000;
+
+interface CompletedRow {
+  id: string;
+  organization_id: string;
+  subject_user_id: string | null;
+  pseudonym_name: string;
+  pseudonym_email: string;
+}
+
+/**
+ * The follow-up of completed erasures. The membership step does not wait for requests in flight: one authenticated
+ * as the person before it (a session or API key of theirs, their share link) that commits after the erasure leaves
+ * an audit entry with their IP and user agent, and their address as its label when the account stays (a member
+ * elsewhere). Once no such request can be left (ERASURE_FOLLOW_UP_DELAY_MS), the person's entries in the
+ * organization are scrubbed again, found by the user id and by the share grants that now hold the pseudonym; the
+ * receipt counts them as `late_audit_entries_scrubbed`. A person invited back within the delay keeps what they
+ * recorded after rejoining. Returns how many requests were followed up.
+ */
+export async function followUpCompletedErasures(deps: WorkerDeps): Promise<number> {
+  const due = new Date(deps.clock.now().getTime() - ERASURE_FOLLOW_UP_DELAY_MS);
+  const requests = await deps.prisma.erasureRequest.findMany({
+    where: { status: 'completed', followedUpAt: null, completedAt: { lte: due } },
+    select: { id: true },
+    orderBy: { completedAt: 'asc' },
+    take: REQUESTS_PER_RUN,
+  });
+  let followedUp = 0;
+  for (const { id } of requests) {
+    let late: number | null;
+    try {
+      late = await followUpOne(deps, id);
+    } catch (err) {
+      // Logged, and the others go on: a request failing first in every run must not keep every later one waiting.
+      deps.logger.error('Erasure follow-up failed; the next run retries it', { erasure_request_id: id, error: err instanceof Error ? err.message : String(err) });
+      continue;
+    }
+    if (late === null) continue;
+    followedUp += 1;
+    if (late > 0) deps.logger.info('Erasure follow-up scrubbed audit entries written after it completed', { erasure_request_id: id, entries: late });
+  }
+  return followedUp;
+}
+
+/** One request's follow-up: the entries scrubbed, or null when it is not (or no longer) due or another worker has it. */
+async function followUpOne(deps: WorkerDeps, requestId: string): Promise<number | null> {
+  return deps.prisma.$transaction(
+    async (tx) => {
+      const [req] = await tx.$queryRaw<CompletedRow[]>`
+        SELECT id, organization_id, subject_user_id, pseudonym_name, pseudonym_email FROM erasure_requests
+        WHERE id = ${requestId} AND status = 'completed' AND followed_up_at IS NULL FOR UPDATE SKIP LOCKED`;
+      if (!req) return null;
+      const pseudonym = { name: req.pseudonym_name, email: req.pseudonym_email };
+      const subject: ErasureSubject = { userId: req.subject_user_id, name: pseudonym.name, email: pseudonym.email };
+      const scrubbed = await scrubReferences(tx, req.organization_id, subject, pseudonym, true);
+      await tx.$executeRaw`
+        UPDATE erasure_requests SET followed_up_at = ${deps.clock.now()},
+          receipt = COALESCE(receipt, '{}'::jsonb) || jsonb_build_object('late_audit_entries_scrubbed', ${scrubbed}::int)
+        WHERE id = ${req.id}`;
+      return scrubbed;
+    },
+    // The erasure's own bounds (eraseOne), not Prisma's default 5 s: the scan of a large organization's audit log,
+    // or its rows held by another worker's erasure batch in the same organization, can take longer.
+    { timeout: 60_000, maxWait: 30_000 },
+  );
 }

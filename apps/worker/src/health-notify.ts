@@ -1,7 +1,7 @@
 // Tells an organization's owner and admins, once, that a subscription turned failing or disabled. Called after
 // the transaction that turned it (and audited it) committed; a mail failure is logged, never retried per attempt.
 import { oneLine } from '@svc/domain';
-import { createMailer } from '@svc/mail';
+import { createMailer, mailErrorForLog } from '@svc/mail';
 import type { WorkerDeps } from './deps';
 import type { AttemptRecord, HealthChange } from './record';
 
@@ -34,6 +34,7 @@ export async function notifyHealthChange(
   change: HealthChange,
   last: Pick<AttemptRecord, 'responseStatus' | 'error'> & { outcome: string },
 ): Promise<void> {
+  let recipients: string[] = [];
   try {
     const subscription = await deps.prisma.webhookSubscription.findUniqueOrThrow({
       where: { id: change.subscriptionId },
@@ -57,8 +58,9 @@ export async function notifyHealthChange(
       `Open it in the dashboard: ${dashboardLink(deps.config.publicBaseUrl, subscription)}`,
     ].join('\n');
     const mailer = deps.mailer ?? createMailer(deps.config.mail);
-    for (const to of new Set(members.map((m) => m.user.email))) await mailer.send({ to, subject, text });
+    recipients = [...new Set(members.map((m) => m.user.email))];
+    for (const to of recipients) await mailer.send({ to, subject, text });
   } catch (err) {
-    deps.logger.error('Could not send a webhook health notification', { subscription_id: change.subscriptionId, error: String(err) });
+    deps.logger.error('Could not send a webhook health notification', { subscription_id: change.subscriptionId, error: mailErrorForLog(err, recipients) });
   }
 }

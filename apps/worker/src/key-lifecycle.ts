@@ -5,7 +5,7 @@
 import { SYSTEM_ACTOR, recordAudit } from '@svc/audit';
 import type { Prisma } from '@svc/db';
 import { oneLine } from '@svc/domain';
-import { createMailer, type Mailer } from '@svc/mail';
+import { createMailer, mailErrorForLog, type Mailer } from '@svc/mail';
 import { bumpAuthEpochs } from '@svc/queue';
 import type { Redis } from 'ioredis';
 import type { WorkerDeps } from './deps';
@@ -108,7 +108,7 @@ export async function sendExpiryWarnings(
         }
         warned++;
       } catch (err) {
-        deps.logger.error('Could not send an API-key expiry warning', { key_id: key.id, sent, error: String(err) });
+        deps.logger.error('Could not send an API-key expiry warning', { key_id: key.id, sent, error: mailErrorForLog(err, recipients) });
         // Nobody was told: give the claim back so the next run tries again. (Someone was: no second round.)
         if (sent === 0) {
           await deps.prisma.apiKey.updateMany({ where: { id: key.id, expiryWarnedAt: now }, data: { expiryWarnedAt: null } });

@@ -6,7 +6,7 @@ import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { createStorage } from '@svc/storage';
 import type { RedisOptions } from 'ioredis';
-import { systemClock } from '@svc/domain';
+import { systemClock, TimeoutError, withTimeout } from '@svc/domain';
 import { credentialDestination } from '@svc/webhooks';
 import { MetricsPortInUseError, startMetricsServer } from './metrics';
 import { startWorker } from './worker';
@@ -15,6 +15,13 @@ import { startWorker } from './worker';
 // others for a slot, so the worker does not use the API's short DATABASE_CONNECT_TIMEOUT_MS; this bound still frees
 // an attempt stuck on an unreachable server well before BullMQ's lock on its job would expire.
 const WORKER_POOL_WAIT_MS = 30_000;
+
+/**
+ * The longest closing the database pool may take at shutdown, once the jobs have finished. A statement of the
+ * worker's own background work (binding stored credentials at start-up, say) may still wait for a row another
+ * transaction holds, and closing the pool waits for it: the process exits regardless, as the API's does.
+ */
+const CLOSE_TIMEOUT_MS = 5_000;
 
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
@@ -60,7 +67,10 @@ async function main(): Promise<void> {
     try {
       await metrics?.close();
       await running.close();
-      await prisma.$disconnect();
+      await withTimeout(() => prisma.$disconnect(), CLOSE_TIMEOUT_MS).catch((err: unknown) => {
+        if (!(err instanceof TimeoutError)) throw err;
+        logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS });
+      });
       logger.info('Worker stopped');
       process.exit(0);
     } catch (err) {

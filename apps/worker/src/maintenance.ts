@@ -11,7 +11,7 @@ import { scanSlaBreaches } from './sla-scan';
 import { RELAY_JOB, type DeliveryJobData, type MaintenanceJobName } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { runKeyLifecycle, type KeyLifecycleResult } from './key-lifecycle';
-import { runErasures, type ErasureRunResult } from './erasure';
+import { followUpCompletedErasures, runErasures, type ErasureRunResult } from './erasure';
 import { sweepOrphanedSource, type SourceSweepResult } from './source-sweep';
 import { runSecurityNoticeSweep, type NoticeSweepResult } from './security-notices';
 
@@ -132,8 +132,11 @@ export async function runMaintenanceJob(
       return runKeyLifecycle(deps);
     case 'sla-scan':
       return runSlaScan(deps, deliveryQueue);
-    case 'erasure':
-      return runErasures(deps);
+    case 'erasure': {
+      const result = await runErasures(deps);
+      await followUpCompletedErasures(deps);
+      return result;
+    }
     case 'source-sweep':
       return sweepOrphanedSource(deps);
     case 'security-notices':

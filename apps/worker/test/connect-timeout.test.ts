@@ -35,7 +35,7 @@ describe('the worker transport against a host that never completes the connect',
   });
 
   it('gives up at the connect timeout, with an error that says so', async () => {
-    const post = createPostWebhook({ timeoutMs: 8_000, connectTimeoutMs: 500, maxSocketsPerAddress: 2 });
+    const post = createPostWebhook({ timeoutMs: 30_000, connectTimeoutMs: 500, maxSocketsPerAddress: 2 });
     try {
       const started = Date.now();
       const result = await post({
@@ -43,7 +43,9 @@ describe('the worker transport against a host that never completes the connect',
       });
       expect(result.response).toBeNull();
       expect(result.error?.message).toMatch(/Timeout awaiting 'connect' for 500ms/);
-      expect(Date.now() - started).toBeLessThan(4_000); // before: the whole 8 s
+      // Before: the whole request timeout, with 'request' in the message. The connect timer is what the message shows;
+      // the time only says it was not the request's (about 0.7 s alone, 4.9 s once in a loaded full suite).
+      expect(Date.now() - started).toBeLessThan(15_000);
     } finally {
       post.close();
     }

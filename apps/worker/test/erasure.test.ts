@@ -19,13 +19,20 @@ import { createKey, insertAssessmentIn, insertFinding, insertReadyReport } from 
 import { loginRequest, resetLinkFor } from '../../api/test/support/auth-helpers';
 import type { WorkerDeps } from '../src/deps';
 import { runErasures } from '../src/erasure';
+import { recordAs, recordInOrganizations } from '../../api/src/modules/audit/audit.context';
+import type { Principal } from '../../api/src/auth/principal';
 import { CONFIGURER_LOST_ROLE_REASON } from '../../api/src/modules/access/event-routing';
 import { renderReport } from '../src/reports/report-job';
-import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
+import { MAINTENANCE_SCHEDULES, runMaintenanceJob } from '../src/maintenance';
 import { startWorker } from '../src/worker';
 import { buildWorker, spawnWorker } from './support/child-worker';
 import type { World } from './support/world';
 import { createIsolatedDatabase } from '../../../test-support/databases';
+import { waitFor } from '../../../test-support/private-services';
+import { backendPid, lockWaiters as countLockWaiters, waitingFor } from '../../../test-support/pg-locks';
+import { sha256Hex } from '../../api/src/lib/crypto';
+import { joinInvitedOrganization } from '../../api/src/modules/invitations/invitations.service';
+import { userForIdentity } from '../../api/src/modules/oauth/oauth.service';
 
 let h: Harness;
 let deps: WorkerDeps;
@@ -857,5 +864,530 @@ describe('an erased member loses what DELETE /members/:id takes away', () => {
     expect((await read(filed.id, fresh.owner.token)).status).toBe('completed');
     expect(await h.deps.prisma.emailToken.count({ where: { userId: p.id } })).toBe(0);
     expect((await api().post('/api/v1/auth/password-reset/confirm').send({ token, new_password: 'a brand new passphrase' })).status).toBe(400);
+  });
+});
+
+describe("requests racing the erasure (a failed sign-in's entry in each of the person's organizations; a passed one's session and entry; any request's entry)", () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const until = (what: string, check: () => Promise<boolean>) => waitFor(what, check, 10_000);
+  const blockedBy = (pid: number) => waitingFor(pg, pid);
+  const lockWaiters = () => countLockWaiters(pg);
+  /** The person's entries of one action as each organization's audit log holds them. */
+  const entriesOf = (action: string) => async (userId: string) =>
+    (await pg.query(
+      `SELECT organization_id, actor_label, ip, user_agent FROM audit_events WHERE action = $1 AND actor_id = $2 ORDER BY organization_id`,
+      [action, userId],
+    )).rows;
+  /** The failed sign-ins of the person; their sign-ins. */
+  const failures = entriesOf('auth.login_failed');
+  const signIns = entriesOf('auth.login');
+  /** Audit entries, in any organization, holding the address anywhere (label, metadata, IP, user agent). */
+  const entriesHolding = async (email: string) =>
+    (await pg.query(`SELECT organization_id, action FROM audit_events WHERE strpos(lower(audit_events::text), lower($1)) > 0`, [email])).rows;
+  /** md5 of every row of the organization, table by table. */
+  async function organizationRows(organizationId: string): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const table of await tables()) {
+      if (!table.org) continue;
+      const { rows } = await pg.query(
+        `SELECT md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) AS sum, count(*)::int AS n FROM "${table.name}" t WHERE t.organization_id = $1`,
+        [organizationId],
+      );
+      out[table.name] = `${rows[0].n}:${rows[0].sum}`;
+    }
+    return out;
+  }
+
+  /** Files an erasure of the person in each organization, lets the worker preview them and confirms them: the next run erases. */
+  async function confirmedErasures(userId: string, ...by: TestOrg[]): Promise<Filed[]> {
+    const filed = [];
+    for (const o of by) filed.push(await fileFor(o.owner.token, { user_id: userId }));
+    await runErasures(deps);
+    for (const [i, o] of by.entries()) expect((await api().post(`${BASE}/${filed[i]!.id}/confirm`).set(bearer(o.owner.token))).status).toBe(202);
+    return filed;
+  }
+
+  /**
+   * Another connection holds `lockSql`'s row while `request` starts; once the request waits for it, the erasure runs
+   * as far as it can (with `erasureWaits`, it must not get to the end); then the row is let go and both finish.
+   */
+  async function whileRowHeld<T>(lockSql: string, params: unknown[], request: () => Promise<T>, { erasureWaits = false } = {}) {
+    const holder = new Client({ connectionString: database.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(lockSql, params);
+      const pid = await backendPid(holder);
+      const answered = request();
+      answered.catch(() => undefined);
+      await until('the request waits for the held row', async () => (await blockedBy(pid)) > 0);
+      let settled = false;
+      const run = runErasures(deps).finally(() => {
+        settled = true;
+      });
+      run.catch(() => undefined);
+      // The erasure waits too (for the request's write, or for the held row), or it finished.
+      await until('the erasure went as far as it could', async () => settled || (await lockWaiters()) >= 2);
+      if (erasureWaits) expect(settled).toBe(false);
+      await holder.query('COMMIT');
+      const result = await run;
+      const answer = await answered;
+      await until('everything finished', async () => (await lockWaiters()) === 0);
+      return { result, answer };
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+  }
+
+  /**
+   * The interleaving: a sign-in has read where the person is a member and its write (a failed sign-in's audit entry,
+   * written after the answer; a passed one's session and entry) is held up by another connection holding
+   * `heldOrganizationId`'s row (their foreign key); the erasure goes as far as it can, without finishing.
+   */
+  const signInStraddlingTheErasure = <T>(heldOrganizationId: string, signIn: () => Promise<T>) =>
+    whileRowHeld('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [heldOrganizationId], signIn, { erasureWaits: true });
+
+  async function failedSignInStraddlingTheErasure(person: { email: string }, heldOrganizationId: string) {
+    const { result } = await signInStraddlingTheErasure(heldOrganizationId, async () => {
+      expect((await loginRequest(h, { email: person.email, password: 'not the password at all' })).status).toBe(401);
+    });
+    return result;
+  }
+
+  /** The person's live sessions, by organization. */
+  const liveSessions = async (userId: string) =>
+    (await pg.query(`SELECT organization_id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL ORDER BY organization_id`, [userId])).rows;
+
+  it('the entry is written while the person is a member, then pseudonymized: no entry holds the address, none lands after they left', async () => {
+    const a = await createOrg(h);
+    const unrelated = await createOrg(h);
+    const p = await member(a, 'Stella Straddler');
+    const [filed] = await confirmedErasures(p.id, a);
+    const unrelatedBefore = await organizationRows(unrelated.id);
+
+    const result = await failedSignInStraddlingTheErasure(p, a.id);
+    expect(result).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    const done = await read(filed.id, a.owner.token);
+    expect([done.status, done.receipt.account_erased]).toEqual(['completed', true]);
+
+    expect(await entriesHolding(p.email)).toEqual([]);
+    // Scrubbed with the person's other entries: it was written while they were a member, not after they left.
+    expect(await failures(p.id)).toEqual([{ organization_id: a.id, actor_label: filed.pseudonym.email, ip: null, user_agent: null }]);
+    expect(await organizationRows(unrelated.id)).toEqual(unrelatedBefore);
+  });
+
+  it('an audit write that waits for the erasure to take the person out writes nothing where they no longer are', async () => {
+    const a = await createOrg(h);
+    const p = await member(a, 'Wanda Waiter');
+    const [filed] = await confirmedErasures(p.id, a);
+    // Another connection holds the person's session: the erasure's membership step, which revokes it, waits for it
+    // after taking the person's row and removing the membership, with neither committed.
+    const holder = new Client({ connectionString: database.url });
+    await holder.connect();
+    let run: Promise<unknown> | undefined;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM sessions WHERE user_id = $1 FOR UPDATE', [p.id]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      run = runErasures(deps);
+      run.catch(() => undefined);
+      await until('the erasure waits inside its membership step', async () => (await blockedBy(pid)) > 0);
+      expect((await loginRequest(h, { email: p.email, password: 'not the password at all' })).status).toBe(401);
+      await until('the audit write of the failed sign-in waits for the erasure', async () => (await lockWaiters()) >= 2);
+      await holder.query('COMMIT');
+      expect(await run).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    await until('the audit write finished', async () => (await lockWaiters()) === 0);
+    await sleep(300);
+    expect((await read(filed.id, a.owner.token)).status).toBe('completed');
+    expect(await failures(p.id)).toEqual([]);
+    expect(await entriesHolding(p.email)).toEqual([]);
+  });
+
+  it('a person in two organizations, erased by both: neither keeps the address, an unrelated organization is untouched', async () => {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const unrelated = await createOrg(h);
+    const p = await member(a, 'Tomas Twofold');
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: b.id, userId: p.id, role: 'member' } });
+    // B's erasure runs first (the older request): the person then is a member of A only, and A's erases the account.
+    const [inB, inA] = await confirmedErasures(p.id, b, a);
+    await pg.query(`UPDATE erasure_requests SET created_at = created_at - interval '1 minute' WHERE id = $1`, [inB.id]);
+    const unrelatedBefore = await organizationRows(unrelated.id);
+
+    const result = await failedSignInStraddlingTheErasure(p, a.id);
+    expect(result).toEqual({ previewed: 0, completed: 2, failed: 0 });
+    expect((await read(inA.id, a.owner.token)).receipt.account_erased).toBe(true);
+    expect((await read(inB.id, b.owner.token)).receipt.account_erased).toBe(false);
+
+    expect(await entriesHolding(p.email)).toEqual([]);
+    expect(await failures(p.id)).toEqual(
+      [
+        { organization_id: a.id, actor_label: inA.pseudonym.email, ip: null, user_agent: null },
+        { organization_id: b.id, actor_label: inB.pseudonym.email, ip: null, user_agent: null },
+      ].sort((x, y) => x.organization_id.localeCompare(y.organization_id)),
+    );
+    expect(await organizationRows(unrelated.id)).toEqual(unrelatedBefore);
+    expect(await h.deps.prisma.membership.count({ where: { userId: p.id } })).toBe(0);
+  });
+
+  /** A member of A and of B (joined later), with a session in A; A's erasure of them is confirmed (the account stays: B). */
+  async function inTwoErasedByA() {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const p = await member(a, 'Sam Signer');
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: b.id, userId: p.id, role: 'member', createdAt: new Date(Date.now() + 1000) } });
+    const [filed] = await confirmedErasures(p.id, a);
+    return { a, b, p, filed: filed! };
+  }
+
+  it('a sign-in that commits before the erasure takes the person out: its session is revoked with the others and its entry pseudonymized', async () => {
+    const { a, b, p, filed } = await inTwoErasedByA();
+    const unrelated = await createOrg(h);
+    const unrelatedBefore = await organizationRows(unrelated.id);
+
+    const { result, answer } = await signInStraddlingTheErasure(a.id, () => loginRequest(h, { email: p.email, password: TEST_PASSWORD, organization_id: a.id }));
+    expect(result).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    expect(answer.status).toBe(200);
+    expect((await read(filed.id, a.owner.token)).receipt.account_erased).toBe(false);
+
+    expect(await signIns(p.id)).toEqual([{ organization_id: a.id, actor_label: filed.pseudonym.email, ip: null, user_agent: null }]);
+    expect(await liveSessions(p.id)).toEqual([]);
+    // Still a member of B, where the session they just got is no key: it was opened in A.
+    expect((await request(h.app).get('/api/v1/auth/me').set(bearer(answer.body.token))).status).toBe(401);
+    expect(await h.deps.prisma.membership.findMany({ where: { userId: p.id }, select: { organizationId: true } })).toEqual([{ organizationId: b.id }]);
+    expect(await organizationRows(unrelated.id)).toEqual(unrelatedBefore);
+  });
+
+  /** The erasure stopped inside its membership step (the person's row taken, the membership removed, neither committed). */
+  async function withErasureInsideMembershipStep(userId: string, whileHeld: () => Promise<void>) {
+    const holder = new Client({ connectionString: database.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM sessions WHERE user_id = $1 AND revoked_at IS NULL FOR UPDATE', [userId]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      const run = runErasures(deps);
+      run.catch(() => undefined);
+      await until('the erasure waits inside its membership step', async () => (await blockedBy(pid)) > 0);
+      await whileHeld();
+      await holder.query('COMMIT');
+      expect(await run).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+  }
+
+  it('a sign-in into the organization that waits for the erasure to take the person out is refused, with no session or entry there', async () => {
+    const { a, p } = await inTwoErasedByA();
+    let answer: Promise<request.Response> | undefined;
+    await withErasureInsideMembershipStep(p.id, async () => {
+      answer = loginRequest(h, { email: p.email, password: TEST_PASSWORD, organization_id: a.id }).then((r) => r);
+      answer.catch(() => undefined);
+      await until('the sign-in waits for the erasure', async () => (await lockWaiters()) >= 2);
+    });
+    const res = await answer!;
+    expect([res.status, res.body.detail]).toEqual([403, 'You are not a member of that organization.']);
+    expect(await signIns(p.id)).toEqual([]);
+    expect(await liveSessions(p.id)).toEqual([]);
+    expect(await entriesHolding(p.email)).toEqual([]);
+  });
+
+  it('a sign-in into their first organization that waits for the erasure lands in the one they are still in', async () => {
+    const { a, b, p } = await inTwoErasedByA();
+    let answer: Promise<request.Response> | undefined;
+    await withErasureInsideMembershipStep(p.id, async () => {
+      answer = loginRequest(h, { email: p.email, password: TEST_PASSWORD }).then((r) => r);
+      answer.catch(() => undefined);
+      await until('the sign-in waits for the erasure', async () => (await lockWaiters()) >= 2);
+    });
+    const res = await answer!;
+    expect(res.status).toBe(200);
+    expect((await request(h.app).get('/api/v1/auth/me').set(bearer(res.body.token))).body.organization.id).toBe(b.id);
+    expect((await signIns(p.id)).map((e: { organization_id: string }) => e.organization_id)).toEqual([b.id]);
+    expect(await liveSessions(p.id)).toEqual([{ organization_id: b.id }]);
+    expect((await pg.query(`SELECT count(*)::int AS n FROM audit_events WHERE organization_id = $1 AND ip IS NOT NULL AND actor_id = $2`, [a.id, p.id])).rows[0].n).toBe(0);
+  });
+
+  it("a request under way as the person when the erasure completes: the follow-up, 15 minutes on, scrubs what it recorded there, and only there", async () => {
+    const { a, b, p, filed } = await inTwoErasedByA();
+    const unrelated = await createOrg(h);
+    // Authenticated as the person before the erasure (their session in A), recording its change after it completed.
+    const underWay: Principal = { kind: 'session', userId: p.id, organizationId: a.id, role: 'member', scopes: new Set(), sessionId: p.sessionId };
+    expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    const meta = { ip: '203.0.113.7', userAgent: 'late-client/1.0' };
+    const lateChange = { action: 'api_key.created' as const, target: { type: 'api_key', id: newId('key') } };
+    await recordAs(h.deps.prisma, underWay, meta, new Date(), lateChange);
+    // Their own request in B, where they are still a member: not the erasure's business.
+    await recordAs(h.deps.prisma, { ...underWay, organizationId: b.id }, meta, new Date(), lateChange);
+    const unrelatedBefore = await organizationRows(unrelated.id);
+    const late = async (organizationId: string) =>
+      (await pg.query(`SELECT actor_label, ip, user_agent FROM audit_events WHERE organization_id = $1 AND actor_id = $2 AND action = 'api_key.created'`, [organizationId, p.id])).rows;
+
+    // Not yet due: a request may still be under way.
+    await runMaintenanceJob(deps, undefined as never, 'erasure');
+    expect(await late(a.id)).toEqual([{ actor_label: p.email, ip: meta.ip, user_agent: meta.userAgent }]);
+    expect((await read(filed.id, a.owner.token)).receipt.late_audit_entries_scrubbed).toBeUndefined();
+
+    await pg.query(`UPDATE erasure_requests SET completed_at = completed_at - interval '15 minutes' WHERE id = $1`, [filed.id]);
+    await runMaintenanceJob(deps, undefined as never, 'erasure');
+    expect(await late(a.id)).toEqual([{ actor_label: filed.pseudonym.email, ip: null, user_agent: null }]);
+    expect((await read(filed.id, a.owner.token)).receipt.late_audit_entries_scrubbed).toBe(1);
+    expect(await entriesHolding(p.email).then((rows) => rows.map((r: { organization_id: string }) => r.organization_id))).toEqual([b.id]);
+    expect(await late(b.id)).toEqual([{ actor_label: p.email, ip: meta.ip, user_agent: meta.userAgent }]);
+    expect(await organizationRows(unrelated.id)).toEqual(unrelatedBefore);
+
+    // Once: a later entry (none can come from the person in A now) is not looked for again.
+    await recordAs(h.deps.prisma, underWay, meta, new Date(), lateChange);
+    await runMaintenanceJob(deps, undefined as never, 'erasure');
+    expect((await late(a.id)).filter((e: { ip: string | null }) => e.ip !== null)).toHaveLength(1);
+    expect((await read(filed.id, a.owner.token)).receipt.late_audit_entries_scrubbed).toBe(1);
+  });
+
+  it('a person invited back within the 15 minutes: the follow-up scrubs what was recorded before they rejoined, not what they did since', async () => {
+    const { a, b, p, filed } = await inTwoErasedByA();
+    const unrelated = await createOrg(h);
+    const underWay: Principal = { kind: 'session', userId: p.id, organizationId: a.id, role: 'member', scopes: new Set(), sessionId: p.sessionId };
+    expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    const meta = { ip: '203.0.113.9', userAgent: 'late-client/1.0' };
+    await recordAs(h.deps.prisma, underWay, meta, new Date(), { action: 'api_key.created', target: { type: 'api_key', id: newId('key') } });
+
+    // A's owner invites the same account again; they accept with their password and sign in there.
+    const invited = await api().post('/api/v1/invitations').set(bearer(a.owner.token)).send({ email: p.email, role: 'member' });
+    expect(invited.status).toBe(201);
+    const token = /accept-invite\?token=([A-Za-z0-9_-]+)/.exec(h.mail().filter((m) => m.to === p.email).pop()!.text)![1];
+    expect((await api().post('/api/v1/invitations/accept').send({ token, password: TEST_PASSWORD })).status).toBe(200);
+    expect((await loginRequest(h, { email: p.email, password: TEST_PASSWORD, organization_id: a.id })).status).toBe(200);
+    const entries = async () =>
+      (await pg.query(`SELECT action, actor_label, ip IS NOT NULL AS has_ip FROM audit_events WHERE organization_id = $1 AND actor_id = $2 AND action <> 'erasure.completed' ORDER BY created_at, action`, [a.id, p.id])).rows;
+    expect(await entries()).toEqual([
+      { action: 'api_key.created', actor_label: p.email, has_ip: true },
+      { action: 'invitation.accepted', actor_label: p.email, has_ip: true },
+      { action: 'auth.login', actor_label: p.email, has_ip: true },
+    ]);
+
+    const otherOrganizations = async () => [await organizationRows(b.id), await organizationRows(unrelated.id)];
+    const othersBefore = await otherOrganizations();
+    await pg.query(`UPDATE erasure_requests SET completed_at = completed_at - interval '15 minutes' WHERE id = $1`, [filed.id]);
+    await runMaintenanceJob(deps, undefined as never, 'erasure');
+    // The person's other organization and an unrelated one: untouched.
+    expect(await otherOrganizations()).toEqual(othersBefore);
+    expect(await entries()).toEqual([
+      { action: 'api_key.created', actor_label: filed.pseudonym.email, has_ip: false },
+      { action: 'invitation.accepted', actor_label: p.email, has_ip: true },
+      { action: 'auth.login', actor_label: p.email, has_ip: true },
+    ]);
+    expect((await read(filed.id, a.owner.token)).receipt.late_audit_entries_scrubbed).toBe(1);
+  });
+
+  it('a person invited back within the 15 minutes: what their erased API key and share grant record after the rejoin is scrubbed; what their new key records is not', async () => {
+    // An admin of A (who may mint keys) and a member of B: A's erasure keeps the account.
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const p = await member(a, 'Rae Rejoin', undefined, 'admin');
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: b.id, userId: p.id, role: 'member', createdAt: new Date(Date.now() + 1000) } });
+    await createKey(h, p.token, ['projects:read']);
+    const [oldKey] = (await pg.query(`SELECT id, display_prefix FROM api_keys WHERE organization_id = $1 AND user_id = $2`, [a.id, p.id])).rows;
+    const { report } = await traces(a, ['nothing of theirs'], { shareTo: p.email });
+    const grant = await h.deps.prisma.reportShare.findFirstOrThrow({ where: { organizationId: a.id, reportId: report.id } });
+    const [filed] = await confirmedErasures(p.id, a);
+    expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 1, failed: 0 });
+
+    // A's owner invites the same account again (as admin); they accept, sign in there and mint a key of their own.
+    expect((await api().post('/api/v1/invitations').set(bearer(a.owner.token)).send({ email: p.email, role: 'admin' })).status).toBe(201);
+    const token = /accept-invite\?token=([A-Za-z0-9_-]+)/.exec(h.mail().filter((m) => m.to === p.email).pop()!.text)![1];
+    expect((await api().post('/api/v1/invitations/accept').send({ token, password: TEST_PASSWORD })).status).toBe(200);
+    const signedIn = await loginRequest(h, { email: p.email, password: TEST_PASSWORD, organization_id: a.id });
+    expect(signedIn.status).toBe(200);
+    const minted = await api().post('/api/v1/api-keys').set(bearer(signedIn.body.token)).send({ name: 'after rejoining', scopes: ['projects:read'], current_password: TEST_PASSWORD });
+    expect(minted.status).toBe(201);
+    const newKey = (await pg.query(`SELECT id, display_prefix FROM api_keys WHERE id = $1`, [minted.body.id])).rows[0];
+
+    // After the rejoin: requests authenticated with the erased key and the revoked grant before the erasure (or the
+    // key still cached by an API instance the erasure's message did not reach) record their changes; so does the new key.
+    const meta = { ip: '203.0.113.10', userAgent: 'late-client/1.0' };
+    const asKey = (key: { id: string; display_prefix: string }): Principal =>
+      ({ kind: 'api_key', userId: p.id, organizationId: a.id, role: 'admin', scopes: new Set(), apiKeyId: key.id, apiKeyPrefix: key.display_prefix });
+    await recordAs(h.deps.prisma, asKey(oldKey), meta, new Date(), { action: 'source.uploaded', target: { type: 'assessment', id: newId('asm') } });
+    await sleep(5);
+    await recordInOrganizations(h.deps.prisma, [a.id], { type: 'report_share', id: grant.id, label: p.email }, meta, new Date(), {
+      action: 'report.share_downloaded',
+      target: { type: 'report', id: report.id },
+    });
+    await sleep(5);
+    await recordAs(h.deps.prisma, asKey(newKey), meta, new Date(), { action: 'source.uploaded', target: { type: 'assessment', id: newId('asm') } });
+    const [{ completed_at: completedAt }] = (await pg.query(`SELECT completed_at::text AS completed_at FROM erasure_requests WHERE id = $1`, [filed!.id])).rows;
+    const entries = async () =>
+      (await pg.query(
+        `SELECT actor_type, actor_id, action, actor_label, ip IS NOT NULL AS has_ip FROM audit_events
+          WHERE organization_id = $1 AND actor_id IN ($2, $3, $4, $5) AND created_at > $6::timestamp ORDER BY created_at, action`,
+        [a.id, p.id, oldKey.id, newKey.id, grant.id, completedAt],
+      )).rows;
+    expect(await entries()).toEqual([
+      { actor_type: 'user', actor_id: p.id, action: 'invitation.accepted', actor_label: p.email, has_ip: true },
+      { actor_type: 'user', actor_id: p.id, action: 'auth.login', actor_label: p.email, has_ip: true },
+      { actor_type: 'user', actor_id: p.id, action: 'api_key.created', actor_label: p.email, has_ip: true },
+      { actor_type: 'api_key', actor_id: oldKey.id, action: 'source.uploaded', actor_label: oldKey.display_prefix, has_ip: true },
+      { actor_type: 'report_share', actor_id: grant.id, action: 'report.share_downloaded', actor_label: p.email, has_ip: true },
+      { actor_type: 'api_key', actor_id: newKey.id, action: 'source.uploaded', actor_label: newKey.display_prefix, has_ip: true },
+    ]);
+
+    await pg.query(`UPDATE erasure_requests SET completed_at = completed_at - interval '15 minutes' WHERE id = $1`, [filed!.id]);
+    await runMaintenanceJob(deps, undefined as never, 'erasure');
+    expect(await entries()).toEqual([
+      { actor_type: 'user', actor_id: p.id, action: 'invitation.accepted', actor_label: p.email, has_ip: true },
+      { actor_type: 'user', actor_id: p.id, action: 'auth.login', actor_label: p.email, has_ip: true },
+      { actor_type: 'user', actor_id: p.id, action: 'api_key.created', actor_label: p.email, has_ip: true },
+      { actor_type: 'api_key', actor_id: oldKey.id, action: 'source.uploaded', actor_label: oldKey.display_prefix, has_ip: false },
+      { actor_type: 'report_share', actor_id: grant.id, action: 'report.share_downloaded', actor_label: filed!.pseudonym.email, has_ip: false },
+      { actor_type: 'api_key', actor_id: newKey.id, action: 'source.uploaded', actor_label: newKey.display_prefix, has_ip: true },
+    ]);
+    expect((await read(filed!.id, a.owner.token)).receipt.late_audit_entries_scrubbed).toBe(2);
+  });
+
+  it('a follow-up held up past 5 s (a long scan; rows another transaction holds) completes, and the requests after it are followed up in the same run', async () => {
+    const first = await inTwoErasedByA();
+    const second = await inTwoErasedByA();
+    for (let i = 0; i < 3 && (await read(second.filed.id, second.a.owner.token)).status !== 'completed'; i++) await runErasures(deps);
+    for (const r of [first, second]) expect((await read(r.filed.id, r.a.owner.token)).status).toBe('completed');
+    const meta = { ip: '203.0.113.8', userAgent: 'late-client/1.0' };
+    const lateIds: string[] = [];
+    for (const r of [first, second]) {
+      const underWay: Principal = { kind: 'session', userId: r.p.id, organizationId: r.a.id, role: 'member', scopes: new Set(), sessionId: r.p.sessionId };
+      await recordAs(h.deps.prisma, underWay, meta, new Date(), { action: 'api_key.created', target: { type: 'api_key', id: newId('key') } });
+      const [{ id }] = (await pg.query(`SELECT id FROM audit_events WHERE organization_id = $1 AND actor_id = $2 AND ip IS NOT NULL`, [r.a.id, r.p.id])).rows;
+      lateIds.push(id);
+    }
+    // Both due, the first one first.
+    await pg.query(`UPDATE erasure_requests SET completed_at = completed_at - interval '16 minutes' WHERE id = $1`, [first.filed.id]);
+    await pg.query(`UPDATE erasure_requests SET completed_at = completed_at - interval '15 minutes' WHERE id = $1`, [second.filed.id]);
+
+    // Another transaction holds the first person's late entry for 6 s (as another worker's erasure batch in the same
+    // organization can, for up to its 60 s): the follow-up's scrub waits for it, as it would on a long scan.
+    const holder = new Client({ connectionString: database.url });
+    await holder.connect();
+    let job: Promise<unknown> | undefined;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM audit_events WHERE id = $1 FOR UPDATE', [lateIds[0]]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      job = runMaintenanceJob(deps, undefined as never, 'erasure');
+      job.catch(() => undefined);
+      await until('the follow-up waits for the held entry', async () => (await blockedBy(pid)) > 0);
+      await sleep(6000);
+      await holder.query('COMMIT');
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    await expect(job).resolves.toBeDefined();
+    for (const r of [first, second]) {
+      expect((await read(r.filed.id, r.a.owner.token)).receipt.late_audit_entries_scrubbed).toBe(1);
+      expect((await pg.query(`SELECT count(*)::int AS n FROM audit_events WHERE organization_id = $1 AND actor_id = $2 AND ip IS NOT NULL`, [r.a.id, r.p.id])).rows[0].n).toBe(0);
+    }
+  }, 60_000);
+
+  it('an API key minted by a request under way as the person, written after the erasure took them out, is not left live there', async () => {
+    // An admin (who may mint keys) of A and a member of B: A's erasure keeps the account.
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const p = await member(a, 'Kim Keymaker', undefined, 'admin');
+    await h.deps.prisma.membership.create({ data: { id: newId('mem'), organizationId: b.id, userId: p.id, role: 'member', createdAt: new Date(Date.now() + 1000) } });
+    await confirmedErasures(p.id, a);
+    // The key's write waits for A's row (its foreign key) while the erasure runs as far as it can.
+    const { result, answer } = await signInStraddlingTheErasure(a.id, () =>
+      api().post('/api/v1/api-keys').set(bearer(p.token)).send({ name: 'minted in flight', scopes: ['projects:read'], current_password: TEST_PASSWORD }).then((r) => r),
+    );
+    expect(result).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    // Minted while the person was still a member (the erasure waited for it), then revoked with their other keys.
+    expect(answer.status).toBe(201);
+    expect((await pg.query(`SELECT revoked_reason FROM api_keys WHERE id = $1`, [answer.body.id])).rows).toEqual([{ revoked_reason: 'member_erased' }]);
+    expect((await pg.query(`SELECT count(*)::int AS n FROM api_keys WHERE organization_id = $1 AND user_id = $2 AND revoked_at IS NULL`, [a.id, p.id])).rows[0].n).toBe(0);
+  });
+
+  /** A member of A only, whose erasure by A (which erases the account) is confirmed, with a pending invitation to B. */
+  async function invitedElsewhere(name: string) {
+    const a = await createOrg(h);
+    const b = await createOrg(h);
+    const p = await member(a, name);
+    const [filed] = await confirmedErasures(p.id, a);
+    const token = `inv-${uniqueSuffix()}`;
+    const invitation = await h.deps.prisma.invitation.create({
+      data: { id: newId('inv'), organizationId: b.id, email: p.email, role: 'member', tokenHash: sha256Hex(token), invitedById: b.admin.id, expiresAt: new Date(Date.now() + 86400_000) },
+    });
+    const accept = () => api().post('/api/v1/invitations/accept').send({ token, password: TEST_PASSWORD }).then((r) => r);
+    return { a, b, p, filed: filed!, invitation, accept };
+  }
+
+  it('an invitation accepted as the account the erasure then erases (its password checked before, its membership written after) joins nothing', async () => {
+    const { a, b, p, filed, invitation } = await invitedElsewhere('Ines Inflight');
+    // What POST /invitations/accept has read and checked (the account, its password) before the erasure...
+    const checked = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: p.id } });
+    expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    expect((await read(filed.id, a.owner.token)).receipt.account_erased).toBe(true);
+    // ...and its transaction, after it.
+    await expect(joinInvitedOrganization({ prisma: h.deps.prisma, clock: h.clock }, invitation, { existing: checked }, { ip: '203.0.113.9' })).rejects.toMatchObject({ status: 409 });
+    expect(await h.deps.prisma.membership.count({ where: { userId: p.id } })).toBe(0);
+    expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: b.id, actorId: p.id } })).toBe(0);
+    // The invitation still admits the address (a new account now: the erased one no longer holds it).
+    expect((await h.deps.prisma.invitation.findUniqueOrThrow({ where: { id: invitation.id } })).acceptedAt).toBeNull();
+  });
+
+  it('an invitation accepted while the erasure reaches its account step: the account stays (it belongs to another organization now) and signs in', async () => {
+    const { a, b, p, filed, accept } = await invitedElsewhere('Otto Overlap');
+    // The erasure taken, one step a run, up to its account step: the person has left A, the account is still theirs.
+    const step = async () => (await pg.query(`SELECT progress->>'step' AS step FROM erasure_requests WHERE id = $1`, [filed.id])).rows[0].step;
+    for (let i = 0; i < 50 && (await step()) !== 'account'; i++) await runErasures(deps, 0);
+    expect(await step()).toBe('account');
+    // B's row held: the accept waits to write its membership (the foreign key), its transaction open.
+    const { result, answer } = await whileRowHeld('SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [b.id], accept);
+    expect(result).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    expect(answer.status).toBe(200);
+    expect((await read(filed.id, a.owner.token)).receipt.account_erased).toBe(false);
+    expect(await h.deps.prisma.membership.findMany({ where: { userId: p.id }, select: { organizationId: true } })).toEqual([{ organizationId: b.id }]);
+    await expectLogsIn(p);
+  });
+
+  it('an OAuth sign-in that links its provider account by address while the account is erased links nothing to the erased account', async () => {
+    const a = await createOrg(h);
+    const p = await member(a, 'Gus Google');
+    const [filed] = await confirmedErasures(p.id, a);
+    const step = async () => (await pg.query(`SELECT progress->>'step' AS step FROM erasure_requests WHERE id = $1`, [filed!.id])).rows[0].step;
+    for (let i = 0; i < 50 && (await step()) !== 'account'; i++) await runErasures(deps, 0);
+    expect(await step()).toBe('account');
+    await h.deps.prisma.$transaction((tx) => recordSecurityNotice(tx, { userId: p.id, notice: { kind: 'password_changed' }, ip: null, at: new Date() }));
+    const identity = { provider: 'google' as const, subject: `g-${uniqueSuffix()}`, email: p.email, name: 'Gus Google' };
+
+    // The account step held inside, after it took the person's row (its security notices, deleted after, are held).
+    const holder = new Client({ connectionString: database.url });
+    await holder.connect();
+    let signedIn: Promise<{ id: string }> | undefined;
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM security_notices WHERE user_id = $1 FOR UPDATE', [p.id]);
+      const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      const run = runErasures(deps);
+      run.catch(() => undefined);
+      await until('the account step waits inside', async () => (await blockedBy(pid)) > 0);
+      // The callback finds the account by the address it still has, and links the identity to it (waiting for the row).
+      signedIn = userForIdentity(h.deps, identity, { ip: '203.0.113.10' });
+      signedIn.catch(() => undefined);
+      await until('the link waits for the erasure', async () => (await lockWaiters()) >= 2);
+      await holder.query('COMMIT');
+      expect(await run).toEqual({ previewed: 0, completed: 1, failed: 0 });
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
+    await expect(signedIn).rejects.toMatchObject({ status: 409 });
+    expect((await read(filed!.id, a.owner.token)).receipt.account_erased).toBe(true);
+    expect(await h.deps.prisma.oAuthIdentity.count({ where: { OR: [{ userId: p.id }, { subject: identity.subject }] } })).toBe(0);
+    // Signing in again with that provider account makes a new account: the erased one no longer has the address.
+    expect((await userForIdentity(h.deps, identity, {})).id).not.toBe(p.id);
   });
 });

@@ -4,9 +4,11 @@
 import { QueueEvents } from 'bullmq';
 import request from 'supertest';
 import { ConfigError, loadConfig } from '@svc/config';
+import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { createHarness, type Harness } from '../../api/test/support/harness';
 import { bearer, createOrg, createUserInOrg, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
+import { AN_ADDRESS, refusingSmtpServer } from '../../api/test/support/smtp';
 import type { WorkerDeps } from '../src/deps';
 import { revokeInactiveKeys, runKeyLifecycle, sendExpiryWarnings } from '../src/key-lifecycle';
 import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
@@ -137,6 +139,26 @@ describe('expiry warnings', () => {
     expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).expiryWarnedAt).toBeNull();
     await sendExpiryWarnings(deps, at(0));
     expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([org.manager.email, org.admin.email, org.owner.email, secondAdmin.email].sort());
+  });
+
+  it("logs a mail server's refusal without the address it quotes", async () => {
+    const key = await createKey(org.manager.token, { expires_at: at(5).toISOString() });
+    const smtp = await refusingSmtpServer();
+    const logged: Array<[string, unknown]> = [];
+    const log = (message: string, meta?: unknown) => void logged.push([message, meta]);
+    const logger = { error: log, warn: log, info: log, debug: log } as unknown as WorkerDeps['logger'];
+    try {
+      await sendExpiryWarnings({ ...deps, logger }, at(0), createMailer({ smtpUrl: smtp.url, from: 'svc@example.test', outboxDir: h.outboxDir }));
+    } finally {
+      await smtp.close();
+    }
+    expect(smtp.refused).toContain(org.manager.email);
+    const failure = logged.find(([message, meta]) => message === 'Could not send an API-key expiry warning' && (meta as { key_id?: string }).key_id === key.id);
+    expect(failure?.[1]).toMatchObject({ sent: 0, error: expect.stringContaining('Recipient address rejected') });
+    expect(JSON.stringify(logged)).not.toMatch(AN_ADDRESS);
+    // The claim went back: the next run warns.
+    await sendExpiryWarnings(deps, at(0));
+    expect(mailsAbout(key.prefix)).toHaveLength(4);
   });
 });
 

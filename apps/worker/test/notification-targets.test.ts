@@ -4,6 +4,7 @@
 import type { Lookup } from '@svc/net';
 import { sealedChatUrl } from '@svc/db';
 import { bearer, createOrg, type TestOrg, type TestUser } from '../../api/test/support/fixtures';
+import { AN_ADDRESS, refusingSmtpServer } from '../../api/test/support/smtp';
 import { createWorld, type World } from './support/world';
 
 const internalLookup: Lookup = async (hostname) => {
@@ -149,6 +150,36 @@ describe('e-mail', () => {
     expect(delivery.attempts[0].error).toMatch(/^EMAIL: mail: /);
     expect(delivery.attempts.at(-1)!.outcome).toBe('success');
     expect(w.h.mail().filter((m) => m.bcc?.includes('retry@example.com'))).toHaveLength(1);
+  });
+
+  it("logs the attempt a mail server refused without the recipients' addresses it quotes", async () => {
+    const recipients = ['refused-sec@example.com', 'Refused.Lead@Example.COM'];
+    const target = await createTarget({ kind: 'email', name: 'Refused', recipients, events: ['report.ready'] });
+    const smtp = await refusingSmtpServer();
+    const { logger } = w.h.deps;
+    const level = logger.level;
+    const log = jest.spyOn(logger, 'log');
+    logger.level = 'info'; // failed attempts are logged at info
+    w.h.config.mail.smtpUrl = smtp.url;
+    let delivery = '';
+    try {
+      const res = await w.api().post(`${BASE}/${target.id}/test`).set(bearer(w.org.admin.token));
+      expect(res.status).toBe(202);
+      delivery = res.body.delivery_id as string;
+      const calls = () => log.mock.calls as unknown as Array<[string, string, unknown]>;
+      const attempts = () => calls().filter((call) => call[1] === 'Webhook attempt' && JSON.stringify(call).includes(delivery));
+      const deadline = Date.now() + 10_000;
+      while (attempts().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(attempts()[0][2]).toMatchObject({ outcome: 'network_error', error: expect.stringContaining('Recipient address rejected') });
+      expect(smtp.refused.length).toBeGreaterThan(0);
+      expect(JSON.stringify(attempts())).not.toMatch(AN_ADDRESS);
+    } finally {
+      w.h.config.mail.smtpUrl = undefined;
+      logger.level = level;
+      log.mockRestore();
+      await smtp.close();
+    }
+    await w.waitForDelivery(delivery);
   });
 
   it('refuses a url on an e-mail target and recipients on a chat target', async () => {

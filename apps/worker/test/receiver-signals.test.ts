@@ -1,6 +1,7 @@
 // What receivers say changes what the worker does: 410 Gone disables the subscription after one attempt;
 // 429/503 with Retry-After (delta-seconds or HTTP-date) push the next attempt back, recorded in the attempt.
 import { bearer } from '../../api/test/support/fixtures';
+import { AN_ADDRESS, refusingSmtpServer } from '../../api/test/support/smtp';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 let w: World;
@@ -71,6 +72,32 @@ describe('receiver signals', () => {
     expect(audit).toHaveLength(1);
     expect(audit[0].actorType).toBe('system');
   }, 30_000);
+
+  it("logs a mail server's refusal of the health e-mail without the address it quotes", async () => {
+    w.receiver.script('/gone-unmailed', () => reply(410));
+    const sub = await subscribe('/gone-unmailed');
+    const smtp = await refusingSmtpServer();
+    const mail = w.h.config.mail;
+    const errors = jest.spyOn(w.h.deps.logger, 'error');
+    const calls = () => errors.mock.calls as unknown as Array<[string, unknown]>;
+    mail.smtpUrl = smtp.url;
+    try {
+      expect((await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: 'rep_unmailed' } })).status).toBe('failed');
+      const logged = await poll(
+        async () => calls().filter(([message]) => message === 'Could not send a webhook health notification'),
+        (found) => found.length > 0,
+        5000,
+        'the logged refusal',
+      );
+      expect(logged[0][1]).toMatchObject({ subscription_id: sub.id, error: expect.stringContaining('Recipient address rejected') });
+      expect(smtp.refused.length).toBeGreaterThan(0);
+      expect(JSON.stringify(calls())).not.toMatch(AN_ADDRESS);
+    } finally {
+      mail.smtpUrl = undefined;
+      errors.mockRestore();
+      await smtp.close();
+    }
+  });
 
   it('waits at least the 2 s a 429 asks for in delta-seconds, and records it', async () => {
     w.receiver.script('/slow-down', (_req, n) => (n === 1 ? reply(429, { 'retry-after': '2' }) : reply(200)));

@@ -4,6 +4,10 @@
 import { startWorker, type RunningWorker } from '../src/worker';
 import { buildWorker, spawnWorker, type ChildWorker } from './support/child-worker';
 import { createWorld, type World } from './support/world';
+import { Client } from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { waitFor } from '../../../test-support/private-services';
+import { backendPid, waitingFor } from '../../../test-support/pg-locks';
 
 let w: World;
 let child: ChildWorker | undefined;
@@ -51,6 +55,33 @@ it('finishes the in-flight attempt on SIGTERM, records it, then exits cleanly', 
   const attemptLog = child.logs().find((l) => l.message === 'Webhook attempt');
   expect(attemptLog).toMatchObject({ service: 'worker', delivery_id: delivery.id, outcome: 'success', job_id: delivery.id });
   expect(child.logs().map((l) => l.message)).toEqual(expect.arrayContaining(['Shutting down: finishing in-flight attempts', 'Worker stopped']));
+}, 60_000);
+
+it('stops on SIGTERM within its bound while a statement of its own waits for a row another transaction holds', async () => {
+  // A credential stored before credentials were bound to their destination: binding it is the worker's start-up
+  // step, which here waits for the row another transaction holds (a long migration, an operator's open psql).
+  const sub = await w.subscribe({ name: 'held at shutdown', url: w.receiver.url('/held'), events: ['report.ready'] });
+  await w.h.deps.prisma.$executeRaw`UPDATE webhook_subscriptions SET authorization_enc = 'v1.sealed', credential_destination = NULL WHERE id = ${sub.id}`;
+  const holder = new Client({ connectionString: w.h.config.databaseUrl });
+  // Watched from outside the holder's transaction, whose view of pg_stat_activity is a snapshot.
+  const watcher = new Client({ connectionString: w.h.config.databaseUrl });
+  await Promise.all([holder.connect(), watcher.connect()]);
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM webhook_subscriptions WHERE id = $1 FOR UPDATE', [sub.id]);
+    child = spawnWorker(w);
+    await child.waitForLog('Worker started');
+    const pid = await backendPid(holder);
+    await waitFor('the worker to wait for the held row', async () => (await waitingFor(watcher, pid)) > 0, 20_000);
+
+    child.process.kill('SIGTERM');
+    const exit = await Promise.race([child.exited, sleep(20_000).then(() => 'still running' as const)]);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(child.logs().map((l) => l.message)).toEqual(expect.arrayContaining(['Connections not closed in time: stopping anyway', 'Worker stopped']));
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await Promise.all([holder.end(), watcher.end()]);
+  }
 }, 60_000);
 
 it('delivers again from another worker when the one making the attempt is killed', async () => {

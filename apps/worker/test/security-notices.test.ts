@@ -3,7 +3,6 @@
 // stops right after the commit, or mid-send) the worker's sweep sends it later, exactly once, to the account's
 // current address, retrying for 24 h. Sent and given-up notices go with the retention purge after 30 days.
 // A database of its own: the sweep and the purge read every account's notices.
-import { createServer, type Socket } from 'node:net';
 import { QueueEvents } from 'bullmq';
 import request from 'supertest';
 import { createMailer, type Mailer } from '@svc/mail';
@@ -14,6 +13,7 @@ import { KEY_NOTICES_PER_HOUR } from '../../api/src/modules/auth/security-notice
 import { createHarness, uniqueSuffix, type Harness } from '../../api/test/support/harness';
 import { bearer, createOrg, createUserInOrg, type TestOrg } from '../../api/test/support/fixtures';
 import { loginViaApi, signupAndVerify } from '../../api/test/support/auth-helpers';
+import { closedSmtpUrl, refusingSmtpServer } from '../../api/test/support/smtp';
 import { mailsTo as mailsToIn, noticeTo as waitForNotice, type Mail } from '../../api/test/support/reauthentication';
 import type { WorkerDeps } from '../src/deps';
 import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
@@ -66,53 +66,6 @@ async function withApiMailer<T>(mailer: Mailer, fn: () => Promise<T>): Promise<T
   } finally {
     h.deps.mailer = before;
   }
-}
-
-/** An SMTP server on a local port that refuses every recipient, quoting the address as RCPT TO gave it (as most do). */
-async function refusingSmtpServer(): Promise<{ url: string; refused: string[]; close(): Promise<void> }> {
-  const refused: string[] = [];
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.write('220 mx.example.test ESMTP\r\n');
-    let pending = '';
-    socket.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('utf8');
-      for (let end = pending.indexOf('\r\n'); end >= 0; end = pending.indexOf('\r\n')) {
-        const line = pending.slice(0, end);
-        pending = pending.slice(end + 2);
-        const command = line.slice(0, 4).toUpperCase();
-        if (command === 'EHLO' || command === 'HELO') socket.write('250 mx.example.test\r\n');
-        else if (command === 'MAIL' || command === 'RSET' || command === 'NOOP') socket.write('250 2.1.0 OK\r\n');
-        else if (command === 'RCPT') {
-          const address = /<([^>]*)>/.exec(line)?.[1] ?? '';
-          refused.push(address);
-          socket.write(`550 5.1.1 <${address}>: Recipient address rejected: User unknown in virtual mailbox table\r\n`);
-        } else if (command === 'QUIT') socket.end('221 2.0.0 Bye\r\n');
-        else socket.write('502 5.5.2 Error: command not recognized\r\n');
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `smtp://127.0.0.1:${port}`,
-    refused,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-/** An SMTP URL on a local port nobody listens on: the connection is refused. */
-async function closedSmtpUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return `smtp://127.0.0.1:${port}`;
 }
 
 async function changePassword(token: string, current: string) {

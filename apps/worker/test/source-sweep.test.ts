@@ -1,15 +1,14 @@
 // Nothing left behind (issue 35, part 3): the API's temp folders swept at start, the worker's periodic sweep of
 // stored objects and local .partial files that no archive row references (local storage and S3 through s3rver),
 // the retry of a replaced archive's failed delete, and a real API process SIGKILLed mid-upload and mid-extraction.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { createHarness, type Harness } from '../../api/test/support/harness';
+import { buildApi, killIfRunning, spawnApi, type ChildApi } from '../../api/test/support/child-api';
 import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from '../../api/test/support/fixtures';
 import { startS3, type TestS3 } from '../../api/test/support/s3';
 import { buildZip } from '../../api/test/support/zips';
@@ -17,7 +16,6 @@ import { sweepTempFiles } from '../../api/src/modules/source/temp-files';
 import type { WorkerDeps } from '../src/deps';
 import { runMaintenanceJob } from '../src/maintenance';
 
-const ROOT = path.resolve(__dirname, '../../..');
 
 async function waitFor<T>(read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs: number, what: () => string, intervalMs = 20): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -205,64 +203,18 @@ describe('temp folders', () => {
 // ---------------------------------------------------------------------------------------------------------------
 // A real API process, killed.
 
-interface ChildApi {
-  process: ChildProcess;
-  url: string;
-  output(): string;
-  kill(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** Every API process a test started; one still running when the tests end (a failure midway) is killed then. */
-const started: ChildProcess[] = [];
-afterAll(() => started.forEach((child) => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
+const started: ChildApi[] = [];
+afterAll(() => Promise.all(started.map(killIfRunning)));
 
 async function startApi(h: Harness, tempDir: string): Promise<ChildApi> {
-  const port = await freePort();
-  const child = spawn('sh', [path.join(ROOT, 'apps/api/run.sh')], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'info',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATABASE_URL: h.config.databaseUrl,
-      REDIS_PREFIX: h.config.redisPrefix,
-      STORAGE_DIR: h.config.storage.driver === 'local' ? h.config.storage.dir : '',
-      SOURCE_TEMP_DIR: tempDir,
-      // Every leftover is an earlier (killed) process's: nothing younger runs beside this one here.
-      SOURCE_TEMP_GRACE_MS: '0',
-      METRICS_ENABLED: 'false',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const api = await spawnApi(h, {
+    SOURCE_TEMP_DIR: tempDir,
+    // Every leftover is an earlier (killed) process's: nothing younger runs beside this one here.
+    SOURCE_TEMP_GRACE_MS: '0',
   });
-  started.push(child);
-  let output = '';
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitFor(() => output.includes('API listening') || child.exitCode !== null, (ok) => ok, 30_000, () => `the API never started:\n${output}`);
-  if (child.exitCode !== null) throw new Error(`the API exited:\n${output}`);
-  return {
-    process: child,
-    url: `http://127.0.0.1:${port}`,
-    output: () => output,
-    async kill() {
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
+  started.push(api);
+  return api;
 }
 
 /** Starts a POST of `zip` to the child and hands back the request, to abandon (or not) when the child dies. */
@@ -284,7 +236,7 @@ describe('an API process killed mid-upload leaves nothing behind after the sweep
   let org: TestOrg;
   let tempDir: string;
   beforeAll(async () => {
-    execFileSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-b', 'apps/api'], { cwd: ROOT, stdio: 'pipe' });
+    buildApi();
     tempDir = mkdtempSync(path.join(tmpdir(), 'svc-crash-tmp-'));
     h = await createHarness({ SOURCE_TEMP_DIR: tempDir, SOURCE_ORPHAN_GRACE_MS: String(GRACE_MS) });
     org = await createOrg(h);
@@ -301,7 +253,7 @@ describe('an API process killed mid-upload leaves nothing behind after the sweep
     const big = buildZip([{ name: 'big.bin', data: randomBytes(8 * 1024 * 1024) }]);
     const streaming = startUpload(api, org.admin.token, assessment.id, big, 2 * 1024 * 1024);
     await waitFor(() => ours(tempDir), (names) => names.length === 1, 10_000, () => api.output());
-    await api.kill();
+    await killIfRunning(api);
     streaming.destroy();
     expect(ours(tempDir)).toEqual([expect.stringMatching(/^svc-upload-/)]);
 
@@ -314,7 +266,7 @@ describe('an API process killed mid-upload leaves nothing behind after the sweep
     const storing = startUpload(api, org.admin.token, assessment.id, many, many.length);
     const prefix = `orgs/${org.id}/projects/${project.id}/`;
     await waitFor(() => h.deps.storage.scan(prefix), (entries) => entries.length >= 5, 20_000, () => api.output(), 2);
-    await api.kill();
+    await killIfRunning(api);
     storing.destroy();
     expect(await h.deps.prisma.sourceArchive.count({ where: { assessmentId: assessment.id } })).toBe(0);
     expect((await h.deps.storage.scan(prefix)).length).toBeGreaterThanOrEqual(5);
@@ -322,7 +274,7 @@ describe('an API process killed mid-upload leaves nothing behind after the sweep
 
     api = await startApi(h, tempDir);
     expect(ours(tempDir)).toEqual([]);
-    await api.kill();
+    await killIfRunning(api);
 
     // The periodic sweep: nothing before the grace period (an upload could still be writing), everything after.
     await runSweep(h);

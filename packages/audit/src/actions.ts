@@ -6,6 +6,7 @@ export const AUDIT_ACTIONS = [
   'auth.logout',
   'auth.password_changed',
   'auth.password_reset',
+  'auth.password_reset_requested',
   'auth.2fa_enabled',
   'auth.2fa_disabled',
   'api_key.created',

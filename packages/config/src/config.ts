@@ -133,6 +133,9 @@ const schema = Joi.object({
   REDIS_COMMAND_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
   DATABASE_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(2000),
   READINESS_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
+  // At SIGTERM, how long the API waits for work its requests left running after their answers (audit entries,
+  // mails) before it closes its connections; what still runs then is lost. docs/operations.md "Operations".
+  SHUTDOWN_DRAIN_TIMEOUT_MS: Joi.number().integer().min(0).max(600_000).default(10_000),
 
   JWT_SECRET: Joi.string().min(32),
   ENCRYPTION_KEY: base64Key32,
@@ -292,6 +295,8 @@ export interface Config {
     /** Bound on each /readyz check. */
     readinessTimeoutMs: number;
   };
+  /** At shutdown, the API's wait for work left running after answers (apps/api/src/http/after-answer.ts). */
+  shutdownDrainTimeoutMs: number;
   jwtSecret: string;
   encryptionKey: Buffer;
   apiKeyPepper: string;
@@ -504,6 +509,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       databaseConnectTimeoutMs: value.DATABASE_CONNECT_TIMEOUT_MS,
       readinessTimeoutMs: value.READINESS_TIMEOUT_MS,
     },
+    shutdownDrainTimeoutMs: value.SHUTDOWN_DRAIN_TIMEOUT_MS,
     jwtSecret: value.JWT_SECRET ?? DEV_JWT_SECRET,
     encryptionKey: Buffer.from(value.ENCRYPTION_KEY ?? DEV_ENCRYPTION_KEY, 'base64'),
     apiKeyPepper: value.API_KEY_PEPPER ?? DEV_API_KEY_PEPPER,

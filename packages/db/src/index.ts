@@ -96,5 +96,6 @@ export * from './chat-urls';
 export * from './stored-credentials';
 export * from './errors';
 export * from './tenancy';
+export * from './user-locks';
 export * from './sql';
 export * from './coalesce';

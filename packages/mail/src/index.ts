@@ -6,6 +6,8 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
 
+export { mailErrorForLog } from './log';
+
 /**
  * One message. `to` is a single visible recipient; `bcc` sends one message to several people without any of them
  * seeing the others (SMTP: envelope recipients only, no Bcc header; the outbox file lists them as `bcc`).

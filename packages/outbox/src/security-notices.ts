@@ -29,6 +29,7 @@ import {
   type Clock,
   type SecurityNotice,
 } from '@svc/domain';
+import { mailErrorForLog } from '@svc/mail';
 
 /** How long one send may take before it counts as failed (its claim is kept: the send may still go on). */
 export const SECURITY_NOTICE_SEND_TIMEOUT_MS = 30_000;
@@ -210,21 +211,12 @@ async function settleLateSend(
       deps.logger.info('Security notice sent after its send had timed out', meta);
       return;
     }
-    deps.logger.error('Security notice send failed after it had timed out', { ...meta, error: withoutAddresses(end.refusal, row.email) });
+    deps.logger.error('Security notice send failed after it had timed out', { ...meta, error: mailErrorForLog(end.refusal, row.email) });
     await deps.prisma.securityNotice.updateMany({ where: { id: row.id, sentAt: null, claimedUntil: held }, data: { claimedUntil: null } });
   } catch (dbErr) {
     // The claim runs out by itself (SECURITY_NOTICE_LATE_SEND_CLAIM_MS); a notice accepted but not marked may go twice.
     deps.logger.error('Could not record the end of a security notice send', { ...meta, error: String(dbErr) });
   }
-}
-
-/**
- * An error's message for the log: a mail server's refusal may quote the recipient, as stored or as it went over SMTP
- * (an international domain punycoded, a server's own spelling), so every address in it is taken out.
- */
-function withoutAddresses(err: unknown, email: string): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.split(email).join('<recipient>').replace(/[^\s<>()[\]{}"',;:]+@[^\s<>()[\]{}"',;:]+/g, '<address>');
 }
 
 /**
@@ -239,7 +231,7 @@ async function recordFailure(deps: NoticeSenderDeps, row: ClaimedNotice, until: 
     notice: row.kind,
     user_id: row.user_id,
     attempt: attempts,
-    error: withoutAddresses(err, row.email),
+    error: mailErrorForLog(err, row.email),
   });
   await deps.prisma.securityNotice.updateMany({
     where: { id: row.id, sentAt: null, claimedUntil: until },

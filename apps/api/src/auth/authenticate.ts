@@ -191,9 +191,8 @@ async function principalFromApiKey(deps: AppDeps, cache: ApiKeyCache, value: str
   const role = resolved.role;
   if (!resolved.lastUsedAt || now.getTime() - resolved.lastUsedAt.getTime() > LAST_USED_REFRESH_MS) {
     resolved.lastUsedAt = now;
-    deps.prisma.apiKey
-      .update({ where: { id: key.id }, data: { lastUsedAt: now } })
-      .catch((err: unknown) => deps.logger.warn('Could not record API key use', { error: String(err) }));
+    // Not awaited: the request does not wait for this bookkeeping, nor fail with it.
+    deps.afterAnswer.run('record API key use', () => deps.prisma.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: now } }), { level: 'warn' });
   }
   return {
     kind: 'api_key',

@@ -12,7 +12,7 @@ import { tooManyRequests, type HttpError } from './errors';
 export interface RateLimiters {
   /** Requests per credential (or per client IP before authentication) and minute. */
   request: RateLimiterRedis;
-  /** Login attempts per minute, counted per client IP and per e-mail. */
+  /** Login attempts per minute, counted per client IP and per e-mail (or known browser: login-devices.ts); password confirmations per session. */
   login: RateLimiterRedis;
   /** Wrong TOTP codes per partial token (for its whole life). */
   totpFailures: RateLimiterRedis;

@@ -9,6 +9,7 @@ import { redisReady } from '@svc/queue';
 import { createApp, type App } from '../../src/app';
 import { openApiConnections } from '../../src/connections';
 import type { AppDeps } from '../../src/app-deps';
+import { WorkAfterAnswer } from '../../src/http/after-answer';
 import { OffsetClock } from './clock';
 import { createMailer } from '@svc/mail';
 import { createStorage } from '@svc/storage';
@@ -50,7 +51,19 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
   // The API's Redis connection does not queue commands while disconnected: wait for it before the first request.
   await redisReady(redis, 10_000);
   const clock = new OffsetClock();
-  const deps: AppDeps = { config, logger, prisma, idempotencyPool, redis, deliveryQueue, reportQueue, mailer: createMailer(config.mail), clock, storage: createStorage(config.storage) };
+  const deps: AppDeps = {
+    config,
+    logger,
+    prisma,
+    idempotencyPool,
+    redis,
+    deliveryQueue,
+    reportQueue,
+    mailer: createMailer(config.mail),
+    clock,
+    storage: createStorage(config.storage),
+    afterAnswer: new WorkAfterAnswer(logger),
+  };
   const app = createApp(deps);
   return {
     app,
@@ -64,6 +77,9 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
         .sort()
         .map((f) => JSON.parse(readFileSync(path.join(outboxDir, f), 'utf8'))),
     async close() {
+      // As main.ts at shutdown: the work requests left after their answers (audit entries, mails) ends first; a write
+      // still under way when the pool closes would wait for a connection it never gets.
+      await deps.afterAnswer.drain(config.shutdownDrainTimeoutMs);
       const keys = await redis.keys(`${config.redisPrefix}:*`).catch(() => []);
       // One DEL per key: on a Redis Cluster the keys sit in different slots.
       await Promise.all(keys.map((key) => redis.del(key)));

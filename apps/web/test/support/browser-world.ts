@@ -40,7 +40,8 @@ export async function startBrowserWorld(options: WorldOptions = {}): Promise<Bro
       await context?.close();
       context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       current = await context.newPage();
-      current.setDefaultTimeout(10_000);
+      // A page that answers in under a second alone can take over 10 s while the full suite loads both cores.
+      current.setDefaultTimeout(20_000);
       current.on('dialog', (dialog) => void dialog.accept());
       return current;
     },

@@ -6,6 +6,10 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 
 export { freePort } from '../../../../test-support/private-services';
 
+// A journey of pages and sign-ins takes 10-30 s alone and more while the full suite loads both cores: the browser
+// tests get 90 s each unless they say otherwise.
+jest.setTimeout(90_000);
+
 export const SCREENSHOTS = path.resolve(__dirname, '../../../../test-results/dashboard');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = [

@@ -6,7 +6,7 @@ import type { ApiKey } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
-import { conflict, forbidden, notFound, unprocessable } from '../../http/errors';
+import { conflict, forbidden, notFound, unauthorized, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
@@ -90,6 +90,13 @@ export async function createApiKey(
   // is not: a pipeline minting short-lived keys would flood its owner, and that key was trusted with minting already.
   const notice = principal.kind === 'session' ? await keyNoticeAllowance(deps, principal.userId) : null;
   const { key, noticeId } = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // The caller's membership, share-locked until the key commits (raw SQL: the organization is named here). A
+    // removal from the organization (DELETE /members/:id, a GDPR erasure) deletes that row, then revokes the member's
+    // keys: it either waits and then revokes this one too, or went first, and no key is left to someone no longer a
+    // member (one that would come back to life if they joined again).
+    const [membership] = await tx.$queryRaw<Array<{ id: string }>>`
+      SELECT id FROM memberships WHERE organization_id = ${principal.organizationId} AND user_id = ${principal.userId} FOR SHARE`;
+    if (!membership) throw unauthorized('You are no longer a member of this organization.');
     const created = await tx.apiKey.create({
       data: {
         id: newId('key'),

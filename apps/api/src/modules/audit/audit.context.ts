@@ -4,7 +4,7 @@
 // describe.
 import type { Request } from 'express';
 import { recordAuditMany, type AuditAction, type AuditActor, type AuditEntry } from '@svc/audit';
-import type { Tx } from '@svc/db';
+import type { Db, Tx } from '@svc/db';
 import { principalOf, type Principal } from '../../auth/principal';
 
 /** Where a request came from: the client address (as `trust proxy` resolves it) and its user agent. */
@@ -67,16 +67,39 @@ export async function recordInOrganizations(
   await recordAuditMany(db, entries);
 }
 
-/** Records the events in every organization the user belongs to (sign-in failures, second-factor changes). */
+/** A client or a transaction: enough to lock the user's row, read their memberships and write the events. */
+export type UserAuditDb = AuditDb & Pick<Tx, 'membership' | '$queryRaw'> & { $transaction?: Db['$transaction'] };
+
+/**
+ * Records the events in every organization the user belongs to (sign-in failures, second-factor changes), as the
+ * user labelled with the e-mail their row holds then (read under the lock: a label read earlier may predate an erasure).
+ *
+ * Under the user's row FOR SHARE: a GDPR erasure takes that row before it removes a membership (apps/worker
+ * erasure.ts), so an entry is committed either before the person leaves an organization (and the erasure scrubs it
+ * with their other entries) or after, when that organization is no longer read here; never one read before and
+ * written after. Outside a transaction it runs in a short one of its own; inside one, the lock lasts until its commit.
+ */
 export async function recordInUserOrganizations(
-  db: AuditDb & Pick<Tx, 'membership'>,
-  actor: Extract<AuditActor, { type: 'user' }>,
+  db: UserAuditDb,
+  userId: string,
   meta: RequestMeta,
   at: Date,
   events: AuditEvent | AuditEvent[],
 ): Promise<void> {
+  const record = (tx: UserAuditDb) => recordUnderUserLock(tx, userId, meta, at, events);
+  // Not on an answer's path (or inside the caller's own transaction): a wait behind an erasure step must not lose the entry.
+  if (db.$transaction) await db.$transaction(record, { maxWait: 10_000, timeout: 30_000 });
+  else await record(db);
+}
+
+async function recordUnderUserLock(db: UserAuditDb, userId: string, meta: RequestMeta, at: Date, events: AuditEvent | AuditEvent[]): Promise<void> {
+  const [user] = await db.$queryRaw<Array<{ email: string }>>`SELECT email FROM users WHERE id = ${userId} FOR SHARE`;
+  if (!user) return;
+  // A statement of its own after the lock: it sees what an erasure committed while the lock was waited for (one
+  // statement joining the memberships would re-check only the user's row).
   // Unscoped: a user's own events (before or outside any one organization's request) go to each of theirs.
-  const memberships = await db.membership.findMany({ where: { userId: actor.id }, select: { organizationId: true } });
+  const memberships = await db.membership.findMany({ where: { userId }, select: { organizationId: true } });
+  const actor = { type: 'user' as const, id: userId, label: user.email };
   await recordInOrganizations(db, memberships.map((m) => m.organizationId), actor, meta, at, events);
 }
 

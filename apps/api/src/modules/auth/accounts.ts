@@ -1,6 +1,7 @@
 // Accounts: a user owning a new organization (signup, operator CLI, OAuth signup) and e-mail verification.
 import bcrypt from 'bcrypt';
 import { isUniqueViolation, newId } from '@svc/db';
+import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { HttpError, badRequest, conflict } from '../../http/errors';
 import { randomToken, sha256Hex } from '../../lib/crypto';
@@ -91,7 +92,7 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
     });
   } catch (err) {
     // Without the mail the account could never be activated: undo it so the person can simply sign up again.
-    deps.logger.error('Could not send the verification e-mail; signup undone', { error: String(err) });
+    deps.logger.error('Could not send the verification e-mail; signup undone', { error: mailErrorForLog(err, input.email) });
     await deps.prisma.organization.delete({ where: { id: account.organizationId } }).catch(() => undefined);
     await deps.prisma.user.delete({ where: { id: account.userId } }).catch(() => undefined);
     throw new HttpError(500, 'Could not send the verification e-mail; please try again later.');

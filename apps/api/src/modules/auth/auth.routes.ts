@@ -25,6 +25,7 @@ import {
 } from './auth.schemas';
 import { signup, verifyEmail } from './accounts';
 import { dummyPasswordHash, login, logout } from './login';
+import { LOGIN_DEVICE_COOKIE, rememberLoginDevice } from './login-devices';
 import { changePassword } from './password';
 import { confirmPasswordReset, requestPasswordReset } from './password-reset';
 import { describePrincipal } from './profile';
@@ -67,8 +68,9 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       schemas: { body: loginBody },
       response: loginResponse,
       handler: async (req, res) => {
-        const outcome = await login(deps, limiters, req.body, requestMeta(req));
+        const outcome = await login(deps, limiters, req.body, requestMeta(req), req.cookies?.[LOGIN_DEVICE_COOKIE]);
         if (outcome.kind === 'two_factor') return { requires_2fa: true, partial_token: outcome.partialToken };
+        rememberLoginDevice(res, deps, { email: req.body.email, passwordHash: outcome.passwordHash });
         setSessionCookies(res, outcome.session, secure);
         return sessionResponse(outcome.session);
       },
@@ -85,8 +87,9 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
         const fromCookie: unknown = req.cookies?.[PARTIAL_COOKIE];
         const partialToken = (req.body.partial_token as string | undefined) ?? (typeof fromCookie === 'string' ? fromCookie : undefined);
         if (!partialToken) throw badRequest('"partial_token" is required (in the body, or the cookie an OAuth sign-in sets).');
-        const session = await loginWithSecondFactor(deps, limiters, { partial_token: partialToken, code: req.body.code }, requestMeta(req));
+        const { session, signedIn } = await loginWithSecondFactor(deps, limiters, { partial_token: partialToken, code: req.body.code }, requestMeta(req));
         if (fromCookie !== undefined) clearPartialTokenCookie(res, { publicBaseUrl: deps.config.publicBaseUrl, secure });
+        rememberLoginDevice(res, deps, signedIn);
         setSessionCookies(res, session, secure);
         return sessionResponse(session);
       },
@@ -117,7 +120,12 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       summary: "Change the caller's password: {current_password, new_password}; the account's other sessions end (a session only)",
       schemas: { body: changePasswordBody },
       response: passwordChangedResponse,
-      handler: (req) => changePassword(deps, limiters, principalOf(req), req.body, requestMeta(req)),
+      handler: async (req, res) => {
+        const { answer, signedIn } = await changePassword(deps, limiters, principalOf(req), req.body, requestMeta(req));
+        // The browser that changed it is known with the new password (the cookies earned with the old one count as none).
+        rememberLoginDevice(res, deps, signedIn);
+        return answer;
+      },
     },
     {
       method: 'post',

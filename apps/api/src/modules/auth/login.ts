@@ -7,7 +7,9 @@ import { PARTIAL_AUDIENCE, passwordFingerprint, signToken } from '../../auth/tok
 import { badRequest, forbidden, unauthorized } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, sha256Hex } from '../../lib/crypto';
-import { recordAs, recordInOrganizations, recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import type { Tx } from '@svc/db';
+import { recordAs, recordInOrganizations, recordInUserOrganizations, type RequestMeta } from '../audit/audit.context';
+import { deviceLimiterKey, deviceStillHolds, knownDeviceOf } from './login-devices';
 import { issueSession, lockedCredentials, revokeSession, type IssuedSession } from './sessions';
 import type { ReauthenticatedOperation } from './reauthentication';
 
@@ -31,11 +33,16 @@ export type LoginOutcome =
   | { kind: 'session'; session: IssuedSession }
   | { kind: 'two_factor'; partialToken: string; expiresAt: Date };
 
-export async function membershipForLogin(deps: CoreDeps, userId: string, organizationId: string | undefined) {
+/** A password sign-in's outcome: a session names the password it was issued under (for the login_device cookie). */
+export type PasswordLoginOutcome =
+  | { kind: 'session'; session: IssuedSession; passwordHash: string }
+  | { kind: 'two_factor'; partialToken: string; expiresAt: Date };
+
+export async function membershipForLogin(db: Pick<Tx, 'membership'>, userId: string, organizationId: string | undefined) {
   // Unscoped: signing in chooses the organization (the one asked for, or the user's first).
   const membership = organizationId
-    ? await deps.prisma.membership.findUnique({ where: { organizationId_userId: { organizationId, userId } } })
-    : await deps.prisma.membership.findFirst({ where: { userId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+    ? await db.membership.findUnique({ where: { organizationId_userId: { organizationId, userId } } })
+    : await db.membership.findFirst({ where: { userId }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
   if (!membership) {
     throw forbidden(organizationId ? 'You are not a member of that organization.' : 'Your account belongs to no organization.');
   }
@@ -54,14 +61,17 @@ export async function recordLoginFailure(
   /** A password checked outside sign-in: a signed-in user's asked for again (reauthentication.ts), or an invitation accepted as an existing account. */
   operation?: ReauthenticatedOperation | 'invitation_accept',
 ): Promise<void> {
-  await recordInUserOrganizations(deps.prisma, { type: 'user', id: user.id, label: user.email }, meta, deps.clock.now(), {
+  await recordInUserOrganizations(deps.prisma, user.id, meta, deps.clock.now(), {
     action: 'auth.login_failed',
     target: { type: 'user', id: user.id },
     metadata: { reason, ...(operation && { operation }) },
   });
 }
 
-/** The key of an e-mail in the per-e-mail limiters (hashed: no addresses in Redis keys): sign-ins, password checks, reset requests. */
+/**
+ * The key of an e-mail in the per-e-mail limiters (hashed: no addresses in Redis keys): sign-ins from browsers not
+ * known for it, an invitation's password check, reset requests.
+ */
 export function emailLimiterKey(email: string): string {
   return `email:${sha256Hex(email)}`;
 }
@@ -71,20 +81,25 @@ export async function login(
   limiters: RateLimiters,
   input: { email: string; password: string; organization_id?: string },
   meta: RequestMeta,
-): Promise<LoginOutcome> {
-  // Counted per client address (an IPv6 client by its /64) and per e-mail (hashed: no addresses in Redis keys), before any work.
+  /** The `login_device` cookie the request brought, if any (login-devices.ts). */
+  deviceCookie?: unknown,
+): Promise<PasswordLoginOutcome> {
+  // Counted per client address (an IPv6 client by its /64), and per e-mail (hashed: no addresses in Redis keys) or,
+  // from a browser that signed in with this e-mail before, per that browser, before any work.
   await consumeOrThrow(limiters.login, clientAddressKey(meta.ip));
-  await consumeOrThrow(limiters.login, emailLimiterKey(input.email));
+  const device = knownDeviceOf(deps, input.email, deviceCookie);
+  await consumeOrThrow(limiters.login, device ? deviceLimiterKey(device.id) : emailLimiterKey(input.email));
 
   const user = await deps.prisma.user.findUnique({ where: { email: input.email } });
+  // A cookie earned with another password than the account's (changed since) counts as none: with the e-mail's too.
+  if (device && !deviceStillHolds(deps, device, user)) await consumeOrThrow(limiters.login, emailLimiterKey(input.email));
   const hash = user?.passwordHash ?? (await dummyPasswordHash(deps.config.bcryptRounds));
   const passwordOk = await bcrypt.compare(input.password, hash);
   if (!user || !user.passwordHash || !passwordOk) {
     if (user) {
       // Not awaited: a known e-mail must not answer more slowly than an unknown one (no account enumeration).
-      recordLoginFailure(deps, user, meta, user.passwordHash ? 'invalid_password' : 'no_password').catch((err: unknown) =>
-        deps.logger.error('Could not record a failed login', { user_id: user.id, error: String(err) }),
-      );
+      const reason = user.passwordHash ? 'invalid_password' : 'no_password';
+      deps.afterAnswer.run('record a failed login', () => recordLoginFailure(deps, user, meta, reason), { fields: { user_id: user.id } });
     }
     throw unauthorized(INVALID_CREDENTIALS);
   }
@@ -93,7 +108,9 @@ export async function login(
     await recordLoginFailure(deps, user, meta, 'email_not_verified');
     throw forbidden('E-mail address not verified: open the link in the verification e-mail first.', { code: 'EMAIL_NOT_VERIFIED' });
   }
-  return completeFirstFactor(deps, user, input.organization_id, { method: 'password', meta }, { passwordHash: user.passwordHash });
+  const passwordHash = user.passwordHash;
+  const outcome = await completeFirstFactor(deps, user, input.organization_id, { method: 'password', meta }, { passwordHash });
+  return outcome.kind === 'session' ? { ...outcome, passwordHash } : outcome;
 }
 
 /** How a sign-in happened, for the audit log: the first factor used and the request it came with. */
@@ -103,19 +120,29 @@ export interface SignInAudit {
   meta?: RequestMeta;
 }
 
-export async function recordLogin(
+/**
+ * The session of a passed sign-in and its `auth.login` entry, in the caller's transaction after lockedCredentials
+ * took the user's row FOR SHARE: the organization is chosen again after that lock. A GDPR erasure takes that row
+ * before it removes the person from an organization (apps/worker erasure.ts), so a sign-in either commits first (the
+ * erasure then revokes its session and scrubs its entry with the person's others) or sees the membership gone; never
+ * a session and an entry holding the client's address in an organization the person has left. The entry is labelled
+ * with the e-mail the locked row holds (`email`).
+ */
+export async function issueSignInSession(
   deps: CoreDeps,
-  userId: string,
-  session: IssuedSession,
-  organizationId: string,
-  meta: RequestMeta | undefined,
-  metadata: Record<string, unknown>,
-): Promise<void> {
-  await recordInOrganizations(deps.prisma, [organizationId], await userActor(deps.prisma, userId), meta ?? {}, deps.clock.now(), {
+  tx: Tx,
+  user: { id: string; email: string },
+  organizationId: string | undefined,
+  audit: { meta?: RequestMeta; metadata: Record<string, unknown> },
+): Promise<IssuedSession> {
+  const membership = await membershipForLogin(tx, user.id, organizationId);
+  const session = await issueSession(deps, user.id, membership.organizationId, tx);
+  await recordInOrganizations(tx, [membership.organizationId], { type: 'user', id: user.id, label: user.email }, audit.meta ?? {}, deps.clock.now(), {
     action: 'auth.login',
     target: { type: 'session', id: session.sessionId },
-    metadata,
+    metadata: audit.metadata,
   });
+  return session;
 }
 
 /** The password a sign-in was checked against: a change of password meanwhile ends the sign-in. */
@@ -134,7 +161,7 @@ export async function completeFirstFactor(
   audit: SignInAudit = { method: 'unspecified' },
   password?: PasswordFactor,
 ): Promise<LoginOutcome> {
-  const membership = await membershipForLogin(deps, user.id, organizationId);
+  const membership = await membershipForLogin(deps.prisma, user.id, organizationId);
 
   if (!user.totpEnabled) {
     // Written with the user's row share-locked and its 2FA flag read again: turning 2FA on (which updates that row,
@@ -145,12 +172,10 @@ export async function completeFirstFactor(
     const session = await deps.prisma.$transaction(async (tx) => {
       const row = await lockedCredentials(tx, user.id);
       if (!row || (password && row.password_hash !== password.passwordHash)) throw unauthorized(INVALID_CREDENTIALS);
-      return row.totp_enabled ? null : issueSession(deps, user.id, membership.organizationId, tx);
+      if (row.totp_enabled) return null;
+      return issueSignInSession(deps, tx, { id: user.id, email: row.email }, organizationId, { meta: audit.meta, metadata: { method: audit.method } });
     });
-    if (session) {
-      await recordLogin(deps, user.id, session, membership.organizationId, audit.meta, { method: audit.method });
-      return { kind: 'session', session };
-    }
+    if (session) return { kind: 'session', session };
   }
   const pwf = password ? passwordFingerprint(password.passwordHash, deps.config.jwtSecret) : undefined;
   const { token, expiresAt } = signToken(

@@ -7,17 +7,21 @@
 // bcrypt, no mail). The token and the mail are made after the answer. Only an active account gets a mail (a pending
 // one verifies its address first; an account without a password, GitHub or Google sign-in, may set one this way), and
 // not an erased one (GDPR: its address is the pseudonym, and the address it had is no longer the account's).
+// A request of a known account is audited in each of its organizations after the answer, with what became of the
+// mail; an unknown e-mail is not (the log would fill with other people's addresses), nor a request refused by the
+// rate limits (a flood would fill it).
 // The link carries the token in the URL fragment (/reset-password#token=...): a browser never sends the fragment to
 // the server (no access log holds it) nor in a Referer.
 import bcrypt from 'bcrypt';
 import { newId, unseal, type Tx } from '@svc/db';
 import { isErasedAddress } from '@svc/domain';
 import { oneLine } from '@svc/domain';
+import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, HttpError } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, sha256Hex } from '../../lib/crypto';
-import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { recordInUserOrganizations, type RequestMeta } from '../audit/audit.context';
 import { emailLimiterKey } from './login';
 import { recordSecurityNotice, sendSecurityNoticeNow } from './security-notices';
 import { revokeAllSessions } from './sessions';
@@ -51,18 +55,49 @@ export async function requestPasswordReset(deps: AppDeps, limiters: RateLimiters
   await consumeOrThrow(limiters.passwordResetPerAddress, clientAddressKey(meta.ip));
   await consumeOrThrow(limiters.passwordResetPerEmail, emailLimiterKey(email));
   const user = await deps.prisma.user.findUnique({ where: { email }, select: { id: true, email: true, name: true, status: true } });
-  if (user && getsResetMail(user)) {
-    // Not awaited: an active account must not answer more slowly than an unknown one, nor fail where it would not
-    // (a mail server that is down). A failure is logged, never the token.
-    mailResetLink(deps, user).catch((err: unknown) =>
-      deps.logger.error('Could not send a password-reset e-mail', { user_id: user.id, error: String(err) }),
-    );
+  // An erased account gets nothing, and belongs to no organization to record it in.
+  if (user && !isErasedAddress(user.email)) {
+    const at = deps.clock.now();
+    // Not awaited: a known account must not answer more slowly than an unknown one, nor fail where it would not
+    // (a mail server that is down, an audit write held up). A failure is logged, never the token or the address.
+    deps.afterAnswer.run('record a password-reset request', () => followUpResetRequest(deps, user, meta, at), { fields: { user_id: user.id } });
   }
   return { accepted: true as const };
 }
 
-/** Stores a new reset token of the user (the earlier unused ones end) and mails its link. */
-async function mailResetLink(deps: AppDeps, user: { id: string; email: string; name: string }): Promise<void> {
+/** What became of a known account's reset request, as its audit entry says. */
+type ResetMailOutcome = 'sent' | 'not_sent_pending_verification' | 'not_sent_account_changed' | 'failed';
+
+/** The mail (to an active account), then the audit entry saying how it went, dated at the request. */
+async function followUpResetRequest(
+  deps: AppDeps,
+  user: { id: string; email: string; name: string; status: string },
+  meta: RequestMeta,
+  at: Date,
+): Promise<void> {
+  const mail = getsResetMail(user) ? await mailOutcome(deps, user) : 'not_sent_pending_verification';
+  // The actor's label read now: an erasure committed meanwhile shows its pseudonym, not the address the person had.
+  await recordInUserOrganizations(deps.prisma, user.id, meta, at, {
+    action: 'auth.password_reset_requested',
+    target: { type: 'user', id: user.id },
+    metadata: { mail },
+  });
+}
+
+async function mailOutcome(deps: AppDeps, user: { id: string; email: string; name: string }): Promise<ResetMailOutcome> {
+  try {
+    return (await mailResetLink(deps, user)) ? 'sent' : 'not_sent_account_changed';
+  } catch (err) {
+    deps.logger.error('Could not send a password-reset e-mail', { user_id: user.id, error: mailErrorForLog(err, user.email) });
+    return 'failed';
+  }
+}
+
+/**
+ * Stores a new reset token of the user (the earlier unused ones end) and mails its link. False when the account
+ * changed since the lookup (erased meanwhile): no token, no mail.
+ */
+async function mailResetLink(deps: AppDeps, user: { id: string; email: string; name: string }): Promise<boolean> {
   const token = randomToken(32);
   const now = deps.clock.now();
   const issued = await deps.prisma.$transaction(async (tx) => {
@@ -83,7 +118,7 @@ async function mailResetLink(deps: AppDeps, user: { id: string; email: string; n
     });
     return true;
   });
-  if (!issued) return;
+  if (!issued) return false;
   await deps.mailer.send({
     to: user.email,
     subject: 'Reset your password',
@@ -94,6 +129,7 @@ async function mailResetLink(deps: AppDeps, user: { id: string; email: string; n
       `Only the newest link works, once. All your sessions are signed out when the password is reset; API keys stay.\n` +
       `If you did not ask for this, ignore this message: your password stays as it is.\n`,
   });
+  return true;
 }
 
 export async function confirmPasswordReset(
@@ -153,7 +189,7 @@ export async function confirmPasswordReset(
     // password it was earned with). API keys stay, as at a change of password (docs/api.md).
     await tx.emailToken.updateMany({ where: { userId: user.id, purpose: RESET_PASSWORD_PURPOSE, usedAt: null }, data: { usedAt: now } });
     await revokeAllSessions(tx, user.id, now);
-    await recordInUserOrganizations(tx, await userActor(tx, user.id), meta, now, {
+    await recordInUserOrganizations(tx, user.id, meta, now, {
       action: 'auth.password_reset',
       target: { type: 'user', id: user.id },
       metadata: { sessions_revoked: true, ...(step !== undefined && { second_factor: 'totp' }) },

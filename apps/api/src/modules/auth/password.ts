@@ -7,7 +7,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, forbidden, unauthorized } from '../../http/errors';
 import type { RateLimiters } from '../../http/rate-limit';
-import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { recordInUserOrganizations, type RequestMeta } from '../audit/audit.context';
 import { checkCurrentPassword } from './reauthentication';
 import { recordSecurityNotice, sendSecurityNoticeNow } from './security-notices';
 import { keepOnlyCallingSession } from './sessions';
@@ -24,8 +24,8 @@ export async function changePassword(
   const user = await deps.prisma.user.findUnique({ where: { id: principal.userId } });
   if (!user) throw unauthorized();
   if (!user.passwordHash) throw conflict('This account has no password: it signs in with GitHub or Google.');
-  // Counted with the sign-ins of the same e-mail (guessed here at the login's pace at most); a wrong one is audited.
-  await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, input.current_password, 'password_change', meta);
+  // Counted per session (guessed here at the login's pace at most); a wrong one is audited.
+  await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, sessionId, input.current_password, 'password_change', meta);
   const passwordHash = await bcrypt.hash(input.new_password, deps.config.bcryptRounds);
   const now = deps.clock.now();
   const noticeId = await deps.prisma.$transaction(async (tx) => {
@@ -34,7 +34,7 @@ export async function changePassword(
     // The calling session may have ended since it was authenticated, two bcrypt rounds ago (2FA turned on from
     // another session); otherwise the others end. The entry says so in each organization of the user, not how many.
     await keepOnlyCallingSession(tx, user.id, sessionId, now);
-    await recordInUserOrganizations(tx, await userActor(tx, user.id), meta, now, {
+    await recordInUserOrganizations(tx, user.id, meta, now, {
       action: 'auth.password_changed',
       target: { type: 'user', id: user.id },
       metadata: { other_sessions_revoked: true },
@@ -43,5 +43,8 @@ export async function changePassword(
     return recordSecurityNotice(tx, user.id, { kind: 'password_changed' }, meta, now);
   });
   sendSecurityNoticeNow(deps, noticeId, user.id);
-  return { password_changed: true as const, other_sessions_revoked: true as const };
+  return {
+    answer: { password_changed: true as const, other_sessions_revoked: true as const },
+    signedIn: { email: user.email, passwordHash },
+  };
 }

@@ -1,7 +1,7 @@
 // Proving again who one is before a change a stolen session cookie alone must not make: turning 2FA on (which would
 // lock the owner out with the thief's authenticator), turning it off (a downgrade, and its wrong codes would count
 // against the owner's 2FA sign-in) and changing the password. An account with a password types it
-// (counted with the sign-ins of its e-mail; a wrong or missing one is audited like a failed sign-in). An account
+// (counted per session; a wrong or missing one is audited like a failed sign-in). An account
 // without one (made by a GitHub or Google sign-in) has nothing to type: its session must come from a recent sign-in.
 // The changes that would let a stolen session stay in or take over (an API key, an invitation, a raised role, the
 // organization's deletion or ownership, where its signed webhooks go, a disabled one turned back on, their secret,
@@ -15,7 +15,7 @@ import { principalOf, type Principal } from '../../auth/principal';
 import { HttpError, forbidden, unauthorized } from '../../http/errors';
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { requestMeta, type RequestMeta } from '../audit/audit.context';
-import { emailLimiterKey, recordLoginFailure, type CoreDeps } from './login';
+import { recordLoginFailure, type CoreDeps } from './login';
 
 /**
  * How long after its sign-in a session counts as a recent one (docs/api.md): an account without a password may still
@@ -60,19 +60,29 @@ export const INVALID_CURRENT_PASSWORD = 'INVALID_CURRENT_PASSWORD';
 export const REAUTHENTICATION_CODES: readonly string[] = [REAUTHENTICATION_REQUIRED, INVALID_CURRENT_PASSWORD];
 
 /**
- * The user's current password, checked as sign-in checks it: counted with the sign-ins of the same e-mail (so it is
- * guessed here at the login's pace at most), a wrong or missing one recorded as a failed sign-in in each of the
- * user's organizations (without the password) and answered 400.
+ * The key a session's password confirmations are counted under in the login limiter: per session, at the login
+ * limit's pace. Not with the e-mail's sign-ins: a flood of those (from anyone) would block the owner's
+ * confirmations, and the owner's typos here would block their sign-ins. A session is had only by signing in, so a
+ * stolen one guesses at that pace for the rest of its life, no faster.
+ */
+export function sessionLimiterKey(sessionId: string): string {
+  return `session:${sessionId}`;
+}
+
+/**
+ * The user's current password, checked as sign-in checks it: counted (per session, sessionLimiterKey), a wrong or
+ * missing one recorded as a failed sign-in in each of the user's organizations (without the password) and answered 400.
  */
 export async function checkCurrentPassword(
   deps: CoreDeps,
   limiters: RateLimiters,
   user: { id: string; email: string; passwordHash: string },
+  sessionId: string,
   currentPassword: string | undefined,
   operation: ReauthenticatedOperation,
   meta: RequestMeta,
 ): Promise<void> {
-  await consumeOrThrow(limiters.login, emailLimiterKey(user.email));
+  await consumeOrThrow(limiters.login, sessionLimiterKey(sessionId));
   if (currentPassword === undefined) {
     await recordLoginFailure(deps, user, meta, 'missing_current_password', operation);
     throw new HttpError(400, '"current_password" is required: confirm this change with your current password.', {
@@ -132,7 +142,7 @@ export async function reauthenticate(
   meta: RequestMeta,
 ): Promise<void> {
   if (user.passwordHash !== null) {
-    await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, currentPassword, operation, meta);
+    await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, sessionId, currentPassword, operation, meta);
   } else {
     await requireRecentSignIn(deps, sessionId);
   }
@@ -147,7 +157,7 @@ export async function reauthenticate(
  * disabled one turned back on), a report handed outside (published to a URL, shared with an e-mail address), where
  * its findings are exported as issues (a tracker made, its URL, repository or project changed) and a GitHub or Slack
  * connected to it. A session signed in within RECENT_SIGN_IN_WINDOW_MS makes it as it is; an older one sends `current_password` (checked like
- * sign-in's: counted, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
+ * sign-in's: counted per session, a wrong one audited), else 403 REAUTHENTICATION_REQUIRED. An account without a password signs
  * in again. An API key is not asked: it was minted for what it does, and has no password to send.
  */
 export async function confirmSensitiveChange(
@@ -165,7 +175,7 @@ export async function confirmSensitiveChange(
   });
   if (!user) throw unauthorized();
   if (currentPassword !== undefined && user.passwordHash !== null) {
-    await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, currentPassword, operation, meta);
+    await checkCurrentPassword(deps, limiters, { ...user, passwordHash: user.passwordHash }, principal.sessionId!, currentPassword, operation, meta);
     return;
   }
   if (await signedInRecently(deps, principal.sessionId!)) return;

@@ -27,11 +27,13 @@ export function recordSecurityNotice(tx: Pick<Tx, 'securityNotice'>, userId: str
  * Sends a committed notice now; never throws, never holds up the caller. Whatever fails is logged (the user's id,
  * never the address or the contents) and left to the worker's sweep.
  */
-export function sendSecurityNoticeNow(deps: Pick<AppDeps, 'mailer' | 'logger' | 'clock' | 'config' | 'prisma'>, noticeId: string, userId: string): void {
-  sendSecurityNotice(deps, noticeId).catch((err: unknown) =>
-    // A database error: no address in it (a mail server's refusal is logged by the sender, without the address).
-    deps.logger.error('Could not send a security notice', { user_id: userId, error: String(err) }),
-  );
+export function sendSecurityNoticeNow(
+  deps: Pick<AppDeps, 'mailer' | 'logger' | 'clock' | 'config' | 'prisma' | 'afterAnswer'>,
+  noticeId: string,
+  userId: string,
+): void {
+  // A failure is a database error: no address in it (a mail server's refusal is logged by the sender, without it).
+  deps.afterAnswer.run('send a security notice', () => sendSecurityNotice(deps, noticeId), { fields: { user_id: userId } });
 }
 
 /**

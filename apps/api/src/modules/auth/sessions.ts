@@ -70,9 +70,9 @@ export async function revokeAllSessions(db: Pick<Tx, 'session'>, userId: string,
 export async function lockedCredentials(
   db: Pick<Tx, '$queryRaw'>,
   userId: string,
-): Promise<{ totp_enabled: boolean; password_hash: string | null } | undefined> {
-  const [row] = await db.$queryRaw<Array<{ totp_enabled: boolean; password_hash: string | null }>>`
-    SELECT totp_enabled, password_hash FROM users WHERE id = ${userId} FOR SHARE`;
+): Promise<{ email: string; totp_enabled: boolean; password_hash: string | null } | undefined> {
+  const [row] = await db.$queryRaw<Array<{ email: string; totp_enabled: boolean; password_hash: string | null }>>`
+    SELECT email, totp_enabled, password_hash FROM users WHERE id = ${userId} FOR SHARE`;
   return row;
 }
 

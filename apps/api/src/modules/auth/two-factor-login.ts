@@ -5,8 +5,8 @@ import { unauthorized } from '../../http/errors';
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
 import { unseal } from '@svc/db';
 import type { RequestMeta } from '../audit/audit.context';
-import { membershipForLogin, recordLogin, recordLoginFailure, type CoreDeps } from './login';
-import { issueSession, lockedCredentials, type IssuedSession } from './sessions';
+import { issueSignInSession, recordLoginFailure, type CoreDeps } from './login';
+import { lockedCredentials, type IssuedSession } from './sessions';
 import { acceptTotpCode, INVALID_TOTP_CODE } from './totp';
 
 const INVALID_PARTIAL_TOKEN = 'Invalid or expired partial token: log in again.';
@@ -30,7 +30,7 @@ export async function loginWithSecondFactor(
   limiters: RateLimiters,
   input: { partial_token: string; code: string },
   meta: RequestMeta,
-): Promise<IssuedSession> {
+): Promise<{ session: IssuedSession; signedIn: { email: string; passwordHash: string | null } }> {
   const now = deps.clock.now();
   const ttl = deps.config.partialTokenTtlSeconds;
   const claims = verifyToken(input.partial_token, PARTIAL_AUDIENCE, ttl, deps.config.jwtSecret, now);
@@ -63,14 +63,15 @@ export async function loginWithSecondFactor(
   if (claimed !== 'OK') throw unauthorized(INVALID_PARTIAL_TOKEN);
   if (!(await recordAcceptedStep(deps, user.id, step))) throw unauthorized(INVALID_TOTP_CODE);
 
-  const membership = await membershipForLogin(deps, user.id, claims.org);
   // Issued with the user's row share-locked and the password read again: a change of password either committed
-  // first, and the token is refused, or waits for this session and then ends it.
-  const session = await deps.prisma.$transaction(async (tx) => {
+  // first, and the token is refused, or waits for this session and then ends it. The organization is read under
+  // that lock too (issueSignInSession).
+  const { session, passwordHash } = await deps.prisma.$transaction(async (tx) => {
     const row = await lockedCredentials(tx, user.id);
     if (!row || !passwordStillHolds(deps, claims, row.password_hash)) throw unauthorized(INVALID_PARTIAL_TOKEN);
-    return issueSession(deps, user.id, membership.organizationId, tx);
+    const issued = await issueSignInSession(deps, tx, { id: user.id, email: row.email }, claims.org, { meta, metadata: { second_factor: 'totp' } });
+    return { session: issued, passwordHash: row.password_hash };
   });
-  await recordLogin(deps, user.id, session, membership.organizationId, meta, { second_factor: 'totp' });
-  return session;
+  // The password the session was issued under: the login_device cookie vouches while it is the account's.
+  return { session, signedIn: { email: user.email, passwordHash } };
 }

@@ -4,7 +4,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors';
 import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
-import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { recordInUserOrganizations, type RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
 import { reauthenticate, requireRecentSignIn } from './reauthentication';
 import { recordSecurityNotice, sendSecurityNoticeNow } from './security-notices';
@@ -52,8 +52,7 @@ async function recordTwoFactorChange(
   action: 'auth.2fa_enabled' | 'auth.2fa_disabled',
   metadata?: Record<string, unknown>,
 ): Promise<void> {
-  const actor = await userActor(tx, principal.userId);
-  await recordInUserOrganizations(tx, actor, meta, at, { action, target: { type: 'user', id: principal.userId }, ...(metadata && { metadata }) });
+  await recordInUserOrganizations(tx, principal.userId, meta, at, { action, target: { type: 'user', id: principal.userId }, ...(metadata && { metadata }) });
 }
 
 // Setup asks for no password: it only replaces the pending secret, which turns nothing on. A stolen session gets a

@@ -56,6 +56,10 @@ const receipt = Joi.object({
   api_keys_revoked: Joi.number().integer(),
   invitations_revoked: Joi.number().integer().description('Pending invitations the person had sent in the organization, revoked with their membership'),
   audit_entries_scrubbed: Joi.number().integer().description('The person\'s audit entries: actor label pseudonymized, IP and user agent cleared'),
+  late_audit_entries_scrubbed: Joi.number()
+    .integer()
+    .optional()
+    .description('Present once the follow-up ran (15 minutes after completion): the entries that requests already under way as the person wrote after it, scrubbed the same way'),
   reports_regenerated: Joi.array().items(id('rpt')).description('Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready)'),
   replaced: Joi.array().items(columnCount).description('Every column where the name or e-mail was replaced, with the rows changed'),
 }).allow(null);

@@ -4,6 +4,7 @@ import bcrypt from 'bcrypt';
 import { roleRank, type Role } from '@svc/scopes';
 import { isUniqueViolation, scopedTo, type Invitation, type User } from '@svc/db';
 import { oneLine } from '@svc/domain';
+import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, forbidden, notFound, unauthorized } from '../../http/errors';
@@ -120,7 +121,8 @@ export async function createInvitation(
     await deletePendingInvitation(deps, { principal, meta }, invitation, 'mail_failed').catch((cause) =>
       deps.logger.error('Revoking an undelivered invitation failed', { invitation_id: invitation.id, error: String(cause) }),
     );
-    throw err;
+    // The error handler logs what it is given: the mail server's refusal, without the address it may quote.
+    throw new Error(mailErrorForLog(err, input.email));
   }
   return presentInvitation(invitation, now);
 }
@@ -202,6 +204,16 @@ export async function joinInvitedOrganization(
   try {
     // Scoped to the invitation's organization (users are global: they pass through).
     return await scopedTo(deps.prisma, inv).$transaction(async (tx) => {
+      if (user) {
+        // The existing account as committed, its row locked until the membership commits (raw SQL: users are global).
+        // A GDPR erasure of the account takes that row before it counts the account's memberships (apps/worker
+        // erasure.ts): it either waits and then finds this membership, and the account stays, or committed first,
+        // and the address is no longer the one whose password was checked: nothing joins then.
+        // FOR NO KEY UPDATE, the lock the activation below takes: two accepts of one pending account at once, each
+        // share-locking the row and then updating it, would deadlock.
+        const [row] = await tx.$queryRaw<Array<{ email: string }>>`SELECT email FROM users WHERE id = ${user.id} FOR NO KEY UPDATE`;
+        if (!row || row.email !== user.email) throw conflict('The account changed while the invitation was accepted; try again.');
+      }
       // Claim the invitation first: of two concurrent accepts, only one gets it.
       const claimed = await tx.invitation.updateMany({
         where: { id: inv.id, acceptedAt: null, expiresAt: { gt: now } },
@@ -223,7 +235,9 @@ export async function joinInvitedOrganization(
         userId = created.id;
       }
       await tx.membership.create({
-        data: { id: newId('mem'), organizationId: inv.organizationId, userId, role: inv.role },
+        // At `now`, the instant of its invitation.accepted entry: a GDPR erasure's follow-up tells what a person
+        // invited back did since from what was recorded before (apps/worker erasure.ts scrubReferences).
+        data: { id: newId('mem'), organizationId: inv.organizationId, userId, role: inv.role, createdAt: now },
       });
       await recordInOrganizations(tx, [inv.organizationId], await userActor(tx, userId), meta, now, {
         action: 'invitation.accepted',

@@ -2,7 +2,7 @@
 // someone whose role is above their own; the owner role moves only through transfer-ownership, so an
 // organization always keeps exactly one owner.
 import { roleRank, type Role } from '@svc/scopes';
-import { organizationOf, scopedTo, type Membership, type Scoped, type Tx, type User } from '@svc/db';
+import { lockUserForMembershipChange, organizationOf, scopedTo, type Membership, type Scoped, type Tx, type User } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -142,6 +142,9 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
   }
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // The member's row first (@svc/db user-locks.ts): a sign-in under way either commits first, and its session is
+    // revoked below, or finds the membership gone; never a session left behind that would work again if they rejoined.
+    await lockUserForMembershipChange(tx, userId);
     const { count } = await tx.membership.deleteMany({ where: { id: target.id, role: { not: 'owner' } } });
     if (count !== 1) throw notFound('Member');
     const teamMemberships = await tx.teamMember.deleteMany({ where: { userId } });

@@ -13,7 +13,7 @@
 // scopes; the callback stores the sealed token (source-connections module) instead of signing anyone in.
 import { createHash } from 'node:crypto';
 import { isUniqueViolation, type User } from '@svc/db';
-import { oneLine } from '@svc/domain';
+import { normalizedEmail, oneLine } from '@svc/domain';
 import type { AppDeps } from '../../app-deps';
 import { HttpError, badRequest, conflict } from '../../http/errors';
 import { randomToken, safeEqual, sha256Hex } from '../../lib/crypto';
@@ -187,11 +187,21 @@ const emailFilter = (address: string) => ({ equals: address, mode: 'insensitive'
 
 async function linkIdentity(deps: Deps, userId: string, identity: ProviderIdentity): Promise<void> {
   try {
-    await deps.prisma.oAuthIdentity.create({
-      data: { id: newId('oid'), userId, provider: identity.provider, subject: identity.subject, email: identity.email },
+    await deps.prisma.$transaction(async (tx) => {
+      // The account found by the address, as committed, its row held (FOR KEY SHARE, as the link's foreign key takes
+      // it) until the link commits: a GDPR erasure of the account (apps/worker erasure.ts, account step: the row FOR
+      // UPDATE, then its sign-in identities deleted and the address replaced) either waits and then deletes this
+      // link too, or committed first: the account no longer has the address, and nothing is linked to it.
+      const [row] = await tx.$queryRaw<Array<{ email: string }>>`SELECT email FROM users WHERE id = ${userId} FOR KEY SHARE`;
+      if (!row || normalizedEmail(row.email) !== normalizedEmail(identity.email)) {
+        throw conflict('The account changed while you signed in; sign in again.');
+      }
+      await tx.oAuthIdentity.create({
+        data: { id: newId('oid'), userId, provider: identity.provider, subject: identity.subject, email: identity.email },
+      });
     });
   } catch (err) {
-    if (!isUniqueViolation(err)) throw err;
+    if (err instanceof HttpError || !isUniqueViolation(err)) throw err;
     // A concurrent callback for the same provider account linked it first: fine if it linked it to this user.
     const existing = await deps.prisma.oAuthIdentity.findUnique({
       where: { provider_subject: { provider: identity.provider, subject: identity.subject } },

@@ -13,6 +13,7 @@
 import type { Prisma, ReportShare, Tx } from '@svc/db';
 import { newId, scopedTo } from '@svc/db';
 import { oneLine } from '@svc/domain';
+import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
 import { conflict, notFound, serviceUnavailable, unprocessable } from '../../http/errors';
@@ -225,7 +226,7 @@ export async function shareReport(
     await revoke(deps, acting, report, share, 'report.share_revoked', 'mail_failed').catch((cause) =>
       deps.logger.error('Revoking an undelivered report grant failed', { share_id: share.id, error: String(cause) }),
     );
-    deps.logger.warn('Mailing a report grant failed; the grant is revoked', { share_id: share.id, error: err instanceof Error ? err.message : String(err) });
+    deps.logger.warn('Mailing a report grant failed; the grant is revoked', { share_id: share.id, error: mailErrorForLog(err, input.email) });
     throw serviceUnavailable('the mail server');
   }
   return presentShare(share, now);

@@ -8,7 +8,7 @@ import { newId, seal } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { notFound } from '../../http/errors';
-import { recordInUserOrganizations, userActor, type RequestMeta } from '../audit/audit.context';
+import { recordInUserOrganizations, type RequestMeta } from '../audit/audit.context';
 import type { ProviderName, SourceAccount } from '../oauth/provider';
 
 type Deps = Pick<AppDeps, 'prisma' | 'config' | 'clock'>;
@@ -38,7 +38,7 @@ export async function saveConnection(deps: Deps, userId: string, provider: Provi
       create: { id: newId('psc', now.getTime()), userId, provider, createdAt: now, ...data },
       update: data,
     });
-    await recordInUserOrganizations(tx, await userActor(tx, userId), meta, now, {
+    await recordInUserOrganizations(tx, userId, meta, now, {
       action: 'source.personal_connected',
       target: { type: 'user', id: userId },
       metadata: { provider, login: account.login, scopes: account.scopes },
@@ -51,7 +51,7 @@ export async function disconnect(deps: AppDeps, principal: Principal, provider: 
   await deps.prisma.$transaction(async (tx) => {
     const { count } = await tx.personalSourceConnection.deleteMany({ where: { userId: principal.userId, provider } });
     if (count !== 1) throw notFound('Connection');
-    await recordInUserOrganizations(tx, await userActor(tx, principal.userId), meta, now, {
+    await recordInUserOrganizations(tx, principal.userId, meta, now, {
       action: 'source.personal_disconnected',
       target: { type: 'user', id: principal.userId },
       metadata: { provider },

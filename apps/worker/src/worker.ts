@@ -3,6 +3,7 @@
 import { DelayedError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { withJobLogger } from '@svc/config';
+import { TimeoutError, withTimeout } from '@svc/domain';
 import {
   DELIVERY_QUEUE,
   ISSUE_EXPORT_JOB,
@@ -169,7 +170,28 @@ export interface RunningWorker {
   close(): Promise<void>;
 }
 
-export async function startWorker(deps: WorkerDeps, options: StartWorkerOptions = {}): Promise<RunningWorker> {
+/** After an attempt's own bound (WEBHOOK_TIMEOUT_MS), the time close() leaves for recording its answer. */
+const CLOSE_GRACE_MS = 5_000;
+
+/**
+ * The deps with every Redis connection opened through them kept in `open` until it ends (maintenance jobs open and
+ * quit their own each run), for a close that must cut them.
+ */
+function trackingConnections(deps: WorkerDeps, open: Set<Redis>): WorkerDeps {
+  return {
+    ...deps,
+    redis: (options) => {
+      const connection = deps.redis(options);
+      open.add(connection);
+      connection.once('end', () => open.delete(connection));
+      return connection;
+    },
+  };
+}
+
+export async function startWorker(untracked: WorkerDeps, options: StartWorkerOptions = {}): Promise<RunningWorker> {
+  const open = new Set<Redis>();
+  const deps = trackingConnections(untracked, open);
   const queueConnection = deps.redis();
   const deliveryQueue = createDeliveryQueue(queueConnection, deps.config);
   const maintenanceQueue = createMaintenanceQueue(queueConnection, deps.config);
@@ -198,9 +220,20 @@ export async function startWorker(deps: WorkerDeps, options: StartWorkerOptions 
     reportWorker,
     reportQueue,
     async close() {
-      await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.close()));
-      await Promise.all([deliveryQueue, maintenanceQueue, relayQueue, reportQueue].map((q) => q.close()));
-      await queueConnection.quit().catch(() => queueConnection.disconnect());
+      const closeQueues = async () => {
+        await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.close()));
+        await Promise.all([deliveryQueue, maintenanceQueue, relayQueue, reportQueue].map((q) => q.close()));
+        await queueConnection.quit().catch(() => queueConnection.disconnect());
+      };
+      // In-flight attempts end within their own bound. BullMQ's close waits for an "end" that a client reconnecting
+      // to a Redis gone away (a failover, a restart) never emits (taskforcesh/bullmq#4656): past the bound, the
+      // connections are cut and the caller goes on. A job cut off then is taken again once its lock runs out.
+      const timeoutMs = deps.config.webhooks.timeoutMs + CLOSE_GRACE_MS;
+      await withTimeout(closeQueues, timeoutMs).catch((err: unknown) => {
+        if (!(err instanceof TimeoutError)) throw err;
+        deps.logger.warn('Queues not closed in time: stopping anyway', { timeout_ms: timeoutMs });
+        for (const connection of open) connection.disconnect();
+      });
     },
   };
 }

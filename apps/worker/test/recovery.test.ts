@@ -6,7 +6,7 @@ import { buildWorker, spawnWorker, type ChildWorker } from './support/child-work
 import { createWorld, type World } from './support/world';
 import { Client } from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { waitFor } from '../../../test-support/private-services';
+import { startPrivateRedis, waitFor } from '../../../test-support/private-services';
 import { backendPid, waitingFor } from '../../../test-support/pg-locks';
 
 let w: World;
@@ -81,6 +81,27 @@ it('stops on SIGTERM within its bound while a statement of its own waits for a r
   } finally {
     await holder.query('ROLLBACK').catch(() => undefined);
     await Promise.all([holder.end(), watcher.end()]);
+  }
+}, 60_000);
+
+it('stops on SIGTERM within its bound while Redis is unreachable', async () => {
+  // A Redis that went away (a failover under way, a restart) leaves the queue's clients reconnecting; BullMQ's
+  // close waits for an "end" a reconnecting client never emits (taskforcesh/bullmq#4656). The worker closes its
+  // queues within WEBHOOK_TIMEOUT_MS + 5 s all the same, and exits.
+  const redis = await startPrivateRedis();
+  try {
+    child = spawnWorker(w, { REDIS_URL: redis.url, WEBHOOK_TIMEOUT_MS: '2000' });
+    await child.waitForLog('Worker started');
+    await redis.stop();
+    await sleep(1_000);
+
+    child.process.kill('SIGTERM');
+    const exit = await Promise.race([child.exited, sleep(20_000).then(() => 'still running' as const)]);
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(child.logs().find((l) => l.message === 'Queues not closed in time: stopping anyway')).toMatchObject({ timeout_ms: 7_000 });
+    expect(child.logs().map((l) => l.message)).toContain('Worker stopped');
+  } finally {
+    await redis.close();
   }
 }, 60_000);
 

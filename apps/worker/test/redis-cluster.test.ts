@@ -33,12 +33,13 @@ beforeAll(async () => {
   other = createApp(w.h.deps);
 }, 60_000);
 
-// Closing the world after the master kill: 0.3 s alone,
-// 2.5 s with the cores busy, past 30 s once in a full suite.
+// Closing the world after the master kill: 0.3 s alone, 2.5 s with the cores busy. A queue client left reconnecting
+// by the failover once kept BullMQ's close waiting for ever; the worker's close now cuts it after WEBHOOK_TIMEOUT_MS
+// + 5 s (8 s here; apps/worker/src/worker.ts).
 afterAll(async () => {
   await w?.close();
   await cluster?.close();
-}, 90_000);
+}, 30_000);
 
 it('puts every BullMQ key of the service under one hash tag', async () => {
   expect(w.h.config.redis.mode).toBe('cluster');

@@ -2,7 +2,7 @@
 import { createLogger, loadConfigOrExit, type Logger } from '@svc/config';
 import { createApp } from './app';
 import { openApiConnections, type ApiConnections } from './connections';
-import { systemClock, TimeoutError, withTimeout } from '@svc/domain';
+import { systemClock, waitAtMost } from '@svc/domain';
 import { credentialDestination } from '@svc/webhooks';
 import { secureStoredSecrets, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
@@ -83,10 +83,9 @@ async function drainWorkAfterAnswers(afterAnswer: WorkAfterAnswer, timeoutMs: nu
 }
 
 async function closeConnections(connections: ApiConnections, logger: Logger): Promise<void> {
-  await withTimeout(() => connections.close(), CLOSE_TIMEOUT_MS).catch((err: unknown) => {
-    if (!(err instanceof TimeoutError)) throw err;
-    logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS });
-  });
+  await waitAtMost(() => connections.close(), CLOSE_TIMEOUT_MS, () =>
+    logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS }),
+  );
 }
 
 void main();

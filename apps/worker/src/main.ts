@@ -6,7 +6,7 @@ import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { createStorage } from '@svc/storage';
 import type { RedisOptions } from 'ioredis';
-import { systemClock, TimeoutError, withTimeout } from '@svc/domain';
+import { systemClock, waitAtMost } from '@svc/domain';
 import { credentialDestination } from '@svc/webhooks';
 import { MetricsPortInUseError, startMetricsServer } from './metrics';
 import { startWorker } from './worker';
@@ -67,10 +67,9 @@ async function main(): Promise<void> {
     try {
       await metrics?.close();
       await running.close();
-      await withTimeout(() => prisma.$disconnect(), CLOSE_TIMEOUT_MS).catch((err: unknown) => {
-        if (!(err instanceof TimeoutError)) throw err;
-        logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS });
-      });
+      await waitAtMost(() => prisma.$disconnect(), CLOSE_TIMEOUT_MS, () =>
+        logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS }),
+      );
       logger.info('Worker stopped');
       process.exit(0);
     } catch (err) {

@@ -3,7 +3,7 @@
 import { DelayedError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { withJobLogger } from '@svc/config';
-import { TimeoutError, withTimeout } from '@svc/domain';
+import { waitAtMost } from '@svc/domain';
 import {
   DELIVERY_QUEUE,
   ISSUE_EXPORT_JOB,
@@ -229,8 +229,7 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
       // to a Redis gone away (a failover, a restart) never emits (taskforcesh/bullmq#4656): past the bound, the
       // connections are cut and the caller goes on. A job cut off then is taken again once its lock runs out.
       const timeoutMs = deps.config.webhooks.timeoutMs + CLOSE_GRACE_MS;
-      await withTimeout(closeQueues, timeoutMs).catch((err: unknown) => {
-        if (!(err instanceof TimeoutError)) throw err;
+      await waitAtMost(closeQueues, timeoutMs, () => {
         deps.logger.warn('Queues not closed in time: stopping anyway', { timeout_ms: timeoutMs });
         for (const connection of open) connection.disconnect();
       });

@@ -1,4 +1,4 @@
-import { TimeoutError, withTimeout } from './timeout';
+import { TimeoutError, waitAtMost, withTimeout } from './timeout';
 
 const after = <T>(ms: number, value: T, fail = false) =>
   new Promise<T>((resolve, reject) => setTimeout(() => (fail ? reject(new Error(String(value))) : resolve(value)), ms));
@@ -25,5 +25,25 @@ describe('withTimeout', () => {
     await after(60, null);
     process.off('unhandledRejection', unhandled);
     expect(unhandled).not.toHaveBeenCalled();
+  });
+});
+
+describe('waitAtMost', () => {
+  it('is true, without calling onTimeout, when the work settles in time', async () => {
+    const onTimeout = jest.fn();
+    await expect(waitAtMost(() => after(5, 'done'), 200, onTimeout)).resolves.toBe(true);
+    expect(onTimeout).not.toHaveBeenCalled();
+  });
+
+  it('is false after calling onTimeout once when the work never settles', async () => {
+    const onTimeout = jest.fn();
+    await expect(waitAtMost(() => new Promise(() => undefined), 20, onTimeout)).resolves.toBe(false);
+    expect(onTimeout).toHaveBeenCalledTimes(1);
+  });
+
+  it("rejects with the work's own error when it fails in time", async () => {
+    const onTimeout = jest.fn();
+    await expect(waitAtMost(() => after(5, 'refused', true), 200, onTimeout)).rejects.toThrow('refused');
+    expect(onTimeout).not.toHaveBeenCalled();
   });
 });

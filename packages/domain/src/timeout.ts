@@ -20,3 +20,19 @@ export function withTimeout<T>(start: () => Promise<T>, timeoutMs: number): Prom
   work.catch(() => undefined);
   return Promise.race([work, timedOut]).finally(() => clearTimeout(timer));
 }
+
+/**
+ * Waits for `start()` at most `timeoutMs`: true when it settled in time, false (after `onTimeout`) when it did not.
+ * For a shutdown step that must not keep the process alive (a close that may hang): the caller goes on either way.
+ * A failure of the work itself still rejects.
+ */
+export async function waitAtMost(start: () => Promise<unknown>, timeoutMs: number, onTimeout: () => void): Promise<boolean> {
+  try {
+    await withTimeout(start, timeoutMs);
+    return true;
+  } catch (err) {
+    if (!(err instanceof TimeoutError)) throw err;
+    onTimeout();
+    return false;
+  }
+}

@@ -24,7 +24,8 @@ describe('drain', () => {
     const work = new WorkAfterAnswer(recordingLogger().logger);
     const started = Date.now();
     expect(await work.drain(5_000)).toBe(0);
-    expect(Date.now() - started).toBeLessThan(100);
+    // Far from the 5 s it would wait for work, with room for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it('with work that has ended (succeeded or failed): 0, nothing left running', async () => {

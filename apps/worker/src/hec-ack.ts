@@ -179,8 +179,13 @@ export class AckPolls {
    * polls still queued for a channel's next request are asked again by their jobs after the restart.
    */
   async settled(): Promise<void> {
-    this.closing = true;
+    this.stopAsking();
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  /** The worker is closing: no request is started any more (a poll asked now is answered 'unknown'). */
+  stopAsking(): void {
+    this.closing = true;
   }
 
   private track(work: Promise<unknown>): void {

@@ -65,7 +65,12 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('Shutting down: finishing in-flight attempts', { signal });
     try {
-      await metrics?.close();
+      // A scrape in flight may wait for Redis (queue counts): the metrics server gets the same bound as the connections.
+      if (metrics) {
+        await waitAtMost(() => metrics.close(), CLOSE_TIMEOUT_MS, () =>
+          logger.warn('Metrics server not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS }),
+        );
+      }
       await running.close();
       await waitAtMost(() => prisma.$disconnect(), CLOSE_TIMEOUT_MS, () =>
         logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS }),

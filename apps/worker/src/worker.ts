@@ -25,6 +25,7 @@ import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, runOutboxRelay, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
 import { createReportWorker, scheduleReportRelay } from './reports/report-job';
+import { RunningJobs } from './running-jobs';
 
 /** BullMQ tuning a test may override (a short stalledInterval, say). */
 export type WorkerTuning = Pick<WorkerOptions, 'stalledInterval' | 'lockDuration' | 'maxStalledCount' | 'concurrency' | 'autorun'>;
@@ -49,7 +50,16 @@ function countEndedDelivery(result: DeliveryResult): void {
   else if (result.status === 'skipped') deliveriesEnded.inc({ result: 'skipped', reason: 'not_attempted' });
 }
 
-export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}): Worker<DeliveryJobData, DeliveryResult> {
+/** The delivery Worker, with the drain its close and the worker's close wait for before BullMQ's own close. */
+export type DeliveryWorker = Worker<DeliveryJobData, DeliveryResult> & {
+  /**
+   * Starts no Splunk ack request any more; resolves once the running jobs have returned, the held-back deliveries'
+   * rows are written and the ack requests in flight have ended with their answers recorded. Needs no Redis.
+   */
+  drain(): Promise<void>;
+};
+
+export function createDeliveryWorker(deps: WorkerDeps, jobs: RunningJobs, tuning: WorkerTuning = {}): DeliveryWorker {
   const wakeConnection = deps.redis();
   const wakeQueue = createDeliveryQueue(wakeConnection, deps.config);
   const ctx = createDeliveryContext(deps, wakeQueue);
@@ -73,7 +83,7 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
     }
     throw new DelayedError();
   };
-  const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, processor, {
+  const worker = new Worker<DeliveryJobData, DeliveryResult>(DELIVERY_QUEUE, jobs.counting(processor), {
     connection,
     prefix: bullPrefix(deps.config),
     concurrency: deps.config.webhooks.workerConcurrency,
@@ -85,30 +95,37 @@ export function createDeliveryWorker(deps: WorkerDeps, tuning: WorkerTuning = {}
   // flight end and their answers are recorded (through the transport and the wake queue, closed after them), before
   // the caller closes the database.
   const closeWorker = worker.close.bind(worker);
-  let closing: Promise<void> | null = null;
+  let draining: Promise<void> | null = null;
   const finish = async () => {
     try {
+      await jobs.idle();
       await Promise.all([ctx.postponements.flush(), ctx.ackPolls.settled()]);
     } finally {
       void closeDeliveryContext(ctx).catch(() => undefined);
       void wakeQueue.close().finally(() => wakeConnection.quit().catch(() => wakeConnection.disconnect()));
     }
   };
+  const drain = () => {
+    ctx.ackPolls.stopAsking();
+    return (draining ??= finish());
+  };
   worker.close = async (force?: boolean) => {
-    await closeWorker(force);
-    closing ??= finish();
-    await closing;
+    // BullMQ's close first: it stops taking jobs. It resolves once it has closed its connections, which may be never.
+    const stopping = closeWorker(force);
+    stopping.catch(() => undefined);
+    await drain();
+    await stopping;
   };
   worker.on('completed', (_job, result) => countEndedDelivery(result));
   logFailures(worker, deps);
-  return worker;
+  return Object.assign(worker, { drain });
 }
 
-export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, tuning: WorkerTuning = {}): Worker {
+export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, jobs: RunningJobs, tuning: WorkerTuning = {}): Worker {
   const connection = deps.redis();
   const worker = new Worker(
     MAINTENANCE_QUEUE,
-    (job: Job) => runMaintenanceJob(withJobLogger(deps, job.id), deliveryQueue, job.name),
+    jobs.counting((job: Job) => runMaintenanceJob(withJobLogger(deps, job.id), deliveryQueue, job.name)),
     { connection, prefix: bullPrefix(deps.config), concurrency: 1, ...tuning },
   );
   ownConnection(worker, connection);
@@ -117,11 +134,11 @@ export function createMaintenanceWorker(deps: WorkerDeps, deliveryQueue: Queue<D
 }
 
 /** The outbox relay's own worker: one job at a time, never queued behind a maintenance job. */
-export function createRelayWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>): Worker {
+export function createRelayWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, jobs: RunningJobs): Worker {
   const connection = deps.redis();
   const worker = new Worker(
     RELAY_QUEUE,
-    (job: Job) => runOutboxRelay(withJobLogger(deps, job.id), deliveryQueue),
+    jobs.counting((job: Job) => runOutboxRelay(withJobLogger(deps, job.id), deliveryQueue)),
     { connection, prefix: bullPrefix(deps.config), concurrency: 1 },
   );
   ownConnection(worker, connection);
@@ -156,7 +173,7 @@ export interface StartWorkerOptions {
 }
 
 export interface RunningWorker {
-  deliveryWorker: Worker<DeliveryJobData, DeliveryResult>;
+  deliveryWorker: DeliveryWorker;
   maintenanceWorker: Worker;
   /** The outbox relay, on a queue of its own. */
   relayWorker: Worker;
@@ -166,12 +183,15 @@ export interface RunningWorker {
   /** Renders PDF reports (apps/worker/src/reports). */
   reportWorker: Worker;
   reportQueue: Queue<ReportJobData>;
-  /** Stops taking jobs, lets in-flight attempts finish, then closes every connection. */
+  /**
+   * Stops taking jobs, lets the running ones finish (at most WORKER_SHUTDOWN_TIMEOUT_MS), then closes every Redis
+   * connection (cut after 5 s more). Idempotent.
+   */
   close(): Promise<void>;
 }
 
-/** After an attempt's own bound (WEBHOOK_TIMEOUT_MS), the time close() leaves for recording its answer. */
-const CLOSE_GRACE_MS = 5_000;
+/** Once the jobs are done, how long close() waits for BullMQ to close its queues and connections over Redis. */
+const QUEUE_CLOSE_TIMEOUT_MS = 5_000;
 
 /**
  * The deps with every Redis connection opened through them kept in `open` until it ends (maintenance jobs open and
@@ -195,12 +215,13 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
   const queueConnection = deps.redis();
   const deliveryQueue = createDeliveryQueue(queueConnection, deps.config);
   const maintenanceQueue = createMaintenanceQueue(queueConnection, deps.config);
-  const deliveryWorker = createDeliveryWorker(deps, options.delivery);
-  const maintenanceWorker = createMaintenanceWorker(deps, deliveryQueue);
+  const jobs = new RunningJobs();
+  const deliveryWorker = createDeliveryWorker(deps, jobs, options.delivery);
+  const maintenanceWorker = createMaintenanceWorker(deps, deliveryQueue, jobs);
   const relayQueue = createRelayQueue(queueConnection, deps.config);
-  const relayWorker = createRelayWorker(deps, deliveryQueue);
+  const relayWorker = createRelayWorker(deps, deliveryQueue, jobs);
   const reportQueue = createReportQueue(queueConnection, deps.config);
-  const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue);
+  const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue, jobs);
   if (options.schedule !== false) {
     const schedule = async () => {
       await scheduleMaintenance(deps, maintenanceQueue, relayQueue);
@@ -210,6 +231,28 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
     rescheduleAfterReconnect(queueConnection, schedule, deps);
   }
   await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.waitUntilReady()));
+  const closeAll = async () => {
+    const closingQueues = (async () => {
+      await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.close()));
+      await Promise.all([deliveryQueue, maintenanceQueue, relayQueue, reportQueue].map((q) => q.close()));
+      await queueConnection.quit().catch(() => queueConnection.disconnect());
+    })();
+    closingQueues.catch(() => undefined);
+    // The jobs running return, their attempts made and recorded, and the Splunk ack requests in flight end: each
+    // within its own timeouts, all within WORKER_SHUTDOWN_TIMEOUT_MS. This waits on the jobs, not on BullMQ's close.
+    const shutdownMs = deps.config.workerShutdownTimeoutMs;
+    await waitAtMost(() => deliveryWorker.drain(), shutdownMs, () =>
+      deps.logger.warn('Jobs still running at the shutdown deadline: cut off', { jobs: jobs.size, timeout_ms: shutdownMs }),
+    );
+    // What is left is BullMQ's bookkeeping over Redis. Its close waits for an "end" that a client reconnecting to a
+    // Redis gone away (a restart, a failover) never emits (taskforcesh/bullmq#4656): past the bound, the connections
+    // are cut. A job cut off is taken again by BullMQ's stalled-job recovery, as after a kill.
+    await waitAtMost(() => closingQueues, QUEUE_CLOSE_TIMEOUT_MS, () => {
+      deps.logger.warn('Queues not closed in time: stopping anyway', { timeout_ms: QUEUE_CLOSE_TIMEOUT_MS });
+      for (const connection of open) connection.disconnect();
+    });
+  };
+  let closed: Promise<void> | null = null;
   return {
     deliveryWorker,
     maintenanceWorker,
@@ -219,20 +262,9 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
     relayQueue,
     reportWorker,
     reportQueue,
-    async close() {
-      const closeQueues = async () => {
-        await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.close()));
-        await Promise.all([deliveryQueue, maintenanceQueue, relayQueue, reportQueue].map((q) => q.close()));
-        await queueConnection.quit().catch(() => queueConnection.disconnect());
-      };
-      // In-flight attempts end within their own bound. BullMQ's close waits for an "end" that a client reconnecting
-      // to a Redis gone away (a failover, a restart) never emits (taskforcesh/bullmq#4656): past the bound, the
-      // connections are cut and the caller goes on. A job cut off then is taken again once its lock runs out.
-      const timeoutMs = deps.config.webhooks.timeoutMs + CLOSE_GRACE_MS;
-      await waitAtMost(closeQueues, timeoutMs, () => {
-        deps.logger.warn('Queues not closed in time: stopping anyway', { timeout_ms: timeoutMs });
-        for (const connection of open) connection.disconnect();
-      });
+    close() {
+      closed ??= closeAll();
+      return closed;
     },
   };
 }

@@ -86,11 +86,12 @@ it('stops on SIGTERM within its bound while a statement of its own waits for a r
 
 it('stops on SIGTERM within its bound while Redis is unreachable', async () => {
   // A Redis that went away (a failover under way, a restart) leaves the queue's clients reconnecting; BullMQ's
-  // close waits for an "end" a reconnecting client never emits (taskforcesh/bullmq#4656). The worker closes its
-  // queues within WEBHOOK_TIMEOUT_MS + 5 s all the same, and exits.
+  // close waits for an "end" a reconnecting client never emits (taskforcesh/bullmq#4656). The worker waits for its
+  // jobs (a maintenance job started at boot may wait for Redis: WORKER_SHUTDOWN_TIMEOUT_MS, 3 s here), gives BullMQ
+  // 5 s more, cuts its connections and exits.
   const redis = await startPrivateRedis();
   try {
-    child = spawnWorker(w, { REDIS_URL: redis.url, WEBHOOK_TIMEOUT_MS: '2000' });
+    child = spawnWorker(w, { REDIS_URL: redis.url, WORKER_SHUTDOWN_TIMEOUT_MS: '3000' });
     await child.waitForLog('Worker started');
     await redis.stop();
     await sleep(1_000);
@@ -98,12 +99,49 @@ it('stops on SIGTERM within its bound while Redis is unreachable', async () => {
     child.process.kill('SIGTERM');
     const exit = await Promise.race([child.exited, sleep(20_000).then(() => 'still running' as const)]);
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(child.logs().find((l) => l.message === 'Queues not closed in time: stopping anyway')).toMatchObject({ timeout_ms: 7_000 });
+    expect(child.logs().find((l) => l.message === 'Queues not closed in time: stopping anyway')).toMatchObject({ timeout_ms: 5_000 });
     expect(child.logs().map((l) => l.message)).toContain('Worker stopped');
   } finally {
     await redis.close();
   }
 }, 60_000);
+
+it('on SIGTERM, waits for a job whose recording is held up longer than an attempt may take, and completes it: nothing is cut', async () => {
+  // The attempt is sent, then its recording waits for the delivery's row, which another transaction holds for 8 s:
+  // longer than WEBHOOK_TIMEOUT_MS + 5 s (6 s), within WORKER_SHUTDOWN_TIMEOUT_MS (20 s by default).
+  w.receiver.script('/held-record', () => ({ status: 200, body: 'ok' }));
+  const sub = await w.subscribe({ name: 'held record', url: w.receiver.url('/held-record'), events: ['report.ready'] });
+  const deliveryId = await w.deliveryFor(await w.publish({ type: 'report.ready', data: { report_id: 'held' } }), sub.id);
+  const holder = new Client({ connectionString: w.h.config.databaseUrl });
+  const watcher = new Client({ connectionString: w.h.config.databaseUrl });
+  await Promise.all([holder.connect(), watcher.connect()]);
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM webhook_deliveries WHERE id = $1 FOR UPDATE', [deliveryId]);
+    child = spawnWorker(w, { WEBHOOK_TIMEOUT_MS: '1000' });
+    await child.waitForLog('Worker started');
+    await w.receiver.waitForRequests('/held-record', 1);
+    const pid = await backendPid(holder);
+    await waitFor('the recording to wait for the held row', async () => (await waitingFor(watcher, pid)) > 0, 20_000);
+
+    child.process.kill('SIGTERM');
+    await sleep(8_000);
+    await holder.query('ROLLBACK');
+    const exit = await Promise.race([child.exited, sleep(20_000).then(() => 'still running' as const)]);
+    expect(exit).toEqual({ code: 0, signal: null });
+    const messages = child.logs().map((l) => l.message);
+    expect(messages).not.toContain('Jobs still running at the shutdown deadline: cut off');
+    expect(messages).not.toContain('Queues not closed in time: stopping anyway');
+    expect(await w.h.deps.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } })).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+    // Its job completed in BullMQ too (and was removed, removeOnComplete), not left active for another worker to
+    // take again once its lock runs out, and send it twice.
+    expect(['completed', 'unknown']).toContain(await w.h.deps.deliveryQueue.getJobState(deliveryId));
+    expect(w.receiver.requests('/held-record')).toHaveLength(1);
+  } finally {
+    await holder.query('ROLLBACK').catch(() => undefined);
+    await Promise.all([holder.end(), watcher.end()]);
+  }
+}, 90_000);
 
 it('delivers again from another worker when the one making the attempt is killed', async () => {
   w.receiver.script('/killed', (_req, n) => (n === 1 ? { hang: true } : { status: 200, body: 'got it' }));

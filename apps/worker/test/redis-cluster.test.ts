@@ -34,8 +34,8 @@ beforeAll(async () => {
 }, 60_000);
 
 // Closing the world after the master kill: 0.3 s alone, 2.5 s with the cores busy. A queue client left reconnecting
-// by the failover once kept BullMQ's close waiting for ever; the worker's close now cuts it after WEBHOOK_TIMEOUT_MS
-// + 5 s (8 s here; apps/worker/src/worker.ts).
+// by the failover once kept BullMQ's close waiting for ever; once its jobs are done, the worker's close now gives
+// BullMQ 5 s and cuts its connections (apps/worker/src/worker.ts).
 afterAll(async () => {
   await w?.close();
   await cluster?.close();

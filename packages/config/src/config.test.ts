@@ -95,11 +95,14 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ REDIS_COMMAND_TIMEOUT_MS: '-5' })).toThrow(/REDIS_COMMAND_TIMEOUT_MS/);
   });
 
-  it('reads how long the API waits at shutdown for work left running after answers (10 s by default)', () => {
+  it('reads how long the API waits at shutdown for work left after answers (10 s), and the worker for its jobs (20 s)', () => {
     expect(loadConfig({}).shutdownDrainTimeoutMs).toBe(10_000);
     expect(loadConfig({ SHUTDOWN_DRAIN_TIMEOUT_MS: '0' }).shutdownDrainTimeoutMs).toBe(0);
     expect(loadConfig({ SHUTDOWN_DRAIN_TIMEOUT_MS: '2500' }).shutdownDrainTimeoutMs).toBe(2_500);
     for (const bad of ['-1', 'soon', '1.5', '600001']) expect(() => loadConfig({ SHUTDOWN_DRAIN_TIMEOUT_MS: bad })).toThrow(/SHUTDOWN_DRAIN_TIMEOUT_MS/);
+    expect(loadConfig({}).workerShutdownTimeoutMs).toBe(20_000);
+    expect(loadConfig({ WORKER_SHUTDOWN_TIMEOUT_MS: '3000' }).workerShutdownTimeoutMs).toBe(3_000);
+    for (const bad of ['-1', 'soon', '1.5', '600001']) expect(() => loadConfig({ WORKER_SHUTDOWN_TIMEOUT_MS: bad })).toThrow(/WORKER_SHUTDOWN_TIMEOUT_MS/);
   });
 
   it('names every bad setting at once', () => {

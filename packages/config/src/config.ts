@@ -136,6 +136,7 @@ const schema = Joi.object({
   // At SIGTERM, how long the API waits for work its requests left running after their answers (audit entries,
   // mails) before it closes its connections; what still runs then is lost. docs/operations.md "Operations".
   SHUTDOWN_DRAIN_TIMEOUT_MS: Joi.number().integer().min(0).max(600_000).default(10_000),
+  WORKER_SHUTDOWN_TIMEOUT_MS: Joi.number().integer().min(0).max(600_000).default(20_000),
 
   JWT_SECRET: Joi.string().min(32),
   ENCRYPTION_KEY: base64Key32,
@@ -297,6 +298,8 @@ export interface Config {
   };
   /** At shutdown, the API's wait for work left running after answers (apps/api/src/http/after-answer.ts). */
   shutdownDrainTimeoutMs: number;
+  /** At shutdown, the worker's wait for its running jobs and the Splunk ack requests in flight (apps/worker/src/worker.ts). */
+  workerShutdownTimeoutMs: number;
   jwtSecret: string;
   encryptionKey: Buffer;
   apiKeyPepper: string;
@@ -510,6 +513,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       readinessTimeoutMs: value.READINESS_TIMEOUT_MS,
     },
     shutdownDrainTimeoutMs: value.SHUTDOWN_DRAIN_TIMEOUT_MS,
+    workerShutdownTimeoutMs: value.WORKER_SHUTDOWN_TIMEOUT_MS,
     jwtSecret: value.JWT_SECRET ?? DEV_JWT_SECRET,
     encryptionKey: Buffer.from(value.ENCRYPTION_KEY ?? DEV_ENCRYPTION_KEY, 'base64'),
     apiKeyPepper: value.API_KEY_PEPPER ?? DEV_API_KEY_PEPPER,

@@ -19,6 +19,7 @@ import {
 } from '@svc/queue';
 import type { WorkerDeps } from '../deps';
 import { renderReportPdf } from './render-pdf';
+import type { RunningJobs } from '../running-jobs';
 
 const RELAY_BATCH_SIZE = 500;
 
@@ -129,11 +130,11 @@ export async function runReportJob(
   }
 }
 
-export function createReportWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportQueue: Queue<ReportJobData>): Worker {
+export function createReportWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportQueue: Queue<ReportJobData>, jobs: RunningJobs): Worker {
   const connection = deps.redis();
   const worker = new Worker<ReportJobData, ReportJobResult>(
     REPORT_QUEUE,
-    (job) => runReportJob(withJobLogger(deps, job.id), deliveryQueue, reportQueue, job),
+    jobs.counting((job: Job<ReportJobData>) => runReportJob(withJobLogger(deps, job.id), deliveryQueue, reportQueue, job)),
     { connection, prefix: bullPrefix(deps.config), concurrency: 2 },
   );
   worker.on('closed', () => {

@@ -157,7 +157,7 @@ export class AckPolls {
       this.dropIfIdle(key, entry);
       return 'indexed';
     }
-    if (this.closing) return 'unknown';
+    if (this.closing) return 'not_asked';
     entry.next.set(delivery.id, { ctx, delivery, ackId });
     if (entry.inFlightSince === null) this.send(key, entry);
     const waitMs = this.slowSince.has(key) ? 0 : entry.inFlightSince! + this.waitMs - performance.now();
@@ -183,7 +183,7 @@ export class AckPolls {
     while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
   }
 
-  /** The worker is closing: no request is started any more (a poll asked now is answered 'unknown'). */
+  /** The worker is closing: no request is started any more (a poll asked now is answered 'not_asked'). */
   stopAsking(): void {
     this.closing = true;
   }

@@ -65,13 +65,14 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info('Shutting down: finishing in-flight attempts', { signal });
     try {
-      // A scrape in flight may wait for Redis (queue counts): the metrics server gets the same bound as the connections.
-      if (metrics) {
-        await waitAtMost(() => metrics.close(), CLOSE_TIMEOUT_MS, () =>
-          logger.warn('Metrics server not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS }),
-        );
-      }
-      await running.close();
+      // Beside the workers' close (which stops taking jobs at once): a scrape in flight may wait for Redis (queue
+      // counts), so the metrics server gets the same bound as the connections.
+      const closingMetrics = metrics
+        ? waitAtMost(() => metrics.close(), CLOSE_TIMEOUT_MS, () =>
+            logger.warn('Metrics server not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS }),
+          )
+        : Promise.resolve(true);
+      await Promise.all([running.close(), closingMetrics]);
       await waitAtMost(() => prisma.$disconnect(), CLOSE_TIMEOUT_MS, () =>
         logger.warn('Connections not closed in time: stopping anyway', { timeout_ms: CLOSE_TIMEOUT_MS }),
       );

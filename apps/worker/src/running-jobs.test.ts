@@ -15,6 +15,17 @@ describe('RunningJobs', () => {
     expect(jobs.size).toBe(0);
   });
 
+  it('counts a processor that throws at once, or returns no promise, until it ends', async () => {
+    const jobs = new RunningJobs();
+    const throwing = jobs.counting((): Promise<string> => {
+      throw new Error('at once');
+    });
+    const plain = jobs.counting(((x: number) => x * 2) as unknown as (x: number) => Promise<number>);
+    await expect(throwing()).rejects.toThrow('at once');
+    await expect(plain(21)).resolves.toBe(42);
+    expect(jobs.size).toBe(0);
+  });
+
   it('is idle at once with nothing running', async () => {
     const jobs = new RunningJobs();
     let idle = false;

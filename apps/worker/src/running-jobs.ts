@@ -7,7 +7,8 @@ export class RunningJobs {
   /** The processor, counted while each of its runs lasts. */
   counting<A extends unknown[], R>(processor: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
     return (...args: A) => {
-      const run = processor(...args);
+      // Through a promise: a processor that throws at once or returns no promise is counted, and ends, all the same.
+      const run = Promise.resolve().then(() => processor(...args));
       this.running.add(run);
       run.then(
         () => this.running.delete(run),

@@ -64,7 +64,14 @@ export function createDeliveryWorker(deps: WorkerDeps, jobs: RunningJobs, tuning
   const wakeQueue = createDeliveryQueue(wakeConnection, deps.config);
   const ctx = createDeliveryContext(deps, wakeQueue);
   const connection = deps.redis();
+  let draining: Promise<void> | null = null;
   const processor = async (job: Job<DeliveryJobData>, token?: string) => {
+    if (draining) {
+      // Fetched by BullMQ as the worker began to stop, after the drain: the context is closing. Back to the queue
+      // for the next worker, untouched: not an attempt.
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
     // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
     const process = job.name === ISSUE_EXPORT_JOB ? processIssueExport : processDelivery;
     // The job id goes on every log line through the job's own logger, not an AsyncLocalStorage (@svc/config's logger).
@@ -95,7 +102,6 @@ export function createDeliveryWorker(deps: WorkerDeps, jobs: RunningJobs, tuning
   // flight end and their answers are recorded (through the transport and the wake queue, closed after them), before
   // the caller closes the database.
   const closeWorker = worker.close.bind(worker);
-  let draining: Promise<void> | null = null;
   const finish = async () => {
     try {
       await jobs.idle();
@@ -236,8 +242,7 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
       await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.close()));
       await Promise.all([deliveryQueue, maintenanceQueue, relayQueue, reportQueue].map((q) => q.close()));
       await queueConnection.quit().catch(() => queueConnection.disconnect());
-    })();
-    closingQueues.catch(() => undefined);
+    })().catch((err: unknown) => deps.logger.warn('Closing the queues failed', { error: String(err) }));
     // The jobs running return, their attempts made and recorded, and the Splunk ack requests in flight end: each
     // within its own timeouts, all within WORKER_SHUTDOWN_TIMEOUT_MS. This waits on the jobs, not on BullMQ's close.
     const shutdownMs = deps.config.workerShutdownTimeoutMs;

@@ -88,6 +88,12 @@ describe('hecAckSchedule and hecAckDecision', () => {
     expect(hecAckDecision('unknown', at(60_000), at(90_000), 5_000)).toEqual({ action: 'give_up' });
   });
 
+  it('polls again, never gives up, when a worker that is stopping did not ask (not_asked), even past the deadline', () => {
+    expect(hecAckDecision('not_asked', at(60_000), at(5_000), 5_000)).toEqual({ action: 'poll', at: at(10_000) });
+    expect(hecAckDecision('not_asked', at(60_000), at(60_000), 5_000)).toEqual({ action: 'poll', at: at(65_000) });
+    expect(hecAckDecision('not_asked', at(60_000), at(90_000), 5_000, { graceMs: 10_000 })).toEqual({ action: 'poll', at: at(95_000) });
+  });
+
   it("past the deadline, polls again while an 'unknown' ackId is still being asked, for up to the grace", () => {
     const stillAsked = { graceMs: 10_000 };
     expect(hecAckDecision('unknown', at(60_000), at(60_000), 5_000, stillAsked)).toEqual({ action: 'poll', at: at(65_000) });

@@ -35,9 +35,10 @@ export function hecAckRequestBody(ackIds: readonly number[]): Buffer {
 
 /**
  * What the ack endpoint says about one ackId: `indexed` (true), `pending` (false), or `unknown` (an answer that is
- * not `{"acks":{...}}` with a boolean for this id; a poll that learned nothing).
+ * not `{"acks":{...}}` with a boolean for this id; a poll that learned nothing). `not_asked`: a worker that is
+ * stopping asked nothing (no verdict; the poll is asked again after the restart).
  */
-export type HecAckStatus = 'indexed' | 'pending' | 'unknown';
+export type HecAckStatus = 'indexed' | 'pending' | 'unknown' | 'not_asked';
 
 export function hecAckStatusOf(body: Buffer | string, ackId: number): HecAckStatus {
   const acks = parseJsonObject(body)?.acks;
@@ -70,6 +71,8 @@ export type HecAckDecision = { action: 'succeed' } | { action: 'poll'; at: Date 
 export function hecAckDecision(status: HecAckStatus, deadline: Date, now: Date, pollMs: number, stillAsked?: { graceMs: number }): HecAckDecision {
   if (status === 'indexed') return { action: 'succeed' };
   const t = now.getTime();
+  // Splunk was not asked: even on or past the deadline this is no reason to give up (and send the event again).
+  if (status === 'not_asked') return { action: 'poll', at: new Date(t + pollMs) };
   const due = deadline.getTime();
   if (t < due) return { action: 'poll', at: new Date(Math.min(t + pollMs, due)) };
   if (stillAsked && status === 'unknown' && t < due + stillAsked.graceMs) {

@@ -84,23 +84,33 @@ it('stops on SIGTERM within its bound while a statement of its own waits for a r
   }
 }, 60_000);
 
-it('stops on SIGTERM within its bound while Redis is unreachable', async () => {
+it('stops on SIGTERM within its bounds while Redis is unreachable, with the attempt under way recorded', async () => {
   // A Redis that went away (a failover under way, a restart) leaves the queue's clients reconnecting; BullMQ's
-  // close waits for an "end" a reconnecting client never emits (taskforcesh/bullmq#4656). The worker waits for its
-  // jobs (a maintenance job started at boot may wait for Redis: WORKER_SHUTDOWN_TIMEOUT_MS, 3 s here), gives BullMQ
-  // 5 s more, cuts its connections and exits.
+  // close waits for an "end" a reconnecting client never emits (taskforcesh/bullmq#4656). Here an attempt is on the
+  // wire as Redis stops: its answer is recorded (PostgreSQL), then its job waits for Redis (the isolation slot's
+  // release). The worker waits for it until WORKER_SHUTDOWN_TIMEOUT_MS (3 s here), gives BullMQ 5 s more, cuts its
+  // connections and exits.
   const redis = await startPrivateRedis();
+  w.receiver.script('/redis-gone', () => ({ status: 200, body: 'ok', delayMs: 1_500 }));
+  const sub = await w.subscribe({ name: 'redis gone', url: w.receiver.url('/redis-gone'), events: ['report.ready'] });
+  const deliveryId = await w.deliveryFor(await w.publish({ type: 'report.ready', data: { report_id: 'gone' } }), sub.id);
   try {
-    child = spawnWorker(w, { REDIS_URL: redis.url, WORKER_SHUTDOWN_TIMEOUT_MS: '3000' });
+    // The child's relay puts the delivery on its own Redis (the API enqueued it on the world's).
+    child = spawnWorker(w, { REDIS_URL: redis.url, WORKER_SHUTDOWN_TIMEOUT_MS: '3000', OUTBOX_RELAY_INTERVAL_MS: '200', OUTBOX_RELAY_AGE_MS: '0' });
     await child.waitForLog('Worker started');
+    await w.receiver.waitForRequests('/redis-gone', 1);
     await redis.stop();
-    await sleep(1_000);
 
+    const sentAt = Date.now();
     child.process.kill('SIGTERM');
     const exit = await Promise.race([child.exited, sleep(20_000).then(() => 'still running' as const)]);
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(child.logs().find((l) => l.message === 'Queues not closed in time: stopping anyway')).toMatchObject({ timeout_ms: 5_000 });
-    expect(child.logs().map((l) => l.message)).toContain('Worker stopped');
+    expect(Date.now() - sentAt).toBeGreaterThanOrEqual(8_000);
+    const logs = child.logs();
+    expect(logs.find((l) => l.message === 'Jobs still running at the shutdown deadline: cut off')).toMatchObject({ timeout_ms: 3_000 });
+    expect(logs.find((l) => l.message === 'Queues not closed in time: stopping anyway')).toMatchObject({ timeout_ms: 5_000 });
+    expect(logs.map((l) => l.message)).toContain('Worker stopped');
+    expect(await w.h.deps.prisma.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } })).toMatchObject({ status: 'succeeded', attemptCount: 1 });
   } finally {
     await redis.close();
   }

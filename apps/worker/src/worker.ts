@@ -67,8 +67,8 @@ export function createDeliveryWorker(deps: WorkerDeps, jobs: RunningJobs, tuning
   let draining: Promise<void> | null = null;
   const processor = async (job: Job<DeliveryJobData>, token?: string) => {
     if (draining) {
-      // Fetched by BullMQ as the worker began to stop, after the drain: the context is closing. Back to the queue
-      // for the next worker, untouched: not an attempt.
+      // Handed over by BullMQ once the worker has begun to stop (a fetch already in flight): the context is about to
+      // close. Back to the queue for the next worker, untouched: not an attempt.
       await job.moveToDelayed(Date.now(), token);
       throw new DelayedError();
     }

@@ -8,7 +8,7 @@
 // (at-least-once) or fails per the retry policy. The polls of one channel that fall due while one of its polls is
 // in flight go together in the next request (one request answers many ackIds, as Splunk recommends).
 import { resolveWebhookTarget } from '@svc/net';
-import { nextAttempt } from '@svc/domain';
+import { InFlight, nextAttempt } from '@svc/domain';
 import { HEC_ACK_PATH, credentialDestination, hecAckDecision, hecAckRequestBody, hecAckStatusOf, hecAckUrl, type HecAckStatus } from '@svc/webhooks';
 import { credentialsBoundElsewhere, type DeliveryContext, type DeliveryResult, type LoadedDelivery } from './deliver';
 import { notifyHealthChange } from './health-notify';
@@ -132,7 +132,7 @@ export class AckPolls {
   private readonly slowSince = new Map<string, number>();
   private lastSweep = 0;
   /** The requests in flight and the late answers being recorded (`recordLate`), for `settled` at shutdown. */
-  private readonly pending = new Set<Promise<unknown>>();
+  private readonly pending = new InFlight<never>();
   /** Set by `settled`: the worker is closing, no request is started any more. */
   private closing = false;
 
@@ -180,17 +180,12 @@ export class AckPolls {
    */
   async settled(): Promise<void> {
     this.stopAsking();
-    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+    await this.pending.settled();
   }
 
   /** The worker is closing: no request is started any more (a poll asked now is answered 'not_asked'). */
   stopAsking(): void {
     this.closing = true;
-  }
-
-  private track(work: Promise<unknown>): void {
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work));
   }
 
   /** Channels with requests in flight, polls waiting or answers kept (for tests). */
@@ -258,7 +253,7 @@ export class AckPolls {
         if (entry.next.size > 0 && !this.closing) this.send(key, entry);
         else this.dropIfIdle(key, entry);
       });
-    this.track(request);
+    this.pending.keep(request);
   }
 
   private markSlow(key: string, slow: boolean): void {
@@ -283,7 +278,7 @@ export class AckPolls {
         },
         () => undefined,
       );
-      this.track(recorded);
+      this.pending.keep(recorded);
     }
   }
 

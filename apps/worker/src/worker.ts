@@ -104,7 +104,7 @@ export function createDeliveryWorker(deps: WorkerDeps, jobs: RunningJobs, tuning
   const closeWorker = worker.close.bind(worker);
   const finish = async () => {
     try {
-      await jobs.idle();
+      await jobs.settled();
       await Promise.all([ctx.postponements.flush(), ctx.ackPolls.settled()]);
     } finally {
       void closeDeliveryContext(ctx).catch(() => undefined);

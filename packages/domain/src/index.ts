@@ -2,6 +2,7 @@
 // no dependencies, so every rule can be unit-tested exhaustively and imported from anywhere.
 export * from './clock';
 export * from './timeout';
+export * from './in-flight';
 export * from './subscription-health';
 export * from './findings';
 export * from './finding-transitions';

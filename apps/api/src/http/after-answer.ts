@@ -4,6 +4,7 @@
 // piece of work starts here: a failure is logged, and at shutdown main.ts waits for what is still running (drain)
 // before it closes the connections that work needs, so that a deploy does not leave holes in the audit log.
 import type { Logger } from '@svc/config';
+import { InFlight, waitAtMost } from '@svc/domain';
 
 export interface AfterAnswerOptions {
   /** Log fields naming what the work was about (ids): never an address, a token or a secret. */
@@ -13,8 +14,8 @@ export interface AfterAnswerOptions {
 }
 
 export class WorkAfterAnswer {
-  /** The work still running, with its label. */
-  private readonly running = new Map<Promise<void>, string>();
+  /** The work still running, by label. */
+  private readonly running = new InFlight<string>();
 
   constructor(private readonly logger: Logger) {}
 
@@ -24,47 +25,23 @@ export class WorkAfterAnswer {
    * in the shutdown's list of work cut off: e.g. 'record a failed login'.
    */
   run(label: string, work: () => Promise<unknown>, options: AfterAnswerOptions = {}): void {
-    const tracked = started(work).then(
-      () => undefined,
-      (err: unknown) => {
-        this.logger[options.level ?? 'error'](`Could not ${label}`, { ...options.fields, error: String(err) });
-      },
-    );
-    this.running.set(tracked, label);
-    void tracked.finally(() => this.running.delete(tracked));
+    this.running.start(work, label).catch((err: unknown) => {
+      this.logger[options.level ?? 'error'](`Could not ${label}`, { ...options.fields, error: String(err) });
+    });
   }
 
   /** The work still running: how many pieces of each label (a flood's thousands make one entry, not a list). */
   stillRunning(): Record<string, number> {
-    const counts: Record<string, number> = {};
-    for (const label of this.running.values()) counts[label] = (counts[label] ?? 0) + 1;
-    return counts;
+    return this.running.countByLabel();
   }
 
   /**
    * Resolves once all work has ended (work started meanwhile included), or `timeoutMs` has passed: the number of
-   * pieces of work still running then (0 when everything ended).
+   * pieces of work still running then (0 when everything ended). The deadline's timer is not unref'd: at shutdown,
+   * work that waits on nothing the event loop knows must not let the process end early.
    */
   async drain(timeoutMs: number): Promise<number> {
-    let timer: NodeJS.Timeout | undefined;
-    // Not unref'd: at shutdown, work that waits on nothing the event loop knows must not let the process end early.
-    const deadline = new Promise<'deadline'>((resolve) => (timer = setTimeout(() => resolve('deadline'), timeoutMs)));
-    try {
-      while (this.running.size > 0) {
-        if ((await Promise.race([Promise.all(this.running.keys()), deadline])) === 'deadline') break;
-      }
-    } finally {
-      clearTimeout(timer);
-    }
+    await waitAtMost(() => this.running.settled(), timeoutMs, () => undefined);
     return this.running.size;
-  }
-}
-
-/** The work's promise; a function that throws before returning one counts as work that failed. */
-function started(work: () => Promise<unknown>): Promise<unknown> {
-  try {
-    return Promise.resolve(work());
-  } catch (err) {
-    return Promise.reject(err);
   }
 }

@@ -1,0 +1,91 @@
+import { InFlight } from './in-flight';
+
+const after = <T>(ms: number, value: T, fail = false) =>
+  new Promise<T>((resolve, reject) => setTimeout(() => (fail ? reject(new Error(String(value))) : resolve(value)), ms));
+const tick = () => after(0, null);
+
+describe('InFlight', () => {
+  it('keeps each piece of work until it settles, and passes its value or error through', async () => {
+    const work = new InFlight();
+    const ok = work.start(() => after(20, 'done'));
+    const failing = work.start(() => after(30, 'refused', true));
+    expect(work.size).toBe(2);
+    await expect(ok).resolves.toBe('done');
+    expect(work.size).toBe(1);
+    await expect(failing).rejects.toThrow('refused');
+    expect(work.size).toBe(0);
+  });
+
+  it('starts the work at once, in the caller\'s turn', () => {
+    const work = new InFlight();
+    let started = false;
+    void work.start(() => {
+      started = true;
+      return after(10, null);
+    });
+    expect(started).toBe(true);
+  });
+
+  it('keeps work that throws before returning a promise, or returns none, until it ends', async () => {
+    const work = new InFlight();
+    const throwing = work.start((): Promise<string> => {
+      throw new Error('at once');
+    });
+    const plain = work.start(() => 42);
+    expect(work.size).toBe(2);
+    await expect(throwing).rejects.toThrow('at once');
+    await expect(plain).resolves.toBe(42);
+    expect(work.size).toBe(0);
+  });
+
+  it('keeps work started elsewhere (keep) and returns the same promise', async () => {
+    const work = new InFlight();
+    const request = after(10, 'answer');
+    expect(work.keep(request)).toBe(request);
+    expect(work.size).toBe(1);
+    await request;
+    await tick();
+    expect(work.size).toBe(0);
+  });
+
+  it('is settled at once with nothing under way', async () => {
+    const work = new InFlight();
+    let settled = false;
+    void work.settled().then(() => (settled = true));
+    await tick();
+    expect(settled).toBe(true);
+  });
+
+  it('is settled only after every piece, those started meanwhile and those that failed included', async () => {
+    const work = new InFlight();
+    const order: string[] = [];
+    void work.start(() => after(20, 'x', true)).catch(() => order.push('first failed'));
+    const settled = work.settled().then(() => order.push('settled'));
+    await after(10, null);
+    void work.start(() => after(40, 'x')).then(() => order.push('second done'));
+    await settled;
+    expect(order).toEqual(['first failed', 'second done', 'settled']);
+  });
+
+  it('never settles while a piece hangs (the caller bounds the wait)', async () => {
+    const work = new InFlight();
+    void work.start(() => new Promise<void>(() => undefined));
+    let settled = false;
+    void work.settled().then(() => (settled = true));
+    await after(30, null);
+    expect(settled).toBe(false);
+    expect(work.size).toBe(1);
+  });
+
+  it('counts the work under way by label', async () => {
+    const work = new InFlight();
+    const hang = () => new Promise<void>(() => undefined);
+    void work.start(hang, 'record a failed login');
+    void work.start(hang, 'record a failed login');
+    void work.start(hang, 'send a mail');
+    void work.start(hang);
+    void work.start(() => Promise.resolve(), 'ended');
+    await tick();
+    expect(work.countByLabel()).toEqual({ 'record a failed login': 2, 'send a mail': 1, '': 1 });
+  });
+});

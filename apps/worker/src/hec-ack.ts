@@ -253,7 +253,9 @@ export class AckPolls {
         if (entry.next.size > 0 && !this.closing) this.send(key, entry);
         else this.dropIfIdle(key, entry);
       });
-    this.pending.keep(request);
+    // A failure here is a defect in this bookkeeping, not Splunk's answer: logged; the polls left waiting answer
+    // 'unknown' at their deadline and are asked again at their next poll.
+    this.pending.keep(request).catch((err: unknown) => polls[0]?.ctx.logger.error('HEC ack: a request\'s answers could not be handled', { error: String(err) }));
   }
 
   private markSlow(key: string, slow: boolean): void {

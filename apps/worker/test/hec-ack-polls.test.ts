@@ -237,6 +237,19 @@ describe('AckPolls: a late answer at shutdown', () => {
     expect(events).toEqual(['recording whdel_1', 'written whdel_1', 'settled']);
     await polls.settled();
   });
+
+  it('is logged, not lost in silence, when handling an answer fails (a defect in the recording), and settled() still resolves', async () => {
+    const lines: LogLine[] = [];
+    const { post } = transport(200, (acks) => Object.fromEntries(acks.map((id) => [String(id), true])));
+    const polls = new AckPolls(50, (): Promise<boolean> => {
+      throw new Error('recording broke before it began');
+    });
+    expect(await polls.ask(jobContext('job-1', lines, post, polls), delivery('whdel_1', 1), 1)).toBe('unknown');
+    await sleep(250);
+    await polls.settled();
+    const failure = lines.find((l) => l.message === "HEC ack: a request's answers could not be handled");
+    expect(failure).toMatchObject({ job: 'job-1', meta: { error: 'Error: recording broke before it began' } });
+  });
 });
 
 describe('AckPolls: a channel whose last request failed or was slow (review)', () => {

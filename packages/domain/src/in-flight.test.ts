@@ -48,6 +48,18 @@ describe('InFlight', () => {
     expect(work.size).toBe(0);
   });
 
+  it('counts a promise kept twice (shared by two callers) twice, until it settles', async () => {
+    const work = new InFlight();
+    const shared = after(10, 'answer');
+    void work.start(() => shared, 'first');
+    work.keep(shared, 'second');
+    expect(work.size).toBe(2);
+    expect(work.countByLabel()).toEqual({ first: 1, second: 1 });
+    await shared;
+    await tick();
+    expect(work.size).toBe(0);
+  });
+
   it('is settled at once with nothing under way', async () => {
     const work = new InFlight();
     let settled = false;

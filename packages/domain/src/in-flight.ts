@@ -4,7 +4,8 @@
  * how long to wait is the caller's bound (`waitAtMost`).
  */
 export class InFlight<Label = string> {
-  private readonly running = new Map<Promise<unknown>, Label | undefined>();
+  /** One entry per piece of work, so that a promise kept twice (shared by two callers) counts twice. */
+  private readonly running = new Set<{ work: Promise<unknown>; label: Label | undefined }>();
 
   /**
    * Starts `work` now and keeps it until it settles. Its promise is returned with its value or error; a function
@@ -16,21 +17,22 @@ export class InFlight<Label = string> {
 
   /** Keeps work already started until it settles; returns it. */
   keep<P extends Promise<unknown>>(work: P, label?: Label): P {
-    this.running.set(work, label);
-    const forget = () => this.running.delete(work);
+    const entry = { work, label };
+    this.running.add(entry);
+    const forget = () => this.running.delete(entry);
     work.then(forget, forget);
     return work;
   }
 
   /** Resolves once nothing is under way: work started meanwhile included, failures counted as settled. */
   async settled(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running.keys()]);
+    while (this.running.size > 0) await Promise.allSettled([...this.running].map((entry) => entry.work));
   }
 
   /** How many pieces of work are under way, by label (unlabelled work counts as ''). */
   countByLabel(): Record<string, number> {
     const counts: Record<string, number> = {};
-    for (const label of this.running.values()) {
+    for (const { label } of this.running) {
       const key = label === undefined ? '' : String(label);
       counts[key] = (counts[key] ?? 0) + 1;
     }

@@ -204,13 +204,16 @@ async function disableRoutesConfiguredBy(tx: Tx, organizationId: string, userId:
   }
 }
 
-/** Ready reports of the organization whose PDF was rendered from text matching `needle` (a regex). */
+/**
+ * Reports of the organization rendered, or being rendered, from text matching `needle` (a regex): ready ones, and
+ * pending ones, whose render under way may have read the text before it was rewritten.
+ */
 function reportsRenderedFrom(organizationId: string, needle: string) {
   return Prisma.sql`
     SELECT r.id FROM reports r
     JOIN assessments a ON a.id = r.assessment_id
     JOIN projects p ON p.id = a.project_id
-    WHERE r.organization_id = ${organizationId} AND r.status = 'ready' AND (
+    WHERE r.organization_id = ${organizationId} AND r.status IN ('ready', 'pending') AND (
       r.title ~* ${needle} OR a.name ~* ${needle} OR p.name ~* ${needle}
       OR EXISTS (SELECT 1 FROM findings f WHERE f.assessment_id = a.id
                  AND (f.title ~* ${needle} OR f.location ~* ${needle} OR f.description ~* ${needle})))
@@ -220,16 +223,20 @@ function reportsRenderedFrom(organizationId: string, needle: string) {
 const anyPattern = (replacements: TextReplacement[]) => replacements.map((r) => `(?:${r.pattern})`).join('|');
 const escapeRegex = (s: string) => s.replace(/[\\^$.|?*+()[\]{}]/g, (c) => `\\${c}`);
 
-/** After the free text changed, the reports rendered before it hold the person: they are rendered again. */
-async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseudonym): Promise<string[]> {
+/**
+ * After the free text changed, the reports rendered before it hold the person: they are rendered again. A pending
+ * report is touched (updated_at moves on, never back): a render that read the old text cannot store its PDF
+ * (report-job.ts stores only a row unchanged since it read it) and renders again.
+ */
+async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseudonym, now: Date): Promise<string[]> {
   const needle = `${escapeRegex(pseudonym.email)}|${escapeRegex(pseudonym.name)}`;
   const rows = await tx.$queryRaw<Array<{ id: string }>>(reportsRenderedFrom(organizationId, needle));
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
-  await tx.report.updateMany({
-    where: { id: { in: ids }, organizationId, status: 'ready' },
-    data: { status: 'pending', pdf: null, sizeBytes: null, readyAt: null, error: null },
-  });
+  await tx.$executeRaw`
+    UPDATE reports SET status = 'pending', pdf = NULL, size_bytes = NULL, ready_at = NULL, error = NULL,
+           updated_at = GREATEST(${now}, updated_at + interval '1 millisecond')
+     WHERE id = ANY(${ids}::text[]) AND organization_id = ${organizationId} AND status IN ('ready', 'pending')`;
   return ids;
 }
 
@@ -364,7 +371,7 @@ async function advance(deps: WorkerDeps, tx: Tx, req: RequestRow, passes: FreeTe
       for (const [key, n] of Object.entries(await replaceEmailKeyed(tx, req.organization_id, subject, pseudonym, now))) add(key, n);
       return { progress: next(), done: false };
     case 'reports':
-      progress.receipt.reports_regenerated = await regenerateReports(tx, req.organization_id, pseudonym);
+      progress.receipt.reports_regenerated = await regenerateReports(tx, req.organization_id, pseudonym, now);
       return { progress: next(), done: false };
     case 'account': {
       // The row before the count (eraseAccount takes it again): an invitation accepted meanwhile holds it until its

@@ -327,6 +327,73 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
   });
 });
 
+/**
+ * `base` whose first findings read returns its rows only once `release()` is called (`read` resolves when it has
+ * them): a report render held between reading the text and storing its PDF. The database is the real one.
+ */
+function holdAfterFindingsRead(base: WorkerDeps) {
+  let signalRead!: () => void;
+  let release!: () => void;
+  const read = new Promise<void>((resolve) => (signalRead = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held = false;
+  const passThrough = (target: object, prop: string | symbol) => {
+    const value = Reflect.get(target, prop, target) as unknown;
+    return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+  };
+  const findings = new Proxy(base.prisma.finding, {
+    get(target, prop) {
+      if (prop !== 'findMany') return passThrough(target, prop);
+      return async (...args: unknown[]) => {
+        const rows = await (target.findMany as (...a: unknown[]) => Promise<unknown>)(...args);
+        if (!held) {
+          held = true;
+          signalRead();
+          await released;
+        }
+        return rows;
+      };
+    },
+  });
+  const prisma = new Proxy(base.prisma, { get: (target, prop) => (prop === 'finding' ? findings : passThrough(target, prop)) });
+  return { deps: { ...base, prisma } as WorkerDeps, read, release };
+}
+
+describe('a report rendered while the erasure runs', () => {
+  it('keeps nothing of the person: a render that read the text before it was rewritten stores nothing, and renders again', async () => {
+    const a = await createOrg(h);
+    const person = await member(a, 'Ottilie Vandersloot');
+    const inA = await traces(a, [`Ottilie Vandersloot <${person.email}>`]);
+    // The report was just requested: pending, its render under way.
+    await h.deps.prisma.report.update({ where: { id: inA.report.id }, data: { status: 'pending', pdf: null, sizeBytes: null, readyAt: null } });
+    const connection = deps.redis();
+    const deliveryQueue = createDeliveryQueue(connection, deps.config);
+    const hold = holdAfterFindingsRead(deps);
+    try {
+      const rendering = renderReport(hold.deps, deliveryQueue, inA.report.id);
+      await hold.read;
+      // The render holds the person's text; the erasure runs to its end meanwhile.
+      const done = await eraseFully(a.admin.token, { user_id: person.id });
+      expect(done.receipt.reports_regenerated).toEqual([inA.report.id]);
+      hold.release();
+      expect(await rendering).toBe('ready');
+      const rendered = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id } });
+      expect(rendered.status).toBe('ready');
+      const text = pdfText(Buffer.from(rendered.pdf!));
+      expect(text).toContain(done.pseudonym.email);
+      expect(text).not.toContain(person.email);
+      expect(text.toLowerCase()).not.toContain('vandersloot');
+      // Announced once, for the PDF that was stored.
+      const announced = await h.deps.prisma.event.findMany({ where: { organizationId: a.id, type: 'report.ready' } });
+      expect(announced.map((e) => (e.data as { report_id: string }).report_id)).toEqual([inA.report.id]);
+    } finally {
+      hold.release();
+      await deliveryQueue.close();
+      await connection.quit();
+    }
+  });
+});
+
 describe('security notices of an erased person', () => {
   it("go with the erased account; a person who stays in another organization keeps theirs, and nobody else's change", async () => {
     const a = await createOrg(h);

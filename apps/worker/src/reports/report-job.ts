@@ -1,8 +1,10 @@
 // The report-rendering jobs of the worker:
 // - `render` (one per report, job id = report id): reads the assessment, its project and every finding, renders
 //   the PDF, and in ONE transaction stores it (status pending -> ready, conditional, so a report is completed and
-//   announced once however many workers render it) and publishes `report.ready`. After the last failed attempt
-//   the report is marked `failed`.
+//   announced once however many workers render it) and publishes `report.ready`. The store also requires the row
+//   unchanged since the render read it: a GDPR erasure that rewrote the report's text meanwhile touches its pending
+//   reports, and a PDF rendered from the text before is thrown away and rendered again (else it would keep the
+//   erased person). After the last failed attempt the report is marked `failed`.
 // - `report-relay` (a job scheduler, one run per tick whichever worker takes it): enqueues reports still pending
 //   after the relay age, whose enqueue was lost (Redis down, API killed after commit). A report that still has
 //   its job is not enqueued twice (job id = report id).
@@ -25,8 +27,21 @@ const RELAY_BATCH_SIZE = 500;
 
 export type ReportJobResult = 'ready' | 'skipped' | 'failed' | number;
 
+/** Renders a report that changed while it was rendered again this many times before the job gives up (and retries). */
+const RENDER_ROUNDS = 3;
+
 /** Renders one report and publishes report.ready; 'skipped' when it is gone or no longer pending. */
 export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped'> {
+  for (let round = 1; round <= RENDER_ROUNDS; round++) {
+    const outcome = await renderOnce(deps, deliveryQueue, reportId);
+    if (outcome !== 'changed') return outcome;
+    deps.logger.info('Report changed while it was rendered: rendering it again', { report_id: reportId, round });
+  }
+  throw new Error(`the report changed while it was rendered, ${RENDER_ROUNDS} times`);
+}
+
+/** 'changed': the report is still pending but was touched since it was read (its text rewritten): render again. */
+async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped' | 'changed'> {
   const report = await deps.prisma.report.findUnique({ where: { id: reportId }, omit: { pdf: true } });
   if (!report || report.status !== 'pending') return 'skipped';
   const assessment = await deps.prisma.assessment.findUnique({
@@ -59,10 +74,10 @@ export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<Delive
     outboxDeps(deps, deliveryQueue),
     async (tx, publish) => {
       const claimed = await tx.report.updateMany({
-        where: { id: report.id, status: 'pending' },
+        where: { id: report.id, status: 'pending', updatedAt: report.updatedAt },
         data: { status: 'ready', pdf: new Uint8Array(pdf), sizeBytes: pdf.length, readyAt: now, error: null },
       });
-      if (claimed.count !== 1) return false;
+      if (claimed.count !== 1) return (await tx.report.count({ where: { id: report.id, status: 'pending' } })) > 0 ? 'changed' : false;
       await publish({
         type: 'report.ready',
         organizationId: report.organizationId,
@@ -81,6 +96,7 @@ export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<Delive
     },
     () => now,
   );
+  if (completed === 'changed') return 'changed';
   if (completed) deps.logger.info('Report ready', { report_id: report.id, size_bytes: pdf.length, findings: findings.length });
   return completed ? 'ready' : 'skipped';
 }

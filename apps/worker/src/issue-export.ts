@@ -7,7 +7,10 @@
 // Exactly one issue per export: the created issue carries the export's marker, and the time of the first create
 // request is recorded before that request is sent. Every later attempt (a retry after a timeout, a 5xx or a 2xx that
 // could not be read, a job replayed after its worker died, an export started over) first asks the tracker for an
-// issue with the marker and adopts it rather than creating a second one.
+// issue with the marker and adopts it rather than creating a second one. Two runs of one export may overlap (a job
+// taken over by another worker while its first run still waits for the tracker): a create request is claimed in the
+// statement that records it, and holds off any other until its answer plus the tracker's search lag (`quiet until`);
+// a run that cannot claim sends nothing and looks again after that long, when the other's issue can be found.
 import { resolveWebhookTarget, describeTargetRejection } from '@svc/net';
 import { nextAttempt } from '@svc/domain';
 import { unseal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
@@ -37,11 +40,14 @@ const ISSUE_RESPONSE_LIMIT_BYTES = 256 * 1024;
 /** A page of GitHub issues with their bodies (30 of up to 65,536 characters each), or a Jira search answer. */
 const LOOKUP_RESPONSE_LIMIT_BYTES = 4 * 1024 * 1024;
 const RETRIED_STATUSES = new Set([408, 429]);
+/** How long after a create request an issue may still not show in the tracker's lookups (Jira's search lags). */
+const TRACKER_SEARCH_LAG_MS = 10_000;
 
 type Finish = { status: 'succeeded'; key: string; url: string } | { status: 'failed' | 'pending'; error: string; delayMs?: number };
 /** What went wrong, for the retry decision: no status is a failure whose outcome is unknown (always retried). */
 type Failure = { status: number | null; error: string; retryAfter: string | null };
 type Sent = { unsafe: string } | { result: HttpResult };
+type NotSent = { notSent: string };
 type Lookup = { found: CreatedIssue } | { found: null } | { unsafe: string } | { failure: Failure; outcome: AttemptOutcome };
 
 export async function processIssueExport(ctx: DeliveryContext, exportId: string): Promise<DeliveryResult> {
@@ -77,36 +83,75 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
 
   const link = `${ctx.config.publicBaseUrl}/assessments/${encodeURIComponent(finding.assessmentId)}#finding-${encodeURIComponent(finding.id)}`;
   const request = issueCreateRequest(config, credentials, { ...finding, link }, row.id);
-  const sent = await send(ctx, request, ISSUE_RESPONSE_LIMIT_BYTES, () => recordCreateSent(ctx, row));
+  const sent = await send(ctx, request, ISSUE_RESPONSE_LIMIT_BYTES, () => claimCreate(ctx, row));
   if ('unsafe' in sent) return finish(ctx, row, target, attempt, 'unsafe_url', { status: 'failed', error: sent.unsafe });
+  if ('notSent' in sent) {
+    // Not an attempt of this run's (nothing recorded: the other run records its own): the job looks again later.
+    ctx.logger.info('Issue export: another run sent its create request moments ago', { export_id: row.id });
+    throw new RetryableDeliveryError(sent.notSent, await msUntilQuiet(ctx, row.id));
+  }
   const { result } = sent;
   const outcome = outcomeOfHttp(result);
-  if (outcome !== 'success') return finish(ctx, row, target, attempt, outcome, decide(ctx, attempt, failureOf(result)));
+  const quiet = { createQuietUntil: quietAfterAnswer(ctx, result) };
+  if (outcome !== 'success') return finish(ctx, row, target, attempt, outcome, decide(ctx, attempt, failureOf(result)), quiet);
   try {
     return finish(ctx, row, target, attempt, outcome, { status: 'succeeded', ...parseCreatedIssue(config, result.body) });
   } catch (err) {
     // The tracker said yes but the answer cannot be read: the issue probably exists. The next attempt looks for it.
-    return finish(ctx, row, target, attempt, 'http_error', decide(ctx, attempt, { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null }));
+    const failure = { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null };
+    return finish(ctx, row, target, attempt, 'http_error', decide(ctx, attempt, failure), quiet);
   }
 }
 
 /**
- * Sends a request to the tracker through the transport, the URL checked first. `beforeSend` runs once the request is
- * certain to go out (the check passed), and before it does.
+ * Sends a request to the tracker through the transport, the URL checked first. `claim` runs once the request is
+ * certain to go out (the check passed), and before it does: false keeps it from going out.
  */
-async function send(ctx: DeliveryContext, request: IssueRequest, responseLimitBytes: number, beforeSend?: () => Promise<void>): Promise<Sent> {
+function send(ctx: DeliveryContext, request: IssueRequest, responseLimitBytes: number): Promise<Sent>;
+function send(ctx: DeliveryContext, request: IssueRequest, responseLimitBytes: number, claim: () => Promise<boolean>): Promise<Sent | NotSent>;
+async function send(ctx: DeliveryContext, request: IssueRequest, responseLimitBytes: number, claim?: () => Promise<boolean>): Promise<Sent | NotSent> {
   const check = await resolveWebhookTarget(request.url, { allowedHosts: ctx.config.webhooks.allowedHosts, lookup: ctx.lookup, dns: ctx.config.webhooks.dns });
   if (!check.ok && check.reason !== 'unresolvable') return { unsafe: `unsafe url: ${describeTargetRejection(check.reason)}` };
   if (!check.ok) return { result: { response: null, body: Buffer.alloc(0), error: new Error('the host does not resolve'), durationMs: 0 } };
-  await beforeSend?.();
+  if (claim && !(await claim())) return { notSent: 'another run of this export sent its create request moments ago' };
   const { url, address, family } = check.target;
   return { result: await ctx.post({ method: request.method, url, address, family, headers: request.headers, body: request.body, responseLimitBytes }) };
 }
 
-/** Recorded (committed) before the first create request leaves: a worker that dies after it leaves the mark behind. */
-async function recordCreateSent(ctx: DeliveryContext, row: FindingIssueExport): Promise<void> {
-  if (row.createSentAt) return;
-  await ctx.prisma.findingIssueExport.updateMany({ where: { id: row.id, createSentAt: null }, data: { createSentAt: ctx.clock.now() } });
+/** A create request in flight (at most the request timeout), then the tracker's search lag. */
+function inFlightQuietMs(ctx: DeliveryContext): number {
+  return ctx.config.webhooks.timeoutMs + TRACKER_SEARCH_LAG_MS;
+}
+
+/**
+ * After the create request's answer: until when its issue may still not show in lookups. None when the tracker said
+ * it did not take the request (a 4xx: refused, rate-limited); the search lag after a 5xx, a timeout or an unreadable
+ * 2xx, whose issue may exist.
+ */
+function quietAfterAnswer(ctx: DeliveryContext, result: HttpResult): Date | null {
+  const status = result.response?.status;
+  if (status !== undefined && status >= 400 && status < 500) return null;
+  return new Date(ctx.clock.now().getTime() + TRACKER_SEARCH_LAG_MS);
+}
+
+/**
+ * Claims the create request, committed before it leaves (a worker that dies after it leaves the mark behind): false
+ * while another run's request is quiet (in flight, or its issue possibly not findable yet).
+ */
+async function claimCreate(ctx: DeliveryContext, row: FindingIssueExport): Promise<boolean> {
+  const now = ctx.clock.now();
+  const quietUntil = new Date(now.getTime() + inFlightQuietMs(ctx));
+  const claimed = await ctx.prisma.$executeRaw`
+    UPDATE finding_issue_exports SET create_sent_at = COALESCE(create_sent_at, ${now}), create_quiet_until = ${quietUntil}
+     WHERE id = ${row.id} AND status = 'pending' AND (create_quiet_until IS NULL OR create_quiet_until <= ${now})`;
+  return claimed === 1;
+}
+
+/** How long until the other run's create request is quiet (its issue findable), at most inFlightQuietMs. */
+async function msUntilQuiet(ctx: DeliveryContext, exportId: string): Promise<number> {
+  const row = await ctx.prisma.findingIssueExport.findUnique({ where: { id: exportId }, select: { createQuietUntil: true } });
+  const left = (row?.createQuietUntil?.getTime() ?? 0) - ctx.clock.now().getTime();
+  return Math.min(Math.max(left, 0), inFlightQuietMs(ctx));
 }
 
 /** Asks the tracker for the issue carrying the export's marker (see @svc/webhooks issueLookupRequest for how). */
@@ -186,6 +231,8 @@ async function finish(
   attempt: number,
   outcome: AttemptOutcome,
   end: Finish,
+  /** This run's create request: until when another may not be sent (see claimCreate). */
+  quiet: { createQuietUntil?: Date | null } = {},
 ): Promise<DeliveryResult> {
   const now = ctx.clock.now();
   const exportUpdate =
@@ -197,7 +244,7 @@ async function finish(
   const targetUpdate = end.status === 'succeeded' ? { lastSuccessAt: now } : { lastError: end.error, lastErrorAt: now };
   await ctx.prisma.$transaction([
     // The attempt count guards against a second worker recording the same attempt.
-    ctx.prisma.findingIssueExport.updateMany({ where: { id: row.id, attemptCount: row.attemptCount }, data: { ...exportUpdate, attemptCount: attempt } }),
+    ctx.prisma.findingIssueExport.updateMany({ where: { id: row.id, attemptCount: row.attemptCount }, data: { ...exportUpdate, ...quiet, attemptCount: attempt } }),
     ...(target ? [ctx.prisma.issueExportTarget.update({ where: { id: target.id }, data: targetUpdate })] : []),
   ]);
   ctx.logger.info('Issue export attempt', { export_id: row.id, attempt, outcome, status: end.status });

@@ -5,6 +5,9 @@
 import type { Finding } from '@svc/db';
 import { bearer, insertAssessment, insertProject } from '../../api/test/support/fixtures';
 import { insertFinding } from '../../api/test/support/domain';
+import { withJobLogger } from '@svc/config';
+import { closeDeliveryContext, createDeliveryContext, type DeliveryContext } from '../src/deliver';
+import { processIssueExport } from '../src/issue-export';
 import { startWorker, type RunningWorker } from '../src/worker';
 import { buildWorker, spawnWorker, type ChildWorker } from './support/child-worker';
 import { fakeGitHub, fakeJira, type Behaviour, type FakeTracker } from './support/trackers';
@@ -230,3 +233,50 @@ describe('a worker SIGKILLed between the tracker\'s answer and its record', () =
     expect(jira.creates()).toHaveLength(1);
   }, 120_000);
 });
+
+describe('two runs of one export at once (a job taken over by another worker while its first run waits)', () => {
+  let ctx: DeliveryContext;
+  beforeAll(() => {
+    ctx = createDeliveryContext(w.workerDeps);
+  });
+  afterAll(() => closeDeliveryContext(ctx));
+
+  /** Runs the export's processor as a worker would (its queued job is left alone: no worker runs here). */
+  const run = (id: string) => processIssueExport(withJobLogger(ctx, `run-${id}`), id);
+
+  describe.each(['github', 'jira'] as const)('%s', (kind) => {
+    it('started together: one create request, one issue; the other run sends nothing and tries again later', async () => {
+      const tracker = newTracker(kind, { answer: (_n, normal) => ({ ...normal, delayMs: 400 }) });
+      const id = await exportTo(tracker);
+      const [first, second] = await Promise.allSettled([run(id), run(id)]);
+      const outcomes = [first, second].map((r) => (r.status === 'fulfilled' ? r.value.status : (r.reason as Error).name));
+      expect(outcomes.sort()).toEqual(['RetryableDeliveryError', 'succeeded']);
+      expect(tracker.creates()).toHaveLength(1);
+      await expectOneIssue(tracker, id);
+      expect((await w.h.deps.prisma.findingIssueExport.findUniqueOrThrow({ where: { id } })).attemptCount).toBe(1);
+    });
+
+    it('the second started while the first waits for the tracker, whose lookups do not show the issue yet: still one issue', async () => {
+      // Jira's search (and a slow GitHub) may not list an issue for some seconds after it was created.
+      const tracker = newTracker(kind, {
+        answer: (_n, normal) => ({ ...normal, delayMs: 600 }),
+        lookupAnswer: (_n, normal) => (tracker.issues.length > 0 ? emptyLookup(kind) : normal),
+      });
+      const id = await exportTo(tracker);
+      const first = run(id);
+      await tracker.waitForIssues(1);
+      const second = run(id).catch((err: Error) => err.name);
+      expect(await first).toMatchObject({ status: 'succeeded' });
+      expect(await second).toBe('RetryableDeliveryError');
+      expect(tracker.lookups().length).toBeGreaterThan(0);
+      expect(tracker.creates()).toHaveLength(1);
+      await expectOneIssue(tracker, id);
+    });
+  });
+});
+
+/** A lookup answer listing no issue, in the tracker's own shape. */
+function emptyLookup(kind: 'github' | 'jira') {
+  const body = kind === 'github' ? [] : { issues: [], isLast: true };
+  return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify(body) };
+}

@@ -2508,7 +2508,7 @@ export interface paths {
         post: operations["postReportsIdPublication"];
         /**
          * Unpublish: the published URL answers 404 from the next request on
-         * @description Requires the `reports:publish` scope.
+         * @description Requires the `reports:revoke_share` scope.
          */
         delete: operations["deleteReportsIdPublication"];
         options?: never;
@@ -10458,6 +10458,8 @@ export interface operations {
                                 invitations_revoked?: number;
                                 /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                                 audit_entries_scrubbed?: number;
+                                /** @description Present once the follow-up ran (15 minutes after completion): the entries that requests already under way as the person wrote after it, scrubbed the same way */
+                                late_audit_entries_scrubbed?: number;
                                 /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                                 reports_regenerated?: string[];
                                 /** @description Every column where the name or e-mail was replaced, with the rows changed */
@@ -10577,6 +10579,8 @@ export interface operations {
                             invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
+                            /** @description Present once the follow-up ran (15 minutes after completion): the entries that requests already under way as the person wrote after it, scrubbed the same way */
+                            late_audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
@@ -10679,6 +10683,8 @@ export interface operations {
                             invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
+                            /** @description Present once the follow-up ran (15 minutes after completion): the entries that requests already under way as the person wrote after it, scrubbed the same way */
+                            late_audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
@@ -10786,6 +10792,8 @@ export interface operations {
                             invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
+                            /** @description Present once the follow-up ran (15 minutes after completion): the entries that requests already under way as the person wrote after it, scrubbed the same way */
+                            late_audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
@@ -10888,6 +10896,8 @@ export interface operations {
                             invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
+                            /** @description Present once the follow-up ran (15 minutes after completion): the entries that requests already under way as the person wrote after it, scrubbed the same way */
+                            late_audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */
@@ -10995,6 +11005,8 @@ export interface operations {
                             invitations_revoked?: number;
                             /** @description The person's audit entries: actor label pseudonymized, IP and user agent cleared */
                             audit_entries_scrubbed?: number;
+                            /** @description Present once the follow-up ran (15 minutes after completion): the entries that requests already under way as the person wrote after it, scrubbed the same way */
+                            late_audit_entries_scrubbed?: number;
                             /** @description Reports whose PDF named the person: rendered again (pending meanwhile; their live share links answer 409 saying so until ready) */
                             reports_regenerated?: string[];
                             /** @description Every column where the name or e-mail was replaced, with the rows changed */

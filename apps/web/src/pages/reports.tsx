@@ -48,7 +48,7 @@ export function AssessmentReports({ assessmentId }: { assessmentId: string }) {
   );
 }
 
-function PublishControls({ reportId, published, onChange }: { reportId: string; published: boolean; onChange(): void }) {
+function PublishControls({ reportId, published, canUnpublish, onChange }: { reportId: string; published: boolean; canUnpublish: boolean; onChange(): void }) {
   const [expires, setExpires] = useState('');
   const [url, setUrl] = useState<string>();
   const action = useAction();
@@ -90,7 +90,7 @@ function PublishControls({ reportId, published, onChange }: { reportId: string; 
         </div>
         <SudoPrompt sudo={sudo} what={published ? 'publish the report to a new URL' : 'publish the report'} />
         <button type="submit" disabled={action.busy || (sudo.asked && !sudo.hasPassword)}>{published ? 'Publish again (new URL)' : 'Publish'}</button>
-        {published && <button type="button" disabled={action.busy} onClick={unpublish}>Unpublish</button>}
+        {published && canUnpublish && <button type="button" disabled={action.busy} onClick={unpublish}>Unpublish</button>}
       </form>
     </section>
   );
@@ -164,7 +164,7 @@ export function ReportPage() {
         </dl>
       )}
       {ready && can('reports:download') && <p><a className="button" href={`/api/v1/reports/${id}/download`}>Download PDF</a></p>}
-      {ready && can('reports:publish') && <PublishControls reportId={id} published={published} onChange={shares.reload} />}
+      {ready && can('reports:publish') && <PublishControls reportId={id} published={published} canUnpublish={can('reports:revoke_share')} onChange={shares.reload} />}
       {ready && can('reports:share') && <ShareForm reportId={id} onChange={shares.reload} />}
       {r && !ready && <p className="hint">The report can be published or shared once it is ready.</p>}
       <h2>External access</h2>

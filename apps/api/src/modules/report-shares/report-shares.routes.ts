@@ -32,7 +32,8 @@ export function reportShareRoutes(deps: AppDeps, limiters: RateLimiters): RouteS
     {
       method: 'delete',
       path: '/reports/:id/publication',
-      scope: 'reports:publish',
+      // Unpublishing revokes external access (SPEC: reports:revoke_share), as revoking the URL by its share id does.
+      scope: 'reports:revoke_share',
       summary: 'Unpublish: the published URL answers 404 from the next request on',
       handler: (req) => unpublishReport(deps, acting(req), idParam(req)),
     },

@@ -12,8 +12,8 @@
 // statement that records it, and holds off any other until its answer plus the tracker's search lag (`quiet until`);
 // a run that cannot claim sends nothing and looks again after that long, when the other's issue can be found.
 import { resolveWebhookTarget, describeTargetRejection } from '@svc/net';
-import { nextAttempt } from '@svc/domain';
-import { unseal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
+import { nextAttempt, wakeJitterMs } from '@svc/domain';
+import { unseal, type Finding, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
 import {
   credentialBoundElsewhere,
   credentialDestination,
@@ -60,7 +60,32 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
     return finish(ctx, row, null, attempt, 'unsafe_url', { status: 'failed', error: 'the issue export target was revoked' });
   }
   if (!finding) return finish(ctx, row, target, attempt, 'render_error', { status: 'failed', error: 'the finding no longer exists' });
+  // The tracker is isolated as a webhook endpoint is (its own in-flight cap and breaker, keyed by the target): one
+  // that never answers holds a few of the worker's slots, not all of them, and every organization's deliveries go on.
+  const held = await admitExport(ctx, target.id, row.id);
+  if (held) return held;
+  const started = performance.now();
+  let outcome: AttemptOutcome | undefined;
+  try {
+    const result = await attemptExport(ctx, row, target, finding, attempt);
+    if ('outcome' in result) outcome = result.outcome;
+    return result;
+  } catch (err) {
+    if (err instanceof RetryableDeliveryError) outcome = err.outcome as AttemptOutcome | undefined;
+    throw err;
+  } finally {
+    await releaseExportSlot(ctx, target.id, row.id, outcome, performance.now() - started);
+  }
+}
 
+/** One attempt at the export, its slot taken: looks for an earlier attempt's issue, else creates it. */
+async function attemptExport(
+  ctx: DeliveryContext,
+  row: FindingIssueExport,
+  target: IssueExportTarget,
+  finding: Finding,
+  attempt: number,
+): Promise<DeliveryResult> {
   const config: IssueTarget = { kind: target.kind as IssueTrackerKind, baseUrl: target.baseUrl, repository: target.repository, projectKey: target.projectKey, issueType: target.issueType };
   // The credentials go only where they were given for: neither a lookup nor a create follows a moved base_url.
   if (credentialBoundElsewhere(target.credentialDestination, target.baseUrl)) {
@@ -101,6 +126,30 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
     const failure = { status: null, error: `unexpected answer: ${(err as Error).message}`, retryAfter: null };
     return finish(ctx, row, target, attempt, 'http_error', decide(ctx, attempt, failure), quiet);
   }
+}
+
+/** Takes an isolation slot on the target for this export, or says until when its job waits (not an attempt). */
+async function admitExport(ctx: DeliveryContext, targetId: string, exportId: string): Promise<DeliveryResult | null> {
+  if (!ctx.isolation) return null;
+  const now = ctx.clock.now();
+  const admission = await ctx.isolation.admit({ id: targetId, rateLimit: null }, exportId, now);
+  if (admission.transition) ctx.logger.info('Issue tracker circuit breaker moved', { target_id: targetId, state: admission.transition });
+  if (admission.admitted) return null;
+  const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
+  return { status: 'postponed', reason: admission.reason, until: new Date(admission.until.getTime() + wakeJitterMs(waitMs)), subscriptionId: targetId };
+}
+
+/** Frees the export's slot with the attempt's outcome (none: no request was made), waking the exports it held back. */
+async function releaseExportSlot(ctx: DeliveryContext, targetId: string, exportId: string, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {
+  if (!ctx.isolation) return;
+  if (outcome === undefined) {
+    await ctx.isolation.abandon(targetId, exportId);
+    return;
+  }
+  const now = ctx.clock.now();
+  const release = await ctx.isolation.release(targetId, exportId, outcome, durationMs, now);
+  if (release.transition) ctx.logger.warn('Issue tracker circuit breaker moved', { target_id: targetId, state: release.transition, outcome });
+  ctx.onRelease(release, now);
 }
 
 /**
@@ -248,6 +297,6 @@ async function finish(
     ...(target ? [ctx.prisma.issueExportTarget.update({ where: { id: target.id }, data: targetUpdate })] : []),
   ]);
   ctx.logger.info('Issue export attempt', { export_id: row.id, attempt, outcome, status: end.status });
-  if (end.status === 'pending') throw new RetryableDeliveryError(`Issue export attempt ${attempt} failed (${end.error})`, end.delayMs ?? 0);
+  if (end.status === 'pending') throw new RetryableDeliveryError(`Issue export attempt ${attempt} failed (${end.error})`, end.delayMs ?? 0, outcome);
   return { status: end.status, attempt, outcome };
 }

@@ -10,6 +10,8 @@ export class RetryableDeliveryError extends Error {
   constructor(
     message: string,
     readonly delayMs: number,
+    /** The attempt's outcome, when one was made (frees its isolation slot with it). */
+    readonly outcome?: string,
   ) {
     super(message);
   }

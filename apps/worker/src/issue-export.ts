@@ -12,7 +12,7 @@
 // statement that records it, and holds off any other until its answer plus the tracker's search lag (`quiet until`);
 // a run that cannot claim sends nothing and looks again after that long, when the other's issue can be found.
 import { resolveWebhookTarget, describeTargetRejection } from '@svc/net';
-import { nextAttempt, wakeJitterMs } from '@svc/domain';
+import { nextAttempt, postponeOrFail, wakeJitterMs } from '@svc/domain';
 import { unseal, type Finding, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
 import {
   credentialBoundElsewhere,
@@ -62,7 +62,7 @@ export async function processIssueExport(ctx: DeliveryContext, exportId: string)
   if (!finding) return finish(ctx, row, target, attempt, 'render_error', { status: 'failed', error: 'the finding no longer exists' });
   // The tracker is isolated as a webhook endpoint is (its own in-flight cap and breaker, keyed by the target): one
   // that never answers holds a few of the worker's slots, not all of them, and every organization's deliveries go on.
-  const held = await admitExport(ctx, target.id, row.id);
+  const held = await admitExport(ctx, target.id, row);
   if (held) return held;
   const started = performance.now();
   let outcome: AttemptOutcome | undefined;
@@ -128,15 +128,26 @@ async function attemptExport(
   }
 }
 
-/** Takes an isolation slot on the target for this export, or says until when its job waits (not an attempt). */
-async function admitExport(ctx: DeliveryContext, targetId: string, exportId: string): Promise<DeliveryResult | null> {
+/**
+ * Takes an isolation slot on the target for this export, or says until when its job waits (not an attempt). Behind an
+ * open breaker, as a delivery: once held back past the retry window since its last attempt (or its start), it fails.
+ */
+async function admitExport(ctx: DeliveryContext, targetId: string, row: FindingIssueExport): Promise<DeliveryResult | null> {
   if (!ctx.isolation) return null;
   const now = ctx.clock.now();
-  const admission = await ctx.isolation.admit({ id: targetId, rateLimit: null }, exportId, now);
+  const admission = await ctx.isolation.admit({ id: targetId, rateLimit: null }, row.id, now);
   if (admission.transition) ctx.logger.info('Issue tracker circuit breaker moved', { target_id: targetId, state: admission.transition });
   if (admission.admitted) return null;
   const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
-  return { status: 'postponed', reason: admission.reason, until: new Date(admission.until.getTime() + wakeJitterMs(waitMs)), subscriptionId: targetId };
+  const hold = { reason: admission.reason, until: new Date(admission.until.getTime() + wakeJitterMs(waitMs)), endpointFailures: admission.endpointFailures };
+  const decision = postponeOrFail(hold, row.updatedAt, now, webhookRetryPolicy(ctx.config));
+  if (decision.action === 'postpone') return { status: 'postponed', reason: hold.reason, until: decision.until, subscriptionId: targetId };
+  await ctx.prisma.findingIssueExport.updateMany({
+    where: { id: row.id, status: 'pending', attemptCount: row.attemptCount },
+    data: { status: 'failed', lastError: decision.detail, nextAttemptAt: null, completedAt: now },
+  });
+  ctx.logger.info('Issue export held back past its retry window: failed', { export_id: row.id, target_id: targetId });
+  return { status: 'skipped', reason: decision.detail };
 }
 
 /** Frees the export's slot with the attempt's outcome (none: no request was made), waking the exports it held back. */
@@ -185,14 +196,16 @@ function quietAfterAnswer(ctx: DeliveryContext, result: HttpResult): Date | null
 
 /**
  * Claims the create request, committed before it leaves (a worker that dies after it leaves the mark behind): false
- * while another run's request is quiet (in flight, or its issue possibly not findable yet).
+ * while another run's request is quiet (in flight, or its issue possibly not findable yet), and false when a create
+ * request went out since this run read the row (it skipped the lookup that would find that one's issue).
  */
 async function claimCreate(ctx: DeliveryContext, row: FindingIssueExport): Promise<boolean> {
   const now = ctx.clock.now();
   const quietUntil = new Date(now.getTime() + inFlightQuietMs(ctx));
   const claimed = await ctx.prisma.$executeRaw`
     UPDATE finding_issue_exports SET create_sent_at = COALESCE(create_sent_at, ${now}), create_quiet_until = ${quietUntil}
-     WHERE id = ${row.id} AND status = 'pending' AND (create_quiet_until IS NULL OR create_quiet_until <= ${now})`;
+     WHERE id = ${row.id} AND status = 'pending' AND (create_quiet_until IS NULL OR create_quiet_until <= ${now})
+       AND create_sent_at IS NOT DISTINCT FROM ${row.createSentAt}`;
   return claimed === 1;
 }
 

@@ -394,6 +394,43 @@ describe('a report rendered while the erasure runs', () => {
   });
 });
 
+describe('a report rendered while an erasure runs in its organization', () => {
+  it('stores nothing and announces nothing until the erasure has ended, then renders from the rewritten text', async () => {
+    const a = await createOrg(h);
+    const person = await member(a, 'Wilhelmina Quastberg');
+    const inA = await traces(a, [`Wilhelmina Quastberg <${person.email}>`]);
+    // A report whose very title names the person, requested just now.
+    await h.deps.prisma.report.update({
+      where: { id: inA.report.id },
+      data: { status: 'pending', pdf: null, sizeBytes: null, readyAt: null, title: `Review for ${person.email}` },
+    });
+    const filed = await fileFor(a.admin.token, { user_id: person.id });
+    await runErasures(deps);
+    expect((await api().post(`${BASE}/${filed.id}/confirm`).set(bearer(a.admin.token))).status).toBe(202);
+    const connection = deps.redis();
+    const deliveryQueue = createDeliveryQueue(connection, deps.config);
+    try {
+      // The erasure is under way (its passes may have rewritten the events already): the render stores nothing.
+      expect(await renderReport(deps, deliveryQueue, inA.report.id)).toBe('erasure_running');
+      expect(await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id }, omit: { pdf: true } })).toMatchObject({ status: 'pending' });
+      expect(await h.deps.prisma.event.count({ where: { organizationId: a.id, type: 'report.ready' } })).toBe(0);
+      await runErasures(deps);
+      const done = await read(filed.id, a.admin.token);
+      expect(done.status).toBe('completed');
+      expect(await renderReport(deps, deliveryQueue, inA.report.id)).toBe('ready');
+      const rendered = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id } });
+      expect(pdfText(Buffer.from(rendered.pdf!))).not.toContain(person.email);
+      // Neither the report, its event nor anything else of the organization holds the person.
+      const announced = await h.deps.prisma.event.findMany({ where: { organizationId: a.id, type: 'report.ready' } });
+      expect(announced.map((e) => (e.data as { title: string }).title)).toEqual([`Review for ${done.pseudonym.email}`]);
+      expect(await rowsContaining(a.id, person.email)).toEqual([]);
+    } finally {
+      await deliveryQueue.close();
+      await connection.quit();
+    }
+  });
+});
+
 describe('security notices of an erased person', () => {
   it("go with the erased account; a person who stays in another organization keeps theirs, and nobody else's change", async () => {
     const a = await createOrg(h);

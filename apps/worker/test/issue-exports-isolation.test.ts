@@ -2,7 +2,10 @@
 // trackers get the same isolation): its own in-flight cap and breaker, keyed by the export target. A tracker that
 // never answers holds its cap (WEBHOOK_MIN_IN_FLIGHT, 4) of the worker's slots, not all of them: the exports over
 // the cap wait without a slot, and a webhook goes out meanwhile instead of waiting for the tracker's timeouts.
+import { newId } from '@svc/db';
 import { bearer, insertAssessment, insertProject } from '../../api/test/support/fixtures';
+import { closeDeliveryContext, createDeliveryContext } from '../src/deliver';
+import { processIssueExport } from '../src/issue-export';
 import { insertFinding } from '../../api/test/support/domain';
 import { fakeGitHub } from './support/trackers';
 import { createWorld, type World } from './support/world';
@@ -20,6 +23,7 @@ beforeAll(async () => {
       // The defaults (the test world raises the cap for speed): 4 at first, at most one worker's slots.
       WEBHOOK_MIN_IN_FLIGHT: '4',
       WEBHOOK_MAX_IN_FLIGHT: '6',
+      WEBHOOK_BREAKER_FAILURES: '3',
     },
   });
 }, 60_000);
@@ -49,3 +53,40 @@ it('a tracker that never answers holds its cap of the worker slots, not all six;
   // Long before the tracker's requests time out (8 s), which is when a worker whose slots they all held would send it.
   expect(Date.now() - started).toBeLessThan(TIMEOUT_MS / 2);
 }, 60_000);
+
+it("behind its tracker's open breaker, an export held back past its retry window fails saying so; a recent one waits", async () => {
+  const tracker = fakeGitHub(w.receiver, '/gh-down/api/v3', 'acme/down', 'ghp_downTrackerToken0123456789', {});
+  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.admin.token)).send({ name: 'down', ...tracker.targetFields });
+  expect(target.status).toBe(201);
+  const project = await insertProject(w.h, w.org.id);
+  const assessment = await insertAssessment(w.h, w.org.id, project.id);
+  // Two exports without queue jobs (only the direct calls below run them), last touched a minute ago and just now;
+  // this world's retry window (8 attempts at 50-150 ms) is about a second.
+  const exports: string[] = [];
+  for (const touched of ["now() AT TIME ZONE 'UTC' - interval '1 minute'", "now() AT TIME ZONE 'UTC' + interval '1 minute'"]) {
+    const finding = await insertFinding(w.h, assessment, { title: `Finding ${touched}` });
+    const id = newId('iexj');
+    await w.h.deps.prisma.findingIssueExport.create({ data: { id, organizationId: w.org.id, findingId: finding.id, targetId: target.body.id } });
+    await w.h.deps.prisma.$executeRawUnsafe(`UPDATE finding_issue_exports SET updated_at = ${touched} WHERE id = $1`, id);
+    exports.push(id);
+  }
+  const ctx = createDeliveryContext(w.workerDeps);
+  try {
+    // Three timeouts in a row open the tracker's breaker (WEBHOOK_BREAKER_FAILURES).
+    for (const token of ['t1', 't2', 't3']) {
+      await ctx.isolation!.admit({ id: target.body.id, rateLimit: null }, token, new Date());
+      await ctx.isolation!.release(target.body.id, token, 'timeout', 10, new Date());
+    }
+    const [old, recent] = [await processIssueExport(ctx, exports[0]), await processIssueExport(ctx, exports[1])];
+    expect(old).toEqual({ status: 'skipped', reason: expect.stringMatching(/^held back \(breaker open\) past its retry window/) });
+    expect(recent).toMatchObject({ status: 'postponed', reason: 'breaker_open', subscriptionId: target.body.id });
+    const row = (id: string) => w.h.deps.prisma.findingIssueExport.findUniqueOrThrow({ where: { id } });
+    expect(await row(exports[0])).toMatchObject({ status: 'failed', attemptCount: 0, lastError: expect.stringMatching(/held back \(breaker open\)/) });
+    expect(await row(exports[1])).toMatchObject({ status: 'pending', attemptCount: 0 });
+    // Nothing was sent to the tracker.
+    expect(tracker.creates()).toHaveLength(0);
+    expect(tracker.lookups()).toHaveLength(0);
+  } finally {
+    await closeDeliveryContext(ctx);
+  }
+});

@@ -4,11 +4,13 @@
 //   announced once however many workers render it) and publishes `report.ready`. The store also requires the row
 //   unchanged since the render read it: a GDPR erasure that rewrote the report's text meanwhile touches its pending
 //   reports, and a PDF rendered from the text before is thrown away and rendered again (else it would keep the
-//   erased person). After the last failed attempt the report is marked `failed`.
+//   erased person). While an erasure runs in the report's organization nothing is stored (its PDF and its
+//   report.ready event could hold text a pass has already rewritten elsewhere): the job waits, not an attempt, and
+//   renders after it. After the last failed attempt the report is marked `failed`.
 // - `report-relay` (a job scheduler, one run per tick whichever worker takes it): enqueues reports still pending
 //   after the relay age, whose enqueue was lost (Redis down, API killed after commit). A report that still has
 //   its job is not enqueued twice (job id = report id).
-import { Worker, type Job, type Queue } from 'bullmq';
+import { DelayedError, Worker, type Job, type Queue } from 'bullmq';
 import { withJobLogger } from '@svc/config';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import {
@@ -26,12 +28,17 @@ import type { RunningJobs } from '../running-jobs';
 const RELAY_BATCH_SIZE = 500;
 
 export type ReportJobResult = 'ready' | 'skipped' | 'failed' | number;
+/** How long a render waits for an erasure running in its organization before it renders again. */
+export const ERASURE_WAIT_MS = 30_000;
 
 /** Renders a report that changed while it was rendered again this many times before the job gives up (and retries). */
 const RENDER_ROUNDS = 3;
 
-/** Renders one report and publishes report.ready; 'skipped' when it is gone or no longer pending. */
-export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped'> {
+/**
+ * Renders one report and publishes report.ready; 'skipped' when it is gone or no longer pending; 'erasure_running'
+ * when an erasure runs in its organization (nothing stored: render it again once that has ended).
+ */
+export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped' | 'erasure_running'> {
   for (let round = 1; round <= RENDER_ROUNDS; round++) {
     const outcome = await renderOnce(deps, deliveryQueue, reportId);
     if (outcome !== 'changed') return outcome;
@@ -41,7 +48,7 @@ export async function renderReport(deps: WorkerDeps, deliveryQueue: Queue<Delive
 }
 
 /** 'changed': the report is still pending but was touched since it was read (its text rewritten): render again. */
-async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped' | 'changed'> {
+async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportId: string): Promise<'ready' | 'skipped' | 'changed' | 'erasure_running'> {
   const report = await deps.prisma.report.findUnique({ where: { id: reportId }, omit: { pdf: true } });
   if (!report || report.status !== 'pending') return 'skipped';
   const assessment = await deps.prisma.assessment.findUnique({
@@ -73,6 +80,7 @@ async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData
   const completed = await withOutbox(
     outboxDeps(deps, deliveryQueue),
     async (tx, publish) => {
+      if (await tx.erasureRequest.count({ where: { organizationId: report.organizationId, status: 'erasing' } })) return 'erasure_running';
       const claimed = await tx.report.updateMany({
         where: { id: report.id, status: 'pending', updatedAt: report.updatedAt },
         data: { status: 'ready', pdf: new Uint8Array(pdf), sizeBytes: pdf.length, readyAt: now, error: null },
@@ -96,7 +104,7 @@ async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData
     },
     () => now,
   );
-  if (completed === 'changed') return 'changed';
+  if (completed === 'changed' || completed === 'erasure_running') return completed;
   if (completed) deps.logger.info('Report ready', { report_id: report.id, size_bytes: pdf.length, findings: findings.length });
   return completed ? 'ready' : 'skipped';
 }
@@ -128,12 +136,18 @@ export async function runReportJob(
   deliveryQueue: Queue<DeliveryJobData>,
   reportQueue: Queue<ReportJobData>,
   job: Job<ReportJobData>,
+  token?: string,
 ): Promise<ReportJobResult> {
   switch (job.name as ReportJobName) {
     case 'render':
       try {
-        return await renderReport(deps, deliveryQueue, job.data.reportId);
+        const rendered = await renderReport(deps, deliveryQueue, job.data.reportId);
+        if (rendered !== 'erasure_running') return rendered;
+        deps.logger.info('Report waits for the erasure running in its organization', { report_id: job.data.reportId });
+        await job.moveToDelayed(Date.now() + ERASURE_WAIT_MS, token);
+        throw new DelayedError();
       } catch (err) {
+        if (err instanceof DelayedError) throw err;
         const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
         if (!lastAttempt) throw err;
         await markFailed(deps, job.data.reportId, err);
@@ -150,7 +164,7 @@ export function createReportWorker(deps: WorkerDeps, deliveryQueue: Queue<Delive
   const connection = deps.redis();
   const worker = new Worker<ReportJobData, ReportJobResult>(
     REPORT_QUEUE,
-    jobs.counting((job: Job<ReportJobData>) => runReportJob(withJobLogger(deps, job.id), deliveryQueue, reportQueue, job)),
+    jobs.counting((job: Job<ReportJobData>, token?: string) => runReportJob(withJobLogger(deps, job.id), deliveryQueue, reportQueue, job, token)),
     { connection, prefix: bullPrefix(deps.config), concurrency: 2 },
   );
   worker.on('closed', () => {

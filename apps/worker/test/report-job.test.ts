@@ -1,7 +1,8 @@
 // Report rendering end to end: a report requested through the API is rendered by the in-process worker into a
 // real PDF (checked with poppler's pdftotext: assessment, project, counts by severity, every finding), stored,
 // downloadable, and announced once by report.ready (delivered, signed); the relay picks up a report whose enqueue
-// was lost; a report whose rendering keeps failing ends `failed`.
+// was lost; a report whose rendering keeps failing ends `failed`; a render job waits (delayed, no attempt) while an
+// erasure runs in the organization.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -176,5 +177,38 @@ describe('failures', () => {
 
   it('skips a report whose assessment was deleted meanwhile', async () => {
     expect(await renderReport(w.workerDeps, w.worker!.deliveryQueue, 'rpt_gone')).toBe('skipped');
+  });
+});
+
+describe('an erasure running in the organization', () => {
+  it('holds the render job back (delayed, no attempt spent, nothing stored) until it has ended; then the report renders', async () => {
+    const { assessment } = await arrange();
+    const erasure = await w.h.deps.prisma.erasureRequest.create({
+      data: { id: newId('era'), organizationId: w.org.id, subjectEmailKey: 'held-report-subject', status: 'erasing', pseudonymName: 'Erased person 1', pseudonymEmail: 'erased-1@erased.invalid' },
+    });
+    try {
+      const requested = await w.api().post(`/api/v1/assessments/${assessment.id}/reports`).set(bearer(w.org.admin.token)).send({ title: 'Held report' });
+      expect(requested.status).toBe(202);
+      const held = await poll(
+        async () => {
+          const job = await w.worker!.reportQueue.getJob(requested.body.id);
+          return job ? { job, state: await job.getState() } : null;
+        },
+        (found) => found?.state === 'delayed',
+        20_000,
+        'the render job to be delayed',
+      );
+      const job = held!.job;
+      expect(job.attemptsMade).toBe(0);
+      expect(await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: requested.body.id }, omit: { pdf: true } })).toMatchObject({ status: 'pending' });
+      expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: requested.body.id })).toHaveLength(0);
+
+      await w.h.deps.prisma.erasureRequest.update({ where: { id: erasure.id }, data: { status: 'completed', completedAt: new Date() } });
+      await job.promote();
+      await waitForStatus(requested.body.id, 'ready');
+      expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: requested.body.id })).toHaveLength(1);
+    } finally {
+      await w.h.deps.prisma.erasureRequest.updateMany({ where: { id: erasure.id, status: 'erasing' }, data: { status: 'completed', completedAt: new Date() } });
+    }
   });
 });

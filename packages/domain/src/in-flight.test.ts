@@ -4,14 +4,28 @@ const after = <T>(ms: number, value: T, fail = false) =>
   new Promise<T>((resolve, reject) => setTimeout(() => (fail ? reject(new Error(String(value))) : resolve(value)), ms));
 const tick = () => after(0, null);
 
+/** A promise settled by the test, not by a timer: the order of events does not depend on the machine's load. */
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  let reject!: (err: Error) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
 describe('InFlight', () => {
   it('keeps each piece of work until it settles, and passes its value or error through', async () => {
     const work = new InFlight();
-    const ok = work.start(() => after(20, 'done'));
-    const failing = work.start(() => after(30, 'refused', true));
+    const [answer, refusal] = [deferred<string>(), deferred<string>()];
+    const ok = work.start(() => answer.promise);
+    const failing = work.start(() => refusal.promise);
     expect(work.size).toBe(2);
+    answer.resolve('done');
     await expect(ok).resolves.toBe('done');
     expect(work.size).toBe(1);
+    refusal.reject(new Error('refused'));
     await expect(failing).rejects.toThrow('refused');
     expect(work.size).toBe(0);
   });
@@ -70,11 +84,15 @@ describe('InFlight', () => {
 
   it('is settled only after every piece, those started meanwhile and those that failed included', async () => {
     const work = new InFlight();
+    const [first, second] = [deferred(), deferred()];
     const order: string[] = [];
-    void work.start(() => after(20, 'x', true)).catch(() => order.push('first failed'));
+    void work.start(() => first.promise).catch(() => order.push('first failed'));
     const settled = work.settled().then(() => order.push('settled'));
-    await after(10, null);
-    void work.start(() => after(40, 'x')).then(() => order.push('second done'));
+    void work.start(() => second.promise).then(() => order.push('second done'));
+    first.reject(new Error('x'));
+    await tick();
+    expect(order).toEqual(['first failed']);
+    second.resolve();
     await settled;
     expect(order).toEqual(['first failed', 'second done', 'settled']);
   });

@@ -40,14 +40,14 @@ import {
   type SubscriptionEffect,
 } from './record';
 import { deliveryHeaders } from './request';
-import { nextAttempt, postponeOrFail, wakeJitterMs, type WaitReason } from '@svc/domain';
+import { nextAttempt, postponeOrFail, wakeJitterMs, type BreakerState, type PostponeDecision, type WaitReason } from '@svc/domain';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
 import { attemptSignatures, signatureTimestamp, type OpenSealed } from './signing';
 import { observeAttempt } from './attempt-metrics';
 import { notifyHealthChange } from './health-notify';
 import { PostponementWriter, recordBreakerTransition, scheduleProbe } from './isolation/effects';
 import type { Queue } from 'bullmq';
-import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release } from '@svc/queue';
+import { IsolationState, bullPrefix, wakeDeliveryJobs, type DeliveryJobData, type Release, type SubscriptionRef } from '@svc/queue';
 import { enqueueAfterCommit, heldBackMarker, outboxDeps, type DeliveryRef } from '@svc/outbox';
 import { ACK_MISSING_ERROR, AckPolls, awaitsHecAck, pollHecAck, recordLateIndexed } from './hec-ack';
 
@@ -266,14 +266,10 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
   if (!ctx.isolation) return null;
   const now = ctx.clock.now();
   const { subscription } = delivery;
-  const admission = await ctx.isolation.admit(subscription, delivery.id, now);
-  if (admission.transition) await ctx.enqueueEvents(await recordBreakerTransition(ctx, subscription, admission.transition, null, now));
-  if (admission.admitted) return null;
-  const { reason } = admission;
-  const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
-  const wakeAt = new Date(admission.until.getTime() + (reason === 'rate_limit' ? 0 : wakeJitterMs(waitMs)));
-  const hold = { reason, until: wakeAt, endpointFailures: admission.endpointFailures };
-  const decision = postponeOrFail(hold, delivery.createdAt, now, webhookRetryPolicy(ctx.config));
+  const slot = await takeSlot(ctx, subscription, delivery.id, delivery.createdAt, now);
+  if (slot.transition) await ctx.enqueueEvents(await recordBreakerTransition(ctx, subscription, slot.transition, null, now));
+  if (slot.admitted) return null;
+  const { reason, decision } = slot;
   if (decision.action === 'fail') {
     const health = decision.countsForHealth ? ctx.config.webhooks.health : null;
     const published: DeliveryRef[] = [];
@@ -290,16 +286,51 @@ async function admit(ctx: DeliveryContext, delivery: LoadedDelivery): Promise<De
 
 async function releaseSlot(ctx: DeliveryContext, delivery: LoadedDelivery, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {
   if (!ctx.isolation) return;
+  await freeSlot(ctx, delivery.subscriptionId, delivery.id, outcome, durationMs, async (release, now) => {
+    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition!, release.until, now, outcome === 'success' ? null : outcome);
+    await ctx.enqueueEvents(published);
+  });
+}
+
+/** The isolation's answer to one attempt on `ref` (a subscription, an issue tracker): go ahead, or the hold's decision. */
+export type SlotAnswer =
+  | { admitted: true; transition: BreakerState | null }
+  | { admitted: false; transition: BreakerState | null; reason: WaitReason; decision: PostponeDecision };
+
+/**
+ * Takes an isolation slot on `ref` for attempt `token` (ctx.isolation must be on), or says how it is held back:
+ * postponed until a jittered wake-up, or, behind an open breaker only, failed once held since `heldSince` past the
+ * retry window.
+ */
+export async function takeSlot(ctx: DeliveryContext, ref: SubscriptionRef, token: string, heldSince: Date, now: Date): Promise<SlotAnswer> {
+  const admission = await ctx.isolation!.admit(ref, token, now);
+  if (admission.admitted) return admission;
+  const { reason } = admission;
+  const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
+  const wakeAt = new Date(admission.until.getTime() + (reason === 'rate_limit' ? 0 : wakeJitterMs(waitMs)));
+  const hold = { reason, until: wakeAt, endpointFailures: admission.endpointFailures };
+  return { admitted: false, transition: admission.transition, reason, decision: postponeOrFail(hold, heldSince, now, webhookRetryPolicy(ctx.config)) };
+}
+
+/**
+ * Frees the slot `token` holds on `key` with its attempt's outcome (none: no request was made), then wakes what it
+ * held back. `onTransition` runs first when the release moved the breaker.
+ */
+export async function freeSlot(
+  ctx: DeliveryContext,
+  key: string,
+  token: string,
+  outcome: AttemptOutcome | undefined,
+  durationMs: number,
+  onTransition: (release: Release, now: Date) => Promise<void>,
+): Promise<void> {
   if (outcome === undefined) {
-    await ctx.isolation.abandon(delivery.subscriptionId, delivery.id);
+    await ctx.isolation!.abandon(key, token);
     return;
   }
   const now = ctx.clock.now();
-  const release = await ctx.isolation.release(delivery.subscriptionId, delivery.id, outcome, durationMs, now);
-  if (release.transition) {
-    const published = await recordBreakerTransition(ctx, delivery.subscription, release.transition, release.until, now, outcome === 'success' ? null : outcome);
-    await ctx.enqueueEvents(published);
-  }
+  const release = await ctx.isolation!.release(key, token, outcome, durationMs, now);
+  if (release.transition) await onTransition(release, now);
   ctx.onRelease(release, now);
 }
 

@@ -12,7 +12,7 @@
 // statement that records it, and holds off any other until its answer plus the tracker's search lag (`quiet until`);
 // a run that cannot claim sends nothing and looks again after that long, when the other's issue can be found.
 import { resolveWebhookTarget, describeTargetRejection } from '@svc/net';
-import { nextAttempt, postponeOrFail, wakeJitterMs } from '@svc/domain';
+import { nextAttempt } from '@svc/domain';
 import { unseal, type Finding, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
 import {
   credentialBoundElsewhere,
@@ -30,7 +30,7 @@ import {
   type IssueTarget,
   type IssueTrackerKind,
 } from '@svc/webhooks';
-import type { DeliveryContext, DeliveryResult } from './deliver';
+import { freeSlot, takeSlot, type DeliveryContext, type DeliveryResult } from './deliver';
 import { outcomeOfHttp, type AttemptOutcome } from './http/outcome';
 import type { HttpResult } from './http/post';
 import { RetryableDeliveryError, webhookRetryPolicy } from './retry';
@@ -135,13 +135,11 @@ async function attemptExport(
 async function admitExport(ctx: DeliveryContext, targetId: string, row: FindingIssueExport): Promise<DeliveryResult | null> {
   if (!ctx.isolation) return null;
   const now = ctx.clock.now();
-  const admission = await ctx.isolation.admit({ id: targetId, rateLimit: null }, row.id, now);
-  if (admission.transition) ctx.logger.info('Issue tracker circuit breaker moved', { target_id: targetId, state: admission.transition });
-  if (admission.admitted) return null;
-  const waitMs = Math.max(0, admission.until.getTime() - now.getTime());
-  const hold = { reason: admission.reason, until: new Date(admission.until.getTime() + wakeJitterMs(waitMs)), endpointFailures: admission.endpointFailures };
-  const decision = postponeOrFail(hold, row.updatedAt, now, webhookRetryPolicy(ctx.config));
-  if (decision.action === 'postpone') return { status: 'postponed', reason: hold.reason, until: decision.until, subscriptionId: targetId };
+  const slot = await takeSlot(ctx, { id: targetId, rateLimit: null }, row.id, row.updatedAt, now);
+  if (slot.transition) ctx.logger.info('Issue tracker circuit breaker moved', { target_id: targetId, state: slot.transition });
+  if (slot.admitted) return null;
+  const { reason, decision } = slot;
+  if (decision.action === 'postpone') return { status: 'postponed', reason, until: decision.until, subscriptionId: targetId };
   await ctx.prisma.findingIssueExport.updateMany({
     where: { id: row.id, status: 'pending', attemptCount: row.attemptCount },
     data: { status: 'failed', lastError: decision.detail, nextAttemptAt: null, completedAt: now },
@@ -153,14 +151,9 @@ async function admitExport(ctx: DeliveryContext, targetId: string, row: FindingI
 /** Frees the export's slot with the attempt's outcome (none: no request was made), waking the exports it held back. */
 async function releaseExportSlot(ctx: DeliveryContext, targetId: string, exportId: string, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {
   if (!ctx.isolation) return;
-  if (outcome === undefined) {
-    await ctx.isolation.abandon(targetId, exportId);
-    return;
-  }
-  const now = ctx.clock.now();
-  const release = await ctx.isolation.release(targetId, exportId, outcome, durationMs, now);
-  if (release.transition) ctx.logger.warn('Issue tracker circuit breaker moved', { target_id: targetId, state: release.transition, outcome });
-  ctx.onRelease(release, now);
+  await freeSlot(ctx, targetId, exportId, outcome, durationMs, async (release) => {
+    ctx.logger.warn('Issue tracker circuit breaker moved', { target_id: targetId, state: release.transition, outcome });
+  });
 }
 
 /**

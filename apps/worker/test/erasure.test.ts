@@ -397,13 +397,17 @@ describe('a report rendered while the erasure runs', () => {
 describe('a report rendered while an erasure runs in its organization', () => {
   it('stores nothing and announces nothing until the erasure has ended, then renders from the rewritten text', async () => {
     const a = await createOrg(h);
+    const b = await createOrg(h);
     const person = await member(a, 'Wilhelmina Quastberg');
     const inA = await traces(a, [`Wilhelmina Quastberg <${person.email}>`]);
-    // A report whose very title names the person, requested just now.
-    await h.deps.prisma.report.update({
-      where: { id: inA.report.id },
-      data: { status: 'pending', pdf: null, sizeBytes: null, readyAt: null, title: `Review for ${person.email}` },
-    });
+    // Another organization quotes the same name and address in two pending reports of its own.
+    const inB = await traces(b, [`Wilhelmina Quastberg <${person.email}>`]);
+    const waitingInB = await insertReadyReport(h, b.id, inB.assessment.id, { title: `Also ${person.email}` });
+    // A report whose very title names the person, requested just now (and B's, alike).
+    for (const [id, title] of [[inA.report.id, `Review for ${person.email}`], [inB.report.id, `Review for ${person.email}`], [waitingInB.id, `Also ${person.email}`]]) {
+      await h.deps.prisma.report.update({ where: { id }, data: { status: 'pending', pdf: null, sizeBytes: null, readyAt: null, title } });
+    }
+    const waitingInBBefore = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: waitingInB.id }, omit: { pdf: true } });
     const filed = await fileFor(a.admin.token, { user_id: person.id });
     await runErasures(deps);
     expect((await api().post(`${BASE}/${filed.id}/confirm`).set(bearer(a.admin.token))).status).toBe(202);
@@ -414,6 +418,8 @@ describe('a report rendered while an erasure runs in its organization', () => {
       expect(await renderReport(deps, deliveryQueue, inA.report.id)).toBe('erasure_running');
       expect(await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id }, omit: { pdf: true } })).toMatchObject({ status: 'pending' });
       expect(await h.deps.prisma.event.count({ where: { organizationId: a.id, type: 'report.ready' } })).toBe(0);
+      // The other organization's reports are not held back by A's erasure.
+      expect(await renderReport(deps, deliveryQueue, inB.report.id)).toBe('ready');
       await runErasures(deps);
       const done = await read(filed.id, a.admin.token);
       expect(done.status).toBe('completed');
@@ -424,6 +430,11 @@ describe('a report rendered while an erasure runs in its organization', () => {
       const announced = await h.deps.prisma.event.findMany({ where: { organizationId: a.id, type: 'report.ready' } });
       expect(announced.map((e) => (e.data as { title: string }).title)).toEqual([`Review for ${done.pseudonym.email}`]);
       expect(await rowsContaining(a.id, person.email)).toEqual([]);
+      // B's are untouched: its rendered report keeps its own text, its pending one was not moved by A's erasure.
+      const renderedInB = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inB.report.id } });
+      expect(pdfText(Buffer.from(renderedInB.pdf!))).toContain(person.email);
+      expect(await h.deps.prisma.report.findUniqueOrThrow({ where: { id: waitingInB.id }, omit: { pdf: true } })).toEqual(waitingInBBefore);
+      expect(await rowsContaining(b.id, person.email)).toEqual(expect.arrayContaining(['events', 'findings', 'reports']));
     } finally {
       await deliveryQueue.close();
       await connection.quit();

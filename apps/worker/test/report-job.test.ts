@@ -1,7 +1,7 @@
 // Report rendering end to end: a report requested through the API is rendered by the in-process worker into a
 // real PDF (checked with poppler's pdftotext: assessment, project, counts by severity, every finding), stored,
 // downloadable, and announced once by report.ready (delivered, signed); the relay picks up a report whose enqueue
-// was lost; a report whose rendering keeps failing ends `failed`; a render job waits (delayed, no attempt) while an
+// was lost; a report whose rendering keeps failing, or whose worker keeps dying during it, ends `failed`; a render job waits (delayed, no attempt) while an
 // erasure runs in the organization.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -164,7 +164,8 @@ describe('failures', () => {
     const job = (attemptsMade: number) =>
       ({ name: 'render', data: { reportId: report.id }, attemptsMade, opts: { attempts: 3 } }) as unknown as Job<ReportJobData>;
     await expect(runReportJob(w.workerDeps, w.worker!.deliveryQueue, w.worker!.reportQueue, job(0))).rejects.toThrow('font table exploded');
-    expect((await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).status).toBe('pending');
+    // A render that failed in order is not counted as one its worker died during.
+    expect(await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).toMatchObject({ status: 'pending', unfinishedRenders: 0 });
     expect(await runReportJob(w.workerDeps, w.worker!.deliveryQueue, w.worker!.reportQueue, job(2))).toBe('failed');
     const failed = await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } });
     expect(failed).toMatchObject({ status: 'failed', error: 'The report could not be rendered.', sizeBytes: null });
@@ -173,6 +174,41 @@ describe('failures', () => {
     expect(read.body.error).not.toContain('font table');
     expect((await w.api().get(`/api/v1/reports/${report.id}/download`).set(bearer(w.org.admin.token))).status).toBe(409);
     expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: report.id })).toEqual([]);
+  });
+
+  it('marks failed, without rendering it again, a report whose render never finished three times (its worker died during each)', async () => {
+    const { assessment } = await arrange();
+    const report = await w.h.deps.prisma.report.create({
+      data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Kills its worker' },
+    });
+    // A render that never returns stands for a worker killed during it (out of memory on this PDF, say): nothing
+    // after it runs, neither the job's handler nor its clean-up. Stall recovery then moves the job on without the
+    // handler, and the relay enqueues the pending report again.
+    const killed: Array<(err: Error) => void> = [];
+    const render = jest.spyOn(renderModule, 'renderReportPdf').mockImplementation(() => new Promise((_resolve, reject) => killed.push(reject)));
+    const job = { name: 'render', data: { reportId: report.id }, attemptsMade: 0, opts: { attempts: 3 } } as unknown as Job<ReportJobData>;
+    const run = () => runReportJob(w.workerDeps, w.worker!.deliveryQueue, w.worker!.reportQueue, job);
+    const abandoned: Array<Promise<unknown>> = [];
+    for (let started = 1; started <= 3; started++) {
+      abandoned.push(run().catch(() => undefined));
+      await poll(async () => render.mock.calls.length, (calls) => calls === started, 10_000, `render ${started} to start`);
+    }
+    expect(await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).toMatchObject({ status: 'pending', unfinishedRenders: 3 });
+
+    expect(await run()).toBe('failed');
+    expect(render).toHaveBeenCalledTimes(3);
+    expect(await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).toMatchObject({
+      status: 'failed',
+      error: 'The report could not be rendered.',
+    });
+    // Not pending any more: the relay leaves it alone however old it is.
+    await w.h.deps.prisma.report.update({ where: { id: report.id }, data: { createdAt: new Date(Date.now() - w.h.config.webhooks.relayAgeMs - 1000) } });
+    await relayPendingReports(w.workerDeps, w.worker!.reportQueue);
+    expect(await w.worker!.reportQueue.getJob(report.id)).toBeUndefined();
+    expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: report.id })).toEqual([]);
+
+    for (const reject of killed) reject(new Error('the process was killed'));
+    await Promise.all(abandoned);
   });
 
   it('skips a report whose assessment was deleted meanwhile', async () => {

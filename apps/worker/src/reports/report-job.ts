@@ -6,7 +6,9 @@
 //   reports, and a PDF rendered from the text before is thrown away and rendered again (else it would keep the
 //   erased person). While an erasure runs in the report's organization nothing is stored (its PDF and its
 //   report.ready event could hold text a pass has already rewritten elsewhere): the job waits, not an attempt, and
-//   renders after it. After the last failed attempt the report is marked `failed`.
+//   renders after it. After the last failed attempt the report is marked `failed`, and so is a report whose render
+//   did not finish REPORT_RENDER_ATTEMPTS times (its worker died during it: stall recovery bypasses the job's
+//   handler and the relay would enqueue it again, so one such report would kill a worker every relay cycle).
 // - `report-relay` (a job scheduler, one run per tick whichever worker takes it): enqueues reports still pending
 //   after the relay age, whose enqueue was lost (Redis down, API killed after commit). A report that still has
 //   its job is not enqueued twice (job id = report id).
@@ -15,6 +17,7 @@ import { withJobLogger } from '@svc/config';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import {
   REPORT_QUEUE,
+  REPORT_RENDER_ATTEMPTS,
   bullPrefix,
   enqueueReport,
   type DeliveryJobData,
@@ -131,6 +134,56 @@ export async function relayPendingReports(deps: WorkerDeps, reportQueue: Queue<R
   return pending.length;
 }
 
+/** A report whose render did not finish this many times (its worker died during each) is failed, not rendered again. */
+export const MAX_UNFINISHED_RENDERS = REPORT_RENDER_ATTEMPTS;
+
+async function runRenderJob(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, job: Job<ReportJobData>, token?: string): Promise<ReportJobResult> {
+  const { reportId } = job.data;
+  const unfinished = await startRender(deps, reportId);
+  if (unfinished === null) return 'skipped';
+  if (unfinished >= MAX_UNFINISHED_RENDERS) {
+    await markFailed(deps, reportId, new Error(`its render was started ${unfinished} times and never finished (the worker died during it)`));
+    return 'failed';
+  }
+  try {
+    const rendered = await renderReport(deps, deliveryQueue, reportId);
+    if (rendered !== 'erasure_running') return rendered;
+    deps.logger.info('Report waits for the erasure running in its organization', { report_id: reportId });
+    await job.moveToDelayed(Date.now() + ERASURE_WAIT_MS, token);
+    throw new DelayedError();
+  } catch (err) {
+    if (err instanceof DelayedError) throw err;
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    if (!lastAttempt) throw err;
+    await markFailed(deps, reportId, err);
+    return 'failed';
+  } finally {
+    await endRender(deps, reportId);
+  }
+}
+
+/**
+ * Counts a render of a pending report as started; returns how many earlier renders of it never finished, or null
+ * when it is gone or no longer pending. Raw SQL: `updated_at` must not move (a render stores only a row unchanged
+ * since it read it).
+ */
+async function startRender(deps: WorkerDeps, reportId: string): Promise<number | null> {
+  const rows = await deps.prisma.$queryRaw<Array<{ unfinished_renders: number }>>`
+    UPDATE reports SET unfinished_renders = unfinished_renders + 1
+    WHERE id = ${reportId} AND status = 'pending'
+    RETURNING unfinished_renders`;
+  return rows.length === 1 ? rows[0].unfinished_renders - 1 : null;
+}
+
+/** The render has ended, whatever its outcome. A failure here only leaves it counted as unfinished: logged, not thrown. */
+async function endRender(deps: WorkerDeps, reportId: string): Promise<void> {
+  try {
+    await deps.prisma.$executeRaw`UPDATE reports SET unfinished_renders = GREATEST(unfinished_renders - 1, 0) WHERE id = ${reportId}`;
+  } catch (err) {
+    deps.logger.warn('Report render could not be counted as finished', { report_id: reportId, error: err instanceof Error ? err.message : String(err) });
+  }
+}
+
 export async function runReportJob(
   deps: WorkerDeps,
   deliveryQueue: Queue<DeliveryJobData>,
@@ -140,19 +193,7 @@ export async function runReportJob(
 ): Promise<ReportJobResult> {
   switch (job.name as ReportJobName) {
     case 'render':
-      try {
-        const rendered = await renderReport(deps, deliveryQueue, job.data.reportId);
-        if (rendered !== 'erasure_running') return rendered;
-        deps.logger.info('Report waits for the erasure running in its organization', { report_id: job.data.reportId });
-        await job.moveToDelayed(Date.now() + ERASURE_WAIT_MS, token);
-        throw new DelayedError();
-      } catch (err) {
-        if (err instanceof DelayedError) throw err;
-        const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-        if (!lastAttempt) throw err;
-        await markFailed(deps, job.data.reportId, err);
-        return 'failed';
-      }
+      return runRenderJob(deps, deliveryQueue, job, token);
     case 'report-relay':
       return relayPendingReports(deps, reportQueue);
     default:

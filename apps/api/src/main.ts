@@ -7,7 +7,7 @@ import { credentialDestination } from '@svc/webhooks';
 import { secureStoredSecrets, warmUpQueryCompiler } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createStorage } from '@svc/storage';
-import { sweepTempFilesAtStart } from './modules/source/temp-files';
+import { startTempFileSweeps } from './modules/source/temp-files';
 import { WorkAfterAnswer } from './http/after-answer';
 
 /**
@@ -28,8 +28,8 @@ async function main(): Promise<void> {
     .then((done) => (done.chatUrlsSealed > 0 || done.credentialsBound > 0) && logger.info('Secured stored secrets', { chat_urls_sealed: done.chatUrlsSealed, credentials_bound: done.credentialsBound }))
     .catch((err: unknown) => logger.warn('Securing stored secrets failed; the next start-up tries again', { error: err instanceof Error ? err.message : String(err) }));
   const mailer = createMailer(config.mail);
-  // Upload leftovers of an earlier process that was killed mid-upload (docs/domain.md "Source").
-  await sweepTempFilesAtStart(config.source, logger);
+  // Upload leftovers of a process killed mid-upload, at start and while running (docs/domain.md "Source").
+  const stopTempFileSweeps = await startTempFileSweeps(config.source, logger);
   const afterAnswer = new WorkAfterAnswer(logger);
   const app = createApp({
     config,
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('Shutting down', { signal });
+    stopTempFileSweeps();
     server.close();
     server.closeIdleConnections();
     await new Promise((resolve) => server.once('close', resolve));

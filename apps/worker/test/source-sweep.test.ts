@@ -207,23 +207,28 @@ describe('temp folders', () => {
 const started: ChildApi[] = [];
 afterAll(() => Promise.all(started.map(killIfRunning)));
 
-async function startApi(h: Harness, tempDir: string): Promise<ChildApi> {
+async function startApi(h: Harness, tempDir: string, env: Record<string, string> = {}): Promise<ChildApi> {
   const api = await spawnApi(h, {
     SOURCE_TEMP_DIR: tempDir,
     // Every leftover is an earlier (killed) process's: nothing younger runs beside this one here.
     SOURCE_TEMP_GRACE_MS: '0',
+    ...env,
   });
   started.push(api);
   return api;
 }
 
 /** Starts a POST of `zip` to the child and hands back the request, to abandon (or not) when the child dies. */
-function startUpload(api: ChildApi, token: string, assessmentId: string, zip: Buffer, bytesNow: number): http.ClientRequest {
+function startUpload(api: ChildApi, token: string, assessmentId: string, zip: Buffer, bytesNow: number, onStatus?: (status: number) => void): http.ClientRequest {
   const req = http.request(`${api.url}/api/v1/assessments/${assessmentId}/source`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/zip', 'Content-Length': String(zip.length) },
   });
   req.on('error', () => {});
+  req.on('response', (res) => {
+    res.resume();
+    onStatus?.(res.statusCode ?? 0);
+  });
   req.write(zip.subarray(0, bytesNow));
   if (bytesNow >= zip.length) req.end();
   return req;
@@ -285,5 +290,37 @@ describe('an API process killed mid-upload leaves nothing behind after the sweep
     // Local storage: the emptied folders went with their files.
     const storageDir = h.config.storage.driver === 'local' ? h.config.storage.dir : '';
     expect(existsSync(path.join(storageDir, 'orgs', org.id))).toBe(false);
+  }, 120_000);
+
+  it('restarted at once: a leftover younger than the grace survives the start and goes with a sweep while the API runs; an upload of its own paused past the grace is kept', async () => {
+    const { assessment } = await draft(h, org);
+    const quickSweeps = { SOURCE_TEMP_GRACE_MS: '3000', SOURCE_TEMP_SWEEP_INTERVAL_MS: '200' };
+    let api = await startApi(h, tempDir, quickSweeps);
+    const big = buildZip([{ name: 'big.bin', data: randomBytes(4 * 1024 * 1024) }]);
+    const killed = startUpload(api, org.admin.token, assessment.id, big, 1024 * 1024);
+    const [leftover] = await waitFor(() => ours(tempDir), (names) => names.length === 1, 10_000, () => api.output());
+    await killIfRunning(api);
+    killed.destroy();
+
+    api = await startApi(h, tempDir, quickSweeps);
+    // Younger than the grace: another process's upload, for all the start knows.
+    expect(ours(tempDir)).toEqual([leftover]);
+
+    // An upload to the restarted API that stops sending for longer than the grace, then goes on.
+    const zip = buildZip([{ name: 'src/a.txt', data: randomBytes(256 * 1024) }]);
+    let status = 0;
+    const paused = startUpload(api, org.admin.token, assessment.id, zip, 128 * 1024, (s) => (status = s));
+    const [live] = await waitFor(() => ours(tempDir).filter((n) => n !== leftover), (names) => names.length === 1, 10_000, () => api.output());
+    // The leftover goes without another restart, once untouched for the grace...
+    await waitFor(() => ours(tempDir), (names) => !names.includes(leftover), 15_000, () => `leftover still there: ${ours(tempDir)}\n${api.output()}`);
+    // ...but this process's own folder, untouched for longer than the grace, is left alone.
+    await new Promise((r) => setTimeout(r, 3500));
+    expect(ours(tempDir)).toEqual([live]);
+    paused.end(zip.subarray(128 * 1024));
+    await waitFor(() => status, (s) => s !== 0, 15_000, () => api.output());
+    expect(status).toBe(200);
+    expect(await h.deps.prisma.sourceArchive.count({ where: { assessmentId: assessment.id } })).toBe(1);
+    await waitFor(() => ours(tempDir), (names) => names.length === 0, 5_000, () => `still there: ${ours(tempDir)}`);
+    await killIfRunning(api);
   }, 120_000);
 });

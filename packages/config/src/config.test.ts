@@ -142,6 +142,7 @@ describe('loadConfig', () => {
       orgQuotaBytes: 10 * 1024 * 1024 * 1024,
       tempDir: os.tmpdir(),
       tempGraceMs: 60 * 60 * 1000,
+      tempSweepIntervalMs: 15 * 60 * 1000,
       orphanGraceMs: 6 * 60 * 60 * 1000,
       orphanSweepIntervalMs: 60 * 60 * 1000,
     });

@@ -262,9 +262,11 @@ const schema = Joi.object({
   // Uncompressed bytes of source an organization may keep stored, all its archives together (422 past it).
   SOURCE_ORG_QUOTA_BYTES: Joi.number().integer().min(1).default(10 * 1024 * 1024 * 1024),
   // Upload spools (svc-upload-*) and extraction folders (svc-extract-*) live here; the API sweeps its own
-  // leftovers older than SOURCE_TEMP_GRACE_MS at start (younger ones may be another API process's live upload).
+  // leftovers older than SOURCE_TEMP_GRACE_MS at start and every SOURCE_TEMP_SWEEP_INTERVAL_MS (younger ones may
+  // be another API process's live upload).
   SOURCE_TEMP_DIR: Joi.string().default(os.tmpdir()),
   SOURCE_TEMP_GRACE_MS: Joi.number().integer().min(0).default(60 * 60 * 1000),
+  SOURCE_TEMP_SWEEP_INTERVAL_MS: Joi.number().integer().min(100).default(15 * 60 * 1000),
   // The worker's orphan sweep: stored objects under no archive row, and local .partial files, older than the grace.
   SOURCE_ORPHAN_GRACE_MS: Joi.number().integer().min(0).default(6 * 60 * 60 * 1000),
   SOURCE_ORPHAN_SWEEP_INTERVAL_MS: Joi.number().integer().min(1000).default(60 * 60 * 1000),
@@ -391,6 +393,7 @@ export interface SourceLimits {
   orgQuotaBytes: number;
   tempDir: string;
   tempGraceMs: number;
+  tempSweepIntervalMs: number;
   orphanGraceMs: number;
   orphanSweepIntervalMs: number;
 }
@@ -583,6 +586,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       orgQuotaBytes: value.SOURCE_ORG_QUOTA_BYTES,
       tempDir: value.SOURCE_TEMP_DIR,
       tempGraceMs: value.SOURCE_TEMP_GRACE_MS,
+      tempSweepIntervalMs: value.SOURCE_TEMP_SWEEP_INTERVAL_MS,
       orphanGraceMs: value.SOURCE_ORPHAN_GRACE_MS,
       orphanSweepIntervalMs: value.SOURCE_ORPHAN_SWEEP_INTERVAL_MS,
     },

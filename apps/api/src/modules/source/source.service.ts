@@ -1,7 +1,6 @@
 // Source archives of assessments: upload (spooled, judged, extracted into the storage), metadata, the list of
 // extracted files, one file's content and the original archive. One archive per assessment: a different upload
 // replaces it, the same bytes again answer the stored one.
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -19,7 +18,7 @@ import type { AssessmentState } from '../assessments/assessment-lifecycle';
 import { extractArchive, type ExtractedFile } from './archive-extraction';
 import { archiveKeyOf, fileKeyOf, uploadPrefixOf } from './stored-objects';
 import { closeAfterAnswer, spoolUpload } from './upload-spool';
-import { EXTRACT_PREFIX } from './temp-files';
+import { EXTRACT_PREFIX, makeTempFolder } from './temp-files';
 
 /** Source can be handed over until the engine starts: while the assessment is a draft or launched (queued). */
 export const ACCEPTS_SOURCE: readonly AssessmentState[] = ['draft', 'queued'];
@@ -84,14 +83,14 @@ async function storeArchive(
   const archiveId = newId('src');
   const owner = { organizationId: assessment.organizationId, projectId: assessment.projectId, assessmentId: assessment.id };
   const prefix = uploadPrefixOf(owner, archiveId);
-  const scratch = await mkdtemp(path.join(deps.config.source.tempDir, EXTRACT_PREFIX));
+  const scratch = await makeTempFolder(deps.config.source.tempDir, EXTRACT_PREFIX);
   let previous: SourceArchive | null = null;
   let created: SourceArchive;
   // Before a byte is stored: the quota as it stands (checked again, under a lock, where the row is written).
   const admit = async (incomingBytes: number) =>
     refuseOverQuota({ ...(await quotaStanding(scopedTo(deps.prisma, principal), assessment.id)), incomingBytes, quotaBytes: deps.config.source.orgQuotaBytes });
   try {
-    const files = await extractArchive(upload.file, upload.size, deps.config.source, admit, deps.storage, prefix, path.join(scratch, 'entry'));
+    const files = await extractArchive(upload.file, upload.size, deps.config.source, admit, deps.storage, prefix, path.join(scratch.dir, 'entry'));
     await deps.storage.put(archiveKeyOf(prefix), createReadStream(upload.file), upload.size);
     ({ previous, created } = await recordArchive(deps, principal, meta, assessment, archiveId, prefix, upload, files));
   } catch (err) {
@@ -101,7 +100,7 @@ async function storeArchive(
     );
     throw err;
   } finally {
-    await rm(scratch, { recursive: true, force: true });
+    await scratch.remove();
   }
   if (previous) {
     // No row references these objects any more: the worker's orphan sweep removes whatever this leaves behind.

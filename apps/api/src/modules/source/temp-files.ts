@@ -1,14 +1,38 @@
 // The API's temporary folders in SOURCE_TEMP_DIR: an upload's spool (svc-upload-*) and an extraction's scratch
 // (svc-extract-*). Each request removes its own on every way out; a process killed mid-upload cannot, so the API
-// sweeps them when it starts. Only folders with our prefixes, and only those untouched for SOURCE_TEMP_GRACE_MS:
-// a younger one may belong to another API process sharing the folder, still receiving.
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+// sweeps them when it starts and every SOURCE_TEMP_SWEEP_INTERVAL_MS while it runs (a process restarted soon after
+// the kill finds them younger than the grace and would otherwise keep them until its own next start). Only folders
+// with our prefixes, only those untouched for SOURCE_TEMP_GRACE_MS (a younger one may belong to another API process
+// sharing the folder, still receiving), and never one this process is using, however long it sits untouched.
+import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@svc/config';
 
 export const UPLOAD_PREFIX = 'svc-upload-';
 export const EXTRACT_PREFIX = 'svc-extract-';
 const OURS = [UPLOAD_PREFIX, EXTRACT_PREFIX];
+
+/** The folders this process's requests are using now: its sweeps leave them alone. */
+const inUse = new Set<string>();
+
+export interface TempFolder {
+  dir: string;
+  /** Removes the folder and what is in it (never throws). */
+  remove(): Promise<void>;
+}
+
+/** A new temporary folder of ours for one request; the request removes it on every way out. */
+export async function makeTempFolder(tempDir: string, prefix: typeof UPLOAD_PREFIX | typeof EXTRACT_PREFIX): Promise<TempFolder> {
+  const dir = await mkdtemp(path.join(tempDir, prefix));
+  inUse.add(dir);
+  return {
+    dir,
+    remove: async () => {
+      await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      inUse.delete(dir);
+    },
+  };
+}
 
 /** The newest modification time of a folder and the files directly in it (a spool being written keeps it fresh). */
 async function lastTouched(dir: string): Promise<number> {
@@ -20,7 +44,7 @@ async function lastTouched(dir: string): Promise<number> {
   return newest;
 }
 
-/** Removes our temporary folders untouched for graceMs; answers the names removed. */
+/** Removes our temporary folders untouched for graceMs and not in use here; answers the names removed. */
 export async function sweepTempFiles(tempDir: string, graceMs: number, now = Date.now()): Promise<string[]> {
   const entries = await readdir(tempDir, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return [];
@@ -30,6 +54,7 @@ export async function sweepTempFiles(tempDir: string, graceMs: number, now = Dat
   for (const entry of entries) {
     if (!entry.isDirectory() || !OURS.some((prefix) => entry.name.startsWith(prefix))) continue;
     const dir = path.join(tempDir, entry.name);
+    if (inUse.has(dir)) continue;
     const touched = await lastTouched(dir).catch(() => null);
     if (touched === null || now - touched < graceMs) continue;
     await rm(dir, { recursive: true, force: true });
@@ -38,13 +63,33 @@ export async function sweepTempFiles(tempDir: string, graceMs: number, now = Dat
   return removed;
 }
 
-/** The start-up sweep (and the folder made if missing): never stops the API from starting, says what it removed. */
-export async function sweepTempFilesAtStart(config: { tempDir: string; tempGraceMs: number }, logger: Logger): Promise<void> {
+type TempConfig = { tempDir: string; tempGraceMs: number; tempSweepIntervalMs: number };
+
+/** One sweep that never throws: says what it removed, or why it could not. */
+async function sweepAndLog(config: TempConfig, logger: Logger): Promise<void> {
   try {
-    await mkdir(config.tempDir, { recursive: true });
     const removed = await sweepTempFiles(config.tempDir, config.tempGraceMs);
     if (removed.length > 0) logger.info('Removed leftover upload temp folders', { count: removed.length });
   } catch (err) {
     logger.warn('Could not sweep upload temp folders', { error: (err as Error).message });
   }
+}
+
+/**
+ * The start-up sweep (and the folder made if missing), then one every tempSweepIntervalMs; never stops the API from
+ * starting. Answers the function that stops the periodic sweeps (at shutdown).
+ */
+export async function startTempFileSweeps(config: TempConfig, logger: Logger): Promise<() => void> {
+  await mkdir(config.tempDir, { recursive: true }).catch((err: Error) => logger.warn('Could not create the upload temp folder', { error: err.message }));
+  await sweepAndLog(config, logger);
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    void sweepAndLog(config, logger).finally(() => {
+      running = false;
+    });
+  }, config.tempSweepIntervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -2,12 +2,11 @@
 // 413 while it is still sending, not after the whole body has been read.
 import { createHash } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { Request, Response } from 'express';
 import { HttpError } from '../../http/errors';
-import { UPLOAD_PREFIX } from './temp-files';
+import { UPLOAD_PREFIX, makeTempFolder } from './temp-files';
 
 export interface SpooledUpload {
   file: string;
@@ -38,9 +37,9 @@ class CappedHasher extends Transform {
 export async function spoolUpload(req: Request, maxBytes: number, tempDir: string): Promise<SpooledUpload> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) throw uploadTooLarge(maxBytes);
-  const dir = await mkdtemp(path.join(tempDir, UPLOAD_PREFIX));
-  const discard = () => rm(dir, { recursive: true, force: true });
-  const file = path.join(dir, 'archive.zip');
+  const folder = await makeTempFolder(tempDir, UPLOAD_PREFIX);
+  const discard = folder.remove;
+  const file = path.join(folder.dir, 'archive.zip');
   const counter = new CappedHasher(maxBytes);
   try {
     await receive(req, counter, file);

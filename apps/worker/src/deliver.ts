@@ -300,10 +300,10 @@ export type SlotAnswer =
 /**
  * Takes an isolation slot on `ref` for attempt `token` (ctx.isolation must be on), or says how it is held back:
  * postponed until a jittered wake-up, or, behind an open breaker only, failed once held since `heldSince` past the
- * retry window.
+ * retry window. `slotMs`: how long the slot may be held, when an attempt is longer than one request (the default).
  */
-export async function takeSlot(ctx: DeliveryContext, ref: SubscriptionRef, token: string, heldSince: Date, now: Date): Promise<SlotAnswer> {
-  const admission = await ctx.isolation!.admit(ref, token, now);
+export async function takeSlot(ctx: DeliveryContext, ref: SubscriptionRef, token: string, heldSince: Date, now: Date, slotMs?: number): Promise<SlotAnswer> {
+  const admission = await ctx.isolation!.admit(ref, token, now, slotMs);
   if (admission.admitted) return admission;
   const { reason } = admission;
   const waitMs = Math.max(0, admission.until.getTime() - now.getTime());

@@ -135,7 +135,7 @@ async function attemptExport(
 async function admitExport(ctx: DeliveryContext, targetId: string, row: FindingIssueExport): Promise<DeliveryResult | null> {
   if (!ctx.isolation) return null;
   const now = ctx.clock.now();
-  const slot = await takeSlot(ctx, { id: targetId, rateLimit: null }, row.id, row.updatedAt, now);
+  const slot = await takeSlot(ctx, { id: targetId, rateLimit: null }, row.id, row.updatedAt, now, exportSlotMs(ctx));
   if (slot.transition) ctx.logger.info('Issue tracker circuit breaker moved', { target_id: targetId, state: slot.transition });
   if (slot.admitted) return null;
   const { reason, decision } = slot;
@@ -147,6 +147,13 @@ async function admitExport(ctx: DeliveryContext, targetId: string, row: FindingI
   ctx.logger.info('Issue export held back past its retry window: failed', { export_id: row.id, target_id: targetId });
   return { status: 'skipped', reason: decision.detail };
 }
+
+/**
+ * How long an export run may hold its slot: its every request may take the timeout (GitHub's lookup pages, its
+ * search, the create), plus a margin. Shorter, a run still reading lookup pages would lose its slot to the cap and
+ * let more runs in than the cap allows.
+ */
+const exportSlotMs = (ctx: DeliveryContext) => (GITHUB_LOOKUP_MAX_PAGES + 2) * ctx.config.webhooks.timeoutMs + 5_000;
 
 /** Frees the export's slot with the attempt's outcome (none: no request was made), waking the exports it held back. */
 async function releaseExportSlot(ctx: DeliveryContext, targetId: string, exportId: string, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {

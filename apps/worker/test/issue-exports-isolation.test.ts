@@ -90,3 +90,49 @@ it("behind its tracker's open breaker, an export held back past its retry window
     await closeDeliveryContext(ctx);
   }
 });
+
+describe('an export run longer than one request', () => {
+  const SHORT_TIMEOUT_MS = 2_000;
+  let q: World;
+  beforeAll(async () => {
+    q = await createWorld({
+      env: { PUBLIC_BASE_URL: 'https://security.example.com', WEBHOOK_TIMEOUT_MS: String(SHORT_TIMEOUT_MS), WEBHOOK_MIN_IN_FLIGHT: '1', WEBHOOK_MAX_IN_FLIGHT: '1' },
+    });
+  }, 60_000);
+  afterAll(() => q?.close(), 60_000);
+
+  it('holds its slot while it reads page after page of lookups: the tracker cap (1) lets no second run in meanwhile', async () => {
+    // Each lookup page takes a second: ten full pages of other issues, then a search, outlast the timeout plus the
+    // margin that bounds a one-request attempt's slot (7 s).
+    const tracker = fakeGitHub(q.receiver, '/gh-busy/api/v3', 'acme/busy', 'ghp_busyTrackerToken0123456789', {
+      lookupAnswer: (_n, normal) => ({ ...normal, delayMs: 1_000 }),
+    });
+    tracker.addIssues(300);
+    const target = await q.api().post('/api/v1/issue-export-targets').set(bearer(q.org.admin.token)).send({ name: 'busy', ...tracker.targetFields });
+    expect(target.status).toBe(201);
+    const project = await insertProject(q.h, q.org.id);
+    const assessment = await insertAssessment(q.h, q.org.id, project.id);
+    // Two exports whose create request went out a minute ago, its answer lost: each run first looks for that issue.
+    const exports: string[] = [];
+    for (const title of ['first', 'second']) {
+      const finding = await insertFinding(q.h, assessment, { title });
+      const id = newId('iexj');
+      await q.h.deps.prisma.findingIssueExport.create({
+        data: { id, organizationId: q.org.id, findingId: finding.id, targetId: target.body.id, createSentAt: new Date(Date.now() - 60_000) },
+      });
+      exports.push(id);
+    }
+    const ctx = createDeliveryContext(q.workerDeps);
+    try {
+      const first = processIssueExport(ctx, exports[0]);
+      await sleep(SHORT_TIMEOUT_MS + 6_500);
+      // Still reading the lookup pages, and still holding the tracker's one slot.
+      expect(tracker.lookups().length).toBeLessThan(11);
+      expect(await processIssueExport(ctx, exports[1])).toMatchObject({ status: 'postponed', reason: 'in_flight_cap', subscriptionId: target.body.id });
+      expect(await first).toMatchObject({ status: 'succeeded' });
+      expect(tracker.creates()).toHaveLength(1);
+    } finally {
+      await closeDeliveryContext(ctx);
+    }
+  }, 60_000);
+});

@@ -348,14 +348,19 @@ export class IsolationState {
   }
 
   /** Takes an in-flight slot for delivery `token`, or says why and until when it must wait. */
-  async admit(subscription: SubscriptionRef, token: string, now: Date): Promise<Admission> {
+  /**
+   * Admits attempt `token` on `subscription`, or says why and until when it waits. `slotMs` is how long its slot may
+   * be held (a worker that dies mid-attempt frees it then); every attempt on one key must use the same (the slow
+   * attempt check reads each slot's start off its expiry).
+   */
+  async admit(subscription: SubscriptionRef, token: string, now: Date, slotMs = this.slotMs): Promise<Admission> {
     const t = now.getTime();
     const interval = subscription.rateLimit ? Math.ceil(1000 / subscription.rateLimit) : 0;
     const [reason, until, transition, failures] = await this.redis.isolationAdmit(
       ...this.keys(subscription.id),
       t,
       token,
-      t + this.slotMs,
+      t + slotMs,
       this.rules.minInFlight,
       this.maxInFlight,
       this.rules.slowAttemptMs,

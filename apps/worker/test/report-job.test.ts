@@ -9,12 +9,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Job } from 'bullmq';
 import { verifySignature } from '@svc/webhooks';
-import type { ReportJobData } from '@svc/queue';
+import { createRedis, createReportQueue, enqueueReport, type ReportJobData } from '@svc/queue';
+import { relayPendingReports } from '@svc/outbox';
 import { bearer, insertProject } from '../../api/test/support/fixtures';
 import { eventsOf, insertAssessmentIn, insertFinding } from '../../api/test/support/domain';
 import { newId } from '@svc/db';
 import * as renderModule from '../src/reports/render-pdf';
-import { relayPendingReports, renderReport, runReportJob } from '../src/reports/report-job';
+import { relayLostReports, renderReport, runReportJob } from '../src/reports/report-job';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 let w: World;
@@ -144,11 +145,39 @@ describe('the report relay', () => {
     const fresh = await w.h.deps.prisma.report.create({
       data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Just requested' },
     });
-    expect(await relayPendingReports(w.workerDeps, w.worker!.reportQueue)).toBeGreaterThanOrEqual(1);
+    expect(await relayLostReports(w.workerDeps, w.worker!.reportQueue)).toBeGreaterThanOrEqual(1);
     await waitForStatus(lost.id, 'ready');
     expect((await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: fresh.id }, omit: { pdf: true } })).status).toBe('pending');
     expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: lost.id })).toHaveLength(1);
     await w.h.deps.prisma.report.delete({ where: { id: fresh.id } });
+  });
+
+  it('finds a report that lost its job behind a page of reports whose jobs wait, and adds no second job for those', async () => {
+    const { assessment } = await arrange();
+    // A queue of its own that no worker takes from: the jobs put in it stay waiting, as behind a backlog.
+    const connection = createRedis(w.h.config.redisUrl);
+    const queue = createReportQueue(connection, { ...w.h.config, redisPrefix: `${w.h.config.redisPrefix}:relay-pages` });
+    try {
+      const old = new Date(Date.now() - w.h.config.webhooks.relayAgeMs - 1000);
+      const ids = ['rpt_relaypage1', 'rpt_relaypage2', 'rpt_relaypage3', 'rpt_relaypage4', 'rpt_relaypage5'];
+      await w.h.deps.prisma.report.createMany({
+        data: ids.map((id) => ({ id, organizationId: w.org.id, assessmentId: assessment.id, title: id, createdAt: old })),
+      });
+      // The first four (two pages of two) still have their jobs; the last lost its own.
+      for (const id of ids.slice(0, 4)) await enqueueReport(queue, id);
+      const before = await Promise.all(ids.slice(0, 4).map(async (id) => (await queue.getJob(id))!.timestamp));
+
+      const relayed = await relayPendingReports(w.h.deps.prisma, queue, { ageMs: w.h.config.webhooks.relayAgeMs, batchSize: 2 });
+      expect(relayed).toBeGreaterThanOrEqual(1);
+      expect(await queue.getJob(ids[4])).toMatchObject({ name: 'render', data: { reportId: ids[4] } });
+      expect(await Promise.all(ids.slice(0, 4).map(async (id) => (await queue.getJob(id))!.timestamp))).toEqual(before);
+      expect(await queue.getJobCounts('waiting')).toMatchObject({ waiting: 5 + relayed - 1 });
+      await w.h.deps.prisma.report.deleteMany({ where: { id: { in: ids } } });
+    } finally {
+      await queue.obliterate({ force: true });
+      await queue.close();
+      connection.disconnect();
+    }
   });
 });
 
@@ -203,7 +232,7 @@ describe('failures', () => {
     });
     // Not pending any more: the relay leaves it alone however old it is.
     await w.h.deps.prisma.report.update({ where: { id: report.id }, data: { createdAt: new Date(Date.now() - w.h.config.webhooks.relayAgeMs - 1000) } });
-    await relayPendingReports(w.workerDeps, w.worker!.reportQueue);
+    await relayLostReports(w.workerDeps, w.worker!.reportQueue);
     expect(await w.worker!.reportQueue.getJob(report.id)).toBeUndefined();
     expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: report.id })).toEqual([]);
 

@@ -1,25 +1,29 @@
 // The outbox relay: enqueues every pending delivery that is overdue (its next attempt, or its creation, lies
-// further back than `ageMs`) and has lost its job. It pages through the overdue deliveries by id and asks Redis which
+// further back than `ageMs`) and has lost its job; the same mechanism relays issue exports and reports. It pages through the overdue deliveries by id and asks Redis which
 // of each page have no job: under a backlog, thousands of pending deliveries are overdue with their jobs still queued,
 // and a relay that looked only at the first page (500, by id) never reached a lost one behind them (at 10,000 queued,
 // a lost delivery waited 34 s instead of one relay interval). A run stops after `budgetMs`; the next one goes on
 // from where it stopped (the cursor is kept in Redis, shared by the workers that take turns running the relay).
 import type { Queue } from 'bullmq';
 import { Prisma, queryRows, utcTimestamp, type Db } from '@svc/db';
-import { deliveriesWithoutJob, enqueueIssueExport, queueRedis, type DeliveryJobData } from '@svc/queue';
+import { enqueueIssueExport, enqueueReport, idsWithoutJob, queueRedis, type DeliveryJobData, type ReportJobData } from '@svc/queue';
 import { enqueueDeliveries } from './enqueue';
 
 export const RELAY_PAGE = 500;
 export const RELAY_BUDGET_MS = 5_000;
 const CURSOR_TTL_MS = 24 * 3600 * 1000;
 
-/** What both relays take: how overdue a pending row must be, and how a run pages. */
-interface RelayOptions {
+/** How overdue a pending row must be, and how a run pages. */
+interface PagingOptions {
   ageMs: number;
-  maxAttempts: number;
   now?: Date;
   batchSize?: number;
   budgetMs?: number;
+}
+
+/** What the delivery and issue-export relays take: the attempts a relayed job may still make count from this. */
+interface RelayOptions extends PagingOptions {
+  maxAttempts: number;
 }
 
 /** One page of overdue pending rows after the cursor, in id order: its table's query. */
@@ -61,10 +65,10 @@ function overdueDeliveries(prisma: Db): ReadPage<{ id: string; attempt_count: nu
  * missing from Redis to `enqueueLost`, and stops after the budget, leaving its cursor (`cursorName`) in Redis for
  * the next run. Returns how many were lost and enqueued.
  */
-async function relayInPages<T extends { id: string }>(
-  queue: Queue<DeliveryJobData>,
+async function relayInPages<T extends { id: string }, D>(
+  queue: Queue<D>,
   cursorName: string,
-  options: RelayOptions,
+  options: PagingOptions,
   readPage: ReadPage<T>,
   enqueueLost: (lost: T[]) => Promise<void>,
 ): Promise<number> {
@@ -77,7 +81,7 @@ async function relayInPages<T extends { id: string }>(
   let relayed = 0;
   for (;;) {
     const page = await readPage(cutoff, after, pageSize);
-    const lost = new Set(await deliveriesWithoutJob(queue, page.map((row) => row.id)));
+    const lost = new Set(await idsWithoutJob(queue, page.map((row) => row.id)));
     await enqueueLost(page.filter((row) => lost.has(row.id)));
     relayed += lost.size;
     if (page.length < pageSize) {
@@ -123,6 +127,24 @@ export async function relayOverdueIssueExports(prisma: Db, queue: Queue<Delivery
     (cutoff, after, take) => prisma.findingIssueExport.findMany({ ...overduePage(cutoff, after, take), select: { id: true, attemptCount: true } }),
     async (lost) => {
       for (const e of lost) await enqueueIssueExport(queue, e.id, Math.max(1, options.maxAttempts - e.attemptCount));
+    },
+  );
+}
+
+/**
+ * Reports still pending after `ageMs` whose render job is gone (the API died after its commit, Redis refused the
+ * job): enqueued again (job id = report id). Paged as the others: a backlog of reports whose jobs wait (behind an
+ * erasure, say) does not hide a lost one behind it.
+ */
+export async function relayPendingReports(prisma: Db, queue: Queue<ReportJobData>, options: PagingOptions): Promise<number> {
+  return relayInPages(
+    queue,
+    'report-relay',
+    options,
+    (cutoff, after, take) =>
+      prisma.report.findMany({ where: { status: 'pending', id: { gt: after }, createdAt: { lt: cutoff } }, select: { id: true }, orderBy: { id: 'asc' }, take }),
+    async (lost) => {
+      for (const { id } of lost) await enqueueReport(queue, id);
     },
   );
 }

@@ -237,7 +237,7 @@ type ExistingRedis = {
 const existingDefined = new WeakSet<object>();
 
 /** Of these deliveries, those that have no job in the queue (none waiting, delayed, active or prioritized). */
-export async function deliveriesWithoutJob(queue: Queue<DeliveryJobData>, ids: string[]): Promise<string[]> {
+export async function idsWithoutJob<T>(queue: Queue<T>, ids: string[]): Promise<string[]> {
   if (ids.length === 0) return [];
   const client = (await queueRedis(queue)) as unknown as ExistingRedis;
   if (!existingDefined.has(client)) {

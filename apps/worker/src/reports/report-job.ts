@@ -10,16 +10,15 @@
 //   did not finish REPORT_RENDER_ATTEMPTS times (its worker died during it: stall recovery bypasses the job's
 //   handler and the relay would enqueue it again, so one such report would kill a worker every relay cycle).
 // - `report-relay` (a job scheduler, one run per tick whichever worker takes it): enqueues reports still pending
-//   after the relay age, whose enqueue was lost (Redis down, API killed after commit). A report that still has
-//   its job is not enqueued twice (job id = report id).
+//   after the relay age whose job is gone (Redis down, API killed after commit), paged as the outbox relay is
+//   (packages/outbox relay.ts). A report that still has its job is not enqueued twice (job id = report id).
 import { DelayedError, Worker, type Job, type Queue } from 'bullmq';
 import { withJobLogger } from '@svc/config';
-import { outboxDeps, withOutbox } from '@svc/outbox';
+import { outboxDeps, relayPendingReports, withOutbox } from '@svc/outbox';
 import {
   REPORT_QUEUE,
   REPORT_RENDER_ATTEMPTS,
   bullPrefix,
-  enqueueReport,
   type DeliveryJobData,
   type ReportJobData,
   type ReportJobName,
@@ -27,8 +26,6 @@ import {
 import type { WorkerDeps } from '../deps';
 import { renderReportPdf } from './render-pdf';
 import type { RunningJobs } from '../running-jobs';
-
-const RELAY_BATCH_SIZE = 500;
 
 export type ReportJobResult = 'ready' | 'skipped' | 'failed' | number;
 /** How long a render waits for an erasure running in its organization before it renders again. */
@@ -121,17 +118,11 @@ async function markFailed(deps: WorkerDeps, reportId: string, err: unknown): Pro
   });
 }
 
-export async function relayPendingReports(deps: WorkerDeps, reportQueue: Queue<ReportJobData>): Promise<number> {
-  const cutoff = new Date(deps.clock.now().getTime() - deps.config.webhooks.relayAgeMs);
-  const pending = await deps.prisma.report.findMany({
-    where: { status: 'pending', createdAt: { lt: cutoff } },
-    select: { id: true },
-    orderBy: { id: 'asc' },
-    take: RELAY_BATCH_SIZE,
-  });
-  for (const { id } of pending) await enqueueReport(reportQueue, id);
-  if (pending.length > 0) deps.logger.info('Report relay enqueued pending reports', { reports: pending.length });
-  return pending.length;
+/** The report relay's run: enqueues the reports pending past the relay age whose job is gone; answers how many. */
+export async function relayLostReports(deps: WorkerDeps, reportQueue: Queue<ReportJobData>): Promise<number> {
+  const relayed = await relayPendingReports(deps.prisma, reportQueue, { ageMs: deps.config.webhooks.relayAgeMs, now: deps.clock.now() });
+  if (relayed > 0) deps.logger.info('Report relay enqueued reports whose job was lost', { reports: relayed });
+  return relayed;
 }
 
 /** A report whose render did not finish this many times (its worker died during each) is failed, not rendered again. */
@@ -195,7 +186,7 @@ export async function runReportJob(
     case 'render':
       return runRenderJob(deps, deliveryQueue, job, token);
     case 'report-relay':
-      return relayPendingReports(deps, reportQueue);
+      return relayLostReports(deps, reportQueue);
     default:
       throw new Error(`Unknown report job ${job.name}`);
   }

@@ -217,6 +217,68 @@ describe('DELETE /projects/{id}', () => {
     expect((await api().delete(`/api/v1/projects/${empty.id}`).set(bearer(projectsOnly))).status).toBe(204);
   });
 
+  // Deleting a project deletes its webhook subscriptions (project and assessment level) and their delivery history;
+  // SPEC's role table gives managers no webhook access, so a project with live subscriptions needs webhooks:delete.
+  const subscribeTo = async (projectId: string) => {
+    const sub = await api().post(`/api/v1/projects/${projectId}/webhooks/subscriptions`).set(bearer(org.admin.token))
+      .send({ name: 'SIEM', url: 'https://203.0.114.10/hooks', events: ['finding.created'] });
+    expect(sub.status).toBe(201);
+    const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: org.id, type: 'finding.created', projectId, data: {} } });
+    await h.deps.prisma.webhookDelivery.create({
+      data: { id: newId('whdel'), organizationId: org.id, subscriptionId: sub.body.id, eventId: event.id, eventType: event.type, payload: {}, payloadFormat: 'json', status: 'succeeded' },
+    });
+    return sub.body.id as string;
+  };
+  const untouched = async (projectId: string, subscriptionId: string) => {
+    expect(await h.deps.prisma.project.count({ where: { id: projectId } })).toBe(1);
+    expect(await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: subscriptionId } })).toMatchObject({ deletedAt: null });
+    expect(await h.deps.prisma.webhookDelivery.count({ where: { subscriptionId } })).toBe(1);
+  };
+
+  it('refuses a manager a project with webhook subscriptions: 403 naming webhooks:delete, the subscriptions and their history kept', async () => {
+    const p = await insertProject(h, org.id);
+    await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'write');
+    const subscription = await subscribeTo(p.id);
+    const res = await api().delete(`/api/v1/projects/${p.id}`).set(bearer(org.manager.token));
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'Missing required scope: webhooks:delete. Deleting this project would delete its 1 webhook subscription.' });
+    await untouched(p.id, subscription);
+    // Once an admin has deleted the subscription, the manager may delete the project.
+    expect((await api().delete(`/api/v1/projects/${p.id}/webhooks/subscriptions/${subscription}`).set(bearer(org.admin.token))).status).toBe(204);
+    expect((await api().delete(`/api/v1/projects/${p.id}`).set(bearer(org.manager.token))).status).toBe(204);
+    expect(await h.deps.prisma.project.count({ where: { id: p.id } })).toBe(0);
+  });
+
+  it('asks the same of an API key, for a project and for an assessment with subscriptions', async () => {
+    const mint = async (scopes: string[]) => {
+      const res = await api().post('/api/v1/api-keys').set(bearer(org.admin.token)).send({ name: `delete ${scopes.join(' ')}`, scopes });
+      expect(res.status).toBe(201);
+      return res.body.key as string;
+    };
+    const withoutWebhooks = await mint(['projects:read', 'projects:delete', 'assessments:read', 'assessments:delete']);
+    const withWebhooks = await mint(['projects:read', 'projects:delete', 'assessments:read', 'assessments:delete', 'webhooks:delete']);
+    const p = await insertProject(h, org.id);
+    const subscription = await subscribeTo(p.id);
+    const refused = await api().delete(`/api/v1/projects/${p.id}`).set(bearer(withoutWebhooks));
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toContain('webhooks:delete');
+    await untouched(p.id, subscription);
+
+    const a = await insertAssessment(h, org.id, p.id);
+    const onAssessment = await api().post(`/api/v1/assessments/${a.id}/webhooks/subscriptions`).set(bearer(org.admin.token))
+      .send({ name: 'Assessment hook', url: 'https://203.0.114.10/assessment', events: ['finding.created'] });
+    expect(onAssessment.status).toBe(201);
+    const refusedAssessment = await api().delete(`/api/v1/assessments/${a.id}`).set(bearer(withoutWebhooks));
+    expect(refusedAssessment.status).toBe(403);
+    expect(refusedAssessment.body).toEqual({ detail: 'Missing required scope: webhooks:delete. Deleting this assessment would delete its 1 webhook subscription.' });
+    expect(await h.deps.prisma.assessment.count({ where: { id: a.id } })).toBe(1);
+    expect(await h.deps.prisma.webhookSubscription.count({ where: { id: onAssessment.body.id, deletedAt: null } })).toBe(1);
+
+    expect((await api().delete(`/api/v1/assessments/${a.id}`).set(bearer(withWebhooks))).status).toBe(204);
+    expect((await api().delete(`/api/v1/projects/${p.id}`).set(bearer(withWebhooks))).status).toBe(204);
+    expect(await h.deps.prisma.webhookDelivery.count({ where: { subscriptionId: subscription } })).toBe(0);
+  });
+
   it('lets a manager with a write grant delete', async () => {
     const p = await insertProject(h, org.id);
     await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'write');

@@ -13,7 +13,7 @@ import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '.
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { Acting } from '../audit/audit.context';
-import { DELETION_TRANSACTION, deleteWithSubscriptions } from '../webhooks/subscriptions.service';
+import { DELETION_TRANSACTION, deleteWithSubscriptions, requireMayDeleteSubscriptionsOf } from '../webhooks/subscriptions.service';
 
 /** Every project answer carries its source (null when none is attached). */
 const withSource = { source: { include: { archive: true } } } as const;
@@ -108,7 +108,7 @@ async function requireMayDeleteAssessmentsOf(db: Pick<Tx, 'assessment'>, princip
 
 /**
  * Deletes the project with its assessments, grants and webhook subscriptions (cascade; each live subscription audited
- * as deleted); its subscriptions' deliveries go first, in bounded batches (history-deletion.service.ts), and its
+ * as deleted; with any of those, the caller needs assessments:delete and webhooks:delete too); its subscriptions' deliveries go first, in bounded batches (history-deletion.service.ts), and its
  * stored source objects after the rows.
  */
 export async function deleteProject(deps: AppDeps, by: Acting, id: string): Promise<void> {
@@ -117,6 +117,7 @@ export async function deleteProject(deps: AppDeps, by: Acting, id: string): Prom
   const db = scopedTo(deps.prisma, principal);
   // Before its history goes; and again under the project's row lock, which an assessment created meanwhile waits for.
   await requireMayDeleteAssessmentsOf(db, principal, id);
+  await requireMayDeleteSubscriptionsOf(db, principal, { projectId: id });
   await eraseProjectHistory(deps.prisma, principal.organizationId, id);
   const deleted = await db.$transaction(
     (tx) =>

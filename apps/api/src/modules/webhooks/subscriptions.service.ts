@@ -17,7 +17,9 @@ import type { WebhookSubscription } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
-import { badRequest, conflict, notFound, unprocessable } from '../../http/errors';
+import { badRequest, conflict, forbidden, notFound, unprocessable } from '../../http/errors';
+import { hasScope } from '@svc/scopes';
+import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, Prisma, scopedTo, type Scoped, type Tx } from '@svc/db';
 import { seal } from '@svc/db';
@@ -359,6 +361,23 @@ export const DELETION_TRANSACTION = { timeout: 10 * 60 * 1000 } as const;
 export type SubscriptionsOwner = { projectId: string } | { assessmentId: string };
 
 /**
+ * Deleting a project or an assessment deletes its live webhook subscriptions with it: that needs `webhooks:delete`
+ * too (SPEC's role table: a manager, who may delete projects, has no webhook access). 403 naming the scope.
+ */
+function refuseSubscriptionsWithoutScope(principal: Principal, owner: SubscriptionsOwner, live: number): void {
+  if (live === 0 || hasScope(principal.scopes, 'webhooks:delete')) return;
+  const what = 'assessmentId' in owner ? 'assessment' : 'project';
+  throw forbidden(`Missing required scope: webhooks:delete. Deleting this ${what} would delete its ${live} webhook subscription${live === 1 ? '' : 's'}.`);
+}
+
+/** The same check before a deletion's first step outside its transaction (a project's delivery history goes first). */
+export async function requireMayDeleteSubscriptionsOf(db: Pick<Tx, 'webhookSubscription'>, principal: Principal, owner: SubscriptionsOwner): Promise<void> {
+  if (hasScope(principal.scopes, 'webhooks:delete')) return;
+  const live = await db.webhookSubscription.count({ where: { organizationId: principal.organizationId, kind: WEBHOOK_KIND, deletedAt: null, ...owner } });
+  refuseSubscriptionsWithoutScope(principal, owner, live);
+}
+
+/**
  * Runs `remove` (the deletion of a project or an assessment, whose foreign keys cascade to its subscriptions) and,
  * when it removed the owner, audits each live subscription that went with it as deleted, like one deleted on its
  * own, saying what took it. Inside the deleting transaction: the events commit or roll back with the deletion.
@@ -388,6 +407,7 @@ export async function deleteWithSubscriptions(
        AND ${Prisma.raw(ofAssessment ? 'assessment_id' : 'project_id')} = ${ownerId}
      ORDER BY id
        FOR NO KEY UPDATE`;
+  refuseSubscriptionsWithoutScope(by.principal, owner, doomed.length);
   if (!(await remove())) return false;
   if (doomed.length === 0) return true;
   const reason = ofAssessment ? 'assessment_deleted' : 'project_deleted';

@@ -235,6 +235,7 @@ async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseu
   const ids = rows.map((r) => r.id);
   await tx.$executeRaw`
     UPDATE reports SET status = 'pending', pdf = NULL, size_bytes = NULL, ready_at = NULL, error = NULL,
+           unfinished_renders = CASE WHEN status = 'ready' THEN 0 ELSE unfinished_renders END,
            updated_at = GREATEST(${now}, updated_at + interval '1 millisecond')
      WHERE id = ANY(${ids}::text[]) AND organization_id = ${organizationId} AND status IN ('ready', 'pending')`;
   return ids;

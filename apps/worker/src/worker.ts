@@ -24,7 +24,7 @@ import { processIssueExport } from './issue-export';
 import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, runOutboxRelay, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
-import { createReportWorker, scheduleReportRelay } from './reports/report-job';
+import { createReportWorker, releaseRendersCutOff, scheduleReportRelay, type RendersUnderWay } from './reports/report-job';
 import { RunningJobs } from './running-jobs';
 
 /** BullMQ tuning a test may override (a short stalledInterval, say). */
@@ -227,7 +227,8 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
   const relayQueue = createRelayQueue(queueConnection, deps.config);
   const relayWorker = createRelayWorker(deps, deliveryQueue, jobs);
   const reportQueue = createReportQueue(queueConnection, deps.config);
-  const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue, jobs);
+  const rendersUnderWay: RendersUnderWay = new Set();
+  const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue, jobs, rendersUnderWay);
   if (options.schedule !== false) {
     const schedule = async () => {
       await scheduleMaintenance(deps, maintenanceQueue, relayQueue);
@@ -249,6 +250,7 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
     await waitAtMost(() => deliveryWorker.drain(), shutdownMs, () =>
       deps.logger.warn('Jobs still running at the shutdown deadline: cut off', { jobs: jobs.size, timeout_ms: shutdownMs }),
     );
+    await releaseRendersCutOff(deps, rendersUnderWay);
     // What is left is BullMQ's bookkeeping over Redis. Its close waits for an "end" that a client reconnecting to a
     // Redis gone away (a restart, a failover) never emits (taskforcesh/bullmq#4656): past the bound, the connections
     // are cut. A job cut off is taken again by BullMQ's stalled-job recovery, as after a kill.

@@ -16,6 +16,7 @@ import { eventsOf, insertAssessmentIn, insertFinding } from '../../api/test/supp
 import { newId } from '@svc/db';
 import * as renderModule from '../src/reports/render-pdf';
 import { relayLostReports, renderReport, runReportJob } from '../src/reports/report-job';
+import { startWorker } from '../src/worker';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 let w: World;
@@ -239,6 +240,67 @@ describe('failures', () => {
     for (const reject of killed) reject(new Error('the process was killed'));
     await Promise.all(abandoned);
   });
+
+  it('a report that renders after its worker died twice is ready with nothing counted against it (a later render, after an erasure, starts afresh)', async () => {
+    const { assessment } = await arrange();
+    const report = await w.h.deps.prisma.report.create({
+      data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Survivor', unfinishedRenders: 2 },
+    });
+    const job = { name: 'render', data: { reportId: report.id }, attemptsMade: 0, opts: { attempts: 3 } } as unknown as Job<ReportJobData>;
+    expect(await runReportJob(w.workerDeps, w.worker!.deliveryQueue, w.worker!.reportQueue, job)).toBe('ready');
+    expect(await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).toMatchObject({ status: 'ready', unfinishedRenders: 0 });
+  });
+
+  it('a render that failed with a database blip, or was cut off by a shutdown, is not counted as one its worker died during', async () => {
+    const { assessment } = await arrange();
+    const report = await w.h.deps.prisma.report.create({
+      data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Blips and deploys' },
+    });
+    const counted = async () => (await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).unfinishedRenders;
+    const job = { name: 'render', data: { reportId: report.id }, attemptsMade: 0, opts: { attempts: 3 } } as unknown as Job<ReportJobData>;
+
+    // 1. The render fails, and so does the first try at recording its end (the database was restarting).
+    jest.spyOn(renderModule, 'renderReportPdf').mockRejectedValue(new Error('connection reset'));
+    let blips = 1;
+    const prisma = new Proxy(w.workerDeps.prisma, {
+      get(target, key, receiver) {
+        if (key === '$executeRaw') {
+          return (...args: unknown[]) => {
+            if (blips-- > 0) return Promise.reject(new Error('Can\'t reach database server'));
+            return (target.$executeRaw as (...a: unknown[]) => Promise<number>)(...args);
+          };
+        }
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    await expect(runReportJob({ ...w.workerDeps, prisma }, w.worker!.deliveryQueue, w.worker!.reportQueue, job)).rejects.toThrow('connection reset');
+    expect(blips).toBe(-1);
+    expect(await counted()).toBe(0);
+
+    // 2. A worker stopped while its render runs, past its shutdown deadline: cut off by the deploy, not killed by it.
+    const killed: Array<(err: Error) => void> = [];
+    const render = jest.spyOn(renderModule, 'renderReportPdf').mockImplementation(() => new Promise((_resolve, reject) => killed.push(reject)));
+    render.mockClear();
+    // A worker of its own (its own queue prefix: this file's worker does not take the job), stopped after 300 ms.
+    const config = { ...w.workerDeps.config, workerShutdownTimeoutMs: 300, redisPrefix: `${w.workerDeps.config.redisPrefix}:cut` };
+    const stopping = await startWorker({ ...w.workerDeps, config }, { schedule: false });
+    try {
+      await enqueueReport(stopping.reportQueue, report.id);
+      await poll(async () => render.mock.calls.length, (calls) => calls === 1, 10_000, 'the render to start');
+      expect(await counted()).toBe(1);
+      await stopping.close();
+      expect(await counted()).toBe(0);
+      // The render it cut off ends later (the process would have exited): counted once, not twice.
+      await w.h.deps.prisma.report.update({ where: { id: report.id }, data: { unfinishedRenders: 2 } });
+      for (const reject of killed) reject(new Error('cut off'));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await counted()).toBe(2);
+    } finally {
+      for (const reject of killed) reject(new Error('cut off'));
+      await stopping.close();
+      await w.h.deps.prisma.report.delete({ where: { id: report.id } });
+    }
+  }, 60_000);
 
   it('skips a report whose assessment was deleted meanwhile', async () => {
     expect(await renderReport(w.workerDeps, w.worker!.deliveryQueue, 'rpt_gone')).toBe('skipped');

@@ -83,7 +83,7 @@ async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData
       if (await tx.erasureRequest.count({ where: { organizationId: report.organizationId, status: 'erasing' } })) return 'erasure_running';
       const claimed = await tx.report.updateMany({
         where: { id: report.id, status: 'pending', updatedAt: report.updatedAt },
-        data: { status: 'ready', pdf: new Uint8Array(pdf), sizeBytes: pdf.length, readyAt: now, error: null },
+        data: { status: 'ready', pdf: new Uint8Array(pdf), sizeBytes: pdf.length, readyAt: now, error: null, unfinishedRenders: 0 },
       });
       if (claimed.count !== 1) return (await tx.report.count({ where: { id: report.id, status: 'pending' } })) > 0 ? 'changed' : false;
       await publish({
@@ -128,7 +128,19 @@ export async function relayLostReports(deps: WorkerDeps, reportQueue: Queue<Repo
 /** A report whose render did not finish this many times (its worker died during each) is failed, not rendered again. */
 export const MAX_UNFINISHED_RENDERS = REPORT_RENDER_ATTEMPTS;
 
-async function runRenderJob(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, job: Job<ReportJobData>, token?: string): Promise<ReportJobResult> {
+/**
+ * The renders one worker has under way (report ids). At a shutdown that cuts them off they are counted as finished:
+ * a deploy is not the render killing its worker.
+ */
+export type RendersUnderWay = Set<string>;
+
+async function runRenderJob(
+  deps: WorkerDeps,
+  deliveryQueue: Queue<DeliveryJobData>,
+  job: Job<ReportJobData>,
+  token: string | undefined,
+  underWay: RendersUnderWay,
+): Promise<ReportJobResult> {
   const { reportId } = job.data;
   const unfinished = await startRender(deps, reportId);
   if (unfinished === null) return 'skipped';
@@ -136,6 +148,7 @@ async function runRenderJob(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobDa
     await markFailed(deps, reportId, new Error(`its render was started ${unfinished} times and never finished (the worker died during it)`));
     return 'failed';
   }
+  underWay.add(reportId);
   try {
     const rendered = await renderReport(deps, deliveryQueue, reportId);
     if (rendered !== 'erasure_running') return rendered;
@@ -149,7 +162,7 @@ async function runRenderJob(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobDa
     await markFailed(deps, reportId, err);
     return 'failed';
   } finally {
-    await endRender(deps, reportId);
+    if (underWay.delete(reportId)) await endRender(deps, reportId);
   }
 }
 
@@ -166,13 +179,34 @@ async function startRender(deps: WorkerDeps, reportId: string): Promise<number |
   return rows.length === 1 ? rows[0].unfinished_renders - 1 : null;
 }
 
-/** The render has ended, whatever its outcome. A failure here only leaves it counted as unfinished: logged, not thrown. */
+/** Tries to record that a render ended, over a few seconds: a render that failed with the database often ends with it. */
+const END_RENDER_RETRY_DELAYS_MS = [250, 1_000, 3_000];
+
+/**
+ * The render has ended, whatever its outcome. Retried through a short database outage; one that outlasts the
+ * retries leaves the render counted as unfinished (logged, not thrown): it takes three such to fail a report.
+ */
 async function endRender(deps: WorkerDeps, reportId: string): Promise<void> {
-  try {
-    await deps.prisma.$executeRaw`UPDATE reports SET unfinished_renders = GREATEST(unfinished_renders - 1, 0) WHERE id = ${reportId}`;
-  } catch (err) {
-    deps.logger.warn('Report render could not be counted as finished', { report_id: reportId, error: err instanceof Error ? err.message : String(err) });
+  for (let tried = 0; ; tried++) {
+    try {
+      await deps.prisma.$executeRaw`UPDATE reports SET unfinished_renders = GREATEST(unfinished_renders - 1, 0) WHERE id = ${reportId}`;
+      return;
+    } catch (err) {
+      if (tried >= END_RENDER_RETRY_DELAYS_MS.length) {
+        deps.logger.warn('Report render could not be counted as finished', { report_id: reportId, error: err instanceof Error ? err.message : String(err) });
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, END_RENDER_RETRY_DELAYS_MS[tried]));
+    }
   }
+}
+
+/** At a shutdown that cuts renders off: each counted as finished (the shutdown, not the render, stopped it). */
+export async function releaseRendersCutOff(deps: WorkerDeps, underWay: RendersUnderWay): Promise<void> {
+  const cutOff = [...underWay];
+  underWay.clear();
+  await Promise.all(cutOff.map((reportId) => endRender(deps, reportId)));
+  if (cutOff.length > 0) deps.logger.info('Report renders cut off by the shutdown: rendered again by the next worker', { reports: cutOff.length });
 }
 
 export async function runReportJob(
@@ -181,10 +215,11 @@ export async function runReportJob(
   reportQueue: Queue<ReportJobData>,
   job: Job<ReportJobData>,
   token?: string,
+  underWay: RendersUnderWay = new Set(),
 ): Promise<ReportJobResult> {
   switch (job.name as ReportJobName) {
     case 'render':
-      return runRenderJob(deps, deliveryQueue, job, token);
+      return runRenderJob(deps, deliveryQueue, job, token, underWay);
     case 'report-relay':
       return relayLostReports(deps, reportQueue);
     default:
@@ -192,11 +227,17 @@ export async function runReportJob(
   }
 }
 
-export function createReportWorker(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData>, reportQueue: Queue<ReportJobData>, jobs: RunningJobs): Worker {
+export function createReportWorker(
+  deps: WorkerDeps,
+  deliveryQueue: Queue<DeliveryJobData>,
+  reportQueue: Queue<ReportJobData>,
+  jobs: RunningJobs,
+  underWay: RendersUnderWay,
+): Worker {
   const connection = deps.redis();
   const worker = new Worker<ReportJobData, ReportJobResult>(
     REPORT_QUEUE,
-    jobs.counting((job: Job<ReportJobData>, token?: string) => runReportJob(withJobLogger(deps, job.id), deliveryQueue, reportQueue, job, token)),
+    jobs.counting((job: Job<ReportJobData>, token?: string) => runReportJob(withJobLogger(deps, job.id), deliveryQueue, reportQueue, job, token, underWay)),
     { connection, prefix: bullPrefix(deps.config), concurrency: 2 },
   );
   worker.on('closed', () => {

@@ -1,7 +1,7 @@
 // Nothing left behind (issue 35, part 3): the API's temp folders swept at start, the worker's periodic sweep of
 // stored objects and local .partial files that no archive row references (local storage and S3 through s3rver),
 // the retry of a replaced archive's failed delete, and a real API process SIGKILLed mid-upload and mid-extraction.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -301,10 +301,16 @@ describe('an API process killed mid-upload leaves nothing behind after the sweep
     const [leftover] = await waitFor(() => ours(tempDir), (names) => names.length === 1, 10_000, () => api.output());
     await killIfRunning(api);
     killed.destroy();
+    // Touched "just now" whatever the restart takes on a loaded machine: younger than the grace at the next start.
+    const future = new Date(Date.now() + 60_000);
+    utimesSync(path.join(tempDir, leftover), future, future);
 
     api = await startApi(h, tempDir, quickSweeps);
     // Younger than the grace: another process's upload, for all the start knows.
     expect(ours(tempDir)).toEqual([leftover]);
+    // Now untouched for longer than the grace.
+    const past = new Date(Date.now() - 10_000);
+    utimesSync(path.join(tempDir, leftover), past, past);
 
     // An upload to the restarted API that stops sending for longer than the grace, then goes on.
     const zip = buildZip([{ name: 'src/a.txt', data: randomBytes(256 * 1024) }]);
@@ -316,6 +322,8 @@ describe('an API process killed mid-upload leaves nothing behind after the sweep
     // ...but this process's own folder, untouched for longer than the grace, is left alone.
     await new Promise((r) => setTimeout(r, 3500));
     expect(ours(tempDir)).toEqual([live]);
+    // Touched while in use, for the sweeps of other API processes sharing the folder.
+    expect(Date.now() - statSync(path.join(tempDir, live)).mtimeMs).toBeLessThan(3000);
     paused.end(zip.subarray(128 * 1024));
     await waitFor(() => status, (s) => s !== 0, 15_000, () => api.output());
     expect(status).toBe(200);

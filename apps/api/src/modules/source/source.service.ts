@@ -51,7 +51,7 @@ export async function uploadSourceArchive(deps: AppDeps, principal: Principal, a
     requireZipBody(req);
     const assessment = await requireAssessmentAccess(deps, principal, assessmentId, 'write');
     requireAcceptsSource(assessment.status);
-    const upload = await spoolUpload(req, deps.config.source.maxUploadBytes, deps.config.source.tempDir);
+    const upload = await spoolUpload(req, deps.config.source.maxUploadBytes, deps.config.source);
     try {
       const db = scopedTo(deps.prisma, principal);
       const same = await db.sourceArchive.findFirst({ where: { assessmentId: assessment.id, sha256: upload.sha256 } });
@@ -83,7 +83,7 @@ async function storeArchive(
   const archiveId = newId('src');
   const owner = { organizationId: assessment.organizationId, projectId: assessment.projectId, assessmentId: assessment.id };
   const prefix = uploadPrefixOf(owner, archiveId);
-  const scratch = await makeTempFolder(deps.config.source.tempDir, EXTRACT_PREFIX);
+  const scratch = await makeTempFolder(deps.config.source, EXTRACT_PREFIX);
   let previous: SourceArchive | null = null;
   let created: SourceArchive;
   // Before a byte is stored: the quota as it stands (checked again, under a lock, where the row is written).

@@ -3,8 +3,10 @@
 // sweeps them when it starts and every SOURCE_TEMP_SWEEP_INTERVAL_MS while it runs (a process restarted soon after
 // the kill finds them younger than the grace and would otherwise keep them until its own next start). Only folders
 // with our prefixes, only those untouched for SOURCE_TEMP_GRACE_MS (a younger one may belong to another API process
-// sharing the folder, still receiving), and never one this process is using, however long it sits untouched.
-import { mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+// sharing the folder, still receiving), and never one this process is using. A folder in use is touched every third
+// of the grace, so that another process's sweep does not take it either while nothing is written to it (an
+// extraction reads the spool for as long as it runs).
+import { mkdir, mkdtemp, readdir, rm, stat, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '@svc/config';
 
@@ -21,13 +23,26 @@ export interface TempFolder {
   remove(): Promise<void>;
 }
 
+type TempConfig = { tempDir: string; tempGraceMs: number; tempSweepIntervalMs: number };
+
+/** How often a folder in use is touched: a third of the grace, between 1 s and 5 min (none with no grace). */
+const touchIntervalMs = (graceMs: number) => Math.min(Math.max(Math.floor(graceMs / 3), 1_000), 5 * 60_000);
+
 /** A new temporary folder of ours for one request; the request removes it on every way out. */
-export async function makeTempFolder(tempDir: string, prefix: typeof UPLOAD_PREFIX | typeof EXTRACT_PREFIX): Promise<TempFolder> {
-  const dir = await mkdtemp(path.join(tempDir, prefix));
+export async function makeTempFolder(config: Omit<TempConfig, 'tempSweepIntervalMs'>, prefix: typeof UPLOAD_PREFIX | typeof EXTRACT_PREFIX): Promise<TempFolder> {
+  const dir = await mkdtemp(path.join(config.tempDir, prefix));
   inUse.add(dir);
+  const touching =
+    config.tempGraceMs > 0
+      ? setInterval(() => {
+          const now = new Date();
+          utimes(dir, now, now).catch(() => undefined);
+        }, touchIntervalMs(config.tempGraceMs)).unref()
+      : null;
   return {
     dir,
     remove: async () => {
+      if (touching) clearInterval(touching);
       await rm(dir, { recursive: true, force: true }).catch(() => undefined);
       inUse.delete(dir);
     },
@@ -62,8 +77,6 @@ export async function sweepTempFiles(tempDir: string, graceMs: number, now = Dat
   }
   return removed;
 }
-
-type TempConfig = { tempDir: string; tempGraceMs: number; tempSweepIntervalMs: number };
 
 /** One sweep that never throws: says what it removed, or why it could not. */
 async function sweepAndLog(config: TempConfig, logger: Logger): Promise<void> {

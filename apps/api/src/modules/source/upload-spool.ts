@@ -34,10 +34,10 @@ class CappedHasher extends Transform {
   }
 }
 
-export async function spoolUpload(req: Request, maxBytes: number, tempDir: string): Promise<SpooledUpload> {
+export async function spoolUpload(req: Request, maxBytes: number, temp: { tempDir: string; tempGraceMs: number }): Promise<SpooledUpload> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) throw uploadTooLarge(maxBytes);
-  const folder = await makeTempFolder(tempDir, UPLOAD_PREFIX);
+  const folder = await makeTempFolder(temp, UPLOAD_PREFIX);
   const discard = folder.remove;
   const file = path.join(folder.dir, 'archive.zip');
   const counter = new CappedHasher(maxBytes);

@@ -149,11 +149,14 @@ async function admitExport(ctx: DeliveryContext, targetId: string, row: FindingI
 }
 
 /**
- * How long an export run may hold its slot: its every request may take the timeout (GitHub's lookup pages, its
- * search, the create), plus a margin. Shorter, a run still reading lookup pages would lose its slot to the cap and
- * let more runs in than the cap allows.
+ * How long an export run may hold its slot: its every request (GitHub's lookup pages, its search, the create) may
+ * take its address check's DNS tries and then the timeout, plus a margin. Shorter, a run still reading lookup pages
+ * would lose its slot to the cap and let more runs in than the cap allows.
  */
-const exportSlotMs = (ctx: DeliveryContext) => (GITHUB_LOOKUP_MAX_PAGES + 2) * ctx.config.webhooks.timeoutMs + 5_000;
+function exportSlotMs(ctx: DeliveryContext): number {
+  const { timeoutMs, dns } = ctx.config.webhooks;
+  return (GITHUB_LOOKUP_MAX_PAGES + 2) * (dns.timeoutMs * dns.tries + timeoutMs) + 5_000;
+}
 
 /** Frees the export's slot with the attempt's outcome (none: no request was made), waking the exports it held back. */
 async function releaseExportSlot(ctx: DeliveryContext, targetId: string, exportId: string, outcome: AttemptOutcome | undefined, durationMs: number): Promise<void> {

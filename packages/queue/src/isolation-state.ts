@@ -72,7 +72,8 @@ end
 redis.call('ZADD', KEYS[2], expiry, token)
 redis.call('ZREM', KEYS[3], token)
 redis.call('PEXPIRE', KEYS[1], far * 4)
-redis.call('PEXPIRE', KEYS[2], far * 4)
+-- Never before the slot just taken expires (an issue export's slot spans many requests).
+redis.call('PEXPIRE', KEYS[2], math.max(far * 4, expiry - now))
 return {'ok', '0', transition}
 `;
 
@@ -206,7 +207,7 @@ function slotsOf(member: string): number {
 }
 
 /** Where one subscription's isolation state lives (the id a hash tag: one Cluster slot per subscription). */
-function isolationKeys(prefix: string, subscriptionId: string): [string, string, string] {
+export function isolationKeys(prefix: string, subscriptionId: string): [string, string, string] {
   const base = `${prefix}:iso:{${subscriptionId}}`;
   return [`${base}:state`, `${base}:inflight`, `${base}:waiting`];
 }
@@ -347,7 +348,6 @@ export class IsolationState {
     return farWakeMs(this.rules);
   }
 
-  /** Takes an in-flight slot for delivery `token`, or says why and until when it must wait. */
   /**
    * Admits attempt `token` on `subscription`, or says why and until when it waits. `slotMs` is how long its slot may
    * be held (a worker that dies mid-attempt frees it then); every attempt on one key must use the same (the slow

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { loadConfig } from '@svc/config';
-import { createRedis, IsolationState } from './index';
+import { createRedis, IsolationState, isolationKeys } from './index';
 
 const config = loadConfig();
 const prefix = `test_iso_workers_${randomUUID()}`;
@@ -181,4 +181,19 @@ describe('a registration that fails', () => {
     expect(told).toHaveLength(1);
     expect(unhandled).toEqual([]);
   }, 15_000);
+});
+
+it('an attempt that may hold its slot longer than the idle expiry (an issue export) keeps the cap full until its slot ends', async () => {
+  const state = isolation(false);
+  const longSubscription = { id: `iexp_${randomUUID()}`, rateLimit: null };
+  const slotMs = 3 * 3600_000; // beyond the keys' idle expiry (4 x the far wake-up, 40 min here)
+  expect((await state.admit(longSubscription, 'long', new Date(), slotMs)).admitted).toBe(true);
+  const redis = createRedis(config.redis);
+  try {
+    const [, inFlight] = isolationKeys(prefix, longSubscription.id);
+    expect(await redis.pttl(inFlight)).toBeGreaterThan(slotMs - 60_000);
+  } finally {
+    await redis.quit();
+  }
+  expect((await state.admit(longSubscription, 'second', new Date(), slotMs)).admitted).toBe(false);
 });

@@ -155,7 +155,9 @@ async function admitExport(ctx: DeliveryContext, targetId: string, row: FindingI
  */
 function exportSlotMs(ctx: DeliveryContext): number {
   const { timeoutMs, dns } = ctx.config.webhooks;
-  return (GITHUB_LOOKUP_MAX_PAGES + 2) * (dns.timeoutMs * dns.tries + timeoutMs) + 5_000;
+  // c-ares doubles its timeout at each try, and tries each name server (packages/net DnsSettings).
+  const dnsMs = dns.timeoutMs * (2 ** dns.tries - 1) * Math.max(1, dns.servers.length);
+  return (GITHUB_LOOKUP_MAX_PAGES + 2) * (dnsMs + timeoutMs) + 5_000;
 }
 
 /** Frees the export's slot with the attempt's outcome (none: no request was made), waking the exports it held back. */

@@ -24,7 +24,7 @@ import { processIssueExport } from './issue-export';
 import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, runOutboxRelay, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
-import { createReportWorker, releaseRendersCutOff, scheduleReportRelay, type RendersUnderWay } from './reports/report-job';
+import { RendersUnderWay, createReportWorker, releaseRendersCutOff, scheduleReportRelay } from './reports/report-job';
 import { RunningJobs } from './running-jobs';
 
 /** BullMQ tuning a test may override (a short stalledInterval, say). */
@@ -227,7 +227,7 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
   const relayQueue = createRelayQueue(queueConnection, deps.config);
   const relayWorker = createRelayWorker(deps, deliveryQueue, jobs);
   const reportQueue = createReportQueue(queueConnection, deps.config);
-  const rendersUnderWay: RendersUnderWay = new Set();
+  const rendersUnderWay = new RendersUnderWay();
   const reportWorker = createReportWorker(deps, deliveryQueue, reportQueue, jobs, rendersUnderWay);
   if (options.schedule !== false) {
     const schedule = async () => {
@@ -239,6 +239,7 @@ export async function startWorker(untracked: WorkerDeps, options: StartWorkerOpt
   }
   await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.waitUntilReady()));
   const closeAll = async () => {
+    rendersUnderWay.stopTaking();
     const closingQueues = (async () => {
       await Promise.all([deliveryWorker, maintenanceWorker, relayWorker, reportWorker].map((w) => w.close()));
       await Promise.all([deliveryQueue, maintenanceQueue, relayQueue, reportQueue].map((q) => q.close()));

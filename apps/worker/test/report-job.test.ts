@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import { verifySignature } from '@svc/webhooks';
 import { createRedis, createReportQueue, enqueueReport, type ReportJobData } from '@svc/queue';
 import { relayPendingReports } from '@svc/outbox';
@@ -15,7 +15,7 @@ import { bearer, insertProject } from '../../api/test/support/fixtures';
 import { eventsOf, insertAssessmentIn, insertFinding } from '../../api/test/support/domain';
 import { newId } from '@svc/db';
 import * as renderModule from '../src/reports/render-pdf';
-import { relayLostReports, renderReport, runReportJob } from '../src/reports/report-job';
+import { RendersUnderWay, relayLostReports, releaseRendersCutOff, renderReport, runReportJob } from '../src/reports/report-job';
 import { startWorker } from '../src/worker';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
@@ -301,6 +301,38 @@ describe('failures', () => {
       await w.h.deps.prisma.report.delete({ where: { id: report.id } });
     }
   }, 60_000);
+
+  it('two runs of one report at once in one worker each end once; a stopping worker hands a new job back; its release does not wait on a hung database', async () => {
+    const { assessment } = await arrange();
+    const report = await w.h.deps.prisma.report.create({
+      data: { id: newId('rpt'), organizationId: w.org.id, assessmentId: assessment.id, title: 'Twice at once' },
+    });
+    const counted = async () => (await w.h.deps.prisma.report.findUniqueOrThrow({ where: { id: report.id }, omit: { pdf: true } })).unfinishedRenders;
+    const moveToDelayed = jest.fn(async () => undefined);
+    const job = { name: 'render', data: { reportId: report.id }, attemptsMade: 0, opts: { attempts: 3 }, moveToDelayed } as unknown as Job<ReportJobData>;
+    const underWay = new RendersUnderWay();
+    const run = () => runReportJob(w.workerDeps, w.worker!.deliveryQueue, w.worker!.reportQueue, job, 'token', underWay);
+
+    // Its lock lost while a render blocked the event loop, the same worker takes the job again: two runs at once.
+    jest.spyOn(renderModule, 'renderReportPdf').mockRejectedValue(new Error('font table exploded'));
+    expect((await Promise.allSettled([run(), run()])).map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(await counted()).toBe(0);
+
+    // Once the worker has begun to stop, a job BullMQ still hands over goes back untouched: not started, not counted.
+    underWay.stopTaking();
+    await expect(run()).rejects.toThrow(DelayedError);
+    expect(moveToDelayed).toHaveBeenCalledTimes(1);
+    expect(await counted()).toBe(0);
+
+    // The shutdown's release gives up on a database that does not answer, within its bound.
+    underWay.begin(report.id);
+    const hung = new Proxy(w.workerDeps.prisma, {
+      get: (target, key, receiver) => (key === '$executeRaw' ? () => new Promise(() => undefined) : Reflect.get(target, key, receiver)),
+    });
+    const started = Date.now();
+    await releaseRendersCutOff({ ...w.workerDeps, prisma: hung }, underWay);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  }, 30_000);
 
   it('skips a report whose assessment was deleted meanwhile', async () => {
     expect(await renderReport(w.workerDeps, w.worker!.deliveryQueue, 'rpt_gone')).toBe('skipped');

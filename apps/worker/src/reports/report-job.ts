@@ -14,6 +14,7 @@
 //   (packages/outbox relay.ts). A report that still has its job is not enqueued twice (job id = report id).
 import { DelayedError, Worker, type Job, type Queue } from 'bullmq';
 import { withJobLogger } from '@svc/config';
+import { waitAtMost } from '@svc/domain';
 import { outboxDeps, relayPendingReports, withOutbox } from '@svc/outbox';
 import {
   REPORT_QUEUE,
@@ -128,11 +129,44 @@ export async function relayLostReports(deps: WorkerDeps, reportQueue: Queue<Repo
 /** A report whose render did not finish this many times (its worker died during each) is failed, not rendered again. */
 export const MAX_UNFINISHED_RENDERS = REPORT_RENDER_ATTEMPTS;
 
+/** How long a shutdown waits to count the renders it cut off as ended (the database may be what it waits on). */
+const RELEASE_TIMEOUT_MS = 2_000;
+
 /**
- * The renders one worker has under way (report ids). At a shutdown that cuts them off they are counted as finished:
- * a deploy is not the render killing its worker.
+ * The renders one worker has under way, one entry per run (a report may be run twice at once after a lost lock). At
+ * a shutdown that cuts them off they are counted as ended: a deploy is not the render killing its worker.
  */
-export type RendersUnderWay = Set<string>;
+export class RendersUnderWay {
+  private readonly runs = new Set<{ reportId: string }>();
+  private stopping = false;
+
+  /** The worker has begun to stop: a job handed over after that goes back to the queue untouched. */
+  stopTaking(): void {
+    this.stopping = true;
+  }
+
+  get stopped(): boolean {
+    return this.stopping;
+  }
+
+  begin(reportId: string): { reportId: string } {
+    const run = { reportId };
+    this.runs.add(run);
+    return run;
+  }
+
+  /** True the first time only: a run released at shutdown is not counted as ended again. */
+  end(run: { reportId: string }): boolean {
+    return this.runs.delete(run);
+  }
+
+  /** The reports of the runs still under way, each released. */
+  releaseAll(): string[] {
+    const reports = [...this.runs].map((run) => run.reportId);
+    this.runs.clear();
+    return reports;
+  }
+}
 
 async function runRenderJob(
   deps: WorkerDeps,
@@ -142,13 +176,18 @@ async function runRenderJob(
   underWay: RendersUnderWay,
 ): Promise<ReportJobResult> {
   const { reportId } = job.data;
+  if (underWay.stopped) {
+    // Handed over by BullMQ once the worker has begun to stop: back to the queue for the next worker, not an attempt.
+    await job.moveToDelayed(Date.now(), token);
+    throw new DelayedError();
+  }
   const unfinished = await startRender(deps, reportId);
   if (unfinished === null) return 'skipped';
   if (unfinished >= MAX_UNFINISHED_RENDERS) {
     await markFailed(deps, reportId, new Error(`its render was started ${unfinished} times and never finished (the worker died during it)`));
     return 'failed';
   }
-  underWay.add(reportId);
+  const run = underWay.begin(reportId);
   try {
     const rendered = await renderReport(deps, deliveryQueue, reportId);
     if (rendered !== 'erasure_running') return rendered;
@@ -162,7 +201,7 @@ async function runRenderJob(
     await markFailed(deps, reportId, err);
     return 'failed';
   } finally {
-    if (underWay.delete(reportId)) await endRender(deps, reportId);
+    if (underWay.end(run)) await endRender(deps, reportId);
   }
 }
 
@@ -203,10 +242,12 @@ async function endRender(deps: WorkerDeps, reportId: string): Promise<void> {
 
 /** At a shutdown that cuts renders off: each counted as finished (the shutdown, not the render, stopped it). */
 export async function releaseRendersCutOff(deps: WorkerDeps, underWay: RendersUnderWay): Promise<void> {
-  const cutOff = [...underWay];
-  underWay.clear();
-  await Promise.all(cutOff.map((reportId) => endRender(deps, reportId)));
-  if (cutOff.length > 0) deps.logger.info('Report renders cut off by the shutdown: rendered again by the next worker', { reports: cutOff.length });
+  const cutOff = underWay.releaseAll();
+  if (cutOff.length === 0) return;
+  deps.logger.info('Report renders cut off by the shutdown: rendered again by the next worker', { reports: cutOff.length });
+  await waitAtMost(() => Promise.all(cutOff.map((reportId) => endRender(deps, reportId))), RELEASE_TIMEOUT_MS, () =>
+    deps.logger.warn('Report renders cut off by the shutdown could not all be counted as ended in time', { reports: cutOff.length, timeout_ms: RELEASE_TIMEOUT_MS }),
+  );
 }
 
 export async function runReportJob(
@@ -215,7 +256,7 @@ export async function runReportJob(
   reportQueue: Queue<ReportJobData>,
   job: Job<ReportJobData>,
   token?: string,
-  underWay: RendersUnderWay = new Set(),
+  underWay: RendersUnderWay = new RendersUnderWay(),
 ): Promise<ReportJobResult> {
   switch (job.name as ReportJobName) {
     case 'render':

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
+import { eraseProjectHistory } from '../src/modules/history-deletion/history-deletion.service';
 import { bearer, createOrg, createUserInOrg, insertAssessment, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 
 let h: Harness;
@@ -277,6 +278,20 @@ describe('DELETE /projects/{id}', () => {
     expect((await api().delete(`/api/v1/assessments/${a.id}`).set(bearer(withWebhooks))).status).toBe(204);
     expect((await api().delete(`/api/v1/projects/${p.id}`).set(bearer(withWebhooks))).status).toBe(204);
     expect(await h.deps.prisma.webhookDelivery.count({ where: { subscriptionId: subscription } })).toBe(0);
+  });
+
+  it('a manager\'s deletion erases only deleted subscriptions\' history first: one created meanwhile keeps its deliveries when the deletion then refuses', async () => {
+    const p = await insertProject(h, org.id);
+    const gone = await subscribeTo(p.id);
+    expect((await api().delete(`/api/v1/projects/${p.id}/webhooks/subscriptions/${gone}`).set(bearer(org.admin.token))).status).toBe(204);
+    // What the deletion's first step does for a caller without webhooks:delete, with a subscription created after its check.
+    const created = await subscribeTo(p.id);
+    await eraseProjectHistory(h.deps.prisma, org.id, p.id, { liveToo: false });
+    expect(await h.deps.prisma.webhookDelivery.count({ where: { subscriptionId: gone } })).toBe(0);
+    await untouched(p.id, created);
+    await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'write');
+    expect((await api().delete(`/api/v1/projects/${p.id}`).set(bearer(org.manager.token))).status).toBe(403);
+    await untouched(p.id, created);
   });
 
   it('lets a manager with a write grant delete', async () => {

@@ -40,13 +40,16 @@ export async function eraseOrganizationHistory(db: Db, organizationId: string): 
 /**
  * Deletes the deliveries (with their attempts) of a project's subscriptions, project- and assessment-level, in
  * batches. Its events stay with the organization's history (an organization-level
- * subscription may have received them) until retention removes them.
+ * subscription may have received them) until retention removes them. `liveToo` false: only the history of deleted
+ * subscriptions (a caller who may not delete live ones: one created meanwhile makes the deletion refuse, and its
+ * history must still be there then).
  */
-export async function eraseProjectHistory(db: Db, organizationId: string, projectId: string): Promise<void> {
+export async function eraseProjectHistory(db: Db, organizationId: string, projectId: string, { liveToo }: { liveToo: boolean }): Promise<void> {
+  const which = liveToo ? Prisma.empty : Prisma.sql`AND s.deleted_at IS NOT NULL`;
   await deleteInBatches(
     db,
     deleted(Prisma.sql`DELETE FROM webhook_deliveries WHERE id IN (
       SELECT d.id FROM webhook_subscriptions s JOIN webhook_deliveries d ON d.subscription_id = s.id
-      WHERE s.project_id = ${projectId} AND s.organization_id = ${organizationId} LIMIT ${ERASE_BATCH})`),
+      WHERE s.project_id = ${projectId} AND s.organization_id = ${organizationId} ${which} LIMIT ${ERASE_BATCH})`),
   );
 }

@@ -118,7 +118,7 @@ export async function deleteProject(deps: AppDeps, by: Acting, id: string): Prom
   // Before its history goes; and again under the project's row lock, which an assessment created meanwhile waits for.
   await requireMayDeleteAssessmentsOf(db, principal, id);
   await requireMayDeleteSubscriptionsOf(db, principal, { projectId: id });
-  await eraseProjectHistory(deps.prisma, principal.organizationId, id);
+  await eraseProjectHistory(deps.prisma, principal.organizationId, id, { liveToo: hasScope(principal.scopes, 'webhooks:delete') });
   const deleted = await db.$transaction(
     (tx) =>
       deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => {

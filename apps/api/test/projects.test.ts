@@ -220,13 +220,13 @@ describe('DELETE /projects/{id}', () => {
 
   // Deleting a project deletes its webhook subscriptions (project and assessment level) and their delivery history;
   // SPEC's role table gives managers no webhook access, so a project with live subscriptions needs webhooks:delete.
-  const subscribeTo = async (projectId: string) => {
-    const sub = await api().post(`/api/v1/projects/${projectId}/webhooks/subscriptions`).set(bearer(org.admin.token))
+  const subscribeTo = async (projectId: string, owner: TestOrg = org) => {
+    const sub = await api().post(`/api/v1/projects/${projectId}/webhooks/subscriptions`).set(bearer(owner.admin.token))
       .send({ name: 'SIEM', url: 'https://203.0.114.10/hooks', events: ['finding.created'] });
     expect(sub.status).toBe(201);
-    const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: org.id, type: 'finding.created', projectId, data: {} } });
+    const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: owner.id, type: 'finding.created', projectId, data: {} } });
     await h.deps.prisma.webhookDelivery.create({
-      data: { id: newId('whdel'), organizationId: org.id, subscriptionId: sub.body.id, eventId: event.id, eventType: event.type, payload: {}, payloadFormat: 'json', status: 'succeeded' },
+      data: { id: newId('whdel'), organizationId: owner.id, subscriptionId: sub.body.id, eventId: event.id, eventType: event.type, payload: {}, payloadFormat: 'json', status: 'succeeded' },
     });
     return sub.body.id as string;
   };
@@ -292,6 +292,20 @@ describe('DELETE /projects/{id}', () => {
     await insertGrant(h, org.id, { projectId: p.id }, { userId: org.manager.id }, 'write');
     expect((await api().delete(`/api/v1/projects/${p.id}`).set(bearer(org.manager.token))).status).toBe(403);
     await untouched(p.id, created);
+  });
+
+  it("leaves another organization's project, subscriptions and history alone, whoever deletes what in the first", async () => {
+    const other = await createOrg(h);
+    const theirs = await insertProject(h, other.id);
+    const theirSubscription = await subscribeTo(theirs.id, other);
+    const ours = await insertProject(h, org.id);
+    await subscribeTo(ours.id);
+    // Not found from the first organization, by a manager or by its admin (who holds webhooks:delete).
+    expect((await api().delete(`/api/v1/projects/${theirs.id}`).set(bearer(org.manager.token))).status).toBe(404);
+    expect((await api().delete(`/api/v1/projects/${theirs.id}`).set(bearer(org.admin.token))).status).toBe(404);
+    // The first organization's admin deleting its own project, subscriptions and history: the other's rows stay.
+    expect((await api().delete(`/api/v1/projects/${ours.id}`).set(bearer(org.admin.token))).status).toBe(204);
+    await untouched(theirs.id, theirSubscription);
   });
 
   it('lets a manager with a write grant delete', async () => {

@@ -7,7 +7,7 @@ import { bearer, insertAssessment, insertProject } from '../../api/test/support/
 import { closeDeliveryContext, createDeliveryContext } from '../src/deliver';
 import { processIssueExport } from '../src/issue-export';
 import { insertFinding } from '../../api/test/support/domain';
-import { fakeGitHub } from './support/trackers';
+import { fakeGitHub, type FakeTracker } from './support/trackers';
 import { createWorld, type World } from './support/world';
 
 const TIMEOUT_MS = 8_000;
@@ -54,21 +54,33 @@ it('a tracker that never answers holds its cap of the worker slots, not all six;
   expect(Date.now() - started).toBeLessThan(TIMEOUT_MS / 2);
 }, 60_000);
 
+/**
+ * A target on `tracker` and `count` exports to it of findings in a new assessment, without queue jobs: only the
+ * direct processIssueExport calls of the test run them.
+ */
+async function exportsWithoutJobs(world: World, tracker: FakeTracker, name: string, count: number, fields: { createSentAt?: Date } = {}) {
+  const target = await world.api().post('/api/v1/issue-export-targets').set(bearer(world.org.admin.token)).send({ name, ...tracker.targetFields });
+  expect(target.status).toBe(201);
+  const project = await insertProject(world.h, world.org.id);
+  const assessment = await insertAssessment(world.h, world.org.id, project.id);
+  const exports: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const finding = await insertFinding(world.h, assessment, { title: `${name} finding ${i}` });
+    const id = newId('iexj');
+    await world.h.deps.prisma.findingIssueExport.create({ data: { id, organizationId: world.org.id, findingId: finding.id, targetId: target.body.id, ...fields } });
+    exports.push(id);
+  }
+  return { target, exports };
+}
+
 it("behind its tracker's open breaker, an export held back past its retry window fails saying so; a recent one waits", async () => {
   const tracker = fakeGitHub(w.receiver, '/gh-down/api/v3', 'acme/down', 'ghp_downTrackerToken0123456789', {});
-  const target = await w.api().post('/api/v1/issue-export-targets').set(bearer(w.org.admin.token)).send({ name: 'down', ...tracker.targetFields });
-  expect(target.status).toBe(201);
-  const project = await insertProject(w.h, w.org.id);
-  const assessment = await insertAssessment(w.h, w.org.id, project.id);
-  // Two exports without queue jobs (only the direct calls below run them), last touched a minute ago and just now;
-  // this world's retry window (8 attempts at 50-150 ms) is about a second.
-  const exports: string[] = [];
-  for (const touched of ["now() AT TIME ZONE 'UTC' - interval '1 minute'", "now() AT TIME ZONE 'UTC' + interval '1 minute'"]) {
-    const finding = await insertFinding(w.h, assessment, { title: `Finding ${touched}` });
-    const id = newId('iexj');
-    await w.h.deps.prisma.findingIssueExport.create({ data: { id, organizationId: w.org.id, findingId: finding.id, targetId: target.body.id } });
-    await w.h.deps.prisma.$executeRawUnsafe(`UPDATE finding_issue_exports SET updated_at = ${touched} WHERE id = $1`, id);
-    exports.push(id);
+  // Two exports last touched a minute ago and just now; this world's retry window (8 attempts at 50-150 ms) is about
+  // a second.
+  const touched = ["now() AT TIME ZONE 'UTC' - interval '1 minute'", "now() AT TIME ZONE 'UTC' + interval '1 minute'"];
+  const { target, exports } = await exportsWithoutJobs(w, tracker, 'down', touched.length);
+  for (const [i, id] of exports.entries()) {
+    await w.h.deps.prisma.$executeRawUnsafe(`UPDATE finding_issue_exports SET updated_at = ${touched[i]} WHERE id = $1`, id);
   }
   const ctx = createDeliveryContext(w.workerDeps);
   try {
@@ -108,20 +120,8 @@ describe('an export run longer than one request', () => {
       lookupAnswer: (_n, normal) => ({ ...normal, delayMs: 1_000 }),
     });
     tracker.addIssues(300);
-    const target = await q.api().post('/api/v1/issue-export-targets').set(bearer(q.org.admin.token)).send({ name: 'busy', ...tracker.targetFields });
-    expect(target.status).toBe(201);
-    const project = await insertProject(q.h, q.org.id);
-    const assessment = await insertAssessment(q.h, q.org.id, project.id);
     // Two exports whose create request went out a minute ago, its answer lost: each run first looks for that issue.
-    const exports: string[] = [];
-    for (const title of ['first', 'second']) {
-      const finding = await insertFinding(q.h, assessment, { title });
-      const id = newId('iexj');
-      await q.h.deps.prisma.findingIssueExport.create({
-        data: { id, organizationId: q.org.id, findingId: finding.id, targetId: target.body.id, createSentAt: new Date(Date.now() - 60_000) },
-      });
-      exports.push(id);
-    }
+    const { target, exports } = await exportsWithoutJobs(q, tracker, 'busy', 2, { createSentAt: new Date(Date.now() - 60_000) });
     const ctx = createDeliveryContext(q.workerDeps);
     try {
       const first = processIssueExport(ctx, exports[0]);

@@ -25,7 +25,7 @@ import { deliveriesEnded, deliveriesPostponed } from './metrics';
 import { runMaintenanceJob, runOutboxRelay, scheduleMaintenance } from './maintenance';
 import { RetryableDeliveryError, deliveryBackoffStrategy } from './retry';
 import { RendersUnderWay, createReportWorker, releaseRendersCutOff, scheduleReportRelay } from './reports/report-job';
-import { RunningJobs } from './running-jobs';
+import { RunningJobs, handBack } from './running-jobs';
 
 /** BullMQ tuning a test may override (a short stalledInterval, say). */
 export type WorkerTuning = Pick<WorkerOptions, 'stalledInterval' | 'lockDuration' | 'maxStalledCount' | 'concurrency' | 'autorun'>;
@@ -66,12 +66,8 @@ export function createDeliveryWorker(deps: WorkerDeps, jobs: RunningJobs, tuning
   const connection = deps.redis();
   let draining: Promise<void> | null = null;
   const processor = async (job: Job<DeliveryJobData>, token?: string) => {
-    if (draining) {
-      // Handed over by BullMQ once the worker has begun to stop (a fetch already in flight): the context is about to
-      // close. Back to the queue for the next worker, untouched: not an attempt.
-      await job.moveToDelayed(Date.now(), token);
-      throw new DelayedError();
-    }
+    // Handed over once the worker has begun to stop: the context is about to close.
+    if (draining) return handBack(job, token);
     // Issue exports share the queue (transport, concurrency, backoff); their jobs carry the export's id.
     const process = job.name === ISSUE_EXPORT_JOB ? processIssueExport : processDelivery;
     // The job id goes on every log line through the job's own logger, not an AsyncLocalStorage (@svc/config's logger).

@@ -26,7 +26,7 @@ import {
 } from '@svc/queue';
 import type { WorkerDeps } from '../deps';
 import { renderReportPdf } from './render-pdf';
-import type { RunningJobs } from '../running-jobs';
+import { handBack, type RunningJobs } from '../running-jobs';
 
 export type ReportJobResult = 'ready' | 'skipped' | 'failed' | number;
 /** How long a render waits for an erasure running in its organization before it renders again. */
@@ -138,15 +138,11 @@ const RELEASE_TIMEOUT_MS = 2_000;
  */
 export class RendersUnderWay {
   private readonly runs = new Set<{ reportId: string }>();
-  private stopping = false;
-
   /** The worker has begun to stop: a job handed over after that goes back to the queue untouched. */
-  stopTaking(): void {
-    this.stopping = true;
-  }
+  stopped = false;
 
-  get stopped(): boolean {
-    return this.stopping;
+  stopTaking(): void {
+    this.stopped = true;
   }
 
   begin(reportId: string): { reportId: string } {
@@ -176,11 +172,7 @@ async function runRenderJob(
   underWay: RendersUnderWay,
 ): Promise<ReportJobResult> {
   const { reportId } = job.data;
-  if (underWay.stopped) {
-    // Handed over by BullMQ once the worker has begun to stop: back to the queue for the next worker, not an attempt.
-    await job.moveToDelayed(Date.now(), token);
-    throw new DelayedError();
-  }
+  if (underWay.stopped) return handBack(job, token);
   const unfinished = await startRender(deps, reportId);
   if (unfinished === null) return 'skipped';
   if (unfinished >= MAX_UNFINISHED_RENDERS) {

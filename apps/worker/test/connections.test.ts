@@ -45,21 +45,23 @@ it('sends consecutive deliveries to one receiver over one reused connection', as
 
 it('never reuses a pooled connection once the name resolves to a private address, and disables the subscription', async () => {
   expect(classifyIpAddress(PUBLIC_ADDRESS).public).toBe(true);
-  const sub = await w.subscribe({ name: 'rebind', url: w.receiver.url('/placeholder'), events: ['report.ready'] });
+  // An event type the first test's subscription does not take: its keep-alive connection to w.receiver may have
+  // closed by now (a loaded machine), and a fresh one for it would read as a connection made after the rebinding.
+  const sub = await w.subscribe({ name: 'rebind', url: w.receiver.url('/placeholder'), events: ['pr_review.completed'] });
   await w.h.deps.prisma.webhookSubscription.update({
     where: { id: sub.id },
     data: { url: `https://${RECEIVER_HOSTNAME}:${publicReceiver.port}/rebind` },
   });
 
   answers = [PUBLIC_ADDRESS];
-  const first = await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: 'rep_public' } });
+  const first = await w.publishTo(sub.id, { type: 'pr_review.completed', data: { pr_number: 1 } });
   expect(first.status).toBe('succeeded');
   expect(publicReceiver.requests('/rebind')).toHaveLength(1);
   expect(publicReceiver.requests('/rebind')[0].servername).toBe(RECEIVER_HOSTNAME);
   const connectionsAfterFirst = publicReceiver.connectionCount() + w.receiver.connectionCount();
 
   answers = ['127.0.0.1'];
-  const second = await w.publishTo(sub.id, { type: 'report.ready', data: { report_id: 'rep_private' } });
+  const second = await w.publishTo(sub.id, { type: 'pr_review.completed', data: { pr_number: 2 } });
   expect(second).toMatchObject({ status: 'failed', attemptCount: 1 });
   expect(second.attempts).toEqual([expect.objectContaining({ outcome: 'unsafe_url', responseStatus: null })]);
   expect(second.attempts[0].error).toMatch(/not a public address \(loopback\)/);

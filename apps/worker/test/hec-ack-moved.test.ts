@@ -9,7 +9,9 @@ import { createWorld, poll, type World } from './support/world';
 
 let w: World;
 beforeAll(async () => {
-  w = await createWorld({ env: { WEBHOOK_HEC_ACK_TIMEOUT_MS: '1500', WEBHOOK_HEC_ACK_POLL_MS: '100', WEBHOOK_MAX_ATTEMPTS: '3' } });
+  // The ack timeout leaves the PATCH room to land while the first attempt still waits (at 1.5 s a loaded machine
+  // let it run out first, and the attempt ended as a plain ack timeout); the move ends the wait at the next poll.
+  w = await createWorld({ env: { WEBHOOK_HEC_ACK_TIMEOUT_MS: '8000', WEBHOOK_HEC_ACK_POLL_MS: '100', WEBHOOK_MAX_ATTEMPTS: '3' } });
 });
 afterAll(() => w?.close());
 

@@ -41,7 +41,7 @@ async function main(): Promise<void> {
     reportQueue,
     mailer,
     clock: systemClock,
-    storage: createStorage(config.storage),
+    storage: createStorage(config.storage, logger),
     afterAnswer,
   });
 

@@ -100,3 +100,26 @@ it('leaves no temporary files behind in the local directory', () => {
   const leftovers = readdirSync(localDir, { recursive: true }).filter((f) => String(f).endsWith('.partial'));
   expect(leftovers).toEqual([]);
 });
+
+it("sends the S3 client's own warnings to the service's logger, never as raw console lines among the JSON logs", async () => {
+  const warnings: string[] = [];
+  const storage = new S3Storage(
+    { bucket: s3.bucket, endpoint: s3.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, forcePathStyle: true },
+    { warn: (message) => warnings.push(message) },
+  );
+  opened.push(storage);
+  const consoleWarn = jest.spyOn(console, 'warn');
+  try {
+    const failing = new Readable({
+      read() {
+        this.push(Buffer.alloc(1024, 1));
+        this.destroy(new Error('client went away'));
+      },
+    });
+    await expect(storage.put('orgs/o5/partial', failing, 4096)).rejects.toThrow();
+    expect(consoleWarn).not.toHaveBeenCalled();
+    expect(warnings).toEqual([expect.stringMatching(/^Object storage client: .*non-retryable streaming request/)]);
+  } finally {
+    consoleWarn.mockRestore();
+  }
+});

@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     redis: (options?: RedisOptions) => createRedis(config.redis, options),
     clock: systemClock,
     mailer: createMailer(config.mail),
-    storage: createStorage(config.storage),
+    storage: createStorage(config.storage, logger),
   };
   const running = await startWorker(deps);
   const metrics =

@@ -29,7 +29,7 @@ async function referencedPrefixes(deps: WorkerDeps, prefixes: string[]): Promise
 
 export async function sweepOrphanedSource(deps: WorkerDeps): Promise<SourceSweepResult> {
   if (deps.storage) return sweepStorage(deps, deps.storage);
-  const storage = createStorage(deps.config.storage);
+  const storage = createStorage(deps.config.storage, deps.logger);
   try {
     return await sweepStorage(deps, storage);
   } finally {

@@ -19,6 +19,25 @@ export interface S3StorageOptions {
   forcePathStyle: boolean;
 }
 
+/** Where the S3 client's own warnings go (a structured logger); without one they are dropped, never printed raw. */
+export interface StorageLogger {
+  warn(message: string): void;
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * The SDK logs through console unless given a logger, and raw lines would break the process's JSON logs. Its errors
+ * are the failed command's, which the caller gets thrown (the record also holds the command's input): not logged.
+ */
+function sdkLogger(logger?: StorageLogger) {
+  const warn = (...content: unknown[]) => {
+    const text = content.filter((part): part is string => typeof part === 'string').join(' ');
+    if (text) logger?.warn(`Object storage client: ${text}`);
+  };
+  return { trace: ignore, debug: ignore, info: ignore, warn, error: ignore };
+}
+
 /** DeleteObjects takes at most this many keys a call. */
 const DELETE_BATCH = 1000;
 
@@ -27,7 +46,7 @@ export class S3Storage implements ObjectStorage {
   private readonly client: S3Client;
   private readonly bucket: string;
 
-  constructor(options: S3StorageOptions) {
+  constructor(options: S3StorageOptions, logger?: StorageLogger) {
     this.bucket = options.bucket;
     this.client = new S3Client({
       region: options.region,
@@ -38,6 +57,7 @@ export class S3Storage implements ObjectStorage {
       // length, which every S3-compatible server understands.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      logger: sdkLogger(logger),
     });
   }
 

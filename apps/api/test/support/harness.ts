@@ -61,7 +61,7 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
     reportQueue,
     mailer: createMailer(config.mail),
     clock,
-    storage: createStorage(config.storage),
+    storage: createStorage(config.storage, logger),
     afterAnswer: new WorkAfterAnswer(logger),
   };
   const app = createApp(deps);

@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import request from 'supertest';
+import { createPrismaClient, poolOf } from '@svc/db';
 import { errorHandler } from '../src/http/errors';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
@@ -152,6 +153,49 @@ describe('an error after the response started (a streamed export failing midway)
       server.closeAllConnections();
       server.close();
     }
+  });
+});
+
+describe('a database too busy for a transaction (every pooled connection taken, or a transaction outrunning its timeout)', () => {
+  // Prisma's own P2028 errors, raised for real: a client of one connection that a test holds, and a transaction
+  // that runs past its timeout. Nothing was committed in either case; a loaded server is no bug in the request.
+  async function answerOf(transaction: (client: ReturnType<typeof createPrismaClient>) => Promise<unknown>, holdTheConnection: boolean) {
+    const client = createPrismaClient(h.config.databaseUrl, { max: 1, connectTimeoutMs: 500 });
+    const held = holdTheConnection ? await poolOf(client)!.connect() : undefined;
+    const app = express();
+    app.post('/tx', (_req, res, next) => {
+      transaction(client).then(() => res.json({ ok: true }), next);
+    });
+    app.use(errorHandler(h.deps.logger));
+    try {
+      return await request(app).post('/tx');
+    } finally {
+      held?.release();
+      await client.$disconnect();
+    }
+  }
+
+  it('answers 503 with Retry-After when no connection frees up within the wait for one (the pool gives up first)', async () => {
+    const res = await answerOf((client) => client.$transaction(async (tx) => tx.$queryRaw`SELECT 1`, { maxWait: 300 }), true);
+    expectEnvelope(res, 503);
+    expect(res.headers['retry-after']).toMatch(/^\d+$/);
+    expect(res.body.detail).toMatch(/database/i);
+  });
+
+  it('answers 503 with Retry-After when the transaction outran its timeout (rolled back)', async () => {
+    const res = await answerOf(
+      (client) =>
+        client.$transaction(
+          async (tx) => {
+            await tx.$queryRaw`SELECT 1 AS slept FROM pg_sleep(0.6)`;
+            return tx.$queryRaw`SELECT 1`;
+          },
+          { timeout: 200 },
+        ),
+      false,
+    );
+    expectEnvelope(res, 503);
+    expect(res.headers['retry-after']).toMatch(/^\d+$/);
   });
 });
 

@@ -17,6 +17,11 @@ describe('isDatabaseUnavailable', () => {
     ['a server starting up (57P03)', adapterError({ kind: 'postgres', originalCode: '57P03' })],
     ['the pool waiting too long', new Error('timeout exceeded when trying to connect')],
     ['a connection cut mid-query', new Error('Connection terminated unexpectedly')],
+    [
+      'a transaction that outran its timeout',
+      { code: 'P2028', message: 'Transaction API error: A commit cannot be executed on an expired transaction. The timeout for this transaction was 5000 ms, however 5012 ms passed since the start of the transaction.' },
+    ],
+    ['a transaction that could not start in time', { code: 'P2028', message: 'Transaction API error: Unable to start a transaction in the given time.' }],
   ])('is true for %s', (_what, err) => {
     expect(isDatabaseUnavailable(err)).toBe(true);
   });
@@ -25,6 +30,7 @@ describe('isDatabaseUnavailable', () => {
     ['a unique violation', { code: 'P2002', message: 'Unique constraint failed' }],
     ['a syntax error', adapterError({ kind: 'postgres', originalCode: '42601' })],
     ['a missing record', { code: 'P2025', message: 'Record to update not found.' }],
+    ['a transaction used after it ended (misuse)', { code: 'P2028', message: 'Transaction API error: Transaction already closed: A query cannot be executed on a committed transaction.' }],
     ['a plain bug', new TypeError("Cannot read properties of undefined (reading 'id')")],
     ['not an error', 'ECONNREFUSED'],
     ['null', null],

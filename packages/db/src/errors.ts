@@ -27,12 +27,17 @@ const UNAVAILABLE_SQLSTATE = /^(57P0[1-3]|08\d\d\d)$/;
 const UNAVAILABLE_MESSAGE =
   /timeout exceeded when trying to connect|Connection terminated|ECONNREFUSED|ECONNRESET|Can't reach database server|the database system is (starting up|shutting down)/i;
 
+// Prisma's P2028 when a transaction could not start in time or outran its timeout (rolled back, nothing committed):
+// a server too loaded to answer in time. P2028 also covers misuse (a transaction used after it ended): not these.
+const TRANSACTION_OUT_OF_TIME = /Unable to start a transaction in the given time|cannot be executed on an expired transaction/;
+
 /**
- * True when a query failed because PostgreSQL is unreachable, restarting or out of connections: a transient
- * outage the API answers with 503, not a bug.
+ * True when a query failed because PostgreSQL is unreachable, restarting, out of connections or too loaded for a
+ * transaction to finish within its timeout: a transient outage the API answers with 503, not a bug.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
+  if ((err as { code?: unknown }).code === 'P2028' && TRANSACTION_OUT_OF_TIME.test(String((err as { message?: unknown }).message))) return true;
   const { code, meta, message } = err as {
     code?: unknown;
     meta?: { driverAdapterError?: { cause?: { kind?: string; originalCode?: string } } };

@@ -189,6 +189,39 @@ describe('2FA setup, enable and login', () => {
     expect(await h.deps.prisma.session.count({ where: { userId: account.userId } })).toBe(sessionsBefore);
   });
 
+  it('a burst of concurrent guesses gets no more codes checked than the limit, however many requests it sends', async () => {
+    // Each guess takes its point before its code is checked: counted only after a wrong answer, all twenty passed
+    // the check of the count at once, and the right code among them signed in.
+    const account = await userWith2fa();
+    nextStep();
+    const partial = await partialTokenFor(account);
+    const valid = new Set([-STEP_MS, 0, STEP_MS].map((d) => oathtoolCode(account.secret, new Date(h.clock.now().getTime() + d))));
+    const guesses: string[] = [];
+    for (let n = 0; guesses.length < 19; n++) {
+      const candidate = String((200_000 + n * 7919) % 1_000_000).padStart(6, '0');
+      if (!valid.has(candidate)) guesses.push(candidate);
+    }
+    guesses.push(codeNow(account.secret));
+    const statuses = (await Promise.all(guesses.map((code) => loginWith2fa(partial, code)))).map((r) => r.status);
+    const checked = statuses.filter((s) => s === 200 || s === 401);
+    expect(checked.length).toBeLessThanOrEqual(h.config.totpMaxFailures);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(guesses.length - checked.length);
+    const failures = await h.deps.prisma.auditEvent.count({ where: { action: 'auth.login_failed', targetId: account.userId } });
+    expect(failures).toBeLessThanOrEqual(h.config.totpMaxFailures);
+  });
+
+  it('a right code gives its point back: wrong codes alone count toward the limit', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    const wrong = wrongCode(account.secret, h.clock.now());
+    for (let i = 0; i < h.config.totpMaxFailures - 1; i++) expect((await loginWith2fa(await partialTokenFor(account), wrong)).status).toBe(401);
+    expect((await loginWith2fa(await partialTokenFor(account), codeNow(account.secret))).status).toBe(200);
+    nextStep();
+    // One wrong code left before the lock, as before the right one.
+    expect((await loginWith2fa(await partialTokenFor(account), wrong)).status).toBe(401);
+    expect((await loginWith2fa(await partialTokenFor(account), codeNow(account.secret))).status).toBe(429);
+  });
+
   it('refuses expired, forged and malformed partial tokens', async () => {
     const account = await userWith2fa();
     nextStep();
@@ -465,6 +498,25 @@ describe('turning 2FA off needs the current password (a session alone is not eno
     expect(signedIn.body.token).toEqual(expect.any(String));
     expect(new Set(statuses)).toEqual(new Set([400]));
     expect(await totpEnabled(account.userId)).toBe(true);
+  });
+
+  it('a burst of concurrent codes with the password gets no more codes checked than the limit (the right one among them)', async () => {
+    const account = await userWith2fa();
+    nextStep();
+    const valid = new Set([-STEP_MS, 0, STEP_MS].map((d) => oathtoolCode(account.secret, new Date(h.clock.now().getTime() + d))));
+    const codes: string[] = [];
+    for (let n = 0; codes.length < 19; n++) {
+      const candidate = String((300_000 + n * 7919) % 1_000_000).padStart(6, '0');
+      if (!valid.has(candidate)) codes.push(candidate);
+    }
+    codes.push(codeNow(account.secret));
+    const statuses = (
+      await Promise.all(codes.map((code) => post('/auth/2fa/disable', account.token, { code, current_password: account.password })))
+    ).map((r) => r.status);
+    const checked = statuses.filter((s) => s === 200 || s === 400);
+    expect(checked.length).toBeLessThanOrEqual(h.config.totpMaxFailures);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(codes.length - checked.length);
+    expect(await totpEnabled(account.userId)).toBe(!statuses.includes(200));
   });
 
   it('the right password with a wrong code turns nothing off, and is no failed password in the audit log', async () => {

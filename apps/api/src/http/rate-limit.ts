@@ -142,8 +142,30 @@ async function consumed(limiter: RateLimiterRedis, key: string, points: number):
   }
 }
 
-/** Throws 429 when the key has already used up its points, without consuming one. */
-export async function throwIfExhausted(limiter: RateLimiterRedis, key: string): Promise<void> {
-  const res = await limiter.get(key);
-  if (res && res.remainingPoints <= 0 && res.consumedPoints >= limiter.points) throw tooManyRequests(retryAfterSeconds(res));
+/** Points taken before a guess was checked (reserveGuess); `refund` gives them back when the guess was not wrong. */
+export interface GuessReservation {
+  refund(): Promise<void>;
+}
+
+/**
+ * Takes one point on each key before a guess (a TOTP code) is checked, or throws the 429 when a key is used up (its
+ * points taken back). Taken before the check, not after a wrong answer: concurrent guesses would otherwise all pass
+ * a read-only check before the first failure is counted, and a burst would get as many guesses as requests. Only
+ * wrong guesses keep their points: a right one, or a request refused before its guess was checked, calls `refund`.
+ * A refund that fails leaves the point taken (the stricter side). Store errors propagate (503).
+ */
+export async function reserveGuess(limiter: RateLimiterRedis, keys: string[]): Promise<GuessReservation> {
+  const taken: string[] = [];
+  const refund = async () => {
+    await Promise.all(taken.map((key) => limiter.reward(key, 1))).catch(() => undefined);
+  };
+  for (const key of keys) {
+    const res = await consumed(limiter, key, 1);
+    taken.push(key);
+    if (res.consumedPoints > limiter.points) {
+      await refund();
+      throw tooManyRequests(retryAfterSeconds(res));
+    }
+  }
+  return { refund };
 }

@@ -2,7 +2,7 @@
 import type { AppDeps } from '../../app-deps';
 import { PARTIAL_AUDIENCE, passwordFingerprint, verifyToken, type TokenClaims } from '../../auth/tokens';
 import { unauthorized } from '../../http/errors';
-import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
+import { reserveGuess, type RateLimiters } from '../../http/rate-limit';
 import { unseal } from '@svc/db';
 import type { RequestMeta } from '../audit/audit.context';
 import { issueSignInSession, recordLoginFailure, type CoreDeps } from './login';
@@ -25,6 +25,15 @@ function passwordStillHolds(deps: CoreDeps, claims: TokenClaims, passwordHash: s
   return claims.pwf === undefined || claims.pwf === passwordFingerprint(passwordHash, deps.config.jwtSecret);
 }
 
+/** The partial token's user, still able to finish this sign-in, and the step its code is good for (undefined: a wrong code). */
+async function checkSecondFactor(deps: CoreDeps, claims: TokenClaims, code: string, now: Date) {
+  const user = await deps.prisma.user.findUnique({ where: { id: claims.sub } });
+  if (!user || user.status !== 'active' || !user.totpEnabled || !user.totpSecretEnc) throw unauthorized(INVALID_PARTIAL_TOKEN);
+  if (!passwordStillHolds(deps, claims, user.passwordHash)) throw unauthorized(INVALID_PARTIAL_TOKEN);
+  const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
+  return { user, step: acceptTotpCode(secret, code, now, user.totpLastStep) };
+}
+
 export async function loginWithSecondFactor(
   deps: AppDeps,
   limiters: RateLimiters,
@@ -41,22 +50,18 @@ export async function loginWithSecondFactor(
   // After TOTP_MAX_FAILURES wrong codes the partial token is locked (429) for the rest of its life. Wrong codes also
   // count per user, over every partial token (and the 2FA management routes, the same secret): with the password,
   // a fresh partial token is one login away, so a per-token count alone let guessing go on at the login limit's pace.
-  const failuresKey = `partial:${claims.jti}`;
-  const userFailuresKey = `user:${claims.sub}`;
-  await throwIfExhausted(limiters.totpFailures, userFailuresKey);
-  await throwIfExhausted(limiters.totpFailures, failuresKey);
-
-  const user = await deps.prisma.user.findUnique({ where: { id: claims.sub } });
-  if (!user || user.status !== 'active' || !user.totpEnabled || !user.totpSecretEnc) throw unauthorized(INVALID_PARTIAL_TOKEN);
-  if (!passwordStillHolds(deps, claims, user.passwordHash)) throw unauthorized(INVALID_PARTIAL_TOKEN);
-  const secret = unseal(user.totpSecretEnc, deps.config.encryptionKey);
-  const step = acceptTotpCode(secret, input.code, now, user.totpLastStep);
-  if (step === undefined) {
-    await recordLoginFailure(deps, user, meta, 'invalid_totp_code');
-    await consumeOrThrow(limiters.totpFailures, userFailuresKey);
-    await consumeOrThrow(limiters.totpFailures, failuresKey);
+  // The guess's point is taken before the code is checked (reserveGuess): a burst gets no more guesses than the limit.
+  const guess = await reserveGuess(limiters.totpFailures, [`user:${claims.sub}`, `partial:${claims.jti}`]);
+  const checked = await checkSecondFactor(deps, claims, input.code, now).catch(async (err: unknown) => {
+    await guess.refund();
+    throw err;
+  });
+  if (checked.step === undefined) {
+    await recordLoginFailure(deps, checked.user, meta, 'invalid_totp_code');
     throw unauthorized(INVALID_TOTP_CODE);
   }
+  await guess.refund();
+  const { user, step } = checked;
 
   // Single use: the first exchange claims the token's jti for as long as the token could live.
   const claimed = await deps.redis.set(usedKey, '1', 'EX', ttl, 'NX');

@@ -3,7 +3,7 @@ import { seal, unseal, type Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { badRequest, conflict, forbidden, unauthorized } from '../../http/errors';
-import { consumeOrThrow, throwIfExhausted, type RateLimiters } from '../../http/rate-limit';
+import { reserveGuess, type RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, type RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
 import { reauthenticate, requireRecentSignIn } from './reauthentication';
@@ -33,13 +33,10 @@ export async function checkUserTotpCode(
   code: string,
   lastStep: bigint | null,
 ): Promise<number> {
-  const failuresKey = `user:${userId}`;
-  await throwIfExhausted(limiters.totpFailures, failuresKey);
+  const guess = await reserveGuess(limiters.totpFailures, [`user:${userId}`]);
   const step = acceptTotpCode(secret, code, deps.clock.now(), lastStep);
-  if (step === undefined) {
-    await consumeOrThrow(limiters.totpFailures, failuresKey);
-    throw badRequest(INVALID_TOTP_CODE);
-  }
+  if (step === undefined) throw badRequest(INVALID_TOTP_CODE);
+  await guess.refund();
   return step;
 }
 

@@ -509,21 +509,47 @@ describe('password reset and two-factor authentication', () => {
 });
 
 describe('password reset racing other changes', () => {
-  it('a reset and a change of password at once: the reset wins, the changing session ends', async () => {
+  it('a reset and a change of password at once: whichever commits first holds, the other changes nothing', async () => {
     const account = await signupAndVerify(h);
     const session = await loginViaApi(h, account.email, account.password);
     const token = await resetToken(account);
+    const changedPassword = `${NEW_PASSWORD} changed`;
     const [reset, change] = await Promise.all([
       confirm({ token, new_password: NEW_PASSWORD }),
-      request(h.app).post('/api/v1/auth/password').set(bearer(session.token)).send({ current_password: account.password, new_password: `${NEW_PASSWORD} changed` }),
+      request(h.app).post('/api/v1/auth/password').set(bearer(session.token)).send({ current_password: account.password, new_password: changedPassword }),
     ]);
-    expect(reset.status).toBe(200);
-    // The change either committed first (then the reset overrode it) or found the password changed (409) or its
-    // session ended (401), or its current password no longer right (400).
-    expect([200, 400, 401, 409]).toContain(change.status);
-    expect(await signsIn(account.email, NEW_PASSWORD)).toBe(200);
-    expect(await signsIn(account.email, `${NEW_PASSWORD} changed`)).toBe(401);
-    expect((await me(session.token)).status).toBe(401);
+    if (reset.status === 200) {
+      // The reset committed first (a change committed first would have spent the link): the change found the password
+      // changed (409), its session ended (401) or its current password no longer right (400).
+      expect([400, 401, 409]).toContain(change.status);
+      expect(await signsIn(account.email, NEW_PASSWORD)).toBe(200);
+      expect(await signsIn(account.email, changedPassword)).toBe(401);
+      expect((await me(session.token)).status).toBe(401);
+    } else {
+      // The change won and spent the link: the reset is the unknown-link 400 and the changing session stays.
+      expect(change.status).toBe(200);
+      expect(reset.status).toBe(400);
+      expect(reset.body).toEqual(INVALID_LINK);
+      expect(await signsIn(account.email, changedPassword)).toBe(200);
+      expect(await signsIn(account.email, NEW_PASSWORD)).toBe(401);
+      expect((await me(session.token)).status).toBe(200);
+    }
+  });
+
+  it('a change of password spends the reset links asked for before it (one read from the mail sets nothing)', async () => {
+    const account = await signupAndVerify(h);
+    const session = await loginViaApi(h, account.email, account.password);
+    const token = await resetToken(account);
+    const changedPassword = `${NEW_PASSWORD} by the owner`;
+    const change = await request(h.app).post('/api/v1/auth/password').set(bearer(session.token)).send({ current_password: account.password, new_password: changedPassword });
+    expect(change.status).toBe(200);
+    const late = await confirm({ token, new_password: NEW_PASSWORD });
+    expect(late.status).toBe(400);
+    expect(late.body).toEqual(INVALID_LINK);
+    expect(await signsIn(account.email, changedPassword)).toBe(200);
+    expect((await me(session.token)).status).toBe(200);
+    // A link asked for after the change works as ever.
+    expect((await confirm({ token: await resetToken(account, 2), new_password: NEW_PASSWORD })).status).toBe(200);
   });
 
   it('a session opened before the reset cannot change the password afterwards (401)', async () => {

@@ -29,6 +29,14 @@ import { INVALID_TOTP_CODE } from './totp';
 import { checkUserTotpCode } from './two-factor';
 
 export const RESET_PASSWORD_PURPOSE = 'reset_password';
+
+/**
+ * Spends every reset link of the user not used yet: once the password is set again (a reset, a change), a link asked
+ * for before it, perhaps by someone who read the mail, must not set another one.
+ */
+export async function spendResetLinks(tx: Tx, userId: string, now: Date): Promise<void> {
+  await tx.emailToken.updateMany({ where: { userId, purpose: RESET_PASSWORD_PURPOSE, usedAt: null }, data: { usedAt: now } });
+}
 export const RESET_PASSWORD_TTL_MS = 30 * 60 * 1000;
 
 const INVALID_RESET_TOKEN = 'Invalid, expired or already used password-reset link: ask for a new one.';
@@ -106,7 +114,7 @@ async function mailResetLink(deps: AppDeps, user: { id: string; email: string; n
     // the tokens deleted) gets no token, and the address the person had no link to set a password on what is left.
     const locked = await lockUser(tx, user.id);
     if (!locked || !getsResetMail(locked) || locked.email !== user.email) return false;
-    await tx.emailToken.updateMany({ where: { userId: user.id, purpose: RESET_PASSWORD_PURPOSE, usedAt: null }, data: { usedAt: now } });
+    await spendResetLinks(tx, user.id, now);
     await tx.emailToken.create({
       data: {
         id: newId('etk'),
@@ -187,7 +195,7 @@ export async function confirmPasswordReset(
     // session opened with the forgotten, perhaps stolen, password must not outlive it. A sign-in under way with the
     // old password is refused (login.ts reads the password again under the row's lock; a partial token names the
     // password it was earned with). API keys stay, as at a change of password (docs/api.md).
-    await tx.emailToken.updateMany({ where: { userId: user.id, purpose: RESET_PASSWORD_PURPOSE, usedAt: null }, data: { usedAt: now } });
+    await spendResetLinks(tx, user.id, now);
     await revokeAllSessions(tx, user.id, now);
     await recordInUserOrganizations(tx, user.id, meta, now, {
       action: 'auth.password_reset',

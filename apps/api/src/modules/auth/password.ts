@@ -8,6 +8,7 @@ import type { Principal } from '../../auth/principal';
 import { conflict, forbidden, unauthorized } from '../../http/errors';
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordInUserOrganizations, type RequestMeta } from '../audit/audit.context';
+import { spendResetLinks } from './password-reset';
 import { checkCurrentPassword } from './reauthentication';
 import { recordSecurityNotice, sendSecurityNoticeNow } from './security-notices';
 import { keepOnlyCallingSession } from './sessions';
@@ -31,6 +32,7 @@ export async function changePassword(
   const noticeId = await deps.prisma.$transaction(async (tx) => {
     const changed = await tx.user.updateMany({ where: { id: user.id, passwordHash: user.passwordHash }, data: { passwordHash } });
     if (changed.count !== 1) throw conflict('The password was changed meanwhile: sign in again with the new one.');
+    await spendResetLinks(tx, user.id, now);
     // The calling session may have ended since it was authenticated, two bcrypt rounds ago (2FA turned on from
     // another session); otherwise the others end. The entry says so in each organization of the user, not how many.
     await keepOnlyCallingSession(tx, user.id, sessionId, now);

@@ -95,13 +95,69 @@ describe('signup and e-mail verification', () => {
     expect(viaCookie.body).toEqual(viaBearer.body);
   });
 
-  it('answers 409 for an e-mail already registered (whatever its case)', async () => {
-    const first = await signupViaApi(h);
+  it('answers 409 for the e-mail of an active account (whatever its case)', async () => {
+    const first = await signupAndVerify(h);
     const again = await request(h.app)
       .post('/api/v1/auth/signup')
       .send({ email: first.email.toUpperCase(), password: SIGNUP_PASSWORD, name: 'Twin', organization_name: 'Other' });
     expect(again.status).toBe(409);
     expect(again.body).toEqual({ detail: expect.any(String) });
+    expect((await loginRequest(h, { email: first.email, password: first.password })).status).toBe(200);
+  });
+
+  describe("a signup with the address of an account still pending (a stranger's signup, never verified)", () => {
+    const STRANGERS_PASSWORD = 'the stranger chose this passphrase';
+    const OWNERS_PASSWORD = 'the owner chose this passphrase';
+    const signupWith = (email: string, password: string, organizationName: string) =>
+      request(h.app).post('/api/v1/auth/signup').send({ email, password, name: 'Someone', organization_name: organizationName });
+
+    it.each([
+      ['at once', 0],
+      ['after the first link expired (24 h)', 25 * 3600_000],
+    ])('%s: takes it over (201), its link replaces the stranger\'s, and only the owner\'s password signs in', async (_when, laterMs) => {
+      // Refused with 409 before: an address anyone signed up with first was locked out once the link expired (a
+      // reset mails only active accounts), and an owner opening the stranger's mail activated the stranger's password.
+      const email = `squatted-${uniqueSuffix()}@example.test`;
+      const stranger = await signupWith(email, STRANGERS_PASSWORD, 'Squat');
+      expect(stranger.status).toBe(201);
+      const strangersLink = verificationTokenFor(h, email);
+      h.clock.advance(laterMs);
+
+      const owner = await signupWith(email, OWNERS_PASSWORD, 'The Real One');
+      expect(owner.status).toBe(201);
+      expect(owner.body).toEqual({ user_id: stranger.body.user_id, organization_id: stranger.body.organization_id, status: 'pending' });
+      const ownersLink = verificationTokenFor(h, email);
+      expect(ownersLink).not.toBe(strangersLink);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: strangersLink })).status).toBe(400);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: ownersLink })).status).toBe(200);
+
+      expect((await loginRequest(h, { email, password: STRANGERS_PASSWORD })).status).toBe(401);
+      const login = await loginRequest(h, { email, password: OWNERS_PASSWORD });
+      expect(login.status).toBe(200);
+      expect((await me(login.body.token)).body).toMatchObject({ organization: { id: stranger.body.organization_id, name: 'The Real One' }, role: 'owner' });
+    });
+
+    it("a verification racing the takeover: the account ends either verified with the stranger's password (the signup then 409) or pending with the owner's, never a 500", async () => {
+      for (let round = 0; round < 5; round += 1) {
+        const email = `race-${uniqueSuffix()}@example.test`;
+        expect((await signupWith(email, STRANGERS_PASSWORD, 'Squat')).status).toBe(201);
+        const strangersLink = verificationTokenFor(h, email);
+        const [verified, takeover] = await Promise.all([
+          request(h.app).post('/api/v1/auth/verify-email').send({ token: strangersLink }),
+          signupWith(email, OWNERS_PASSWORD, 'The Real One'),
+        ]);
+        const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { email } });
+        if (verified.status === 200) {
+          expect(takeover.status).toBe(409);
+          expect(user.status).toBe('active');
+          expect(await bcrypt.compare(STRANGERS_PASSWORD, user.passwordHash!)).toBe(true);
+        } else {
+          expect([verified.status, takeover.status]).toEqual([400, 201]);
+          expect(user.status).toBe('pending');
+          expect(await bcrypt.compare(OWNERS_PASSWORD, user.passwordHash!)).toBe(true);
+        }
+      }
+    });
   });
 
   it('undoes the signup when the verification e-mail cannot be sent, so the person can sign up again', async () => {

@@ -218,6 +218,26 @@ describe('POST /invitations/accept', () => {
     expect(memberships.map((m) => [m.organizationId, m.role]).sort()).toEqual([[elsewhere.id, 'manager'], [org.id, 'member']].sort());
   });
 
+  it("activates an account still pending (someone else's signup with the address) with the password given now, not the signup's", async () => {
+    // A stranger signed up with the invitee's address first and never verified it: the invitee, holding the mailed
+    // invitation, could not accept without the stranger's password (401), and accepting with it kept it.
+    const address = freshEmail('squatted');
+    const squat = await api().post('/api/v1/auth/signup').send({ email: address, password: 'the stranger chose this one', name: 'Stranger', organization_name: 'Squat' });
+    expect(squat.status).toBe(201);
+    const inv = await invited(org.admin, 'member', address);
+    expect((await accept({ token: inv.token })).status).toBe(400);
+    expect((await accept({ token: inv.token, password: 'short' })).status).toBe(400);
+
+    const res = await accept({ token: inv.token, password: NEW_PASSWORD });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ user_id: squat.body.user_id, role: 'member', new_user: false });
+    const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: squat.body.user_id } });
+    expect(user.status).toBe('active');
+    expect(await bcrypt.compare(NEW_PASSWORD, user.passwordHash!)).toBe(true);
+    expect((await api().post('/api/v1/auth/login').send({ email: address, password: 'the stranger chose this one' })).status).toBe(401);
+    expect((await api().post('/api/v1/auth/login').send({ email: address, password: NEW_PASSWORD })).status).toBe(200);
+  });
+
   it("counts an existing account's password guesses with its logins: past the login limit (10 a minute per e-mail) 429, even for the right password", async () => {
     // The accept route checks the account's password: without the login's per-e-mail count it was a second,
     // faster place to guess it (only the 600-a-minute per-client limit applied).

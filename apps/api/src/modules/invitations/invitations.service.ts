@@ -157,28 +157,38 @@ export async function acceptInvitation(
 
   const user = await deps.prisma.user.findFirst({ where: { email: emailFilter(inv.email) } });
   let newUser: NewInvitedUser | undefined;
+  let replacementPasswordHash: string | undefined;
   if (user) {
     const member = await scopedTo(deps.prisma, inv).membership.findFirst({ where: { userId: user.id } });
     if (member) throw conflict('You are already a member of this organization.');
-    if (input.password === undefined) throw badRequest('An account with this e-mail exists: send its password to accept.');
-    // A password check like the login's, so counted with the login's per-e-mail attempts (not a second place to guess).
-    // A wrong one is recorded like a failed sign-in, in the account's own organizations (not the inviting one).
-    await consumeOrThrow(limiters.login, emailLimiterKey(user.email));
-    if (!user.passwordHash || !(await bcrypt.compare(input.password, user.passwordHash))) {
-      await recordLoginFailure(deps, user, meta, user.passwordHash ? 'invalid_password' : 'no_password', 'invitation_accept');
-      throw unauthorized('Wrong password for the existing account.');
+    if (user.status === 'pending') {
+      // Never verified: the mailed invitation proves the address, the pending account's password proves nothing
+      // (anyone may have signed up with the address first). The password given now becomes the account's.
+      if (input.password === undefined) throw badRequest('Choose a password (`password`) to activate your account.');
+      replacementPasswordHash = await hashNewPassword(deps, input.password);
+    } else {
+      if (input.password === undefined) throw badRequest('An account with this e-mail exists: send its password to accept.');
+      // A password check like the login's, so counted with the login's per-e-mail attempts (not a second place to guess).
+      // A wrong one is recorded like a failed sign-in, in the account's own organizations (not the inviting one).
+      await consumeOrThrow(limiters.login, emailLimiterKey(user.email));
+      if (!user.passwordHash || !(await bcrypt.compare(input.password, user.passwordHash))) {
+        await recordLoginFailure(deps, user, meta, user.passwordHash ? 'invalid_password' : 'no_password', 'invitation_accept');
+        throw unauthorized('Wrong password for the existing account.');
+      }
     }
   } else {
     if (input.password === undefined) throw badRequest('Choose a password (`password`) to create your account.');
-    const { error } = passwordRules().validate(input.password);
-    if (error) throw badRequest(`Invalid body: ${error.details[0].message.replace(/"/g, "'")}.`);
-    newUser = {
-      passwordHash: await bcrypt.hash(input.password, deps.config.bcryptRounds),
-      name: input.name ?? inv.email.split('@')[0],
-    };
+    newUser = { passwordHash: await hashNewPassword(deps, input.password), name: input.name ?? inv.email.split('@')[0] };
   }
 
-  return joinInvitedOrganization(deps, inv, user ? { existing: user } : { create: newUser! }, meta);
+  return joinInvitedOrganization(deps, inv, user ? { existing: user, replacementPasswordHash } : { create: newUser! }, meta);
+}
+
+/** The hash of a password chosen now, or 400 when the signup's rules refuse it. */
+async function hashNewPassword(deps: AppDeps, password: string): Promise<string> {
+  const { error } = passwordRules().validate(password);
+  if (error) throw badRequest(`Invalid body: ${error.details[0].message.replace(/"/g, "'")}.`);
+  return bcrypt.hash(password, deps.config.bcryptRounds);
 }
 
 /** A user created by accepting an invitation: null passwordHash for one who signs in through an OAuth provider. */
@@ -196,11 +206,12 @@ export interface NewInvitedUser {
 export async function joinInvitedOrganization(
   deps: Pick<AppDeps, 'prisma' | 'clock'>,
   inv: Invitation,
-  account: { existing: User } | { create: NewInvitedUser },
+  account: { existing: User; replacementPasswordHash?: string } | { create: NewInvitedUser },
   meta: RequestMeta,
 ) {
   const now = deps.clock.now();
   const user = 'existing' in account ? account.existing : undefined;
+  const replacementPasswordHash = 'existing' in account ? account.replacementPasswordHash : undefined;
   try {
     // Scoped to the invitation's organization (users are global: they pass through).
     return await scopedTo(deps.prisma, inv).$transaction(async (tx) => {
@@ -211,8 +222,12 @@ export async function joinInvitedOrganization(
         // and the address is no longer the one whose password was checked: nothing joins then.
         // FOR NO KEY UPDATE, the lock the activation below takes: two accepts of one pending account at once, each
         // share-locking the row and then updating it, would deadlock.
-        const [row] = await tx.$queryRaw<Array<{ email: string }>>`SELECT email FROM users WHERE id = ${user.id} FOR NO KEY UPDATE`;
+        const [row] = await tx.$queryRaw<Array<{ email: string; status: string }>>`SELECT email, status::text AS status FROM users WHERE id = ${user.id} FOR NO KEY UPDATE`;
         if (!row || row.email !== user.email) throw conflict('The account changed while the invitation was accepted; try again.');
+        // A password replaces only a pending account's: one verified since it was read keeps its own.
+        if (replacementPasswordHash !== undefined && row.status !== 'pending') {
+          throw conflict('The account changed while the invitation was accepted; try again.');
+        }
       }
       // Claim the invitation first: of two concurrent accepts, only one gets it.
       const claimed = await tx.invitation.updateMany({
@@ -225,7 +240,14 @@ export async function joinInvitedOrganization(
         userId = user.id;
         // The e-mailed link proves the address: a user still pending verification becomes active.
         if (user.status !== 'active') {
-          await tx.user.update({ where: { id: user.id }, data: { status: 'active', emailVerifiedAt: user.emailVerifiedAt ?? now } });
+          await tx.user.update({
+            where: { id: user.id },
+            data: {
+              status: 'active',
+              emailVerifiedAt: user.emailVerifiedAt ?? now,
+              ...(replacementPasswordHash !== undefined && { passwordHash: replacementPasswordHash }),
+            },
+          });
         }
       } else {
         const { name, passwordHash } = (account as { create: NewInvitedUser }).create;

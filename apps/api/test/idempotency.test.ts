@@ -105,6 +105,20 @@ describe('a retry with the same key and request', () => {
     expect([again.headers['idempotent-replayed'], again.body.id]).toEqual(['true', fixed.body.id]);
   });
 
+  it.each([
+    ['a number past double range (1e400)', '{"name":1e400}'],
+    ['a negative one', '{"name":"x","junk":-1e400}'],
+    ['nesting 5,000 deep', `{"name":"x","junk":${'['.repeat(5000)}${']'.repeat(5000)}}`],
+  ])('answers 400 (not 500) for a body with %s, as without the header, and takes no key', async (_what, body) => {
+    const key = newKey();
+    const without = await api().post('/api/v1/projects').set(bearer(org.admin.token)).set('Content-Type', 'application/json').send(body);
+    expect(without.status).toBe(400);
+    const res = await api().post('/api/v1/projects').set(withKey(org.admin.token, key)).set('Content-Type', 'application/json').send(body);
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body)).toEqual(['detail']);
+    expect(await keyRows(org.id, key)).toHaveLength(0);
+  });
+
   it('replays a one-time secret (the API key value) to the same credential, and keeps it sealed at rest', async () => {
     const key = newKey();
     const body = { name: `ci ${key}`, scopes: ['projects:read'] };

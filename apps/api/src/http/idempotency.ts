@@ -81,8 +81,21 @@ function headerValue(req: Request): string | undefined {
 function requestHash(req: Request): string {
   return createHash('sha256')
     .update(`${req.method} ${req.originalUrl}\n`)
-    .update(canonicalJson(withoutCurrentPassword(req.body ?? null)))
+    .update(canonicalBody(req))
     .digest('hex');
+}
+
+/**
+ * The body canonically, or 400: JSON.parse reads a number past double range (1e400) as Infinity, which canonical
+ * JSON refuses, and a body nested thousands deep overflows the stack. No route's schema accepts either, but the hash
+ * is taken before validation: without this they answered 500 when the header was sent.
+ */
+function canonicalBody(req: Request): string {
+  try {
+    return canonicalJson(withoutCurrentPassword(req.body ?? null));
+  } catch {
+    throw badRequest('Invalid body: a number out of range, or nesting too deep.');
+  }
 }
 
 /** A refusal that asks the caller to prove who they are (reauthentication.ts): the retry with the proof must run. */

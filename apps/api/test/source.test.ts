@@ -236,6 +236,16 @@ describe('artifacts', () => {
     expect(folder.body.data.map((f: { path: string }) => f.path)).toEqual(['src/lib/util.ts']);
   });
 
+  it.each([
+    ['a NUL (AA)', 'AA'],
+    ['bytes that are no UTF-8 (_w)', '_w'],
+    ['a cursor spelt another way than the service spells it (padding)', `${Buffer.from('README.md').toString('base64url')}A`],
+  ])('answers 400 for a cursor it did not make: %s', async (_what, cursor) => {
+    const res = await api().get(`/api/v1/assessments/${assessmentId}/source/files?cursor=${cursor}`).set(bearer(org.manager.token));
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: 'Invalid cursor: pass next_cursor as answered.' });
+  });
+
   it('reads a text file inline and serves a binary one as a download', async () => {
     const text = await api().get(`/api/v1/assessments/${assessmentId}/source/file`).query({ path: 'src/index.ts' }).set(bearer(org.manager.token));
     expect(text.status).toBe(200);

@@ -10,7 +10,7 @@ import { ArchiveRefusal, refuseOverQuota } from '@svc/domain';
 import { ObjectNotFoundError } from '@svc/storage';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { HttpError, conflict, notFound, unprocessable } from '../../http/errors';
+import { HttpError, badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import type { Page } from '../../http/pagination';
 import { requireAssessmentAccess } from '../access/access.service';
 import { recordAs, requestMeta, type RequestMeta } from '../audit/audit.context';
@@ -207,8 +207,11 @@ export async function getSourceArchive(deps: AppDeps, principal: Principal, asse
 
 // File lists page by path (alphabetical, the order of a file browser); the cursor is the last path, encoded.
 const encodeCursor = (p: string) => Buffer.from(p, 'utf8').toString('base64url');
+/** The path a cursor names, or 400 for one this service did not make (PostgreSQL refuses a NUL in text: 500). */
 function decodeCursor(cursor: string): string {
-  return Buffer.from(cursor, 'base64url').toString('utf8');
+  const path = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (path.includes('\u0000') || encodeCursor(path) !== cursor) throw badRequest('Invalid cursor: pass next_cursor as answered.');
+  return path;
 }
 
 export async function listSourceFiles(

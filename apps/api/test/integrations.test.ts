@@ -144,6 +144,19 @@ describe('teams and projects', () => {
     expect(actions.map((x) => x.action).sort()).toEqual(['integration.connected', 'integration.connected', 'integration.disconnected', 'integration.team_bound', 'integration.team_bound']);
   });
 
+  it('binds a team twice at once (a retried PUT, or two integrations of one kind) without a 500: one binding of the kind stays', async () => {
+    const fresh = await createOrg(h);
+    const a = await connected({ kind: 'github', name: 'A', token: GITHUB_TOKEN }, fresh);
+    const b = await connected({ kind: 'github', name: 'B', token: GITHUB_TOKEN }, fresh);
+    for (let round = 0; round < 10; round += 1) {
+      const team = await createTeam(fresh.admin.token, `race ${round}`);
+      const bind = (id: string) => api().put(`/api/v1/integrations/${id}/teams/${team}`).set(bearer(fresh.admin.token));
+      const answers = await Promise.all([bind(a.id), bind(a.id), bind(b.id)]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(await h.deps.prisma.teamIntegration.count({ where: { teamId: team } })).toBe(1);
+    }
+  });
+
   it('keeps organizations apart: another organization\'s integration, team or project answers 404', async () => {
     const mine = await connected({ kind: 'slack', name: 'mine', bot_token: SLACK_TOKEN, workspace_id: 'T0ABC' });
     const theirTeam = await createTeam(other.admin.token, `theirs-${Date.now()}`);

@@ -17,7 +17,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireProjectAccess } from '../access/access.service';
-import { findTeam } from '../teams/teams.service';
+import { findTeam, holdTeam } from '../teams/teams.service';
 import { INTEGRATION_KINDS, type IntegrationKind } from './integrations.schemas';
 
 type IntegrationRow = Integration & { teamBindings: Array<{ teamId: string }> };
@@ -129,6 +129,9 @@ export async function bindTeam(deps: AppDeps, principal: Principal, id: string, 
   const team = await findTeam(deps, principal, teamId);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // Two binds of the team at once (a retried PUT) take turns: each deleting what it found and then inserting, the
+    // second insert hit the one-per-kind unique key (500).
+    await holdTeam(tx, team.id, 'NO KEY UPDATE');
     await tx.teamIntegration.deleteMany({ where: { teamId: team.id, kind: integration.kind } });
     await tx.teamIntegration.create({
       data: { id: newId('tint', now.getTime()), organizationId: principal.organizationId, teamId: team.id, integrationId: id, kind: integration.kind, createdAt: now },

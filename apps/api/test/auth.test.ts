@@ -166,8 +166,9 @@ describe('signup and e-mail verification', () => {
     const send = jest.spyOn(h.deps.mailer, 'send').mockRejectedValueOnce(new Error('SMTP down'));
     try {
       const failed = await request(h.app).post('/api/v1/auth/signup').send(body);
-      expect(failed.status).toBe(500);
-      expect(failed.body).toEqual({ detail: expect.any(String) });
+      expect(failed.status).toBe(503);
+      expect(failed.headers['retry-after']).toMatch(/^\d+$/);
+      expect(failed.body).toEqual({ detail: expect.stringContaining('the mail server') });
     } finally {
       send.mockRestore();
     }
@@ -180,7 +181,7 @@ describe('signup and e-mail verification', () => {
     const email = `refused-${uniqueSuffix()}@example.test`;
     const { logged, refused } = await whileMailRefused(h, async () => {
       const body = { email, password: SIGNUP_PASSWORD, name: 'R', organization_name: `Org ${uniqueSuffix()}` };
-      expect((await request(h.app).post('/api/v1/auth/signup').send(body)).status).toBe(500);
+      expect((await request(h.app).post('/api/v1/auth/signup').send(body)).status).toBe(503);
     });
     expect(refused).toEqual([email]);
     expect(logged).toContainEqual(['Could not send the verification e-mail; signup undone', { error: expect.stringContaining('Recipient address rejected') }]);

@@ -385,7 +385,10 @@ describe('the audit log', () => {
     const working = h.deps.mailer;
     h.deps.mailer = { send: async () => { throw new Error('the mail server is down'); } };
     try {
-      expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBeGreaterThanOrEqual(500);
+      const refused = await invite(local.admin.token, { email: address, role: 'member' });
+      expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toMatch(/^\d+$/);
+      expect(refused.body).toEqual({ detail: expect.stringContaining('the mail server') });
     } finally {
       h.deps.mailer = working;
     }
@@ -402,10 +405,10 @@ describe('the audit log', () => {
     const local = await createOrg(h);
     const address = freshEmail('refused');
     const { logged, refused } = await whileMailRefused(h, async () => {
-      expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBe(500);
+      expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBe(503);
     });
     expect(refused).toEqual([address]);
-    expect(logged).toContainEqual(['Unhandled error', { error: expect.stringContaining('Recipient address rejected') }]);
+    expect(logged).toContainEqual(['Mailing an invitation failed; the invitation is revoked', { invitation_id: expect.any(String), error: expect.stringContaining('Recipient address rejected') }]);
     // Logged with its stack, whose paths may hold an "@" (node_modules/.pnpm/name@version): the address's own part.
     expect(JSON.stringify(logged)).not.toContain(address.split('@')[0]);
   });

@@ -3,7 +3,7 @@ import bcrypt from 'bcrypt';
 import { isUniqueViolation, newId, type Tx } from '@svc/db';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
-import { HttpError, badRequest, conflict } from '../../http/errors';
+import { badRequest, conflict, serviceUnavailable } from '../../http/errors';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import type { CoreDeps } from './login';
 
@@ -126,7 +126,7 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
     deps.logger.error('Could not send the verification e-mail; signup undone', { error: mailErrorForLog(err, input.email) });
     await deps.prisma.organization.delete({ where: { id: account.organizationId } }).catch(() => undefined);
     await deps.prisma.user.delete({ where: { id: account.userId } }).catch(() => undefined);
-    throw new HttpError(500, 'Could not send the verification e-mail; please try again later.');
+    throw serviceUnavailable('the mail server');
   }
   return { user_id: account.userId, organization_id: account.organizationId, status: account.status };
 }

@@ -119,7 +119,7 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
       text:
         `Hello ${input.name},\n\n` +
         `confirm your e-mail address for the Security Assessment Service by opening this link within 24 hours:\n\n` +
-        `${link}\n\nIf you did not sign up, ignore this message.\n`,
+        `${link}\n\nIf you did not sign up, ignore this message and do not open the link: it would activate an account with a password someone else chose. Signing up yourself replaces it.\n`,
     });
   } catch (err) {
     // Without the mail the account could never be activated: undo it so the person can simply sign up again.

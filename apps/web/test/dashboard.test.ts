@@ -707,5 +707,18 @@ describe('dashboard in Chromium', () => {
       const json = await fetch(`${base}/verify-email`, { headers: { Accept: 'application/json' } });
       expect(json.status).toBe(404);
     });
+    await step('next-stays-on-site', async () => {
+      // A browser reads `/\host` as `//host`: a login link carrying it lands on the dashboard, never on another site
+      // (before, the sign-in stalled on the login page: the router refused to go there).
+      await page.getByRole('button', { name: 'Log out' }).click();
+      await page.getByRole('heading', { name: 'Log in' }).waitFor();
+      await page.goto(`${base}/login?next=${encodeURIComponent('/\\evil.example/x')}`);
+      await page.getByLabel('E-mail').fill(w.org.owner.email);
+      await page.getByLabel('Password').fill(TEST_PASSWORD);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      expect(new URL(page.url()).origin).toBe(new URL(base).origin);
+      expect(new URL(page.url()).pathname).toBe('/projects');
+    });
   }, 60_000);
 });

@@ -6,9 +6,12 @@ import { ApiError, client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { ErrorBox, Field, useAction, useLoad } from '../lib/ui';
 
-/** Only same-site relative paths are followed after login. */
+/**
+ * Only same-site relative paths are followed after login, else '/'. Browsers read a backslash as a slash (`/\host` is
+ * `//host`, another site) and drop tabs and line breaks inside URLs: a `next` holding either is not taken.
+ */
 function safeNext(next: string | null): string {
-  return next && next.startsWith('/') && !next.startsWith('//') ? next : '/';
+  return next && next.startsWith('/') && !next.startsWith('//') && !/[\\\u0000-\u001f\u007f]/.test(next) ? next : '/';
 }
 
 export function LoginPage() {

@@ -2,7 +2,7 @@
 // Redis, so they hold across API instances: two apps over one Redis prefix share the counts.
 import request from 'supertest';
 import { createApp } from '../src/app';
-import { consumeOneOf } from '../src/http/rate-limit';
+import { consumeOneOf, redisRateLimiter, reserveGuess } from '../src/http/rate-limit';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { signupAndVerify, type SignedUp } from './support/auth-helpers';
@@ -146,5 +146,38 @@ describe('requests (RATE_LIMIT_PER_MINUTE=3), per credential and per address bef
     const verify = () => request(h.app).post('/api/v1/auth/verify-email').send({ token: 'nope' });
     for (let i = 0; i < 3; i++) expect((await verify()).status).toBe(400);
     expectRateLimited(await verify());
+  });
+});
+
+describe('guesses (TOTP codes): a point taken before the check, given back when the guess was right', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await createHarness();
+  });
+  afterAll(() => h.close());
+
+  it("gives a point back only to a count still live: a refund after the window ran out buys the next window no extra guess", async () => {
+    // rate-limiter-flexible's reward() recreated the expired key at -1 with a whole window: one more guess there.
+    const limiter = redisRateLimiter(h.deps.redis, h.config.redisPrefix, { name: `guess-test-${uniqueSuffix()}`, points: 2, duration: 1, failOpen: false });
+    const key = 'user:usr_test';
+    const late = await reserveGuess(limiter, [key]);
+    await new Promise((r) => setTimeout(r, 1_200));
+    await late.refund();
+    expect(await h.deps.redis.exists(limiter.getKey(key))).toBe(0);
+    const verdicts = await Promise.allSettled(Array.from({ length: 4 }, () => reserveGuess(limiter, [key])));
+    expect(verdicts.map((v) => v.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+    expect(verdicts[2]).toMatchObject({ reason: { status: 429 } });
+  });
+
+  it('gives back the points of every key when one of them is used up, and a right guess its own', async () => {
+    const limiter = redisRateLimiter(h.deps.redis, h.config.redisPrefix, { name: `guess-test-${uniqueSuffix()}`, points: 2, duration: 60, failOpen: false });
+    const counts = async () => Promise.all(['a', 'b'].map(async (k) => (await limiter.get(k))?.consumedPoints ?? 0));
+    await reserveGuess(limiter, ['b']);
+    await reserveGuess(limiter, ['b']);
+    await expect(reserveGuess(limiter, ['a', 'b'])).rejects.toMatchObject({ status: 429 });
+    expect(await counts()).toEqual([0, 2]);
+    const right = await reserveGuess(limiter, ['a']);
+    await right.refund();
+    expect(await counts()).toEqual([0, 2]);
   });
 });

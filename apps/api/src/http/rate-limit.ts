@@ -147,6 +147,16 @@ export interface GuessReservation {
   refund(): Promise<void>;
 }
 
+// Gives a point back only to a count still live. rate-limiter-flexible's reward() recreates an expired key at -1 with
+// a full window: a guess taken before the window ran out and given back after it bought the next window an extra one.
+const REFUND_IF_LIVE = "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECRBY', KEYS[1], ARGV[1]) end return false";
+
+async function refundPoint(limiter: RateLimiterRedis, key: string): Promise<void> {
+  // The limiter's own client and key (RateLimiterRedis keeps the count as a plain integer under getKey(key)).
+  const { client } = limiter as unknown as { client: Redis };
+  await client.eval(REFUND_IF_LIVE, 1, limiter.getKey(key), 1);
+}
+
 /**
  * Takes one point on each key before a guess (a TOTP code) is checked, or throws the 429 when a key is used up (its
  * points taken back). Taken before the check, not after a wrong answer: concurrent guesses would otherwise all pass
@@ -157,7 +167,7 @@ export interface GuessReservation {
 export async function reserveGuess(limiter: RateLimiterRedis, keys: string[]): Promise<GuessReservation> {
   const taken: string[] = [];
   const refund = async () => {
-    await Promise.all(taken.map((key) => limiter.reward(key, 1))).catch(() => undefined);
+    await Promise.all(taken.map((key) => refundPoint(limiter, key))).catch(() => undefined);
   };
   for (const key of keys) {
     const res = await consumed(limiter, key, 1);

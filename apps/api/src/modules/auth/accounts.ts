@@ -29,8 +29,8 @@ export interface NewOwnerAccount {
 /**
  * Creates a user who owns a new organization, in one transaction. Signup creates it `pending` with a
  * verification token; the operator CLI and OAuth signup (the provider verified the e-mail) create it `active`.
- * An e-mail already registered is a 409, except that a signup takes over an account still pending
- * (replacePendingSignup).
+ * An e-mail already registered is a 409, except that a signup replaces an account still pending whose links have
+ * all expired (removeAbandonedSignup).
  */
 export async function createOwnerAccount(
   deps: CoreDeps,
@@ -42,12 +42,12 @@ export async function createOwnerAccount(
 
   const passwordHash = input.password === undefined ? null : await bcrypt.hash(input.password, deps.config.bcryptRounds);
   const now = deps.clock.now();
-  const verificationToken = options.verified ? undefined : randomToken(32);
-  if (existing) return replacePendingSignup(deps, existing.id, input, passwordHash, verificationToken!, now);
   const userId = newId('usr');
   const organizationId = newId('org');
+  const verificationToken = options.verified ? undefined : randomToken(32);
   try {
     await deps.prisma.$transaction(async (tx) => {
+      if (existing) await removeAbandonedSignup(tx, existing.id, now);
       await tx.user.create({
         data: {
           id: userId,
@@ -61,7 +61,17 @@ export async function createOwnerAccount(
       await tx.organization.create({ data: { id: organizationId, name: input.organization_name } });
       // Unscoped: the organization is being created here, with its owner.
       await tx.membership.create({ data: { id: newId('mem'), organizationId, userId, role: 'owner' } });
-      if (verificationToken) await createVerificationToken(tx, userId, verificationToken, now);
+      if (verificationToken) {
+        await tx.emailToken.create({
+          data: {
+            id: newId('etk'),
+            userId,
+            purpose: VERIFY_EMAIL_PURPOSE,
+            tokenHash: sha256Hex(verificationToken),
+            expiresAt: new Date(now.getTime() + VERIFY_EMAIL_TTL_MS),
+          },
+        });
+      }
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw alreadyRegistered(); // lost a race with a concurrent signup
@@ -72,41 +82,23 @@ export async function createOwnerAccount(
 
 const alreadyRegistered = () => conflict('An account with this e-mail address already exists.');
 
-async function createVerificationToken(tx: Tx, userId: string, token: string, now: Date): Promise<void> {
-  await tx.emailToken.create({
-    data: { id: newId('etk'), userId, purpose: VERIFY_EMAIL_PURPOSE, tokenHash: sha256Hex(token), expiresAt: new Date(now.getTime() + VERIFY_EMAIL_TTL_MS) },
-  });
-}
-
 /**
- * A signup with the address of an account still pending takes it over: the password, name and organization name
- * given now replace the pending ones, and a new verification link replaces the earlier ones. Nothing was proven
- * about a pending account (its owner never opened the mail, or never asked for it: anyone may sign up with any
- * address), and nothing can have used it (a pending account cannot sign in). Refusing the signup instead let anyone
- * lock an address out for good by signing up with it first (the link expires, a reset mails only active accounts),
- * and an owner who then opened that first mail activated the account with the stranger's password.
+ * Removes an account left pending whose verification links have all expired, with the organization its signup
+ * made, so that a signup with its address can start afresh (new ids, nothing carried over). Refusing that signup
+ * let anyone who signed up first with an address lock it out for good: a reset mails only active accounts, and an
+ * invitation asked for the stranger's password. While a link is live the signup stays a 409: replacing the account
+ * then would let a stranger put their own password under the link its owner is about to open. Nothing can have used
+ * a pending account (it cannot sign in); it is locked and read again (verified meanwhile: 409).
  */
-async function replacePendingSignup(
-  deps: CoreDeps,
-  userId: string,
-  input: NewOwnerInput,
-  passwordHash: string | null,
-  verificationToken: string,
-  now: Date,
-): Promise<NewOwnerAccount> {
-  const organizationId = await deps.prisma.$transaction(async (tx) => {
-    // Locked and read again: verified (or taken over by an invitation) since the lookup, it is no longer pending.
-    const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status::text AS status FROM users WHERE id = ${userId} FOR NO KEY UPDATE`;
-    if (row?.status !== 'pending') throw alreadyRegistered();
-    const owned = await tx.membership.findFirst({ where: { userId, role: 'owner' }, select: { organizationId: true } });
-    if (!owned) throw alreadyRegistered();
-    await tx.user.update({ where: { id: userId }, data: { passwordHash, name: input.name } });
-    await tx.organization.update({ where: { id: owned.organizationId }, data: { name: input.organization_name } });
-    await tx.emailToken.updateMany({ where: { userId, purpose: VERIFY_EMAIL_PURPOSE, usedAt: null }, data: { usedAt: now } });
-    await createVerificationToken(tx, userId, verificationToken, now);
-    return owned.organizationId;
-  });
-  return { userId, organizationId, status: 'pending', verificationToken };
+async function removeAbandonedSignup(tx: Tx, userId: string, now: Date): Promise<void> {
+  const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status::text AS status FROM users WHERE id = ${userId} FOR UPDATE`;
+  if (row?.status !== 'pending') throw alreadyRegistered();
+  const liveLinks = await tx.emailToken.count({ where: { userId, purpose: VERIFY_EMAIL_PURPOSE, usedAt: null, expiresAt: { gt: now } } });
+  if (liveLinks > 0) throw conflict('An account with this e-mail address already exists. If it was never confirmed, signing up again is possible once its link has expired (24 hours after it was sent).');
+  const owned = await tx.membership.findMany({ where: { userId, role: 'owner' }, select: { organizationId: true } });
+  // Only an organization of the signup alone: nobody else can be in it, but that is checked, not assumed.
+  await tx.organization.deleteMany({ where: { id: { in: owned.map((m) => m.organizationId) }, memberships: { every: { userId } } } });
+  await tx.user.delete({ where: { id: userId } });
 }
 
 export async function signup(deps: AppDeps, input: NewOwnerInput) {
@@ -119,13 +111,14 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
       text:
         `Hello ${input.name},\n\n` +
         `confirm your e-mail address for the Security Assessment Service by opening this link within 24 hours:\n\n` +
-        `${link}\n\nIf you did not sign up, ignore this message and do not open the link: it would activate an account with a password someone else chose. Signing up yourself replaces it.\n`,
+        `${link}\n\nIf you did not sign up, ignore this message and do not open the link: it would activate an account with a password someone else chose.\n`,
     });
   } catch (err) {
     // Without the mail the account could never be activated: undo it so the person can simply sign up again.
     deps.logger.error('Could not send the verification e-mail; signup undone', { error: mailErrorForLog(err, input.email) });
-    await deps.prisma.organization.delete({ where: { id: account.organizationId } }).catch(() => undefined);
-    await deps.prisma.user.delete({ where: { id: account.userId } }).catch(() => undefined);
+    // Only while still pending: activated meanwhile (an invitation accepted while the mail server hung), it stays.
+    const removed = await deps.prisma.user.deleteMany({ where: { id: account.userId, status: 'pending' } }).catch(() => ({ count: 0 }));
+    if (removed.count === 1) await deps.prisma.organization.deleteMany({ where: { id: account.organizationId, memberships: { none: {} } } }).catch(() => undefined);
     throw serviceUnavailable('the mail server');
   }
   return { user_id: account.userId, organization_id: account.organizationId, status: account.status };

@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import request from 'supertest';
-import { createPrismaClient, poolOf } from '@svc/db';
+import { createPgPool, createPrismaClient, poolOf } from '@svc/db';
 import { errorHandler } from '../src/http/errors';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
@@ -196,6 +196,23 @@ describe('a database too busy for a transaction (every pooled connection taken, 
     );
     expectEnvelope(res, 503);
     expect(res.headers['retry-after']).toMatch(/^\d+$/);
+  });
+});
+
+describe('an idle database connection the server ends (a restart, a failover, a database dropped at shutdown)', () => {
+  it("does not end the process: the pool drops it and the next query gets a new one", async () => {
+    // An 'error' event without a listener throws: here it would fail the test; in the API or worker, end the process.
+    const pool = createPgPool(h.config.databaseUrl, { max: 1 });
+    try {
+      const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await h.deps.prisma.$queryRaw`SELECT pg_terminate_backend(${rows[0].pid}::int)`;
+      // The pool lets go of the ended connection once its 'error' has been emitted (no listener of the test's own).
+      for (let i = 0; pool.totalCount > 0 && i < 200; i += 1) await new Promise((r) => setTimeout(r, 10));
+      expect(pool.totalCount).toBe(0);
+      expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
+    }
   });
 });
 

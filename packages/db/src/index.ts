@@ -22,7 +22,7 @@ export function createPgPool(
     applicationName?: string;
   } = {},
 ): pg.Pool {
-  return new pg.Pool({
+  const pool = new pg.Pool({
     ...pgFields(databaseUrl),
     ...(options.applicationName !== undefined && { application_name: options.applicationName }),
     max: options.max ?? 10,
@@ -32,6 +32,12 @@ export function createPgPool(
     ...(options.allowExitOnIdle !== undefined && { allowExitOnIdle: options.allowExitOnIdle }),
     types: { getTypeParser: utcTypeParser },
   });
+  // An idle connection the server ends (a restart, a failover, pg_terminate_backend) is an 'error' on the pool, and
+  // an 'error' nobody listens to ends the process. Prisma's adapter listens only between its connect and its
+  // $disconnect: a connection ended after that (a database dropped or restarted while the process shut down) killed
+  // it with exit code 1. The pool drops that connection by itself; callers with a logger add their own listener.
+  pool.on('error', () => undefined);
+  return pool;
 }
 
 /** A Prisma client that talks to PostgreSQL through the pg driver adapter (no query-engine binary). */

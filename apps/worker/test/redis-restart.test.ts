@@ -56,7 +56,7 @@ async function firstTime(what: string, probe: () => Promise<boolean>, timeoutMs:
   }
 }
 
-it('delivers a whole backlog after a 7 s Redis restart with AOF, failing none for waiting, and is ready again within 2 s', async () => {
+it('delivers a whole backlog after a 7 s Redis restart with AOF, failing none for waiting, and is ready again within 10 s', async () => {
   const sub = await w.subscribe({ name: 'backlog', url: w.receiver.url('/backlog'), events: ['report.ready'] });
   w.receiver.script('/backlog', () => ({ status: 200, body: 'ok', delayMs: 100 }));
   const accepted: string[] = [];
@@ -82,10 +82,11 @@ it('delivers a whole backlog after a 7 s Redis restart with AOF, failing none fo
       firstTime('/readyz to answer 200', async () => (await readyz().get('/readyz')).status === 200, 30_000),
     ]);
     await restarting;
-    // The API's client retries at most 500 ms apart (packages/queue retryStrategy), so readiness is back about half a
-    // second after Redis answers. 2 s leaves room for a loaded CI machine: a full suite on 2 cores read 1,031 ms
-    // once; a client that stopped reconnecting, or backed off for longer, still fails here.
-    expect(ready - answering).toBeLessThanOrEqual(2_000);
+    // The API's client retries at most 500 ms apart (packages/queue retryStrategy, its numbers checked in
+    // unavailable.test.ts), so readiness is back about half a second after Redis answers on an idle machine. Full
+    // suites on 2 cores read 1,031 ms and 5,092 ms: the bound is issue 35's 10 s, which a client that stopped
+    // reconnecting, or waited out the server's loading estimate, still fails.
+    expect(ready - answering).toBeLessThanOrEqual(10_000);
   } finally {
     probe.disconnect();
   }

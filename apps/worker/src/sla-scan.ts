@@ -14,6 +14,7 @@
 import { Prisma, utcTimestamp, type Db } from '@svc/db';
 import { findingEventData, SLA_DAYS_COLUMNS, SLA_OPEN_STATUSES, SLA_SEVERITIES, slaDueAt } from '@svc/domain';
 import { withOutbox, type OutboxDeps } from '@svc/outbox';
+import { erasureUnderWaySql, erasuresUnderWay } from './erasure-under-way';
 
 export type SlaScanDeps = OutboxDeps;
 
@@ -43,12 +44,15 @@ async function findCandidates(prisma: Db, now: Date, excluded: readonly string[]
       WHERE f.status IN (${Prisma.join([...SLA_OPEN_STATUSES])})
         AND f.sla_breached_at IS NULL
         AND NOT (f.id = ANY(${excluded}::text[]))
+        AND NOT ${erasureUnderWaySql('f.organization_id')}
     ) c
     WHERE c.sla_days IS NOT NULL
       AND c.opened_at + make_interval(days => c.sla_days) < ${utcTimestamp(now)}
     ORDER BY c.opened_at, c.id
     LIMIT ${BATCH_SIZE}`;
 }
+
+class ErasureUnderWay extends Error {}
 
 /** Claims one breach and publishes its event in one transaction; false when another worker (or a change) won. */
 async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Date): Promise<boolean> {
@@ -67,6 +71,8 @@ async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Dat
       });
       if (claimed.count !== 1) return false;
       const f = await tx.finding.findUniqueOrThrow({ where: { id: candidate.id } });
+      // An erasure confirmed since the candidate was read: the claim rolls back, a later scan publishes.
+      if (await tx.erasureRequest.count({ where: erasuresUnderWay(f.organizationId) })) throw new ErasureUnderWay();
       await publish({
         type: 'finding.sla_breached',
         organizationId: f.organizationId,
@@ -99,6 +105,7 @@ export async function scanSlaBreaches(deps: SlaScanDeps, now: Date): Promise<num
       try {
         if (await claimAndPublish(deps, candidate, now)) published += 1;
       } catch (err) {
+        if (err instanceof ErasureUnderWay) continue;
         // One finding's failure must not stop the scan; its claim rolled back, so the next run retries it.
         deps.logger.error('SLA breach publication failed', {
           finding_id: candidate.id,

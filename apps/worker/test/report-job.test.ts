@@ -340,10 +340,17 @@ describe('failures', () => {
 });
 
 describe('an erasure running in the organization', () => {
-  it('holds the render job back (delayed, no attempt spent, nothing stored) until it has ended; then the report renders', async () => {
+  it.each([
+    ['erasing', undefined],
+    // Failed after its confirmation: its retry resumes where it stopped, behind what it already passed.
+    ['failed after its confirmation', 'failed'],
+  ])('%s: holds the render job back (delayed, no attempt spent, nothing stored) until it has ended; then the report renders', async (_what, failed) => {
     const { assessment } = await arrange();
     const erasure = await w.h.deps.prisma.erasureRequest.create({
-      data: { id: newId('era'), organizationId: w.org.id, subjectEmailKey: 'held-report-subject', status: 'erasing', pseudonymName: 'Erased person 1', pseudonymEmail: 'erased-1@erased.invalid' },
+      data: {
+        id: newId('era'), organizationId: w.org.id, subjectEmailKey: 'held-report-subject', status: failed ?? 'erasing',
+        pseudonymName: 'Erased person 1', pseudonymEmail: 'erased-1@erased.invalid', confirmedAt: new Date(),
+      },
     });
     try {
       const requested = await w.api().post(`/api/v1/assessments/${assessment.id}/reports`).set(bearer(w.org.admin.token)).send({ title: 'Held report' });
@@ -367,7 +374,7 @@ describe('an erasure running in the organization', () => {
       await waitForStatus(requested.body.id, 'ready');
       expect(await eventsOf(w.h, w.org.id, 'report.ready', { report_id: requested.body.id })).toHaveLength(1);
     } finally {
-      await w.h.deps.prisma.erasureRequest.updateMany({ where: { id: erasure.id, status: 'erasing' }, data: { status: 'completed', completedAt: new Date() } });
+      await w.h.deps.prisma.erasureRequest.updateMany({ where: { id: erasure.id, status: { in: ['erasing', 'failed'] } }, data: { status: 'completed', completedAt: new Date() } });
     }
   });
 });

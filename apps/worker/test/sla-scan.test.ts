@@ -109,6 +109,35 @@ describe('scanSlaBreaches', () => {
     expect(mine).toHaveLength(5);
   });
 
+  it('publishes no breach in an organization while an erasure is under way there (erasing, or failed after its confirmation), and publishes it once the erasure completed', async () => {
+    // The erasure's passes walk each table forward once: an event written behind its events pass kept the person's
+    // name from the finding's title for good (review of the worker's jobs).
+    const erased = await newOrg();
+    const other = await newOrg();
+    const opened = at('1995-01-01T00:00:00.000Z');
+    const held = await insertFinding(h, (await setup(erased)).assessment, { severity: 'critical', openedAt: opened, title: 'Dana Doe (dana@example.test) left a key in the repo' });
+    const free = await insertFinding(h, (await setup(other)).assessment, { severity: 'critical', openedAt: opened });
+    const request = await h.deps.prisma.erasureRequest.create({
+      data: {
+        id: newId('era'), organizationId: erased.id, subjectEmailKey: 'a-key-of-dana', status: 'erasing',
+        pseudonymName: 'Erased 1', pseudonymEmail: 'erased-1@erased.invalid', confirmedAt: opened,
+      },
+    });
+    const now = at('1995-01-10T00:00:00.000Z');
+    await scanSlaBreaches(scanDeps(), now);
+    expect(await eventsOf(h, erased.id, 'finding.sla_breached', { finding_id: held.id })).toHaveLength(0);
+    expect(await eventsOf(h, other.id, 'finding.sla_breached', { finding_id: free.id })).toHaveLength(1);
+
+    await h.deps.prisma.erasureRequest.update({ where: { id: request.id }, data: { status: 'failed' } });
+    await scanSlaBreaches(scanDeps(), now);
+    expect(await eventsOf(h, erased.id, 'finding.sla_breached', { finding_id: held.id })).toHaveLength(0);
+    expect((await h.deps.prisma.finding.findUniqueOrThrow({ where: { id: held.id } })).slaBreachedAt).toBeNull();
+
+    await h.deps.prisma.erasureRequest.update({ where: { id: request.id }, data: { status: 'completed', completedAt: now } });
+    await scanSlaBreaches(scanDeps(), now);
+    expect(await eventsOf(h, erased.id, 'finding.sla_breached', { finding_id: held.id })).toHaveLength(1);
+  });
+
   it('agrees with the pure rule on every severity, status and policy around the due instant', async () => {
     const custom: SlaPolicy = { critical: 1, high: 2, medium: null, low: 5, info: 3 };
     const orgs: Array<[TestOrg, SlaPolicy]> = [[await newOrg(), custom], [await newOrg(), DEFAULT_SLA_POLICY]];

@@ -27,6 +27,7 @@ import {
 import type { WorkerDeps } from '../deps';
 import { renderReportPdf } from './render-pdf';
 import { handBack, type RunningJobs } from '../running-jobs';
+import { erasuresUnderWay } from '../erasure-under-way';
 
 export type ReportJobResult = 'ready' | 'skipped' | 'failed' | number;
 /** How long a render waits for an erasure running in its organization before it renders again. */
@@ -81,7 +82,7 @@ async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData
   const completed = await withOutbox(
     outboxDeps(deps, deliveryQueue),
     async (tx, publish) => {
-      if (await tx.erasureRequest.count({ where: { organizationId: report.organizationId, status: 'erasing' } })) return 'erasure_running';
+      if (await tx.erasureRequest.count({ where: erasuresUnderWay(report.organizationId) })) return 'erasure_running';
       const claimed = await tx.report.updateMany({
         where: { id: report.id, status: 'pending', updatedAt: report.updatedAt },
         data: { status: 'ready', pdf: new Uint8Array(pdf), sizeBytes: pdf.length, readyAt: now, error: null, unfinishedRenders: 0 },

@@ -76,6 +76,9 @@ function warningMail(key: { name: string; displayPrefix: string; expiresAt: Date
   };
 }
 
+/** How long a run holds a key's warning while it mails it (a mail server's timeouts are well under this). */
+const WARNING_CLAIM_MS = 15 * 60_000;
+
 /** Warns about every key of a policy organization that expires within its warning window; returns the keys warned. */
 export async function sendExpiryWarnings(
   deps: WorkerDeps,
@@ -85,17 +88,22 @@ export async function sendExpiryWarnings(
   let warned = 0;
   for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyWarnDays')) {
     const window = new Date(now.getTime() + days * DAY_MS);
+    const unclaimed = { OR: [{ expiryWarningClaimedUntil: null }, { expiryWarningClaimedUntil: { lte: now } }] };
     const due = keysWhere(deps, {
       organizationId: { in: organizationIds },
       revokedAt: null,
       expiryWarnedAt: null,
       expiresAt: { gt: now, lte: window },
+      ...unclaimed,
     });
     for await (const key of due) {
-      // The claim: whichever run sets expiry_warned_at first sends the warning.
+      // The claim: whichever run holds it sends the warning. It expires, so a run killed before it marked the key
+      // warned (or whose mail server hung past the shutdown deadline) leaves the warning to a later run, which may
+      // then send it a second time (at least once, never lost).
+      const claimUntil = new Date(now.getTime() + WARNING_CLAIM_MS);
       const claimed = await deps.prisma.apiKey.updateMany({
-        where: { id: key.id, expiryWarnedAt: null, revokedAt: null },
-        data: { expiryWarnedAt: now },
+        where: { id: key.id, expiryWarnedAt: null, revokedAt: null, ...unclaimed },
+        data: { expiryWarningClaimedUntil: claimUntil },
       });
       if (claimed.count !== 1) continue;
       const recipients = await warningRecipients(deps, key.organizationId, key.user);
@@ -109,11 +117,14 @@ export async function sendExpiryWarnings(
         warned++;
       } catch (err) {
         deps.logger.error('Could not send an API-key expiry warning', { key_id: key.id, sent, error: mailErrorForLog(err, recipients) });
-        // Nobody was told: give the claim back so the next run tries again. (Someone was: no second round.)
-        if (sent === 0) {
-          await deps.prisma.apiKey.updateMany({ where: { id: key.id, expiryWarnedAt: now }, data: { expiryWarnedAt: null } });
-        }
       }
+      // Someone was told (or there is nobody to tell): warned, no second round for the rest. Nobody was: the claim
+      // goes and the next run tries again.
+      const done = sent > 0 || recipients.length === 0;
+      await deps.prisma.apiKey.updateMany({
+        where: { id: key.id, expiryWarningClaimedUntil: claimUntil },
+        data: done ? { expiryWarnedAt: now, expiryWarningClaimedUntil: null } : { expiryWarningClaimedUntil: null },
+      });
     }
   }
   if (warned > 0) deps.logger.info('API-key expiry warnings sent', { keys: warned });

@@ -13,6 +13,7 @@ import type { WorkerDeps } from '../src/deps';
 import { revokeInactiveKeys, runKeyLifecycle, sendExpiryWarnings } from '../src/key-lifecycle';
 import { MAINTENANCE_SCHEDULES } from '../src/maintenance';
 import { startWorker } from '../src/worker';
+import { poll } from './support/world';
 import { createIsolatedDatabase } from '../../../test-support/databases';
 
 const DAY = 24 * 3600 * 1000;
@@ -139,6 +140,31 @@ describe('expiry warnings', () => {
     expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).expiryWarnedAt).toBeNull();
     await sendExpiryWarnings(deps, at(0));
     expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([org.manager.email, org.admin.email, org.owner.email, secondAdmin.email].sort());
+  });
+
+  it('a run that died while mailing (a mail server hanging, the worker killed) leaves the warning to a later run once its claim ran out', async () => {
+    // Before, the claim was expiry_warned_at itself: the key stayed "warned" and expired unannounced.
+    const fresh = await createOrg(h);
+    await setPolicy(fresh, { enabled: true, warn_days_before: 7, max_lifetime_days: 90, inactivity_days: null });
+    const key = await createKey(fresh.manager.token, { expires_at: at(5).toISOString() });
+    // Hangs on this key's warning only (others due in the database go out as usual).
+    const hanging = {
+      send: (message: { to: string; text: string }) => (message.text.includes(key.prefix) ? new Promise<never>(() => undefined) : h.deps.mailer.send(message as never)),
+    };
+    void sendExpiryWarnings(deps, at(0), hanging as never);
+    await poll(
+      async () => (await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).expiryWarningClaimedUntil,
+      (until) => until !== null,
+      10_000,
+      'the first run to claim the warning',
+    );
+    // Another run while the claim holds sends nothing; one after it ran out warns.
+    await sendExpiryWarnings(deps, at(0));
+    expect(mailsAbout(key.prefix)).toEqual([]);
+    expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).expiryWarnedAt).toBeNull();
+    await sendExpiryWarnings(deps, new Date(at(0).getTime() + 16 * 60_000));
+    expect(mailsAbout(key.prefix).map((m) => m.to).sort()).toEqual([fresh.manager.email, fresh.admin.email, fresh.owner.email].sort());
+    expect((await h.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } })).expiryWarnedAt).not.toBeNull();
   });
 
   it("logs a mail server's refusal without the address it quotes", async () => {

@@ -6,7 +6,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Transporter } from 'nodemailer';
 
-export { mailErrorForLog } from './log';
+export { isRecipientRefused, mailErrorForLog } from './log';
 
 /**
  * One message. `to` is a single visible recipient; `bcc` sends one message to several people without any of them

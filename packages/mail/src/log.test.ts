@@ -1,4 +1,4 @@
-import { mailErrorForLog } from './index';
+import { isRecipientRefused, mailErrorForLog } from './index';
 
 const REFUSED = (address: string) => `Can't send mail - all recipients were rejected: 550 5.1.1 <${address}>: Recipient address rejected: User unknown`;
 const REFUSED_LOGGED = (stand: string) => `Can't send mail - all recipients were rejected: 550 5.1.1 <${stand}>: Recipient address rejected: User unknown`;
@@ -76,5 +76,20 @@ describe('mailErrorForLog', () => {
 
   it('ignores recipients that are no address', () => {
     expect(mailErrorForLog(new Error('550 <ada@example.com> unknown'), ['', 'ada', '@example.com'])).toBe('550 <<address>> unknown');
+  });
+});
+
+describe('isRecipientRefused', () => {
+  const envelope = (responseCode: number) => Object.assign(new Error("Can't send mail - all recipients were rejected"), { code: 'EENVELOPE', responseCode, command: 'RCPT TO' });
+  it('is true for a recipient refused for good (SMTP 5xx)', () => {
+    expect(isRecipientRefused(envelope(550))).toBe(true);
+    expect(isRecipientRefused(envelope(553))).toBe(true);
+  });
+  it('is false for a refusal to try later (4xx), a server out of reach, anything else', () => {
+    expect(isRecipientRefused(envelope(450))).toBe(false);
+    expect(isRecipientRefused(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ESOCKET' }))).toBe(false);
+    expect(isRecipientRefused(Object.assign(new Error('Greeting never received'), { code: 'ETIMEDOUT' }))).toBe(false);
+    expect(isRecipientRefused(new Error('boom'))).toBe(false);
+    expect(isRecipientRefused(null)).toBe(false);
   });
 });

@@ -48,3 +48,14 @@ function standingAlone(spelling: string): RegExp {
   const escaped = spelling.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(String.raw`(?<![^${DELIMITERS}/\\=])${escaped}(?!\.?[^${DELIMITERS}.])`, 'giu');
 }
+
+/**
+ * True when the mail server refused the recipients for good (nodemailer's EENVELOPE with an SMTP 5xx answer: "no
+ * such mailbox", a domain it does not serve): sending the same mail again will not help, unlike a server that cannot
+ * be reached or answers 4xx (try later).
+ */
+export function isRecipientRefused(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, responseCode } = err as { code?: unknown; responseCode?: unknown };
+  return code === 'EENVELOPE' && typeof responseCode === 'number' && responseCode >= 500 && responseCode < 600;
+}

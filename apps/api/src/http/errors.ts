@@ -2,6 +2,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@svc/config';
 import { isDatabaseUnavailable, isForeignKeyViolation } from '@svc/db';
+import { isRecipientRefused } from '@svc/mail';
 import { isRedisUnavailable } from '@svc/queue';
 
 export class HttpError extends Error {
@@ -32,6 +33,16 @@ export const serviceUnavailable = (what: string) =>
   new HttpError(503, `Service temporarily unavailable: ${what} cannot be reached. Retry after ${OUTAGE_RETRY_AFTER_SECONDS}s.`, {}, {
     'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS),
   });
+
+/**
+ * The answer to a request whose mail could not be sent: 422 when the mail server refused the address for good (the
+ * client must change it; retrying the same request would fail the same way), else 503 (try again later).
+ */
+export function mailNotSent(err: unknown): HttpError {
+  return isRecipientRefused(err)
+    ? unprocessable('The mail server refused the e-mail address (it does not exist, or does not take mail from this service): check it.')
+    : serviceUnavailable('the mail server');
+}
 
 /** A PostgreSQL or Redis outage is a 503 the client may retry, not a 500. */
 function fromOutage(err: unknown): HttpError | undefined {

@@ -3,7 +3,7 @@ import bcrypt from 'bcrypt';
 import { isUniqueViolation, newId, type Tx } from '@svc/db';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
-import { badRequest, conflict, serviceUnavailable } from '../../http/errors';
+import { badRequest, conflict, mailNotSent } from '../../http/errors';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import type { CoreDeps } from './login';
 
@@ -119,7 +119,7 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
     // Only while still pending: activated meanwhile (an invitation accepted while the mail server hung), it stays.
     const removed = await deps.prisma.user.deleteMany({ where: { id: account.userId, status: 'pending' } }).catch(() => ({ count: 0 }));
     if (removed.count === 1) await deps.prisma.organization.deleteMany({ where: { id: account.organizationId, memberships: { none: {} } } }).catch(() => undefined);
-    throw serviceUnavailable('the mail server');
+    throw mailNotSent(err);
   }
   return { user_id: account.userId, organization_id: account.organizationId, status: account.status };
 }

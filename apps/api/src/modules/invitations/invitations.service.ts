@@ -7,7 +7,7 @@ import { oneLine } from '@svc/domain';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { HttpError, badRequest, conflict, forbidden, notFound, serviceUnavailable, unauthorized } from '../../http/errors';
+import { HttpError, badRequest, conflict, forbidden, mailNotSent, notFound, unauthorized } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { consumeOrThrow, type RateLimiters } from '../../http/rate-limit';
 import { emailLimiterKey, recordLoginFailure } from '../auth/login';
@@ -123,7 +123,7 @@ export async function createInvitation(
     );
     // The mail server's refusal, without the address it may quote; the client may retry (503, as a report grant's).
     deps.logger.warn('Mailing an invitation failed; the invitation is revoked', { invitation_id: invitation.id, error: mailErrorForLog(err, input.email) });
-    throw serviceUnavailable('the mail server');
+    throw mailNotSent(err);
   }
   return presentInvitation(invitation, now);
 }

@@ -16,7 +16,7 @@ import { oneLine } from '@svc/domain';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
-import { conflict, notFound, serviceUnavailable, unprocessable } from '../../http/errors';
+import { conflict, mailNotSent, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
@@ -227,7 +227,7 @@ export async function shareReport(
       deps.logger.error('Revoking an undelivered report grant failed', { share_id: share.id, error: String(cause) }),
     );
     deps.logger.warn('Mailing a report grant failed; the grant is revoked', { share_id: share.id, error: mailErrorForLog(err, input.email) });
-    throw serviceUnavailable('the mail server');
+    throw mailNotSent(err);
   }
   return presentShare(share, now);
 }

@@ -25,6 +25,13 @@ const SLA_DAYS_SQL = Prisma.sql`CASE f.severity ${Prisma.join(
 )} END`;
 const BATCH_SIZE = 500;
 
+/**
+ * Longest one scan runs: it shares the single-slot maintenance queue with the security-notice sweep and the erasure,
+ * and a policy turned on over a large backlog has thousands of breaches to publish. The next scan goes on (nothing
+ * is published twice: each breach is claimed).
+ */
+export const SLA_SCAN_BUDGET_MS = 20_000;
+
 interface Candidate {
   id: string;
   severity: string;
@@ -92,15 +99,18 @@ async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Dat
 
 /**
  * Publishes `finding.sla_breached` for every finding past its SLA at `now` that has not had one for its current
- * breach; returns how many this call published. Safe to run concurrently: each breach is published exactly once.
+ * breach, for at most `budgetMs` (the next scan goes on); returns how many this call published. Safe to run
+ * concurrently: each breach is published exactly once.
  */
-export async function scanSlaBreaches(deps: SlaScanDeps, now: Date): Promise<number> {
+export async function scanSlaBreaches(deps: SlaScanDeps, now: Date, budgetMs = SLA_SCAN_BUDGET_MS): Promise<number> {
+  const deadline = performance.now() + budgetMs;
   let published = 0;
   // Candidates this run already tried (claimed, lost to another worker, or changed meanwhile): never twice.
   const tried: string[] = [];
-  for (;;) {
+  while (performance.now() < deadline) {
     const candidates = await findCandidates(deps.prisma, now, tried);
     for (const candidate of candidates) {
+      if (performance.now() >= deadline) break;
       tried.push(candidate.id);
       try {
         if (await claimAndPublish(deps, candidate, now)) published += 1;

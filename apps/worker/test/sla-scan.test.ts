@@ -138,6 +138,18 @@ describe('scanSlaBreaches', () => {
     expect(await eventsOf(h, erased.id, 'finding.sla_breached', { finding_id: held.id })).toHaveLength(1);
   });
 
+  it('a scan out of budget leaves the breaches it did not reach to the next scan, which publishes each once', async () => {
+    const target = await newOrg();
+    const { assessment } = await setup(target);
+    const opened = at('1993-03-01T00:00:00.000Z');
+    const findings = [];
+    for (let i = 0; i < 3; i += 1) findings.push(await insertFinding(h, assessment, { severity: 'critical', openedAt: opened }));
+    const now = at('1993-04-01T00:00:00.000Z');
+    expect(await scanSlaBreaches(scanDeps(), now, 0)).toBe(0);
+    await scanSlaBreaches(scanDeps(), now);
+    for (const f of findings) expect(await eventsOf(h, target.id, 'finding.sla_breached', { finding_id: f.id })).toHaveLength(1);
+  });
+
   it('agrees with the pure rule on every severity, status and policy around the due instant', async () => {
     const custom: SlaPolicy = { critical: 1, high: 2, medium: null, low: 5, info: 3 };
     const orgs: Array<[TestOrg, SlaPolicy]> = [[await newOrg(), custom], [await newOrg(), DEFAULT_SLA_POLICY]];

@@ -85,6 +85,7 @@ export async function sendExpiryWarnings(
   now: Date,
   mailer: Mailer = deps.mailer ?? createMailer(deps.config.mail),
 ): Promise<number> {
+  const startedAt = performance.now();
   let warned = 0;
   for (const [days, organizationIds] of await organizationsByDays(deps, 'keyPolicyWarnDays')) {
     const window = new Date(now.getTime() + days * DAY_MS);
@@ -100,7 +101,8 @@ export async function sendExpiryWarnings(
       // The claim: whichever run holds it sends the warning. It expires, so a run killed before it marked the key
       // warned (or whose mail server hung past the shutdown deadline) leaves the warning to a later run, which may
       // then send it a second time (at least once, never lost).
-      const claimUntil = new Date(now.getTime() + WARNING_CLAIM_MS);
+      // From the moment of the claim, in the run's time frame: a run that took long to get here keeps its full hold.
+      const claimUntil = new Date(now.getTime() + (performance.now() - startedAt) + WARNING_CLAIM_MS);
       const claimed = await deps.prisma.apiKey.updateMany({
         where: { id: key.id, expiryWarnedAt: null, revokedAt: null, ...unclaimed },
         data: { expiryWarningClaimedUntil: claimUntil },

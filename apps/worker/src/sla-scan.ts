@@ -61,11 +61,20 @@ async function findCandidates(prisma: Db, now: Date, excluded: readonly string[]
 
 class ErasureUnderWay extends Error {}
 
+/** PostgreSQL's 55P03 (lock_not_available), however Prisma wraps it. */
+function isLockTimeout(err: unknown): boolean {
+  const e = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } }; message?: unknown };
+  return e?.code === '55P03' || e?.meta?.code === '55P03' || e?.meta?.driverAdapterError?.cause?.originalCode === '55P03' || /lock timeout/i.test(String(e?.message));
+}
+
 /** Claims one breach and publishes its event in one transaction; false when another worker (or a change) won. */
 async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Date): Promise<boolean> {
   return withOutbox(
     deps,
     async (tx, publish) => {
+      // A finding locked by a long transaction (its assessment being deleted, say) is skipped, not waited for: the
+      // scan's budget would go to a few such rows at the front of the queue, run after run. A later scan retries it.
+      await tx.$executeRaw`SET LOCAL lock_timeout = '500ms'`;
       const claimed = await tx.finding.updateMany({
         where: {
           id: candidate.id,
@@ -116,6 +125,10 @@ export async function scanSlaBreaches(deps: SlaScanDeps, now: Date, budgetMs = S
         if (await claimAndPublish(deps, candidate, now)) published += 1;
       } catch (err) {
         if (err instanceof ErasureUnderWay) continue;
+        if (isLockTimeout(err)) {
+          deps.logger.info('SLA breach left to a later scan: the finding is locked', { finding_id: candidate.id });
+          continue;
+        }
         // One finding's failure must not stop the scan; its claim rolled back, so the next run retries it.
         deps.logger.error('SLA breach publication failed', {
           finding_id: candidate.id,

@@ -775,6 +775,8 @@ describe('filing, failing and retrying', () => {
       for (let i = 0; i < 2; i++) expect((await api().get('/api/v1/projects').set(bearer(key))).status).toBe(200);
       expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 0, failed: 1 });
       expect((await read(filed.id)).status).toBe('failed');
+      // Stopped amid its free-text passes it holds the organization's reports and SLA breaches, and says so.
+      expect((await read(filed.id)).error).toMatch(/Until it completes, no report is rendered and no SLA breach is published/);
       // The membership step committed (the key revoked with it) before the findings step failed.
       expect((await api().get('/api/v1/projects').set(bearer(key))).status).toBe(401);
     } finally {
@@ -797,6 +799,8 @@ describe('filing, failing and retrying', () => {
     expect(await runErasures(deps)).toEqual({ previewed: 0, completed: 0, failed: 1 });
     const failed = await read(filed.id, fresh.admin.token);
     expect(failed).toMatchObject({ status: 'failed', attempts: 1, error: expect.stringMatching(/owns the organization/), progress_step: null });
+    // Refused before any free-text pass: it holds nothing back, and says nothing of it.
+    expect(failed.error).not.toMatch(/no report is rendered/);
     expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: p.id } })).email).toBe(p.email);
     expect((await file(fresh.admin.token, { user_id: p.id })).status).toBe(409);
     expect((await api().post(`${BASE}/${filed.id}/cancel`).set(bearer(fresh.admin.token))).status).toBe(409);

@@ -342,14 +342,15 @@ describe('failures', () => {
 describe('an erasure running in the organization', () => {
   it.each([
     ['erasing', undefined],
-    // Failed after its confirmation: its retry resumes where it stopped, behind what it already passed.
-    ['failed after its confirmation', 'failed'],
+    // Failed amid its free-text passes: its retry resumes where it stopped, behind what it already passed.
+    ['failed amid its free-text passes', 'failed'],
   ])('%s: holds the render job back (delayed, no attempt spent, nothing stored) until it has ended; then the report renders', async (_what, failed) => {
     const { assessment } = await arrange();
     const erasure = await w.h.deps.prisma.erasureRequest.create({
       data: {
         id: newId('era'), organizationId: w.org.id, subjectEmailKey: 'held-report-subject', status: failed ?? 'erasing',
         pseudonymName: 'Erased person 1', pseudonymEmail: 'erased-1@erased.invalid', confirmedAt: new Date(),
+        progress: { step: 'free_text:findings', cursor: null, counts: {}, receipt: {} },
       },
     });
     try {

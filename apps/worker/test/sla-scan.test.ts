@@ -4,7 +4,7 @@
 //
 // The scan covers the whole database, which other test files share; so every finding here is opened in the 1990s
 // and every scan runs at a 1990s `now`: findings of other tests (opened now) are never in breach at those times.
-import { createPrismaClient, newId, scopedTo, type Finding } from '@svc/db';
+import { createPgPool, createPrismaClient, newId, scopedTo, type Finding } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import { scanSlaBreaches } from '../src/sla-scan';
 import { FINDING_STATUSES, SEVERITIES } from '@svc/domain';
@@ -109,7 +109,7 @@ describe('scanSlaBreaches', () => {
     expect(mine).toHaveLength(5);
   });
 
-  it('publishes no breach in an organization while an erasure is under way there (erasing, or failed after its confirmation), and publishes it once the erasure completed', async () => {
+  it('publishes no breach in an organization while an erasure is under way there (erasing, or failed amid its free-text passes), and publishes it once the erasure completed', async () => {
     // The erasure's passes walk each table forward once: an event written behind its events pass kept the person's
     // name from the finding's title for good (review of the worker's jobs).
     const erased = await newOrg();
@@ -128,7 +128,8 @@ describe('scanSlaBreaches', () => {
     expect(await eventsOf(h, erased.id, 'finding.sla_breached', { finding_id: held.id })).toHaveLength(0);
     expect(await eventsOf(h, other.id, 'finding.sla_breached', { finding_id: free.id })).toHaveLength(1);
 
-    await h.deps.prisma.erasureRequest.update({ where: { id: request.id }, data: { status: 'failed' } });
+    const stoppedAt = (step: string) => ({ step, cursor: null, counts: {}, receipt: {} });
+    await h.deps.prisma.erasureRequest.update({ where: { id: request.id }, data: { status: 'failed', progress: stoppedAt('free_text:events') } });
     await scanSlaBreaches(scanDeps(), now);
     expect(await eventsOf(h, erased.id, 'finding.sla_breached', { finding_id: held.id })).toHaveLength(0);
     expect((await h.deps.prisma.finding.findUniqueOrThrow({ where: { id: held.id } })).slaBreachedAt).toBeNull();
@@ -136,6 +137,21 @@ describe('scanSlaBreaches', () => {
     await h.deps.prisma.erasureRequest.update({ where: { id: request.id }, data: { status: 'completed', completedAt: now } });
     await scanSlaBreaches(scanDeps(), now);
     expect(await eventsOf(h, erased.id, 'finding.sla_breached', { finding_id: held.id })).toHaveLength(1);
+  });
+
+  it('an erasure that failed before its free-text passes (the person owns the organization, say) holds nothing back', async () => {
+    // Nothing can land behind a pass that has not run; holding would stop the organization's SLA events until a
+    // retry that may not succeed for as long as the refusal stands.
+    const target = await newOrg();
+    const finding = await insertFinding(h, (await setup(target)).assessment, { severity: 'critical', openedAt: at('1994-01-01T00:00:00.000Z') });
+    await h.deps.prisma.erasureRequest.create({
+      data: {
+        id: newId('era'), organizationId: target.id, subjectEmailKey: 'an-owner', status: 'failed', confirmedAt: at('1994-01-01'),
+        pseudonymName: 'Erased 2', pseudonymEmail: 'erased-2@erased.invalid', progress: { step: 'membership', cursor: null, counts: {}, receipt: {} },
+      },
+    });
+    await scanSlaBreaches(scanDeps(), at('1994-02-01T00:00:00.000Z'));
+    expect(await eventsOf(h, target.id, 'finding.sla_breached', { finding_id: finding.id })).toHaveLength(1);
   });
 
   it('a scan out of budget leaves the breaches it did not reach to the next scan, which publishes each once', async () => {
@@ -148,6 +164,32 @@ describe('scanSlaBreaches', () => {
     expect(await scanSlaBreaches(scanDeps(), now, 0)).toBe(0);
     await scanSlaBreaches(scanDeps(), now);
     for (const f of findings) expect(await eventsOf(h, target.id, 'finding.sla_breached', { finding_id: f.id })).toHaveLength(1);
+  });
+
+  it('skips a finding another transaction holds locked instead of waiting for it, and publishes it once free', async () => {
+    // Waiting up to the transaction timeout on each of a few locked rows at the front of the queue spent the scan's
+    // budget run after run, and newer breaches everywhere waited.
+    const target = await newOrg();
+    const { assessment } = await setup(target);
+    const locked = await insertFinding(h, assessment, { severity: 'critical', openedAt: at('1992-01-01T00:00:00.000Z') });
+    const newer = await insertFinding(h, assessment, { severity: 'critical', openedAt: at('1992-01-02T00:00:00.000Z') });
+    const holder = createPgPool(h.config.databaseUrl, { max: 1 });
+    const client = await holder.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT id FROM findings WHERE id = $1 FOR UPDATE', [locked.id]);
+      const started = Date.now();
+      await scanSlaBreaches(scanDeps(), at('1992-03-01T00:00:00.000Z'));
+      expect(Date.now() - started).toBeLessThan(4_000);
+      expect(await eventsOf(h, target.id, 'finding.sla_breached', { finding_id: newer.id })).toHaveLength(1);
+      expect(await eventsOf(h, target.id, 'finding.sla_breached', { finding_id: locked.id })).toHaveLength(0);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+      await holder.end();
+    }
+    await scanSlaBreaches(scanDeps(), at('1992-03-01T00:00:00.000Z'));
+    expect(await eventsOf(h, target.id, 'finding.sla_breached', { finding_id: locked.id })).toHaveLength(1);
   });
 
   it('agrees with the pure rule on every severity, status and policy around the due instant', async () => {

@@ -80,15 +80,20 @@ describe('mailErrorForLog', () => {
 });
 
 describe('isRecipientRefused', () => {
-  const envelope = (responseCode: number) => Object.assign(new Error("Can't send mail - all recipients were rejected"), { code: 'EENVELOPE', responseCode, command: 'RCPT TO' });
-  it('is true for a recipient refused for good (SMTP 5xx)', () => {
-    expect(isRecipientRefused(envelope(550))).toBe(true);
-    expect(isRecipientRefused(envelope(553))).toBe(true);
+  const refusal = (command: string, response: string) =>
+    Object.assign(new Error(`Can't send mail: ${response}`), { code: 'EENVELOPE', command, response, responseCode: Number(response.slice(0, 3)) });
+  it('is true for addresses refused for good at RCPT TO (5.1.x)', () => {
+    expect(isRecipientRefused(refusal('RCPT TO', '550 5.1.1 <a@b.example>: Recipient address rejected: User unknown'))).toBe(true);
+    expect(isRecipientRefused(refusal('RCPT TO', '553 5.1.3 Bad recipient address syntax'))).toBe(true);
+    expect(isRecipientRefused(refusal('RCPT TO', '550-5.1.1 The email account that you tried to reach does not exist.'))).toBe(true);
   });
-  it('is false for a refusal to try later (4xx), a server out of reach, anything else', () => {
-    expect(isRecipientRefused(envelope(450))).toBe(false);
+  it("is false for a refusal of the service's own mail setup, one to try later, a server out of reach, anything else", () => {
+    expect(isRecipientRefused(refusal('RCPT TO', '554 5.7.1 <a@b.example>: Relay access denied'))).toBe(false);
+    expect(isRecipientRefused(refusal('MAIL FROM', '553 5.1.8 <svc@example.test>: Sender address rejected: not owned'))).toBe(false);
+    expect(isRecipientRefused(refusal('DATA', '554 5.6.0 Message refused'))).toBe(false);
+    expect(isRecipientRefused(refusal('RCPT TO', '450 4.2.0 Mailbox busy, try later'))).toBe(false);
+    expect(isRecipientRefused(refusal('RCPT TO', '550 Requested action not taken'))).toBe(false);
     expect(isRecipientRefused(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ESOCKET' }))).toBe(false);
-    expect(isRecipientRefused(Object.assign(new Error('Greeting never received'), { code: 'ETIMEDOUT' }))).toBe(false);
     expect(isRecipientRefused(new Error('boom'))).toBe(false);
     expect(isRecipientRefused(null)).toBe(false);
   });

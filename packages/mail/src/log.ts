@@ -50,12 +50,14 @@ function standingAlone(spelling: string): RegExp {
 }
 
 /**
- * True when the mail server refused the recipients for good (nodemailer's EENVELOPE with an SMTP 5xx answer: "no
- * such mailbox", a domain it does not serve): sending the same mail again will not help, unlike a server that cannot
- * be reached or answers 4xx (try later).
+ * True when the mail server refused the recipients' addresses for good: every recipient answered at RCPT TO with an
+ * SMTP 5xx whose enhanced status says the address is bad (5.1.x: no such mailbox, bad domain...). Sending the same
+ * mail again will not help, unlike a server out of reach or a 4xx (try later). A refusal of the service itself is
+ * not one (MAIL FROM or DATA refused, 5.7.x relay access denied: the service's mail setup, to be fixed by its
+ * operator, and every address would get it).
  */
 export function isRecipientRefused(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
-  const { code, responseCode } = err as { code?: unknown; responseCode?: unknown };
-  return code === 'EENVELOPE' && typeof responseCode === 'number' && responseCode >= 500 && responseCode < 600;
+  const { code, command, response } = err as { code?: unknown; command?: unknown; response?: unknown };
+  return code === 'EENVELOPE' && command === 'RCPT TO' && typeof response === 'string' && /^5\d\d[ -]5\.1\.\d{1,3}\b/.test(response);
 }

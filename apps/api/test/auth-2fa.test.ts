@@ -39,6 +39,17 @@ async function userWith2fa(): Promise<SignedUp & { secret: string; token: string
   return { ...account, secret: setup.body.secret, token };
 }
 
+/** `count` distinct codes none of which is valid now (the step before, this one, the next). */
+function wrongCodes(secret: string, count: number): string[] {
+  const valid = new Set([-STEP_MS, 0, STEP_MS].map((d) => oathtoolCode(secret, new Date(h.clock.now().getTime() + d))));
+  const codes: string[] = [];
+  for (let n = 0; codes.length < count; n++) {
+    const candidate = String((200_000 + n * 7919) % 1_000_000).padStart(6, '0');
+    if (!valid.has(candidate)) codes.push(candidate);
+  }
+  return codes;
+}
+
 async function partialTokenFor(account: SignedUp): Promise<string> {
   const res = await loginRequest(h, { email: account.email, password: account.password });
   expect(res.status).toBe(200);
@@ -195,13 +206,7 @@ describe('2FA setup, enable and login', () => {
     const account = await userWith2fa();
     nextStep();
     const partial = await partialTokenFor(account);
-    const valid = new Set([-STEP_MS, 0, STEP_MS].map((d) => oathtoolCode(account.secret, new Date(h.clock.now().getTime() + d))));
-    const guesses: string[] = [];
-    for (let n = 0; guesses.length < 19; n++) {
-      const candidate = String((200_000 + n * 7919) % 1_000_000).padStart(6, '0');
-      if (!valid.has(candidate)) guesses.push(candidate);
-    }
-    guesses.push(codeNow(account.secret));
+    const guesses = [...wrongCodes(account.secret, 19), codeNow(account.secret)];
     const statuses = (await Promise.all(guesses.map((code) => loginWith2fa(partial, code)))).map((r) => r.status);
     const checked = statuses.filter((s) => s === 200 || s === 401);
     expect(checked.length).toBeLessThanOrEqual(h.config.totpMaxFailures);
@@ -503,13 +508,7 @@ describe('turning 2FA off needs the current password (a session alone is not eno
   it('a burst of concurrent codes with the password gets no more codes checked than the limit (the right one among them)', async () => {
     const account = await userWith2fa();
     nextStep();
-    const valid = new Set([-STEP_MS, 0, STEP_MS].map((d) => oathtoolCode(account.secret, new Date(h.clock.now().getTime() + d))));
-    const codes: string[] = [];
-    for (let n = 0; codes.length < 19; n++) {
-      const candidate = String((300_000 + n * 7919) % 1_000_000).padStart(6, '0');
-      if (!valid.has(candidate)) codes.push(candidate);
-    }
-    codes.push(codeNow(account.secret));
+    const codes = [...wrongCodes(account.secret, 19), codeNow(account.secret)];
     const statuses = (
       await Promise.all(codes.map((code) => post('/auth/2fa/disable', account.token, { code, current_password: account.password })))
     ).map((r) => r.status);

@@ -23,6 +23,7 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
   const prisma = createPrismaClient(config.databaseUrl, {
     max: options.poolSize ?? config.databasePoolSize,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
+    onIdleError: (err) => logger.warn('A database connection was ended by the server; the pool opens a new one', { error: err.message }),
   });
   // Apart from the main pool, whose connections the requests it protects may all be holding; closed when idle. Its
   // statement waits for no lock (SKIP LOCKED); the client gives up after 10 s on a connection gone dead. (No

@@ -202,13 +202,16 @@ describe('a database too busy for a transaction (every pooled connection taken, 
 describe('an idle database connection the server ends (a restart, a failover, a database dropped at shutdown)', () => {
   it("does not end the process: the pool drops it and the next query gets a new one", async () => {
     // An 'error' event without a listener throws: here it would fail the test; in the API or worker, end the process.
-    const pool = createPgPool(h.config.databaseUrl, { max: 1 });
+    const heard: string[] = [];
+    const pool = createPgPool(h.config.databaseUrl, { max: 1, onIdleError: (err) => heard.push(err.message) });
     try {
       const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       await h.deps.prisma.$queryRaw`SELECT pg_terminate_backend(${rows[0].pid}::int)`;
       // The pool lets go of the ended connection once its 'error' has been emitted (no listener of the test's own).
       for (let i = 0; pool.totalCount > 0 && i < 200; i += 1) await new Promise((r) => setTimeout(r, 10));
       expect(pool.totalCount).toBe(0);
+      // Told once, for a log line (the API's and the worker's main pools log it as a warning).
+      expect(heard).toEqual([expect.stringMatching(/terminating connection/)]);
       expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     } finally {
       await pool.end();

@@ -26,7 +26,11 @@ const CLOSE_TIMEOUT_MS = 5_000;
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel, service: 'worker' });
-  const prisma = createPrismaClient(config.databaseUrl, { max: config.databasePoolSize, connectTimeoutMs: WORKER_POOL_WAIT_MS });
+  const prisma = createPrismaClient(config.databaseUrl, {
+    max: config.databasePoolSize,
+    connectTimeoutMs: WORKER_POOL_WAIT_MS,
+    onIdleError: (err) => logger.warn('A database connection was ended by the server; the pool opens a new one', { error: err.message }),
+  });
   void warmUpQueryCompiler(prisma);
   // Rows stored before chat URLs were sealed and credentials bound to their destination (packages/db
   // stored-credentials.ts): secured once, in the background.

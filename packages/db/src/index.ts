@@ -20,6 +20,8 @@ export function createPgPool(
     queryTimeoutMs?: number;
     allowExitOnIdle?: boolean;
     applicationName?: string;
+    /** Told of an idle connection the server ended (the pool drops it and opens a new one when needed). */
+    onIdleError?: (err: Error) => void;
   } = {},
 ): pg.Pool {
   const pool = new pg.Pool({
@@ -35,13 +37,16 @@ export function createPgPool(
   // An idle connection the server ends (a restart, a failover, pg_terminate_backend) is an 'error' on the pool, and
   // an 'error' nobody listens to ends the process. Prisma's adapter listens only between its connect and its
   // $disconnect: a connection ended after that (a database dropped or restarted while the process shut down) killed
-  // it with exit code 1. The pool drops that connection by itself; callers with a logger add their own listener.
-  pool.on('error', () => undefined);
+  // it with exit code 1. The pool drops that connection by itself; `onIdleError` hears of it (a log line).
+  pool.on('error', (err) => options.onIdleError?.(err));
   return pool;
 }
 
 /** A Prisma client that talks to PostgreSQL through the pg driver adapter (no query-engine binary). */
-export function createPrismaClient(databaseUrl: string, options: { max?: number; connectTimeoutMs?: number } = {}): PrismaClient {
+export function createPrismaClient(
+  databaseUrl: string,
+  options: { max?: number; connectTimeoutMs?: number; onIdleError?: (err: Error) => void } = {},
+): PrismaClient {
   const pool = createPgPool(databaseUrl, options);
   // The adapter shares this pool (and ends it on $disconnect); hot paths may query it directly (poolOf).
   const client = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });

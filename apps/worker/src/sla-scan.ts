@@ -11,7 +11,7 @@
 // makes a concurrent claimer wait for the first one's row lock and then re-checks the condition, so only one
 // transaction sees count 1 and publishes; the others see 0 and publish nothing. A reopened finding (regression,
 // re-triage) has sla_breached_at cleared and opened_at reset by the API, which arms the next breach.
-import { Prisma, utcTimestamp, type Db } from '@svc/db';
+import { isLockNotAvailable, Prisma, utcTimestamp, type Db } from '@svc/db';
 import { findingEventData, SLA_DAYS_COLUMNS, SLA_OPEN_STATUSES, SLA_SEVERITIES, slaDueAt } from '@svc/domain';
 import { withOutbox, type OutboxDeps } from '@svc/outbox';
 import { erasureUnderWaySql, erasuresUnderWay } from './erasure-under-way';
@@ -60,12 +60,6 @@ async function findCandidates(prisma: Db, now: Date, excluded: readonly string[]
 }
 
 class ErasureUnderWay extends Error {}
-
-/** PostgreSQL's 55P03 (lock_not_available), however Prisma wraps it. */
-function isLockTimeout(err: unknown): boolean {
-  const e = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } }; message?: unknown };
-  return e?.code === '55P03' || e?.meta?.code === '55P03' || e?.meta?.driverAdapterError?.cause?.originalCode === '55P03' || /lock timeout/i.test(String(e?.message));
-}
 
 /** Claims one breach and publishes its event in one transaction; false when another worker (or a change) won. */
 async function claimAndPublish(deps: SlaScanDeps, candidate: Candidate, now: Date): Promise<boolean> {
@@ -125,7 +119,7 @@ export async function scanSlaBreaches(deps: SlaScanDeps, now: Date, budgetMs = S
         if (await claimAndPublish(deps, candidate, now)) published += 1;
       } catch (err) {
         if (err instanceof ErasureUnderWay) continue;
-        if (isLockTimeout(err)) {
+        if (isLockNotAvailable(err)) {
           deps.logger.info('SLA breach left to a later scan: the finding is locked', { finding_id: candidate.id });
           continue;
         }

@@ -19,6 +19,13 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return code === 'P2003' || code === '23503' || meta?.code === '23503' || meta?.driverAdapterError?.cause?.originalCode === '23503';
 }
 
+/** True when a statement gave up waiting for a row lock (PostgreSQL's 55P03 under `lock_timeout`), however it arrives. */
+export function isLockNotAvailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, meta, message } = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } }; message?: unknown };
+  return code === '55P03' || meta?.code === '55P03' || meta?.driverAdapterError?.cause?.originalCode === '55P03' || /lock timeout/i.test(String(message));
+}
+
 // Prisma codes and driver-adapter kinds that mean "PostgreSQL cannot be reached now", not "this query is wrong".
 const UNAVAILABLE_PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2037']);
 const UNAVAILABLE_ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);

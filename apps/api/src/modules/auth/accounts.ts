@@ -6,6 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, mailNotSent } from '../../http/errors';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import type { CoreDeps } from './login';
+import { lockUser } from './password-reset';
 
 export const VERIFY_EMAIL_PURPOSE = 'verify_email';
 export const VERIFY_EMAIL_TTL_MS = 24 * 3600 * 1000;
@@ -132,7 +133,7 @@ export async function verifyEmail(deps: AppDeps, token: string) {
     if (!row || row.purpose !== VERIFY_EMAIL_PURPOSE || row.usedAt || row.expiresAt <= now) throw invalid();
     // The user's row first, as a signup taking the pending account over locks it (then spends its links): the other
     // order deadlocks against it.
-    await tx.$queryRaw`SELECT id FROM users WHERE id = ${row.userId} FOR NO KEY UPDATE`;
+    await lockUser(tx, row.userId);
     // Claimed with a condition, so two concurrent uses of one token cannot both succeed.
     const claimed = await tx.emailToken.updateMany({ where: { id: row.id, usedAt: null }, data: { usedAt: now } });
     if (claimed.count !== 1) throw invalid();

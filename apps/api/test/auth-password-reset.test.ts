@@ -402,12 +402,12 @@ describe('POST /auth/password-reset/confirm (setting the new password)', () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual(INVALID_LINK);
     // The verification token is still good for what it is for.
-    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: verification })).status).toBe(200);
+    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: verification, password: pending.password })).status).toBe(200);
     expect(await signsIn(pending.email, pending.password)).toBe(200);
 
     const account = await signupAndVerify(h);
     const token = await resetToken(account);
-    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token })).status).toBe(400);
+    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token, password: account.password })).status).toBe(400);
     expect((await confirm({ token, new_password: NEW_PASSWORD })).status).toBe(200);
   });
 

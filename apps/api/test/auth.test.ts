@@ -56,7 +56,7 @@ describe('signup and e-mail verification', () => {
     expect(early.status).toBe(403);
     expect(early.body).toEqual({ detail: expect.any(String), code: 'EMAIL_NOT_VERIFIED' });
 
-    const verified = await request(h.app).post('/api/v1/auth/verify-email').send({ token });
+    const verified = await request(h.app).post('/api/v1/auth/verify-email').send({ token, password: SIGNUP_PASSWORD });
     expect(verified.status).toBe(200);
     expect(verified.body).toEqual({ status: 'active' });
 
@@ -128,8 +128,8 @@ describe('signup and e-mail verification', () => {
       expect(await h.deps.prisma.organization.findUnique({ where: { id: stranger.body.organization_id } })).toBeNull();
       const ownersLink = verificationTokenFor(h, email);
       expect(ownersLink).not.toBe(strangersLink);
-      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: strangersLink })).status).toBe(400);
-      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: ownersLink })).status).toBe(200);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: strangersLink, password: STRANGERS_PASSWORD })).status).toBe(400);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: ownersLink, password: OWNERS_PASSWORD })).status).toBe(200);
 
       expect((await loginRequest(h, { email, password: STRANGERS_PASSWORD })).status).toBe(401);
       const login = await loginRequest(h, { email, password: OWNERS_PASSWORD });
@@ -148,8 +148,43 @@ describe('signup and e-mail verification', () => {
       expect(stranger.status).toBe(409);
       expect(stranger.body).toEqual({ detail: expect.stringContaining('once its link has expired') });
       expect(h.mail().filter((m) => m.to === email)).toHaveLength(1);
-      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: ownersLink })).status).toBe(200);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: ownersLink, password: OWNERS_PASSWORD })).status).toBe(200);
       expect((await loginRequest(h, { email, password: STRANGERS_PASSWORD })).status).toBe(401);
+      expect((await loginRequest(h, { email, password: OWNERS_PASSWORD })).status).toBe(200);
+    });
+    it("opening its link activates nothing without the stranger's password: the address's holder cannot be made to activate it", async () => {
+      // Before, the link alone activated the account: a stranger signed up with someone's address, that person opened
+      // the mail, and the stranger signed in to a verified account (later linked to the holder's Google sign-in).
+      const email = `lured-${uniqueSuffix()}@example.test`;
+      const stranger = await signupWith(email, STRANGERS_PASSWORD, 'Lure');
+      expect(stranger.status).toBe(201);
+      const link = verificationTokenFor(h, email);
+      expect(h.mail().filter((m) => m.to === email).at(-1)!.text).toContain('enter the password you chose when you signed up');
+
+      const byHolder = await request(h.app).post('/api/v1/auth/verify-email').send({ token: link, password: OWNERS_PASSWORD });
+      expect(byHolder.status).toBe(400);
+      expect(byHolder.body).toEqual({ detail: 'The password is not the one chosen at signup. The link stays valid until it expires.' });
+      const withoutPassword = await request(h.app).post('/api/v1/auth/verify-email').send({ token: link });
+      expect(withoutPassword.status).toBe(400);
+      expect(withoutPassword.body.detail).toMatch(/password/);
+
+      const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { id: stranger.body.user_id } });
+      expect(user).toMatchObject({ status: 'pending', emailVerifiedAt: null });
+      expect(await h.deps.prisma.emailToken.count({ where: { userId: user.id, usedAt: { not: null } } })).toBe(0);
+      const strangersLogin = await loginRequest(h, { email, password: STRANGERS_PASSWORD });
+      expect(strangersLogin.status).toBe(403);
+      expect(strangersLogin.body.code).toBe('EMAIL_NOT_VERIFIED');
+    });
+
+    it('a wrong password leaves the link usable by the person who signed up, once', async () => {
+      const email = `typo-${uniqueSuffix()}@example.test`;
+      expect((await signupWith(email, OWNERS_PASSWORD, 'Mine')).status).toBe(201);
+      const link = verificationTokenFor(h, email);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: link, password: `${OWNERS_PASSWORD}!` })).status).toBe(400);
+      const verified = await request(h.app).post('/api/v1/auth/verify-email').send({ token: link, password: OWNERS_PASSWORD });
+      expect(verified.status).toBe(200);
+      expect(verified.body).toEqual({ status: 'active' });
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: link, password: OWNERS_PASSWORD })).status).toBe(400);
       expect((await loginRequest(h, { email, password: OWNERS_PASSWORD })).status).toBe(200);
     });
   });
@@ -225,18 +260,18 @@ describe('signup and e-mail verification', () => {
   });
 
   it('refuses invalid, used and expired verification tokens with 400', async () => {
-    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: 'nonsense' })).status).toBe(400);
+    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: 'nonsense', password: SIGNUP_PASSWORD })).status).toBe(400);
 
     const used = await signupViaApi(h);
     const usedToken = verificationTokenFor(h, used.email);
-    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: usedToken })).status).toBe(200);
-    const again = await request(h.app).post('/api/v1/auth/verify-email').send({ token: usedToken });
+    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: usedToken, password: used.password })).status).toBe(200);
+    const again = await request(h.app).post('/api/v1/auth/verify-email').send({ token: usedToken, password: used.password });
     expect(again.status).toBe(400);
     expect(again.body).toEqual({ detail: expect.any(String) });
 
     const late = await signupViaApi(h);
     h.clock.advance(24 * 3600_000 + 1000);
-    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: verificationTokenFor(h, late.email) })).status).toBe(400);
+    expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: verificationTokenFor(h, late.email), password: late.password })).status).toBe(400);
     h.clock.reset();
     const user = await h.deps.prisma.user.findUniqueOrThrow({ where: { email: late.email } });
     expect(user.status).toBe('pending');

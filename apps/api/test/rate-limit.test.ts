@@ -143,7 +143,7 @@ describe('requests (RATE_LIMIT_PER_MINUTE=3), per credential and per address bef
   });
 
   it('limits unauthenticated routes per client address', async () => {
-    const verify = () => request(h.app).post('/api/v1/auth/verify-email').send({ token: 'nope' });
+    const verify = () => request(h.app).post('/api/v1/auth/verify-email').send({ token: 'nope', password: 'any password' });
     for (let i = 0; i < 3; i++) expect((await verify()).status).toBe(400);
     expectRateLimited(await verify());
   });

@@ -127,10 +127,18 @@ describe('dashboard in Chromium', () => {
       const link = linkIn(lastMailTo(email).text, '/verify-email');
       expect(new URL(link).origin).toBe(base);
       await page.goto(link);
+      // Opening the link activates nothing: a wrong password is refused and the link stays usable.
+      await page.getByLabel('Your password').fill('not the password I chose');
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await page.getByText('The password is not the one chosen at signup.', { exact: false }).waitFor();
+      await page.getByLabel('Your password').fill(password);
+      await page.getByRole('button', { name: 'Verify' }).click();
       await page.getByText('Your e-mail address is verified').waitFor();
       // The same link again: the page says why it cannot be used.
       await page.goto(link);
-      await page.getByText(/This link cannot verify your address: .+/).waitFor();
+      await page.getByLabel('Your password').fill(password);
+      await page.getByRole('button', { name: 'Verify' }).click();
+      await page.getByText(/Invalid, expired or already used verification token/).waitFor();
     });
 
     await step('login', async () => {

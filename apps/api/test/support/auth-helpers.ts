@@ -62,7 +62,7 @@ export async function resetLinkFor(h: Pick<Harness, 'mail'>, email: string, nth 
 
 export async function signupAndVerify(h: Harness): Promise<SignedUp> {
   const account = await signupViaApi(h);
-  const res = await request(h.app).post('/api/v1/auth/verify-email').send({ token: verificationTokenFor(h, account.email) });
+  const res = await request(h.app).post('/api/v1/auth/verify-email').send({ token: verificationTokenFor(h, account.email), password: account.password });
   if (res.status !== 200) throw new Error(`verify-email failed: ${res.status} ${JSON.stringify(res.body)}`);
   return account;
 }

@@ -30,7 +30,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Activate a pending user with the token from the verification e-mail
+         * Activate a pending user with the token from the verification e-mail and the password chosen at signup (a wrong password leaves the link unused)
          * @description No credential required.
          */
         post: operations["postAuthVerifyEmail"];
@@ -3136,6 +3136,7 @@ export interface operations {
             content: {
                 "application/json": {
                     token: string;
+                    password: string;
                 };
             };
         };

@@ -1,6 +1,6 @@
 // Sign up, e-mail verification, log in (password, then TOTP when the account has it), a forgotten password (ask for a
 // reset link, then set a new password with it), invitation acceptance.
-import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { Link, useLocation, useNavigate, useSearchParams } from 'react-router-dom';
 import { ApiError, client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
@@ -269,24 +269,45 @@ export function ResetPasswordPage() {
   );
 }
 
+/**
+ * The link from the signup mail and the password chosen at signup: the link alone activates nothing, so a person who
+ * receives the mail of a signup someone else made with their address cannot be made to activate it.
+ */
 export function VerifyEmailPage() {
   const [params] = useSearchParams();
   const token = params.get('token') ?? '';
-  const [state, setState] = useState<{ ok: boolean; message: string } | null>(null);
-  const started = useRef(false);
-  useEffect(() => {
-    if (started.current) return; // a token is single use: StrictMode's second effect must not spend it again
-    started.current = true;
-    unwrap(client.POST('/api/v1/auth/verify-email', { body: { token } })).then(
-      () => setState({ ok: true, message: 'Your e-mail address is verified. You can log in now.' }),
-      (err: Error) => setState({ ok: false, message: `This link cannot verify your address: ${err.message}` }),
+  const [password, setPassword] = useState('');
+  const [verified, setVerified] = useState(false);
+  const { busy, error, run } = useAction();
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void run(async () => {
+      await unwrap(client.POST('/api/v1/auth/verify-email', { body: { token, password } }), { quiet401: true });
+      setVerified(true);
+    });
+  };
+  if (verified) {
+    return (
+      <main className="narrow">
+        <h1>E-mail verification</h1>
+        <p role="status" className="ok">Your e-mail address is verified. You can log in now.</p>
+        <Link to="/login">Go to log in</Link>
+      </main>
     );
-  }, [token]);
+  }
   return (
     <main className="narrow">
       <h1>E-mail verification</h1>
-      {!state ? <p>Verifying…</p> : <p role={state.ok ? 'status' : 'alert'} className={state.ok ? 'ok' : 'error'}>{state.message}</p>}
-      {state && <Link to="/login">Go to log in</Link>}
+      {!token ? (
+        <p role="alert" className="error">This page needs the link from the verification e-mail. Open the link again.</p>
+      ) : (
+        <form onSubmit={submit} aria-label="Verify e-mail address">
+          <p>Enter the password you chose when you signed up. If you did not sign up, close this page: nothing is activated.</p>
+          <Field label="Your password" name="password" type="password" value={password} onChange={setPassword} autoComplete="current-password" required />
+          <ErrorBox error={error} />
+          <button type="submit" disabled={busy}>Verify</button>
+        </form>
+      )}
     </main>
   );
 }

@@ -111,8 +111,8 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
       subject: 'Confirm your e-mail address',
       text:
         `Hello ${input.name},\n\n` +
-        `confirm your e-mail address for the Security Assessment Service by opening this link within 24 hours:\n\n` +
-        `${link}\n\nIf you did not sign up, ignore this message and do not open the link: it would activate an account with a password someone else chose.\n`,
+        `confirm your e-mail address for the Security Assessment Service: open this link within 24 hours and enter the password you chose when you signed up:\n\n` +
+        `${link}\n\nIf you did not sign up, ignore this message: someone gave your address, and without their password the link activates nothing.\n`,
     });
   } catch (err) {
     // Without the mail the account could never be activated: undo it so the person can simply sign up again.
@@ -125,15 +125,38 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
   return { user_id: account.userId, organization_id: account.organizationId, status: account.status };
 }
 
-export async function verifyEmail(deps: AppDeps, token: string) {
+/**
+ * Activates a pending account: the link proves the address, the password chosen at signup proves that whoever opens
+ * it is the person who signed up. Without the password, anyone who signed up with someone else's address would get
+ * an account that holder activates by opening the mail, with a password the stranger knows. A wrong password leaves
+ * the link unused. An account activated meanwhile (an invitation, a provider sign-in) just spends the link.
+ */
+export async function verifyEmail(deps: AppDeps, input: { token: string; password: string }) {
   const invalid = () => badRequest('Invalid, expired or already used verification token.');
   const now = deps.clock.now();
+  const tokenHash = sha256Hex(input.token);
+  const usable = (row: { purpose: string; usedAt: Date | null; expiresAt: Date } | null) =>
+    row !== null && row.purpose === VERIFY_EMAIL_PURPOSE && !row.usedAt && row.expiresAt > now;
+
+  // bcrypt before the transaction, so no row lock waits for it; the hash it checked is compared again under the lock.
+  const link = await deps.prisma.emailToken.findUnique({ where: { tokenHash }, include: { user: { select: { status: true, passwordHash: true } } } });
+  if (!link || !usable(link)) throw invalid();
+  const checkedHash = link.user.passwordHash;
+  if (link.user.status === 'pending' && !(checkedHash && (await bcrypt.compare(input.password, checkedHash)))) {
+    throw badRequest('The password is not the one chosen at signup. The link stays valid until it expires.');
+  }
+
   await deps.prisma.$transaction(async (tx) => {
-    const row = await tx.emailToken.findUnique({ where: { tokenHash: sha256Hex(token) } });
-    if (!row || row.purpose !== VERIFY_EMAIL_PURPOSE || row.usedAt || row.expiresAt <= now) throw invalid();
+    const row = await tx.emailToken.findUnique({ where: { tokenHash } });
+    if (!row || !usable(row)) throw invalid();
     // The user's row first, as a signup taking the pending account over locks it (then spends its links): the other
     // order deadlocks against it.
-    await lockUser(tx, row.userId);
+    const user = await lockUser(tx, row.userId);
+    if (!user) throw invalid();
+    if (user.status === 'pending') {
+      const { passwordHash } = await tx.user.findUniqueOrThrow({ where: { id: row.userId }, select: { passwordHash: true } });
+      if (passwordHash !== checkedHash) throw conflict('The account changed while it was being verified; open the link again.');
+    }
     // Claimed with a condition, so two concurrent uses of one token cannot both succeed.
     const claimed = await tx.emailToken.updateMany({ where: { id: row.id, usedAt: null }, data: { usedAt: now } });
     if (claimed.count !== 1) throw invalid();

@@ -55,10 +55,11 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       method: 'post',
       path: '/auth/verify-email',
       scope: 'public',
-      summary: 'Activate a pending user with the token from the verification e-mail',
+      summary:
+        'Activate a pending user with the token from the verification e-mail and the password chosen at signup (a wrong password leaves the link unused)',
       schemas: { body: verifyEmailBody },
       response: verifyEmailResponse,
-      handler: (req) => verifyEmail(deps, req.body.token),
+      handler: (req) => verifyEmail(deps, req.body),
     },
     {
       method: 'post',

@@ -14,6 +14,8 @@ export const signupBody = Joi.object({
 
 export const verifyEmailBody = Joi.object({
   token: Joi.string().max(200).required(),
+  // The password chosen at signup: the link alone proves the address, not that its holder is the one who signed up.
+  password: password().min(1).required(),
 });
 
 // At login the password only has to be present (older accounts may predate the length rule), but it is still

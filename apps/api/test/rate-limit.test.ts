@@ -5,7 +5,8 @@ import { createApp } from '../src/app';
 import { consumeOneOf, redisRateLimiter, reserveGuess } from '../src/http/rate-limit';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
-import { signupAndVerify, type SignedUp } from './support/auth-helpers';
+import bcrypt from 'bcrypt';
+import { signupAndVerify, signupViaApi, verificationTokenFor, type SignedUp } from './support/auth-helpers';
 
 function expectRateLimited(res: request.Response) {
   expect(res.status).toBe(429);
@@ -36,6 +37,33 @@ describe('login attempts (LOGIN_RATE_LIMIT_PER_MINUTE=3), per client address and
     // ... even with the right password, and without touching other addresses.
     expectRateLimited(await attempt('203.0.113.10', account.email, account.password));
     expect((await attempt('203.0.113.11', `other-${uniqueSuffix()}@example.test`)).status).toBe(401);
+  });
+
+  it("counts wrong passwords at a verification link per link, whichever address they come from, before bcrypt; a right one costs nothing", async () => {
+    // The link stays usable after a wrong password: without a count, whoever holds it could guess the signup password
+    // (each guess a bcrypt) without end, from as many addresses as they have.
+    const pending = await signupViaApi(h);
+    const token = verificationTokenFor(h, pending.email);
+    const verify = (ip: string, password: string) =>
+      request(h.app).post('/api/v1/auth/verify-email').set('X-Forwarded-For', ip).send({ token, password });
+    const compare = jest.spyOn(bcrypt, 'compare');
+    try {
+      for (let i = 0; i < 3; i++) expect((await verify(`198.51.100.${20 + i}`, `guess number ${i}!`)).status).toBe(400);
+      expect(compare).toHaveBeenCalledTimes(3);
+      expectRateLimited(await verify('198.51.100.30', pending.password));
+      expect(compare).toHaveBeenCalledTimes(3);
+    } finally {
+      compare.mockRestore();
+    }
+    expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: pending.userId } })).status).toBe('pending');
+
+    // The person who signed up, with the right password: one guess taken and given back, so three more sign-ins from
+    // that address still pass.
+    const other = await signupViaApi(h);
+    const ip = '198.51.100.40';
+    const ok = await request(h.app).post('/api/v1/auth/verify-email').set('X-Forwarded-For', ip).send({ token: verificationTokenFor(h, other.email), password: other.password });
+    expect(ok.status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await attempt(ip, other.email, other.password)).status).toBe(200);
   });
 
   it('counts an IPv6 client by its /64: one host cycling through the addresses of its own subnet is still one address', async () => {

@@ -4,7 +4,9 @@ import { isUniqueViolation, newId, type Tx } from '@svc/db';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, mailNotSent } from '../../http/errors';
+import { clientAddressKey, reserveGuess, type RateLimiters } from '../../http/rate-limit';
 import { randomToken, sha256Hex } from '../../lib/crypto';
+import type { RequestMeta } from '../audit/audit.context';
 import type { CoreDeps } from './login';
 import { lockUser } from './password-reset';
 
@@ -125,13 +127,18 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
   return { user_id: account.userId, organization_id: account.organizationId, status: account.status };
 }
 
+/** The key of a verification link in the login limiter (its token's hash, as stored: no token in Redis). */
+function verificationLimiterKey(tokenHash: string): string {
+  return `verify:${tokenHash}`;
+}
+
 /**
  * Activates a pending account: the link proves the address, the password chosen at signup proves that whoever opens
  * it is the person who signed up. Without the password, anyone who signed up with someone else's address would get
  * an account that holder activates by opening the mail, with a password the stranger knows. A wrong password leaves
  * the link unused. An account activated meanwhile (an invitation, a provider sign-in) just spends the link.
  */
-export async function verifyEmail(deps: AppDeps, input: { token: string; password: string }) {
+export async function verifyEmail(deps: AppDeps, limiters: RateLimiters, input: { token: string; password: string }, meta: RequestMeta) {
   const invalid = () => badRequest('Invalid, expired or already used verification token.');
   const now = deps.clock.now();
   const tokenHash = sha256Hex(input.token);
@@ -142,8 +149,14 @@ export async function verifyEmail(deps: AppDeps, input: { token: string; passwor
   const link = await deps.prisma.emailToken.findUnique({ where: { tokenHash }, include: { user: { select: { status: true, passwordHash: true } } } });
   if (!link || !usable(link)) throw invalid();
   const checkedHash = link.user.passwordHash;
-  if (link.user.status === 'pending' && !(checkedHash && (await bcrypt.compare(input.password, checkedHash)))) {
-    throw badRequest('The password is not the one chosen at signup. The link stays valid until it expires.');
+  if (link.user.status === 'pending') {
+    // A guess at the signup password, counted like a sign-in's (per client address) and per link, before bcrypt: the
+    // link stays usable after a wrong one, so without a count it would take guesses (and bcrypt time) without end.
+    const guess = await reserveGuess(limiters.login, [clientAddressKey(meta.ip), verificationLimiterKey(tokenHash)]);
+    if (!(checkedHash && (await bcrypt.compare(input.password, checkedHash)))) {
+      throw badRequest('The password is not the one chosen at signup. The link stays valid until it expires.');
+    }
+    await guess.refund();
   }
 
   await deps.prisma.$transaction(async (tx) => {

@@ -59,7 +59,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
         'Activate a pending user with the token from the verification e-mail and the password chosen at signup (a wrong password leaves the link unused)',
       schemas: { body: verifyEmailBody },
       response: verifyEmailResponse,
-      handler: (req) => verifyEmail(deps, req.body),
+      handler: (req) => verifyEmail(deps, limiters, req.body, requestMeta(req)),
     },
     {
       method: 'post',

@@ -222,6 +222,53 @@ describe('sign-in and signup', () => {
     expect(await h.deps.prisma.user.findUniqueOrThrow({ where: { id: planted.userId } })).toMatchObject({ status: 'active', passwordHash: null });
   });
 
+  describe("racing another change to the pending account it activates (the account read before the link, changed before the activation)", () => {
+    /**
+     * Holds the pending account's row (FOR NO KEY UPDATE: the link's FOR KEY SHARE passes, the activation's UPDATE
+     * waits), signs in with Google, and once the activation waits, applies `change` in the holding transaction.
+     */
+    async function signInWhileHeld(userId: string, account: OidcAccount, change: (tx: Parameters<Parameters<Harness['deps']['prisma']['$transaction']>[0]>[0]) => Promise<unknown>) {
+      let signIn!: ReturnType<typeof signInWithGoogle>;
+      await h.deps.prisma.$transaction(
+        async (tx) => {
+          await tx.$queryRaw`SELECT id FROM users WHERE id = ${userId} FOR NO KEY UPDATE`;
+          signIn = signInWithGoogle(account);
+          signIn.catch(() => undefined);
+          for (let waited = 0; ; waited += 20) {
+            const [row] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+              SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE 'UPDATE%users%'`;
+            if (row!.n > 0) break;
+            if (waited > 15_000) throw new Error('the activation never waited for the held row');
+            await new Promise((r) => setTimeout(r, 20));
+          }
+          await change(tx);
+        },
+        { timeout: 30_000 },
+      );
+      return (await signIn).res;
+    }
+
+    it('an invitation accepted meanwhile set a password: the sign-in keeps it (it no longer wipes it)', async () => {
+      const pending = await signupViaApi(h);
+      const chosenAtInvitation = '$2b$04$abcdefghijklmnopqrstuuL0cAJ0ZzbPqmnqM1Ct9Yp0kD7Gv4mOe';
+      const res = await signInWhileHeld(pending.userId, newAccount({ email: pending.email }), (tx) =>
+        tx.$executeRaw`UPDATE users SET status = 'active', password_hash = ${chosenAtInvitation}, email_verified_at = now() WHERE id = ${pending.userId}`,
+      );
+      expect(res.status).toBe(200);
+      expect((await me(h, res.body.token)).body.user.id).toBe(pending.userId);
+      expect(await h.deps.prisma.user.findUniqueOrThrow({ where: { id: pending.userId } })).toMatchObject({ status: 'active', passwordHash: chosenAtInvitation });
+    });
+
+    it('a new signup replaced it meanwhile (the pending account deleted): 409, not a 500', async () => {
+      const pending = await signupViaApi(h);
+      const res = await signInWhileHeld(pending.userId, newAccount({ email: pending.email }), (tx) => tx.$executeRaw`DELETE FROM users WHERE id = ${pending.userId}`);
+      expect(res.status).toBe(409);
+      expect(res.body).toEqual({ detail: 'The account changed while you signed in; sign in again.' });
+      expect(await h.deps.prisma.user.findUnique({ where: { id: pending.userId } })).toBeNull();
+    });
+  });
+
   it('redirects to redirect_after with the session cookies when it was given at start', async () => {
     const { res } = await signInWithGoogle(newAccount(), { redirect_after: '/dashboard/projects?tab=1' });
     expect(res.status).toBe(302);

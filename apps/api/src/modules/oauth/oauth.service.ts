@@ -215,13 +215,18 @@ async function linkIdentity(deps: Deps, userId: string, identity: ProviderIdenti
  * password is dropped: whoever chose it at signup never proved the address was theirs (it may be someone who signed
  * up with another person's address, waiting for them to arrive), so it must not open the account now owned by the
  * address's holder. The pending account never signed in, so it has no sessions or keys to keep.
+ * Only while it is still pending, as committed: `user` was read before the link, and meanwhile an invitation may have
+ * activated it with the password its holder just chose (kept), or a new signup may have replaced it (409).
  */
 async function activate(deps: Deps, user: User): Promise<User> {
   if (user.status === 'active') return user;
-  return deps.prisma.user.update({
-    where: { id: user.id },
-    data: { status: 'active', emailVerifiedAt: user.emailVerifiedAt ?? deps.clock.now(), passwordHash: null },
+  await deps.prisma.user.updateMany({
+    where: { id: user.id, status: 'pending' },
+    data: { status: 'active', emailVerifiedAt: deps.clock.now(), passwordHash: null },
   });
+  const current = await deps.prisma.user.findUnique({ where: { id: user.id } });
+  if (!current) throw conflict('The account changed while you signed in; sign in again.');
+  return current;
 }
 
 /** The provider's name for the user as a name of ours (validate.ts name()): one line, at most 200 characters. */

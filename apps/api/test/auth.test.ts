@@ -176,6 +176,48 @@ describe('signup and e-mail verification', () => {
       expect(strangersLogin.body.code).toBe('EMAIL_NOT_VERIFIED');
     });
 
+    it('"I did not sign up": the link removes the stranger\'s pending account and organization, and the address signs up at once', async () => {
+      const email = `declined-${uniqueSuffix()}@example.test`;
+      const stranger = await signupWith(email, STRANGERS_PASSWORD, 'Squat');
+      const link = verificationTokenFor(h, email);
+      expect(h.mail().filter((m) => m.to === email).at(-1)!.text).toContain('choose "I did not sign up"');
+      const decline = (token: string) => request(h.app).post('/api/v1/auth/verify-email/decline').send({ token });
+
+      expect((await decline('not-a-link')).status).toBe(400);
+      const declined = await decline(link);
+      expect(declined.status).toBe(200);
+      expect(declined.body).toEqual({ signup_removed: true });
+      expect(await h.deps.prisma.user.findUnique({ where: { id: stranger.body.user_id } })).toBeNull();
+      expect(await h.deps.prisma.organization.findUnique({ where: { id: stranger.body.organization_id } })).toBeNull();
+      expect((await decline(link)).status).toBe(400);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: link, password: STRANGERS_PASSWORD })).status).toBe(400);
+      expect((await loginRequest(h, { email, password: STRANGERS_PASSWORD })).status).toBe(401);
+
+      // No 24-hour wait: the holder signs up with the address right away.
+      const owner = await signupWith(email, OWNERS_PASSWORD, 'The Real One');
+      expect(owner.status).toBe(201);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: verificationTokenFor(h, email), password: OWNERS_PASSWORD })).status).toBe(200);
+    });
+
+    it("a verified account's link removes nothing, nor does an organization that has other members", async () => {
+      const active = await signupViaApi(h);
+      const link = verificationTokenFor(h, active.email);
+      expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: link, password: active.password })).status).toBe(200);
+      expect((await request(h.app).post('/api/v1/auth/verify-email/decline').send({ token: link })).status).toBe(400);
+      expect(await h.deps.prisma.user.findUniqueOrThrow({ where: { id: active.userId } })).toMatchObject({ status: 'active' });
+
+      // A pending account that is also a member of another organization (added there directly): only the account and
+      // the organization of its own signup go; the other organization and its members stay.
+      const pending = await signupViaApi(h);
+      const other = await signupAndVerify(h);
+      await h.deps.prisma.membership.create({ data: { id: `mem_${uniqueSuffix()}`, organizationId: other.organizationId, userId: pending.userId, role: 'member' } });
+      expect((await request(h.app).post('/api/v1/auth/verify-email/decline').send({ token: verificationTokenFor(h, pending.email) })).status).toBe(200);
+      expect(await h.deps.prisma.organization.findUnique({ where: { id: pending.organizationId } })).toBeNull();
+      expect(await h.deps.prisma.organization.findUnique({ where: { id: other.organizationId } })).not.toBeNull();
+      expect(await h.deps.prisma.membership.count({ where: { organizationId: other.organizationId } })).toBe(1);
+      expect((await loginRequest(h, { email: other.email, password: other.password })).status).toBe(200);
+    });
+
     it('a wrong password leaves the link usable by the person who signed up, once', async () => {
       const email = `typo-${uniqueSuffix()}@example.test`;
       expect((await signupWith(email, OWNERS_PASSWORD, 'Mine')).status).toBe(201);

@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { verifySignature } from '../../../packages/webhooks/src';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { bearer, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD } from '../../api/test/support/fixtures';
-import { loginRequest, oathtoolCode, signupAndVerify } from '../../api/test/support/auth-helpers';
+import { loginRequest, oathtoolCode, signupAndVerify, signupViaApi } from '../../api/test/support/auth-helpers';
 import { enableTotp } from '../../api/test/support/oauth-flow';
 import { githubEnvFor, startGithubServer, type LoopbackGithub } from '../../api/test/support/oauth-github';
 import { createWorld, type World } from '../../worker/test/support/world';
@@ -643,6 +643,18 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('alert').getByText(/webhooks:read/).waitFor();
       expect(await page.getByRole('button', { name: 'Create subscription' }).count()).toBe(0);
     });
+  }, 60_000);
+
+  it('"I did not sign up": the holder of an address removes a signup a stranger made with it from the mailed link', async () => {
+    const stranger = await signupViaApi(w.h, { password: 'the stranger chose this' });
+    await step('decline', async () => {
+      await page.goto(linkIn(lastMailTo(stranger.email).text, '/verify-email'));
+      await page.getByRole('button', { name: 'I did not sign up: remove this account' }).click();
+      await page.getByText('The account someone made with your address is removed.').waitFor();
+      await page.getByRole('link', { name: 'Sign up' }).waitFor();
+    });
+    expect(await w.h.deps.prisma.user.findUnique({ where: { id: stranger.userId } })).toBeNull();
+    expect((await loginRequest(w.h, { email: stranger.email, password: 'the stranger chose this' })).status).toBe(401);
   }, 60_000);
 
   it('an invited person accepts through the mailed link, then logs in to the organization', async () => {

@@ -277,21 +277,35 @@ export function VerifyEmailPage() {
   const [params] = useSearchParams();
   const token = params.get('token') ?? '';
   const [password, setPassword] = useState('');
-  const [verified, setVerified] = useState(false);
+  const [done, setDone] = useState<'verified' | 'removed' | null>(null);
   const { busy, error, run } = useAction();
   const submit = (e: FormEvent) => {
     e.preventDefault();
     void run(async () => {
       await unwrap(client.POST('/api/v1/auth/verify-email', { body: { token, password } }), { quiet401: true });
-      setVerified(true);
+      setDone('verified');
     });
   };
-  if (verified) {
+  const decline = () =>
+    void run(async () => {
+      await unwrap(client.POST('/api/v1/auth/verify-email/decline', { body: { token } }), { quiet401: true });
+      setDone('removed');
+    });
+  if (done) {
     return (
       <main className="narrow">
         <h1>E-mail verification</h1>
-        <p role="status" className="ok">Your e-mail address is verified. You can log in now.</p>
-        <Link to="/login">Go to log in</Link>
+        {done === 'verified' ? (
+          <>
+            <p role="status" className="ok">Your e-mail address is verified. You can log in now.</p>
+            <Link to="/login">Go to log in</Link>
+          </>
+        ) : (
+          <>
+            <p role="status" className="ok">The account someone made with your address is removed. Your address is free to sign up with.</p>
+            <Link to="/signup">Sign up</Link>
+          </>
+        )}
       </main>
     );
   }
@@ -301,12 +315,18 @@ export function VerifyEmailPage() {
       {!token ? (
         <p role="alert" className="error">This page needs the link from the verification e-mail. Open the link again.</p>
       ) : (
-        <form onSubmit={submit} aria-label="Verify e-mail address">
-          <p>Enter the password you chose when you signed up. If you did not sign up, close this page: nothing is activated.</p>
-          <Field label="Your password" name="password" type="password" value={password} onChange={setPassword} autoComplete="current-password" required />
-          <ErrorBox error={error} />
-          <button type="submit" disabled={busy}>Verify</button>
-        </form>
+        <>
+          <form onSubmit={submit} aria-label="Verify e-mail address">
+            <p>Enter the password you chose when you signed up.</p>
+            <Field label="Your password" name="password" type="password" value={password} onChange={setPassword} autoComplete="current-password" required />
+            <ErrorBox error={error} />
+            <button type="submit" disabled={busy}>Verify</button>
+          </form>
+          <p className="hint">
+            Did not sign up? Someone gave your address: do not type a password they gave you. Remove their account instead.
+          </p>
+          <button type="button" className="danger" disabled={busy} onClick={decline}>I did not sign up: remove this account</button>
+        </>
       )}
     </main>
   );

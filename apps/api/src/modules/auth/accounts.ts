@@ -98,6 +98,11 @@ async function removeAbandonedSignup(tx: Tx, userId: string, now: Date): Promise
   if (row?.status !== 'pending') throw alreadyRegistered();
   const liveLinks = await tx.emailToken.count({ where: { userId, purpose: VERIFY_EMAIL_PURPOSE, usedAt: null, expiresAt: { gt: now } } });
   if (liveLinks > 0) throw conflict('An account with this e-mail address already exists. If it was never confirmed, signing up again is possible once its link has expired (24 hours after it was sent).');
+  await deletePendingAccount(tx, userId);
+}
+
+/** A pending account (its row locked, read as pending) and the organization its signup made. */
+async function deletePendingAccount(tx: Tx, userId: string): Promise<void> {
   const owned = await tx.membership.findMany({ where: { userId, role: 'owner' }, select: { organizationId: true } });
   // Only an organization of the signup alone: nobody else can be in it, but that is checked, not assumed.
   await tx.organization.deleteMany({ where: { id: { in: owned.map((m) => m.organizationId) }, memberships: { every: { userId } } } });
@@ -114,7 +119,8 @@ export async function signup(deps: AppDeps, input: NewOwnerInput) {
       text:
         `Hello ${input.name},\n\n` +
         `confirm your e-mail address for the Security Assessment Service: open this link within 24 hours and enter the password you chose when you signed up:\n\n` +
-        `${link}\n\nIf you did not sign up, ignore this message: someone gave your address, and without their password the link activates nothing.\n`,
+        `${link}\n\nIf you did not sign up, someone else gave your address: open the link and choose "I did not sign up" to remove that account, ` +
+        `or ignore this message. Never type a password someone else gave you there: without the password chosen at signup the link activates nothing.\n`,
     });
   } catch (err) {
     // Without the mail the account could never be activated: undo it so the person can simply sign up again.
@@ -176,4 +182,24 @@ export async function verifyEmail(deps: AppDeps, limiters: RateLimiters, input: 
     await tx.user.updateMany({ where: { id: row.userId, status: 'pending' }, data: { status: 'active', emailVerifiedAt: now } });
   });
   return { status: 'active' as const };
+}
+
+/**
+ * "I did not sign up": the holder of the address, proven by the link, removes a signup someone made with it (the
+ * account, still pending, and the organization it made), so the address is free at once rather than when the link
+ * expires. Spent or expired links, and accounts already active, are refused (400): only a signup nobody verified.
+ */
+export async function declineSignup(deps: AppDeps, token: string) {
+  const now = deps.clock.now();
+  await deps.prisma.$transaction(async (tx) => {
+    const row = await tx.emailToken.findUnique({ where: { tokenHash: sha256Hex(token) } });
+    if (!row || row.purpose !== VERIFY_EMAIL_PURPOSE || row.usedAt || row.expiresAt <= now) {
+      throw badRequest('Invalid, expired or already used verification token.');
+    }
+    // FOR UPDATE, as the row is deleted: a verification or invitation waits, then finds the account (and link) gone.
+    const [user] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status::text AS status FROM users WHERE id = ${row.userId} FOR UPDATE`;
+    if (user?.status !== 'pending') throw badRequest('Invalid, expired or already used verification token.');
+    await deletePendingAccount(tx, row.userId);
+  });
+  return { signup_removed: true as const };
 }

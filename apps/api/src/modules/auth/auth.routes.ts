@@ -4,6 +4,8 @@ import type { RateLimiters } from '../../http/rate-limit';
 import type { RouteSpec } from '../../http/route';
 import {
   changePasswordBody,
+  declineSignupBody,
+  declineSignupResponse,
   issuedSessionResponse,
   login2faBody,
   loginBody,
@@ -23,7 +25,7 @@ import {
   verifyEmailBody,
   verifyEmailResponse,
 } from './auth.schemas';
-import { signup, verifyEmail } from './accounts';
+import { declineSignup, signup, verifyEmail } from './accounts';
 import { dummyPasswordHash, login, logout } from './login';
 import { LOGIN_DEVICE_COOKIE, rememberLoginDevice } from './login-devices';
 import { changePassword } from './password';
@@ -60,6 +62,16 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       schemas: { body: verifyEmailBody },
       response: verifyEmailResponse,
       handler: (req) => verifyEmail(deps, limiters, req.body, requestMeta(req)),
+    },
+    {
+      method: 'post',
+      path: '/auth/verify-email/decline',
+      scope: 'public',
+      summary:
+        "\"I did not sign up\": with the token from the verification e-mail, removes the pending account someone made with the address (and its organization), so the address is free at once",
+      schemas: { body: declineSignupBody },
+      response: declineSignupResponse,
+      handler: (req) => declineSignup(deps, req.body.token),
     },
     {
       method: 'post',

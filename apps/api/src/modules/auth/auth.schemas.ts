@@ -91,6 +91,9 @@ export const signupResponse = Joi.object({
 
 export const verifyEmailResponse = Joi.object({ status: Joi.string().valid('active') });
 
+export const declineSignupBody = Joi.object({ token: Joi.string().max(200).required() });
+export const declineSignupResponse = Joi.object({ signup_removed: Joi.boolean().valid(true) });
+
 /** A signed-in session: the bearer token (also set as the httpOnly `session` cookie) and its CSRF token. */
 export const issuedSessionResponse = Joi.object({
   token: jwt(),

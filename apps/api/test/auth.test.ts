@@ -184,6 +184,8 @@ describe('signup and e-mail verification', () => {
       const decline = (token: string) => request(h.app).post('/api/v1/auth/verify-email/decline').send({ token });
 
       expect((await decline('not-a-link')).status).toBe(400);
+      // The stranger tried to sign in meanwhile (403, audited in the signup's organization): removed all the same.
+      expect((await loginRequest(h, { email, password: STRANGERS_PASSWORD })).status).toBe(403);
       const declined = await decline(link);
       expect(declined.status).toBe(200);
       expect(declined.body).toEqual({ signup_removed: true });

@@ -186,6 +186,23 @@ describe('publishing a report', () => {
     expect(await auditOf('report.unpublished', report.id)).toHaveLength(1);
   });
 
+  it("publishing again needs reports:revoke_share as well when it would revoke the live URL (403 naming it, the URL kept)", async () => {
+    // A key that may publish but not revoke external access (SPEC: reports:revoke_share) took a report's URL away from
+    // everyone who held it by publishing again.
+    const publishOnly = await createKey(h, org.admin.token, ['reports:read', 'reports:publish']);
+    const report = await readyReport();
+    const first = await publish(publishOnly, report.id);
+    expect(first.status).toBe(201);
+    const again = await publish(publishOnly, report.id);
+    expect(again.status).toBe(403);
+    expect(again.body).toEqual({ detail: 'Missing required scope: reports:revoke_share. Publishing again would revoke the URL this report is published at.' });
+    expect((await view(tokenOf(first.body.url))).status).toBe(200);
+    expect(await auditOf('report.published', report.id)).toHaveLength(1);
+    // Once unpublished by someone who may, the key publishes again (nothing to revoke).
+    expect((await api().delete(`/api/v1/reports/${report.id}/publication`).set(bearer(org.admin.token))).status).toBe(204);
+    expect((await publish(publishOnly, report.id)).status).toBe(201);
+  });
+
   it('takes an optional expiry: the URL answers 404 once it has passed; a past, too distant or malformed one is refused', async () => {
     const report = await readyReport();
     const expiresAt = new Date(h.clock.now().getTime() + 3600_000);

@@ -2522,7 +2522,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); optional expires_at. The URL is in this response only; publishing again replaces the previous URL. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); optional expires_at. The URL is in this response only; publishing again replaces the previous URL (which needs reports:revoke_share too). A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
          * @description Requires the `reports:publish` scope.
          */
         post: operations["postReportsIdPublication"];

@@ -21,7 +21,7 @@ export function reportShareRoutes(deps: AppDeps, limiters: RateLimiters): RouteS
       scope: 'reports:publish',
       summary:
         'Publish a ready report to a shareable URL (anyone holding it reads the report page and downloads the PDF); ' +
-        'optional expires_at. The URL is in this response only; publishing again replaces the previous URL. ' +
+        'optional expires_at. The URL is in this response only; publishing again replaces the previous URL (which needs reports:revoke_share too). ' +
         'A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
       schemas: { body: publishReportBody },
       status: 201,

@@ -13,10 +13,12 @@
 import type { Prisma, ReportShare, Tx } from '@svc/db';
 import { newId, scopedTo } from '@svc/db';
 import { oneLine } from '@svc/domain';
+import { hasScope } from '@svc/scopes';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
+import type { Principal } from '../../auth/principal';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
-import { conflict, mailNotSent, notFound, unprocessable } from '../../http/errors';
+import { conflict, forbidden, mailNotSent, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
@@ -104,6 +106,18 @@ function newShare(
 }
 
 /**
+ * Publishing again revokes the report's live URL: whoever holds it loses access, which is reports:revoke_share's
+ * (SPEC: "Revoke external access"), not reports:publish's. 403 naming the scope, nothing changed.
+ */
+async function requireMayReplacePublication(tx: Pick<Tx, 'reportShare'>, principal: Principal, reportId: string, now: Date): Promise<void> {
+  if (hasScope(principal.scopes, 'reports:revoke_share')) return;
+  const live = await tx.reportShare.count({ where: { reportId, kind: 'link', ...statusFilter('active', now) } });
+  if (live > 0) {
+    throw forbidden('Missing required scope: reports:revoke_share. Publishing again would revoke the URL this report is published at.');
+  }
+}
+
+/**
  * Publishes the report to a new URL, revoking the one it had (if any); the URL is in this response only. Publishing
  * again is not a no-op: it hands out a new URL (201), so it asks for the password like the first publication.
  */
@@ -123,6 +137,7 @@ export async function publishReport(
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     // One publication at a time: concurrent publishes of the same report take turns on its row.
     await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
+    await requireMayReplacePublication(tx, principal, report.id, now);
     const replaced = await tx.reportShare.updateMany({
       where: { reportId: report.id, kind: 'link', ...statusFilter('active', now) },
       data: { revokedAt: now, revokedById: principal.userId },

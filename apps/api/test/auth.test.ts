@@ -13,6 +13,7 @@ import {
   verificationTokenFor,
 } from './support/auth-helpers';
 import { AN_ADDRESS, whileMailRefused } from './support/smtp';
+import { DECLINED_SIGNUP_HOLD_SECONDS, declinedSignupKey } from '../src/modules/auth/accounts';
 
 let h: Harness;
 let org: TestOrg;
@@ -176,7 +177,7 @@ describe('signup and e-mail verification', () => {
       expect(strangersLogin.body.code).toBe('EMAIL_NOT_VERIFIED');
     });
 
-    it('"I did not sign up": the link removes the stranger\'s pending account and organization, and the address signs up at once', async () => {
+    it('"I did not sign up": the link removes the stranger\'s pending account and organization, and holds the address from password signups for 24 hours', async () => {
       const email = `declined-${uniqueSuffix()}@example.test`;
       const stranger = await signupWith(email, STRANGERS_PASSWORD, 'Squat');
       const link = verificationTokenFor(h, email);
@@ -186,6 +187,7 @@ describe('signup and e-mail verification', () => {
       expect((await decline('not-a-link')).status).toBe(400);
       // The stranger tried to sign in meanwhile (403, audited in the signup's organization): removed all the same.
       expect((await loginRequest(h, { email, password: STRANGERS_PASSWORD })).status).toBe(403);
+      const info = jest.spyOn(h.deps.logger, 'info');
       const declined = await decline(link);
       expect(declined.status).toBe(200);
       expect(declined.body).toEqual({ signup_removed: true });
@@ -195,7 +197,23 @@ describe('signup and e-mail verification', () => {
       expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: link, password: STRANGERS_PASSWORD })).status).toBe(400);
       expect((await loginRequest(h, { email, password: STRANGERS_PASSWORD })).status).toBe(401);
 
-      // No 24-hour wait: the holder signs up with the address right away.
+      // The stranger cannot sign up again at once (and mail the holder again): password signups with the address wait
+      // 24 hours. The operator's log says what was removed.
+      const again = await signupWith(email, STRANGERS_PASSWORD, 'Squat again');
+      expect(again.status).toBe(409);
+      expect(again.body.detail).toMatch(/^The holder of this e-mail address removed a signup made with it \("I did not sign up"\): signing up with it is possible again in 24 hours\./);
+      expect(h.mail().filter((m) => m.to === email)).toHaveLength(1);
+      const ttl = await h.deps.redis.ttl(declinedSignupKey(h.deps, email));
+      expect(ttl).toBeGreaterThan(DECLINED_SIGNUP_HOLD_SECONDS - 60);
+      expect(ttl).toBeLessThanOrEqual(DECLINED_SIGNUP_HOLD_SECONDS);
+      expect(info).toHaveBeenCalledWith(expect.stringContaining('I did not sign up'), {
+        user_id: stranger.body.user_id,
+        organization_ids: [stranger.body.organization_id],
+      });
+      info.mockRestore();
+
+      // Once the hold has run out (its key gone), the address signs up.
+      await h.deps.redis.del(declinedSignupKey(h.deps, email));
       const owner = await signupWith(email, OWNERS_PASSWORD, 'The Real One');
       expect(owner.status).toBe(201);
       expect((await request(h.app).post('/api/v1/auth/verify-email').send({ token: verificationTokenFor(h, email), password: OWNERS_PASSWORD })).status).toBe(200);

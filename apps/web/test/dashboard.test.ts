@@ -645,14 +645,17 @@ describe('dashboard in Chromium', () => {
     });
   }, 60_000);
 
-  it('"I did not sign up": the holder of an address removes a signup a stranger made with it from the mailed link', async () => {
+  it('"I did not sign up": the holder of an address removes a signup a stranger made with it from the mailed link, after confirming', async () => {
     const stranger = await signupViaApi(w.h, { password: 'the stranger chose this' });
+    const dialogs: string[] = [];
+    page.on('dialog', (dialog) => dialogs.push(dialog.message()));
     await step('decline', async () => {
       await page.goto(linkIn(lastMailTo(stranger.email).text, '/verify-email'));
       await page.getByRole('button', { name: 'I did not sign up: remove this account' }).click();
-      await page.getByText('The account someone made with your address is removed.').waitFor();
-      await page.getByRole('link', { name: 'Sign up' }).waitFor();
+      await page.getByText('The account someone made with your address is removed.', { exact: false }).waitFor();
+      await page.getByRole('link', { name: 'Go to log in' }).waitFor();
     });
+    expect(dialogs).toEqual([expect.stringContaining('Remove the account someone made with your address?')]);
     expect(await w.h.deps.prisma.user.findUnique({ where: { id: stranger.userId } })).toBeNull();
     expect((await loginRequest(w.h, { email: stranger.email, password: 'the stranger chose this' })).status).toBe(401);
   }, 60_000);

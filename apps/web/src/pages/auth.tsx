@@ -286,11 +286,13 @@ export function VerifyEmailPage() {
       setDone('verified');
     });
   };
-  const decline = () =>
+  const decline = () => {
+    if (!window.confirm('Remove the account someone made with your address? If you signed up yourself, this removes your signup.')) return;
     void run(async () => {
       await unwrap(client.POST('/api/v1/auth/verify-email/decline', { body: { token } }), { quiet401: true });
       setDone('removed');
     });
+  };
   if (done) {
     return (
       <main className="narrow">
@@ -302,8 +304,11 @@ export function VerifyEmailPage() {
           </>
         ) : (
           <>
-            <p role="status" className="ok">The account someone made with your address is removed. Your address is free to sign up with.</p>
-            <Link to="/signup">Sign up</Link>
+            <p role="status" className="ok">
+              The account someone made with your address is removed. For 24 hours nobody can sign up with it using a password; signing in
+              with GitHub or Google, or an invitation, still works.
+            </p>
+            <Link to="/login">Go to log in</Link>
           </>
         )}
       </main>

@@ -102,14 +102,48 @@ async function removeAbandonedSignup(tx: Tx, userId: string, now: Date): Promise
 }
 
 /** A pending account (its row locked, read as pending) and the organization its signup made. */
-async function deletePendingAccount(tx: Tx, userId: string): Promise<void> {
+async function deletePendingAccount(tx: Tx, userId: string): Promise<string[]> {
   const owned = await tx.membership.findMany({ where: { userId, role: 'owner' }, select: { organizationId: true } });
   // Only an organization of the signup alone: nobody else can be in it, but that is checked, not assumed.
-  await tx.organization.deleteMany({ where: { id: { in: owned.map((m) => m.organizationId) }, memberships: { every: { userId } } } });
+  const alone = await tx.organization.findMany({ where: { id: { in: owned.map((m) => m.organizationId) }, memberships: { every: { userId } } }, select: { id: true } });
+  await tx.organization.deleteMany({ where: { id: { in: alone.map((o) => o.id) } } });
   await tx.user.delete({ where: { id: userId } });
+  return alone.map((o) => o.id);
+}
+
+/**
+ * How long after "I did not sign up" a password signup with the address is refused: long enough that whoever keeps
+ * signing up with someone else's address gets them no mail more often than an unopened link's 24 hours would.
+ */
+export const DECLINED_SIGNUP_HOLD_SECONDS = 24 * 3600;
+
+/** The Redis key that holds an address declined (hashed: no addresses in Redis keys). */
+export function declinedSignupKey(deps: Pick<AppDeps, 'config'>, email: string): string {
+  return `${deps.config.redisPrefix}:signup-declined:${sha256Hex(email)}`;
+}
+
+/**
+ * 409 for a password signup with an address its holder declined a signup for. GitHub, Google and invitations prove
+ * the address, so they are not held. Redis unreachable: the signup goes on (logged), as the request limit does.
+ */
+async function refuseDeclinedAddress(deps: AppDeps, email: string): Promise<void> {
+  let ttl: number;
+  try {
+    ttl = await deps.redis.ttl(declinedSignupKey(deps, email));
+  } catch (err) {
+    deps.logger.warn('Could not read whether the address declined a signup; signing up', { error: (err as Error).message });
+    return;
+  }
+  if (ttl <= 0) return;
+  const hours = Math.ceil(ttl / 3600);
+  throw conflict(
+    `The holder of this e-mail address removed a signup made with it ("I did not sign up"): signing up with it is possible again in ${hours} hour${hours === 1 ? '' : 's'}. ` +
+      'Signing in with GitHub or Google, or accepting an invitation, proves the address and works now.',
+  );
 }
 
 export async function signup(deps: AppDeps, input: NewOwnerInput) {
+  await refuseDeclinedAddress(deps, input.email);
   const account = await createOwnerAccount(deps, input, { verified: false });
   const link = `${deps.config.publicBaseUrl}/verify-email?token=${encodeURIComponent(account.verificationToken!)}`;
   try {
@@ -186,20 +220,28 @@ export async function verifyEmail(deps: AppDeps, limiters: RateLimiters, input: 
 
 /**
  * "I did not sign up": the holder of the address, proven by the link, removes a signup someone made with it (the
- * account, still pending, and the organization it made), so the address is free at once rather than when the link
- * expires. Spent or expired links, and accounts already active, are refused (400): only a signup nobody verified.
+ * account, still pending, and the organization it made), and password signups with the address are refused for
+ * DECLINED_SIGNUP_HOLD_SECONDS (whoever made it would otherwise sign up again at once, and mail the holder again).
+ * Spent or expired links, and accounts already active, are refused (400): only a signup nobody verified.
  */
 export async function declineSignup(deps: AppDeps, token: string) {
   const now = deps.clock.now();
+  let removed: { user_id: string; organization_ids: string[] } | undefined;
   await deps.prisma.$transaction(async (tx) => {
     const row = await tx.emailToken.findUnique({ where: { tokenHash: sha256Hex(token) } });
     if (!row || row.purpose !== VERIFY_EMAIL_PURPOSE || row.usedAt || row.expiresAt <= now) {
       throw badRequest('Invalid, expired or already used verification token.');
     }
     // FOR UPDATE, as the row is deleted: a verification or invitation waits, then finds the account (and link) gone.
-    const [user] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status::text AS status FROM users WHERE id = ${row.userId} FOR UPDATE`;
+    const [user] = await tx.$queryRaw<Array<{ status: string; email: string }>>`
+      SELECT status::text AS status, email FROM users WHERE id = ${row.userId} FOR UPDATE`;
     if (user?.status !== 'pending') throw badRequest('Invalid, expired or already used verification token.');
-    await deletePendingAccount(tx, row.userId);
+    // Held before the account goes (Redis unreachable: 503, nothing removed), else whoever made it signs up again at once.
+    await deps.redis.set(declinedSignupKey(deps, user.email), '1', 'EX', DECLINED_SIGNUP_HOLD_SECONDS);
+    const organizations = await deletePendingAccount(tx, row.userId);
+    removed = { user_id: row.userId, organization_ids: organizations };
   });
+  // No audit entry: the organization it would go in is gone with the account. The operator's log keeps the fact.
+  deps.logger.info('A pending signup was removed by the holder of its address ("I did not sign up")', removed);
   return { signup_removed: true as const };
 }

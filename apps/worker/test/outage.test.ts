@@ -9,6 +9,7 @@ import { createMigratedDatabase } from '../../../test-support/databases';
 import { startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from '../../../test-support/private-services';
 import { bearer } from '../../api/test/support/fixtures';
 import { createKey } from '../../api/test/support/domain';
+import { signupViaApi, verificationTokenFor, type SignedUp } from '../../api/test/support/auth-helpers';
 import { createWorld, poll, type CreatedSubscription, type World } from './support/world';
 
 const READINESS_TIMEOUT_MS = 400;
@@ -24,6 +25,7 @@ let w: World;
 let engine: string;
 let assessmentId: string;
 let sub: CreatedSubscription;
+let pendingSignup: SignedUp; // a signup still waiting for its verification when Redis stops
 const accepted: string[] = []; // finding ids the API answered 201 for
 
 async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
@@ -98,6 +100,7 @@ describe('with everything up', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' } });
     expect((await createFinding()).status).toBe(201);
+    pendingSignup = await signupViaApi(w.h);
   });
 });
 
@@ -131,6 +134,19 @@ describe('Redis stopped', () => {
     expect(res.headers['retry-after']).toBe('5');
     expect(res.body).toEqual({ detail: 'Service temporarily unavailable: Redis cannot be reached. Retry after 5s.' });
     expect(ms).toBeLessThan(FAST_MS);
+  });
+
+  it('"I did not sign up" fails closed (503, the account kept: it could not hold the address); a verification too, but a signup goes on', async () => {
+    const token = verificationTokenFor(w.h, pendingSignup.email);
+    const declined = await w.api().post('/api/v1/auth/verify-email/decline').send({ token });
+    expect(declined.status).toBe(503);
+    expect(declined.body).toEqual({ detail: 'Service temporarily unavailable: Redis cannot be reached. Retry after 5s.' });
+    expect(await w.h.deps.prisma.user.findUnique({ where: { id: pendingSignup.userId } })).toMatchObject({ status: 'pending' });
+    // The password guess is counted before it is checked, and that count is in Redis: as at login, 503.
+    expect((await w.api().post('/api/v1/auth/verify-email').send({ token, password: pendingSignup.password })).status).toBe(503);
+    // The hold of declined addresses is read from Redis too; unreadable, the signup goes on (as the request limit does).
+    const other = await w.api().post('/api/v1/auth/signup').send({ email: `during-outage-${randomBytes(4).toString('hex')}@example.test`, password: 'a long enough passphrase', name: 'N', organization_name: 'O' });
+    expect(other.status).toBe(201);
   });
 
   it('a finding is still accepted at once: its deliveries wait in PostgreSQL for the relay', async () => {

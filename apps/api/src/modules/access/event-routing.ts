@@ -7,11 +7,12 @@
 //   transaction as the change, and the worker skips every pending delivery of a disabled route at send time. An owner
 //   or admin who re-enables or edits a route answers for it from then on.
 import type { Tx } from '@svc/db';
-import { roleRank, type Role } from '@svc/scopes';
+import { roleRank } from '@svc/scopes';
 import type { Principal } from '../../auth/principal';
 import { forbidden } from '../../http/errors';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { hasOrgWideWrite } from './access.service';
+import { lockOwnRole } from './own-role';
 
 import { CONFIGURER_LOST_ROLE_REASON } from '@svc/domain';
 
@@ -31,11 +32,7 @@ export function requireOrgWideRouting(principal: Principal, what: string): void 
  * request authenticated just before a demotion cannot leave a live route behind it.
  */
 export async function confirmRoutingRole(tx: Tx, principal: Principal): Promise<void> {
-  const rows = await tx.$queryRaw<Array<{ role: string }>>`
-    SELECT role::text AS role FROM memberships
-    WHERE organization_id = ${principal.organizationId} AND user_id = ${principal.userId}
-    FOR SHARE`;
-  const role = rows[0]?.role as Role | undefined;
+  const role = await lockOwnRole(tx, principal);
   if (!role || roleRank(role) < roleRank('admin')) {
     throw forbidden('Routing events requires the admin or owner role, which you no longer hold.');
   }

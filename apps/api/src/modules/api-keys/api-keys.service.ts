@@ -1,7 +1,7 @@
 // Minting, listing and revoking API keys. A key's scopes must lie within its creator's role bundle (and, when
 // the creator is itself a key, within that key's scopes); wildcards are expanded before storage. The
 // organization's lifecycle policy decides the expiration; creation and revocation are audited.
-import { resolveRequestedScopes, roleRank } from '@svc/scopes';
+import { resolveRequestedScopes, roleBundle, roleRank } from '@svc/scopes';
 import type { ApiKey } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -12,6 +12,7 @@ import { newId, scopedTo } from '@svc/db';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
+import { lockOwnRole } from '../access/own-role';
 import { confirmSensitiveChange } from '../auth/reauthentication';
 import { keyNoticeAllowance, recordSecurityNotice, sendSecurityNoticeNow } from '../auth/security-notices';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
@@ -90,13 +91,18 @@ export async function createApiKey(
   // is not: a pipeline minting short-lived keys would flood its owner, and that key was trusted with minting already.
   const notice = principal.kind === 'session' ? await keyNoticeAllowance(deps, principal.userId) : null;
   const { key, noticeId } = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    // The caller's membership, share-locked until the key commits (raw SQL: the organization is named here). A
+    // The caller's membership, share-locked until the key commits (lockOwnRole). A
     // removal from the organization (DELETE /members/:id, a GDPR erasure) deletes that row, then revokes the member's
     // keys: it either waits and then revokes this one too, or went first, and no key is left to someone no longer a
     // member (one that would come back to life if they joined again).
-    const [membership] = await tx.$queryRaw<Array<{ id: string }>>`
-      SELECT id FROM memberships WHERE organization_id = ${principal.organizationId} AND user_id = ${principal.userId} FOR SHARE`;
-    if (!membership) throw unauthorized('You are no longer a member of this organization.');
+    const role = await lockOwnRole(tx, principal);
+    if (!role) throw unauthorized('You are no longer a member of this organization.');
+    // Demoted while the request ran: the scopes are checked against the role as committed, so no key is stored with
+    // scopes beyond its creator's bundle (they would be inert, and come back with a later promotion).
+    if (role !== principal.role) {
+      if (!roleBundle(role).has('api_keys:create')) throw forbidden(`Minting API keys needs a role you no longer hold (yours is now ${role}).`);
+      checkRequestedScopes({ ...principal, role }, input.scopes);
+    }
     const created = await tx.apiKey.create({
       data: {
         id: newId('key'),

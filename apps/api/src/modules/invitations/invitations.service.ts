@@ -1,8 +1,8 @@
 // E-mail invitations. The token travels only in the e-mailed link; the database keeps its SHA-256. Accepting
 // proves control of the address: a new address becomes an active user, an existing user proves their password.
 import bcrypt from 'bcrypt';
-import { roleRank, type Role } from '@svc/scopes';
-import { isUniqueViolation, scopedTo, type Invitation, type User } from '@svc/db';
+import { roleBundle, roleRank, type Role } from '@svc/scopes';
+import { isUniqueViolation, scopedTo, type Invitation, type Tx, type User } from '@svc/db';
 import { oneLine } from '@svc/domain';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
@@ -16,6 +16,7 @@ import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
 import { recordAs, recordInOrganizations, userActor, type Acting, type RequestMeta } from '../audit/audit.context';
+import { lockOwnRole } from '../access/own-role';
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -62,6 +63,18 @@ async function deletePendingInvitation(
   });
 }
 
+/**
+ * The checks above, against the inviter's role as committed now (lockOwnRole): demoted or removed while the request
+ * ran (its password check takes a while), the inviter's invitation would outlive the change that revokes theirs
+ * (members.service.ts revokeInvitationsSentBy runs in the demotion's transaction and sees only committed ones).
+ */
+async function requireStillMayInvite(tx: Pick<Tx, '$queryRaw'>, principal: Principal, role: Role): Promise<void> {
+  const current = await lockOwnRole(tx, principal);
+  if (!current || !roleBundle(current).has('members:invite') || roleRank(role) > roleRank(current)) {
+    throw forbidden(`Inviting with the role ${role} needs a role you no longer hold${current ? ` (yours is now ${current})` : ''}.`);
+  }
+}
+
 export async function createInvitation(
   deps: AppDeps,
   limiters: RateLimiters,
@@ -88,6 +101,7 @@ export async function createInvitation(
   const token = randomToken(32);
   const [invitation, org] = await Promise.all([
     db.$transaction(async (tx) => {
+      await requireStillMayInvite(tx, principal, input.role);
       const created = await tx.invitation.create({
         data: {
           id: newId('inv'),

@@ -703,6 +703,34 @@ describe('listing', () => {
       expect(fields.filter((v) => /^[=+\-@\t\r]/.test(v))).toEqual([]);
     });
 
+    it("CSV: a user agent sent with a wrong password cannot start a formula in a ';'-separated spreadsheet", async () => {
+      // Anyone who knows a member's address can put a user agent in the organization's audit log (auth.login_failed).
+      const o = await createOrg(h);
+      const agent = 'Mozilla;=1+2;x';
+      expect((await request(h.app).post('/api/v1/auth/login').set('User-Agent', agent).send({ email: o.member.email, password: 'not the password' })).status).toBe(401);
+      let csv = '';
+      for (let waited = 0; !csv.includes('auth.login_failed'); waited += 50) {
+        if (waited > 10_000) throw new Error('no auth.login_failed entry in the export');
+        await new Promise((r) => setTimeout(r, 50));
+        csv = (await download('?format=csv', o.owner.token)).body as string;
+      }
+      const line = csv.split('\r\n').find((l) => l.includes('auth.login_failed'))!;
+      expect(line).toContain(`"${agent}"`);
+      // Cells as a spreadsheet separating lists with ';' reads them: quoted text is one cell, whatever it holds.
+      const cells: string[] = [];
+      let cell = '';
+      let quoted = false;
+      for (const ch of line) {
+        if (ch === '"') quoted = !quoted;
+        if (ch === ';' && !quoted) {
+          cells.push(cell);
+          cell = '';
+        } else cell += ch;
+      }
+      cells.push(cell);
+      expect(cells.filter((c) => /^[=+\-@]/.test(c))).toEqual([]);
+    });
+
     it('needs audit:export (a manager: 403 naming it)', async () => {
       const res = await call('get', '/audit-events/export', f.manager.token);
       expect(res.status).toBe(403);
@@ -722,6 +750,9 @@ describe('CSV fields', () => {
     ['say "hi"', '"say ""hi"""'],
     ['line\nbreak', '"line\nbreak"'],
     ['=a,b', `"'=a,b"`],
+    // A spreadsheet that separates lists with ';' would make `=1+1` a cell of its own, unquoted.
+    ['Mozilla;=1+1;', '"Mozilla;=1+1;"'],
+    ['a;b', '"a;b"'],
     ['plain', 'plain'],
   ])('%j -> %j', (value, expected) => {
     expect(csvField(value)).toBe(expected);

@@ -168,6 +168,23 @@ describe('who may manage access', () => {
 });
 
 describe('grant bodies and subjects', () => {
+  it('nobody grants themselves access: a manager with write through a team keeps none once they leave it (403, nothing stored)', async () => {
+    const p = await insertProject(h, org.id);
+    const team = await api().post('/api/v1/teams').set(bearer(org.admin.token)).send({ name: `self-${p.id}` });
+    await api().put(`/api/v1/teams/${team.body.id}/members/${org.manager.id}`).set(bearer(org.admin.token));
+    expect((await grant(org.admin.token, `projects/${p.id}`, { team_id: team.body.id, access: 'write' })).status).toBe(201);
+
+    const own = await grant(org.manager.token, `projects/${p.id}`, { user_id: org.manager.id, access: 'write' });
+    expect(own.status).toBe(403);
+    expect(own.body).toEqual({ detail: 'You cannot grant access to yourself: ask someone else who may manage access.' });
+    expect(await h.deps.prisma.accessGrant.count({ where: { projectId: p.id, userId: org.manager.id } })).toBe(0);
+    // An admin, about to be demoted, cannot keep write on a project that way either.
+    expect((await grant(org.admin.token, `projects/${p.id}`, { user_id: org.admin.id, access: 'write' })).status).toBe(403);
+
+    await api().delete(`/api/v1/teams/${team.body.id}/members/${org.manager.id}`).set(bearer(org.admin.token));
+    expect(await status(org.manager.token, 'get', `projects/${p.id}`)).toBe(404);
+  });
+
   it('takes exactly one of user_id and team_id, and access read or write (400 otherwise)', async () => {
     const p = await insertProject(h, org.id);
     const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: org.id, name: `t-${p.id}` } });

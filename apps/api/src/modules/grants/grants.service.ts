@@ -5,7 +5,7 @@
 import { Prisma, scopedTo, type AccessGrant } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { notFound } from '../../http/errors';
+import { forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
 import { requireAssessmentAccess, requireProjectAccess, type Access } from '../access/access.service';
@@ -64,6 +64,9 @@ export async function upsertGrant(
   meta: RequestMeta,
 ): Promise<{ created: boolean; grant: ReturnType<typeof presentGrant> }> {
   await requireTarget(deps, principal, target);
+  // Access held through a team or a role ends with it; a grant to oneself would outlive both (leave the team, be
+  // demoted, keep write). Someone else grants it, or nobody.
+  if (input.user_id === principal.userId) throw forbidden('You cannot grant access to yourself: ask someone else who may manage access.');
   const subject = input.user_id !== undefined ? { userId: input.user_id, teamId: null } : { userId: null, teamId: input.team_id! };
   const where = { ...targetWhere(target), ...subject };
   const lockKey = `grant:${target.kind}:${target.id}:${subject.userId ?? ''}:${subject.teamId ?? ''}`;

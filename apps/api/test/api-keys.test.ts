@@ -208,4 +208,19 @@ describe('listing and revoking', () => {
     const still = await request(h.app).get('/api/v1/api-keys').set(bearer(otherOrg.admin.token));
     expect(still.body.data.find((k: { id: string }) => k.id === theirs.body.id).revoked_at).toBeNull();
   });
+
+  it("an admin revokes a manager's or another admin's key, not the owner's (403 naming the role; the key keeps working)", async () => {
+    const owners = await mintKey(org.owner.token, { name: 'owner automation', scopes: ['org:read'] });
+    const refused = await request(h.app).delete(`/api/v1/api-keys/${owners.body.id}`).set(bearer(org.admin.token));
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: 'You cannot revoke the API key of someone whose role (owner) is above yours.' });
+    expect((await request(h.app).get('/api/v1/organization').set(bearer(owners.body.key))).status).toBe(200);
+
+    const otherAdmin = await createUserInOrg(h, org.id, 'admin', 'second-admin');
+    const admins = await mintKey(otherAdmin.token, { name: 'admin automation', scopes: ['org:read'] });
+    const managers = await mintKey(org.manager.token, { name: 'manager automation', scopes: ['projects:read'] });
+    expect((await request(h.app).delete(`/api/v1/api-keys/${admins.body.id}`).set(bearer(org.admin.token))).status).toBe(204);
+    expect((await request(h.app).delete(`/api/v1/api-keys/${managers.body.id}`).set(bearer(org.admin.token))).status).toBe(204);
+    expect((await request(h.app).delete(`/api/v1/api-keys/${owners.body.id}`).set(bearer(org.owner.token))).status).toBe(204);
+  });
 });

@@ -159,9 +159,22 @@ export async function listApiKeys(deps: AppDeps, principal: Principal, query: Pa
   return toPage(rows, query, presentApiKey);
 }
 
+/**
+ * An admin sees every key of the organization, but revokes only those of people whose role is not above theirs (as
+ * members.service.ts changes no role above the caller's): else an admin could cut off the owner's automation.
+ */
+async function requireNotAboveCaller(deps: AppDeps, principal: Principal, keyOwnerId: string): Promise<void> {
+  if (keyOwnerId === principal.userId) return;
+  const owner = await scopedTo(deps.prisma, principal).membership.findFirst({ where: { userId: keyOwnerId }, select: { role: true } });
+  if (owner && roleRank(owner.role) > roleRank(principal.role)) {
+    throw forbidden(`You cannot revoke the API key of someone whose role (${owner.role}) is above yours.`);
+  }
+}
+
 export async function revokeApiKey(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta): Promise<void> {
   const key = await scopedTo(deps.prisma, principal).apiKey.findFirst({ where: { id, ...visibleKeysFilter(principal) } });
   if (!key) throw notFound('API key');
+  await requireNotAboveCaller(deps, principal, key.userId);
   if (key.revokedAt) throw conflict('API key is already revoked.');
   const now = deps.clock.now();
   await deps.prisma.$transaction(async (tx) => {

@@ -291,6 +291,8 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     expect(published.status).toBe(201);
     const shared = () => api().get(`/api/v1/shared/reports/${published.body.url.split('/').pop()}`);
     expect((await shared()).status).toBe(200);
+    // She signs in to A (her first organization) once: A's audit log then names her account as an actor.
+    await expectLogsIn(zelda);
     const before = await checksums(a.id, []);
     const done = await eraseFully(a.admin.token, { user_id: zelda.id });
     expect(await checksums(a.id, [])).toEqual(before);
@@ -302,6 +304,12 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     // Still signs in (to B), with their own name and e-mail.
     await expectLogsIn(zelda);
     expect((await h.deps.prisma.user.findUniqueOrThrow({ where: { id: zelda.id } })).name).toBe('Zelda Quuxley');
+    // A's audit log still names her account's id (pseudonymized): A's search for people must not show her name and
+    // address, kept for B, again.
+    for (const q of ['Quuxley', zelda.email]) {
+      const search = await api().get(`/api/v1/governance/erasure-candidates?q=${encodeURIComponent(q)}`).set(bearer(a.admin.token));
+      expect([search.status, search.body.data]).toEqual([200, []]);
+    }
     // The report whose PDF was rendered from the finding is rendered again; the other organization's stays ready.
     const report = await h.deps.prisma.report.findUniqueOrThrow({ where: { id: inA.report.id }, omit: { pdf: true } });
     expect(report.status).toBe('pending');

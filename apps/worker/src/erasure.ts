@@ -207,7 +207,10 @@ async function disableRoutesConfiguredBy(tx: Tx, organizationId: string, userId:
 
 /**
  * Reports of the organization rendered, or being rendered, from text matching `needle` (a regex): ready ones, and
- * pending ones, whose render under way may have read the text before it was rewritten.
+ * pending ones, whose render under way may have read the text before it was rewritten. A ready report whose
+ * project, assessment or findings changed after it was rendered counts too: its PDF is a snapshot of text that may
+ * have named the person and no longer does (a project renamed since, a finding recorded again), and what it held
+ * cannot be told from the text as it is now.
  */
 function reportsRenderedFrom(organizationId: string, needle: string) {
   return Prisma.sql`
@@ -217,7 +220,9 @@ function reportsRenderedFrom(organizationId: string, needle: string) {
     WHERE r.organization_id = ${organizationId} AND r.status IN ('ready', 'pending') AND (
       r.title ~* ${needle} OR a.name ~* ${needle} OR p.name ~* ${needle}
       OR EXISTS (SELECT 1 FROM findings f WHERE f.assessment_id = a.id
-                 AND (f.title ~* ${needle} OR f.location ~* ${needle} OR f.description ~* ${needle})))
+                 AND (f.title ~* ${needle} OR f.location ~* ${needle} OR f.description ~* ${needle}))
+      OR (r.status = 'ready' AND (p.updated_at > r.ready_at OR a.updated_at > r.ready_at
+          OR EXISTS (SELECT 1 FROM findings f WHERE f.assessment_id = a.id AND f.updated_at > r.ready_at))))
     ORDER BY r.id`;
 }
 

@@ -279,6 +279,24 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     for (const e of audits) expect([e.ip, e.userAgent, e.actorLabel?.endsWith('@erased.invalid')]).toEqual([null, null, true]);
   }, 120_000);
 
+  it('a report rendered from text that named the person, changed since, is rendered again; one whose text has not changed and never named them stays', async () => {
+    // The PDF is a snapshot: a project renamed after the render no longer names the person, but its PDF still does.
+    const a = await createOrg(h);
+    const zelda = await member(a, 'Zelda Quuxley');
+    const renamed = await insertProject(h, a.id, 'Zelda Quuxley portal');
+    const fromOldName = await insertReadyReport(h, a.id, (await insertAssessmentIn(h, a.id, renamed.id, 'completed')).id);
+    const untouched = await insertProject(h, a.id, 'Billing');
+    const unrelated = await insertReadyReport(h, a.id, (await insertAssessmentIn(h, a.id, untouched.id, 'completed')).id);
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await api().patch(`/api/v1/projects/${renamed.id}`).set(bearer(a.admin.token)).send({ name: 'Portal' })).status).toBe(200);
+
+    const done = await eraseFully(a.admin.token, { user_id: zelda.id });
+    expect(done.receipt.reports_regenerated).toEqual([fromOldName.id]);
+    const statusOf = async (id: string) => (await h.deps.prisma.report.findUniqueOrThrow({ where: { id }, select: { status: true } })).status;
+    expect(await statusOf(fromOldName.id)).toBe('pending');
+    expect(await statusOf(unrelated.id)).toBe('ready');
+  });
+
   it('a person still in another organization keeps that account; the name is searched when it is a full name', async () => {
     const a = await createOrg(h);
     const b = await createOrg(h);

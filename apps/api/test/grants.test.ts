@@ -185,6 +185,27 @@ describe('grant bodies and subjects', () => {
     expect(await status(org.manager.token, 'get', `projects/${p.id}`)).toBe(404);
   });
 
+  it('nor through a team: not to a team one is in, and nobody adds themselves to a team (403 each); a demoted admin keeps no write', async () => {
+    const p = await insertProject(h, org.id);
+    const admin = await createUserInOrg(h, org.id, 'admin', 'team-self-admin');
+    const team = await api().post('/api/v1/teams').set(bearer(admin.token)).send({ name: `own-${p.id}` });
+    expect(team.status).toBe(201);
+    const join = await api().put(`/api/v1/teams/${team.body.id}/members/${admin.id}`).set(bearer(admin.token));
+    expect(join.status).toBe(403);
+    expect(join.body).toEqual({ detail: 'You cannot add yourself to a team: ask someone else who may manage team members.' });
+
+    // Put in the team by someone else, the admin may not grant it access.
+    expect((await api().put(`/api/v1/teams/${team.body.id}/members/${admin.id}`).set(bearer(org.admin.token))).status).toBe(200);
+    const viaTeam = await grant(admin.token, `projects/${p.id}`, { team_id: team.body.id, access: 'write' });
+    expect(viaTeam.status).toBe(403);
+    expect(viaTeam.body).toEqual({ detail: 'You cannot grant access to a team you are in: ask someone else who may manage access.' });
+    expect(await h.deps.prisma.accessGrant.count({ where: { projectId: p.id } })).toBe(0);
+
+    // Demoted to member, the admin reads and writes nothing of the project.
+    expect((await api().patch(`/api/v1/members/${admin.id}`).set(bearer(org.owner.token)).send({ role: 'member' })).status).toBe(200);
+    expect(await status(admin.token, 'get', `projects/${p.id}`)).toBe(404);
+  });
+
   it('takes exactly one of user_id and team_id, and access read or write (400 otherwise)', async () => {
     const p = await insertProject(h, org.id);
     const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: org.id, name: `t-${p.id}` } });

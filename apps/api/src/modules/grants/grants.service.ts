@@ -65,7 +65,8 @@ export async function upsertGrant(
 ): Promise<{ created: boolean; grant: ReturnType<typeof presentGrant> }> {
   await requireTarget(deps, principal, target);
   // Access held through a team or a role ends with it; a grant to oneself would outlive both (leave the team, be
-  // demoted, keep write). Someone else grants it, or nobody.
+  // demoted, keep write). Someone else grants it, or nobody: not to a team one is in either (checked below, under
+  // the team's lock), and nobody adds themselves to a team (teams.service.ts).
   if (input.user_id === principal.userId) throw forbidden('You cannot grant access to yourself: ask someone else who may manage access.');
   const subject = input.user_id !== undefined ? { userId: input.user_id, teamId: null } : { userId: null, teamId: input.team_id! };
   const where = { ...targetWhere(target), ...subject };
@@ -80,7 +81,12 @@ export async function upsertGrant(
     // The subject is held until the commit: removed from the organization (or deleted, for a team) meanwhile, it
     // takes this grant along, or went first and this is a 404.
     if (subject.userId) await holdMember(tx, subject.userId);
-    else await holdTeam(tx, subject.teamId!, 'KEY SHARE');
+    else {
+      await holdTeam(tx, subject.teamId!, 'KEY SHARE');
+      if (await tx.teamMember.count({ where: { teamId: subject.teamId!, userId: principal.userId } })) {
+        throw forbidden('You cannot grant access to a team you are in: ask someone else who may manage access.');
+      }
+    }
     const existing = await tx.accessGrant.findFirst({ where });
     if (existing) {
       if (existing.access === input.access) return { created: false, grant: presentGrant(existing) };

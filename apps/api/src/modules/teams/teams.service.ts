@@ -3,7 +3,7 @@
 import { Prisma, isUniqueViolation, organizationOf, type Scoped, type Team, type Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { HttpError, conflict, notFound } from '../../http/errors';
+import { HttpError, conflict, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
@@ -153,6 +153,8 @@ export async function addTeamMember(deps: AppDeps, principal: Principal, teamId:
     // Both held until the commit: a concurrent team deletion counts this member, a concurrent removal from the
     // organization takes this team membership along (or went first, and this is a 404).
     await holdTeam(tx, teamId, 'KEY SHARE');
+    // A team's access is its grants: joining one yourself would be granting yourself access (grants.service.ts).
+    if (userId === principal.userId) throw forbidden('You cannot add yourself to a team: ask someone else who may manage team members.');
     const user = await holdMember(tx, userId);
     const { count } = await tx.teamMember.createMany({ data: [{ teamId, userId }], skipDuplicates: true });
     const row = await tx.teamMember.findFirstOrThrow({ where: { teamId, userId } });

@@ -206,22 +206,27 @@ async function disableRoutesConfiguredBy(tx: Tx, organizationId: string, userId:
 }
 
 /**
- * Reports of the organization rendered, or being rendered, from text matching `needle` (a regex): ready ones, and
- * pending ones, whose render under way may have read the text before it was rewritten. A ready report whose
- * project, assessment or findings changed after it was rendered counts too: its PDF is a snapshot of text that may
- * have named the person and no longer does (a project renamed since, a finding recorded again), and what it held
- * cannot be told from the text as it is now.
+ * Reports of the organization whose PDF holds text matching `needle` (a regex: the person in the preview, the
+ * pseudonym once the free text is rewritten, report_rendered_texts included), or may:
+ * - ready ones by the text their PDF was rendered from (report_rendered_texts), whatever the project, assessment
+ *   or findings became since;
+ * - pending ones by their current text: a render under way may have read it before it was rewritten;
+ * - ready ones rendered before that text was kept (no row): by their current text, or when their project,
+ *   assessment or findings changed after the render (what the PDF holds cannot be told then).
  */
 function reportsRenderedFrom(organizationId: string, needle: string) {
   return Prisma.sql`
     SELECT r.id FROM reports r
     JOIN assessments a ON a.id = r.assessment_id
     JOIN projects p ON p.id = a.project_id
+    LEFT JOIN report_rendered_texts rt ON rt.report_id = r.id
     WHERE r.organization_id = ${organizationId} AND r.status IN ('ready', 'pending') AND (
-      r.title ~* ${needle} OR a.name ~* ${needle} OR p.name ~* ${needle}
-      OR EXISTS (SELECT 1 FROM findings f WHERE f.assessment_id = a.id
-                 AND (f.title ~* ${needle} OR f.location ~* ${needle} OR f.description ~* ${needle}))
-      OR (r.status = 'ready' AND (p.updated_at > r.ready_at OR a.updated_at > r.ready_at
+      (r.status = 'ready' AND rt.report_id IS NOT NULL AND rt.text ~* ${needle})
+      OR ((r.status = 'pending' OR rt.report_id IS NULL) AND (
+        r.title ~* ${needle} OR a.name ~* ${needle} OR p.name ~* ${needle}
+        OR EXISTS (SELECT 1 FROM findings f WHERE f.assessment_id = a.id
+                   AND (f.title ~* ${needle} OR f.location ~* ${needle} OR f.description ~* ${needle}))))
+      OR (r.status = 'ready' AND rt.report_id IS NULL AND (p.updated_at > r.ready_at OR a.updated_at > r.ready_at
           OR EXISTS (SELECT 1 FROM findings f WHERE f.assessment_id = a.id AND f.updated_at > r.ready_at))))
     ORDER BY r.id`;
 }
@@ -239,6 +244,8 @@ async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseu
   const rows = await tx.$queryRaw<Array<{ id: string }>>(reportsRenderedFrom(organizationId, needle));
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
+  // The text kept beside each PDF goes with it (it holds the pseudonym now; the new render keeps its own).
+  await tx.$executeRaw`DELETE FROM report_rendered_texts WHERE report_id = ANY(${ids}::text[])`;
   await tx.$executeRaw`
     UPDATE reports SET status = 'pending', pdf = NULL, size_bytes = NULL, ready_at = NULL, error = NULL,
            unfinished_renders = CASE WHEN status = 'ready' THEN 0 ELSE unfinished_renders END,

@@ -160,6 +160,11 @@ async function rowsContaining(organizationId: string, needle: string): Promise<s
     [organizationId, needle],
   );
   if (attempts.rows[0].n > 0) found.push('webhook_attempts');
+  const texts = await pg.query(
+    `SELECT count(*)::int AS n FROM report_rendered_texts t JOIN reports r ON r.id = t.report_id WHERE r.organization_id = $1 AND strpos(t.text, $2) > 0`,
+    [organizationId, needle],
+  );
+  if (texts.rows[0].n > 0) found.push('report_rendered_texts');
   return found.sort();
 }
 
@@ -279,22 +284,51 @@ describe('an erasure stays inside the requesting organization (issue 34)', () =>
     for (const e of audits) expect([e.ip, e.userAgent, e.actorLabel?.endsWith('@erased.invalid')]).toEqual([null, null, true]);
   }, 120_000);
 
-  it('a report rendered from text that named the person, changed since, is rendered again; one whose text has not changed and never named them stays', async () => {
+  it('a PDF that named the person is rendered again whatever its text became since; one that never did stays ready though its findings changed', async () => {
     // The PDF is a snapshot: a project renamed after the render no longer names the person, but its PDF still does.
+    // The text each PDF was rendered from is kept beside it (report_rendered_texts) and searched.
     const a = await createOrg(h);
     const zelda = await member(a, 'Zelda Quuxley');
-    const renamed = await insertProject(h, a.id, 'Zelda Quuxley portal');
-    const fromOldName = await insertReadyReport(h, a.id, (await insertAssessmentIn(h, a.id, renamed.id, 'completed')).id);
-    const untouched = await insertProject(h, a.id, 'Billing');
-    const unrelated = await insertReadyReport(h, a.id, (await insertAssessmentIn(h, a.id, untouched.id, 'completed')).id);
-    await new Promise((r) => setTimeout(r, 5));
-    expect((await api().patch(`/api/v1/projects/${renamed.id}`).set(bearer(a.admin.token)).send({ name: 'Portal' })).status).toBe(200);
+    const connection = deps.redis();
+    const deliveryQueue = createDeliveryQueue(connection, deps.config);
+    const rendered = async (projectName: string, findingTitle: string) => {
+      const project = await insertProject(h, a.id, projectName);
+      const assessment = await insertAssessmentIn(h, a.id, project.id, 'completed');
+      const finding = await insertFinding(h, assessment, { title: findingTitle });
+      const report = await h.deps.prisma.report.create({ data: { id: newId('rpt'), organizationId: a.id, assessmentId: assessment.id, title: 'Quarterly', status: 'pending' } });
+      expect(await renderReport(deps, deliveryQueue, report.id)).toBe('ready');
+      return { project, finding, report };
+    };
+    try {
+      const named = await rendered('Zelda Quuxley portal', 'Open redirect');
+      const never = await rendered('Billing', 'SQL injection');
+      // A report rendered before texts were kept (no row), its project changed since: rendered again, to be safe.
+      const legacyProject = await insertProject(h, a.id, 'Legacy');
+      const legacy = await insertReadyReport(h, a.id, (await insertAssessmentIn(h, a.id, legacyProject.id, 'completed')).id);
+      await new Promise((r) => setTimeout(r, 5));
+      expect((await api().patch(`/api/v1/projects/${named.project.id}`).set(bearer(a.admin.token)).send({ name: 'Portal' })).status).toBe(200);
+      expect((await api().patch(`/api/v1/projects/${legacyProject.id}`).set(bearer(a.admin.token)).send({ name: 'Legacy 2' })).status).toBe(200);
+      await h.deps.prisma.finding.update({ where: { id: never.finding.id }, data: { title: 'SQL injection in search' } });
 
-    const done = await eraseFully(a.admin.token, { user_id: zelda.id });
-    expect(done.receipt.reports_regenerated).toEqual([fromOldName.id]);
-    const statusOf = async (id: string) => (await h.deps.prisma.report.findUniqueOrThrow({ where: { id }, select: { status: true } })).status;
-    expect(await statusOf(fromOldName.id)).toBe('pending');
-    expect(await statusOf(unrelated.id)).toBe('ready');
+      const preview = await fileFor(a.admin.token, { user_id: zelda.id });
+      await runErasures(deps);
+      expect((await read(preview.id, a.admin.token)).preview).toMatchObject({ reports: 2 });
+      await api().post(`${BASE}/${preview.id}/cancel`).set(bearer(a.admin.token));
+
+      const done = await eraseFully(a.admin.token, { user_id: zelda.id });
+      expect(done.receipt.reports_regenerated).toEqual([named.report.id, legacy.id].sort());
+      const statusOf = async (id: string) => (await h.deps.prisma.report.findUniqueOrThrow({ where: { id }, select: { status: true } })).status;
+      expect(await statusOf(named.report.id)).toBe('pending');
+      expect(await statusOf(never.report.id)).toBe('ready');
+      expect(await h.deps.prisma.reportRenderedText.findUnique({ where: { reportId: named.report.id } })).toBeNull();
+      expect(await rowsContaining(a.id, 'Quuxley')).toEqual([]);
+      // Rendered again, it keeps the text it was rendered from: the new project name, not the person.
+      expect(await renderReport(deps, deliveryQueue, named.report.id)).toBe('ready');
+      expect((await h.deps.prisma.reportRenderedText.findUniqueOrThrow({ where: { reportId: named.report.id } })).text).toContain('Portal');
+    } finally {
+      await deliveryQueue.close();
+      await connection.quit();
+    }
   });
 
   it('a person still in another organization keeps that account; the name is searched when it is a full name', async () => {

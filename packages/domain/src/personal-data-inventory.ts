@@ -164,6 +164,14 @@ export const PERSONAL_DATA_INVENTORY: readonly InventoryTable[] = [
       email: ['text', 'email_keyed'],
     },
   },
+  // The text a stored PDF was rendered from: rewritten like the rows it was taken from, so that the erasure's report
+  // step finds the PDFs that named the person by the pseudonym in it, whatever those rows became since.
+  {
+    table: 'report_rendered_texts',
+    key: 'report_id',
+    scope: { parent: { table: 'reports', foreignKey: 'report_id', key: 'id', organizationColumn: 'organization_id' } },
+    columns: { report_id: N, text: FREE },
+  },
   {
     table: 'reports',
     key: 'id',

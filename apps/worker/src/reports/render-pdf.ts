@@ -32,6 +32,16 @@ export interface ReportDocument {
   findings: ReportFinding[];
 }
 
+/**
+ * The free text the PDF of `doc` shows, as stored (before pdfText folds it): kept beside the PDF so that an erasure
+ * finds the PDFs naming a person however that text has changed since (apps/worker/src/erasure.ts).
+ */
+export function reportSourceText(doc: ReportDocument): string {
+  const parts = [doc.title, doc.project.name, doc.assessment.name];
+  for (const f of doc.findings) parts.push(f.title, f.location ?? '', f.description ?? '');
+  return parts.join('\n');
+}
+
 /** Most severe first. */
 export const SEVERITY_ORDER = SEVERITIES;
 

@@ -25,7 +25,7 @@ import {
   type ReportJobName,
 } from '@svc/queue';
 import type { WorkerDeps } from '../deps';
-import { renderReportPdf } from './render-pdf';
+import { renderReportPdf, reportSourceText, type ReportDocument } from './render-pdf';
 import { handBack, type RunningJobs } from '../running-jobs';
 import { erasuresUnderWay } from '../erasure-under-way';
 
@@ -63,7 +63,7 @@ async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData
     select: { id: true, title: true, severity: true, status: true, location: true, description: true },
     orderBy: { id: 'asc' },
   });
-  const pdf = await renderReportPdf({
+  const document: ReportDocument = {
     reportId: report.id,
     title: report.title,
     organizationName: assessment.organization.name,
@@ -77,7 +77,8 @@ async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData
     project: { id: assessment.project.id, name: assessment.project.name },
     generatedAt: deps.clock.now(),
     findings,
-  });
+  };
+  const pdf = await renderReportPdf(document);
   const now = deps.clock.now();
   const completed = await withOutbox(
     outboxDeps(deps, deliveryQueue),
@@ -88,6 +89,8 @@ async function renderOnce(deps: WorkerDeps, deliveryQueue: Queue<DeliveryJobData
         data: { status: 'ready', pdf: new Uint8Array(pdf), sizeBytes: pdf.length, readyAt: now, error: null, unfinishedRenders: 0 },
       });
       if (claimed.count !== 1) return (await tx.report.count({ where: { id: report.id, status: 'pending' } })) > 0 ? 'changed' : false;
+      const text = reportSourceText(document);
+      await tx.reportRenderedText.upsert({ where: { reportId: report.id }, create: { reportId: report.id, text }, update: { text } });
       await publish({
         type: 'report.ready',
         organizationId: report.organizationId,

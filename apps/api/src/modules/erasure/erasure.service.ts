@@ -86,10 +86,12 @@ export async function searchErasureCandidates(deps: AppDeps, principal: Principa
      SELECT u.id, u.name, u.email, m.role::text AS role FROM known k JOIN users u ON u.id = k.id
      LEFT JOIN memberships m ON m.organization_id = $1 AND m.user_id = u.id
      WHERE (u.name ILIKE $2 OR u.email ILIKE $2) AND u.email NOT ILIKE $3
-       -- A former member this organization erased (or is erasing) keeps the account only for other organizations:
-       -- the name and address it holds are not this organization's to show again.
+       -- A former member this organization erased (or started erasing) keeps the account only for other
+       -- organizations: the name and address it holds are not this organization's to show again. One with a
+       -- request still in preview is shown (nothing is erased yet).
        AND (m.role IS NOT NULL OR NOT EXISTS (
-         SELECT 1 FROM erasure_requests er WHERE er.organization_id = $1 AND er.subject_user_id = u.id AND er.status <> 'cancelled'))
+         SELECT 1 FROM erasure_requests er WHERE er.organization_id = $1 AND er.subject_user_id = u.id
+           AND er.status IN ('erasing', 'completed', 'failed')))
      ORDER BY m.role IS NULL, u.name, u.id LIMIT 20`,
     principal.organizationId,
     like,

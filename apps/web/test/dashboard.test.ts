@@ -674,6 +674,9 @@ describe('dashboard in Chromium', () => {
       await page.getByRole('link', { name: 'Teams' }).click();
       await page.getByLabel('Create team: name').fill('Blue team');
       await page.getByRole('button', { name: 'Create team' }).click();
+      // Not offered to add themselves (the API refuses it).
+      await page.getByLabel('Add a member to Blue team').locator('option', { hasText: w.org.member.email }).waitFor({ state: 'attached' });
+      expect(await page.getByLabel('Add a member to Blue team').locator('option', { hasText: w.org.admin.email }).count()).toBe(0);
       await page.getByLabel('Add a member to Blue team').selectOption({ label: w.org.member.email });
       await page.getByRole('button', { name: 'Add', exact: true }).click();
       await page.getByRole('button', { name: 'Remove from Blue team' }).waitFor();

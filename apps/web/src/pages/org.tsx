@@ -311,7 +311,7 @@ export function AuditPage() {
 }
 
 function TeamMembers({ teamId, teamName }: { teamId: string; teamName: string }) {
-  const { can } = useSession();
+  const { can, me } = useSession();
   const members = useLoad(
     () => unwrap(client.GET('/api/v1/teams/{id}/members', { params: { path: { id: teamId }, query: { limit: 100 } } })),
     [teamId],
@@ -349,7 +349,8 @@ function TeamMembers({ teamId, teamName }: { teamId: string; teamName: string })
             <label htmlFor={`add-${teamId}`}>Add a member to {teamName}</label>
             <select id={`add-${teamId}`} value={userId} onChange={(e) => setUserId(e.target.value)} required>
               <option value="">choose…</option>
-              {org.data?.data?.map((m) => <option key={m.user_id} value={m.user_id}>{m.email}</option>)}
+              {/* Not yourself: the API refuses it (a team's grants would be access you gave yourself). */}
+              {org.data?.data?.filter((m) => m.user_id !== me?.user?.id).map((m) => <option key={m.user_id} value={m.user_id}>{m.email}</option>)}
             </select>
           </div>
           <button type="submit" disabled={action.busy || !userId}>Add</button>

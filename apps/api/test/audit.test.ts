@@ -746,6 +746,9 @@ describe('CSV fields', () => {
     ['a;b', '"a;b"'],
     ['a\t-1', "a\t'-1"],
     ['x;;@y', `"x;;'@y"`],
+    // Nor a row of its own: a line break starts one there even inside quotes.
+    ['a\n=1+2', `"a\n'=1+2"`],
+    ['a\r\n+1', `"a\r\n'+1"`],
     ['plain', 'plain'],
   ])('%j -> %j', (value, expected) => {
     expect(csvField(value)).toBe(expected);

@@ -239,8 +239,10 @@ const escapeRegex = (s: string) => s.replace(/[\\^$.|?*+()[\]{}]/g, (c) => `\\${
  * report is touched (updated_at moves on, never back): a render that read the old text cannot store its PDF
  * (report-job.ts stores only a row unchanged since it read it) and renders again.
  */
-async function regenerateReports(tx: Tx, organizationId: string, pseudonym: Pseudonym, now: Date): Promise<string[]> {
-  const needle = `${escapeRegex(pseudonym.email)}|${escapeRegex(pseudonym.name)}`;
+async function regenerateReports(tx: Tx, organizationId: string, subject: ErasureSubject, pseudonym: Pseudonym, now: Date): Promise<string[]> {
+  // The pseudonym the passes wrote, and the person too: a PDF stored after the passes (a render that read the text
+  // before them, while the request was not holding reports) holds the person, and its kept text with it.
+  const needle = `${escapeRegex(pseudonym.email)}|${escapeRegex(pseudonym.name)}|${anyPattern(replacementsFor(subject, pseudonym))}`;
   const rows = await tx.$queryRaw<Array<{ id: string }>>(reportsRenderedFrom(organizationId, needle));
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
@@ -385,7 +387,7 @@ async function advance(deps: WorkerDeps, tx: Tx, req: RequestRow, passes: FreeTe
       for (const [key, n] of Object.entries(await replaceEmailKeyed(tx, req.organization_id, subject, pseudonym, now))) add(key, n);
       return { progress: next(), done: false };
     case 'reports':
-      progress.receipt.reports_regenerated = await regenerateReports(tx, req.organization_id, pseudonym, now);
+      progress.receipt.reports_regenerated = await regenerateReports(tx, req.organization_id, subject, pseudonym, now);
       return { progress: next(), done: false };
     case 'account': {
       // The row before the count (eraseAccount takes it again): an invitation accepted meanwhile holds it until its

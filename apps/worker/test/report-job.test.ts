@@ -341,16 +341,18 @@ describe('failures', () => {
 
 describe('an erasure running in the organization', () => {
   it.each([
-    ['erasing', undefined],
+    ['erasing', undefined, 'free_text:findings'],
     // Failed amid its free-text passes: its retry resumes where it stopped, behind what it already passed.
-    ['failed amid its free-text passes', 'failed'],
-  ])('%s: holds the render job back (delayed, no attempt spent, nothing stored) until it has ended; then the report renders', async (_what, failed) => {
+    ['failed amid its free-text passes', 'failed', 'free_text:findings'],
+    // Failed at its reports step: that step finds the PDFs by the pseudonym, which one stored now would not hold.
+    ['failed at its reports step', 'failed', 'reports'],
+  ])('%s: holds the render job back (delayed, no attempt spent, nothing stored) until it has ended; then the report renders', async (_what, failed, step) => {
     const { assessment } = await arrange();
     const erasure = await w.h.deps.prisma.erasureRequest.create({
       data: {
         id: newId('era'), organizationId: w.org.id, subjectEmailKey: 'held-report-subject', status: failed ?? 'erasing',
         pseudonymName: 'Erased person 1', pseudonymEmail: 'erased-1@erased.invalid', confirmedAt: new Date(),
-        progress: { step: 'free_text:findings', cursor: null, counts: {}, receipt: {} },
+        progress: { step, cursor: null, counts: {}, receipt: {} },
       },
     });
     try {

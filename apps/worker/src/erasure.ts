@@ -20,7 +20,7 @@ import { CONFIGURER_LOST_ROLE_REASON, erasureReplacements, freeTextPasses, norma
 import { bumpAuthEpochs, createReportQueue, enqueueReport } from '@svc/queue';
 import type { WorkerDeps } from './deps';
 import { freeTextBatch, freeTextPreview, type PreviewColumn } from './erasure-sql';
-import { FREE_TEXT_STEP } from './erasure-under-way';
+import { FREE_TEXT_STEP, REPORTS_STEP } from './erasure-under-way';
 
 /** Requests previewed or erased per run; the next run takes the rest. */
 const REQUESTS_PER_RUN = 20;
@@ -80,7 +80,7 @@ interface RequestRow {
 }
 
 const FIRST_STEPS = ['membership', 'references', 'email_keyed'] as const;
-const LAST_STEPS = ['reports', 'account', 'finish'] as const;
+const LAST_STEPS = [REPORTS_STEP, 'account', 'finish'] as const;
 const passStep = (pass: FreeTextPass) => `${FREE_TEXT_STEP}${pass.table}`;
 
 function stepNames(passes: FreeTextPass[]): string[] {
@@ -503,12 +503,12 @@ async function markFailed(deps: WorkerDeps, requestId: string, from: 'previewing
   const refused = err instanceof ErasureRefused ? err.message : 'The erasure could not be completed; retry it.';
   deps.logger.error('Erasure failed', { erasure_request_id: requestId, error: err instanceof Error ? err.message : String(err) });
   await deps.prisma.$transaction(async (tx) => {
-    // Stopped in the middle of its free-text passes, it holds the organization's reports and SLA breaches
-    // (erasure-under-way.ts): the admin is told.
+    // Stopped in the middle of its free-text passes or at its reports step, it holds the organization's reports and
+    // SLA breaches (erasure-under-way.ts): the admin is told.
     const stoppedAt = await tx.erasureRequest.findUnique({ where: { id: requestId }, select: { progress: true } });
     const step = (stoppedAt?.progress as { step?: unknown } | null)?.step;
     const reason =
-      typeof step === 'string' && step.startsWith(FREE_TEXT_STEP)
+      typeof step === 'string' && (step.startsWith(FREE_TEXT_STEP) || step === REPORTS_STEP)
         ? `${refused} Until it completes, no report is rendered and no SLA breach is published in this organization.`
         : refused;
     const { count } = await tx.erasureRequest.updateMany({

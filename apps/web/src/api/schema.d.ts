@@ -50,7 +50,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * "I did not sign up": with the token from the verification e-mail, removes the pending account someone made with the address (and its organization), so the address is free at once
+         * "I did not sign up": with the token from the verification e-mail, removes the pending account someone made with the address (and its organization); password signups with the address are then refused for 24 hours
          * @description No credential required.
          */
         post: operations["postAuthVerifyEmailDecline"];
@@ -375,7 +375,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Revoke an API key, effective on the next request
+         * Revoke an API key, effective on the next request: your own, or (admins and owners) one of someone whose role is not above yours (else 403)
          * @description Requires the `api_keys:revoke` scope.
          */
         delete: operations["deleteApiKeysId"];
@@ -685,7 +685,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Add an organization member to a team (idempotent)
+         * Add an organization member to a team (idempotent); adding yourself: 403
          * @description Requires the `teams:manage_members` scope.
          */
         put: operations["putTeamsIdMembersUser_id"];
@@ -994,7 +994,7 @@ export interface paths {
         get: operations["getProjectsIdAccess"];
         put?: never;
         /**
-         * Grant read or write access on a project to a user or a team: 201 when new, 200 when it replaces the subject's grant
+         * Grant read or write access on a project to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403
          * @description Requires the `assessments:manage_access` scope.
          */
         post: operations["postProjectsIdAccess"];
@@ -1038,7 +1038,7 @@ export interface paths {
         get: operations["getAssessmentsIdAccess"];
         put?: never;
         /**
-         * Grant read or write access on a assessment to a user or a team: 201 when new, 200 when it replaces the subject's grant
+         * Grant read or write access on a assessment to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403
          * @description Requires the `assessments:manage_access` scope.
          */
         post: operations["postAssessmentsIdAccess"];

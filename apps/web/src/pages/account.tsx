@@ -339,9 +339,21 @@ function CreateKeyForm({ onCreated }: { onCreated(key: CreatedKey): void }) {
   );
 }
 
+const ROLE_RANK: Record<string, number> = { member: 0, manager: 1, admin: 2, owner: 3 };
+
 export function ApiKeysPage() {
-  const { can } = useSession();
+  const { can, me } = useSession();
   const keys = useLoad(() => unwrap(client.GET('/api/v1/api-keys', { params: { query: { limit: 100 } } })));
+  // Admins and owners see the organization's keys: whose each is, and only those they may revoke get the button
+  // (the API refuses a key of someone whose role is above yours: an admin, the owner's).
+  const seesOthers = (ROLE_RANK[me?.role ?? ''] ?? 0) >= ROLE_RANK.admin;
+  const members = useLoad(() =>
+    seesOthers && can('members:read') ? unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100 } } })) : Promise.resolve(undefined),
+  );
+  const people = new Map<string | undefined, { email?: string; role?: string }>((members.data?.data ?? []).map((m) => [m.user_id, m]));
+  const ownerOf = (userId?: string) => (userId === me?.user?.id ? 'you' : (people.get(userId)?.email ?? userId ?? ''));
+  const mayRevoke = (userId?: string) =>
+    userId === me?.user?.id || (ROLE_RANK[people.get(userId)?.role ?? 'member'] ?? 0) <= (ROLE_RANK[me?.role ?? ''] ?? 0);
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const revoke = useAction();
   const revokeKey = (id: string, name: string) => {
@@ -361,6 +373,7 @@ export function ApiKeysPage() {
         <thead>
           <tr>
             <th>Name</th>
+            {seesOthers && <th>Owner</th>}
             <th>Prefix</th>
             <th>Scopes</th>
             <th>Expires</th>
@@ -373,13 +386,14 @@ export function ApiKeysPage() {
           {keys.data?.data?.map((k) => (
             <tr key={k.id}>
               <td>{k.name}</td>
+              {seesOthers && <td>{ownerOf(k.user_id)}</td>}
               <td><code>{k.prefix}</code></td>
               <td>{k.scopes?.join(', ')}</td>
               <td><When at={k.expires_at} /></td>
               <td><When at={k.last_used_at} /></td>
               <td>{k.revoked_at ? 'revoked' : 'active'}</td>
               <td>
-                {!k.revoked_at && can('api_keys:revoke') && (
+                {!k.revoked_at && can('api_keys:revoke') && mayRevoke(k.user_id) && (
                   <button type="button" onClick={() => revokeKey(k.id!, k.name!)}>Revoke {k.name}</button>
                 )}
               </td>

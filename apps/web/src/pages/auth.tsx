@@ -287,7 +287,12 @@ export function VerifyEmailPage() {
     });
   };
   const decline = () => {
-    if (!window.confirm('Remove the account someone made with your address? If you signed up yourself, this removes your signup.')) return;
+    if (
+      !window.confirm(
+        'Remove the account someone made with your address? If you signed up yourself, this removes your signup, and signing up again with a password is possible only after 24 hours (GitHub or Google sign-in works at once).',
+      )
+    )
+      return;
     void run(async () => {
       await unwrap(client.POST('/api/v1/auth/verify-email/decline', { body: { token } }), { quiet401: true });
       setDone('removed');

@@ -76,7 +76,7 @@ function PublishControls({ reportId, published, canUnpublish, onChange }: { repo
   return (
     <section aria-label="Publication">
       <h3>Publish to a URL</h3>
-      <p className="hint">Anyone holding the URL can read this report and download its PDF, signed out. Publishing again replaces the URL.</p>
+      <p className="hint">Anyone holding the URL can read this report and download its PDF, signed out. Publishing again replaces the URL (that revokes the old one: it needs the right to revoke external access too).</p>
       <SudoErrorBox error={action.error} />
       {url && (
         <OnceSecret label="Published URL" value={url}>
@@ -89,7 +89,9 @@ function PublishControls({ reportId, published, canUnpublish, onChange }: { repo
           <input id="publish-expires" type="date" value={expires} onChange={(e) => setExpires(e.target.value)} />
         </div>
         <SudoPrompt sudo={sudo} what={published ? 'publish the report to a new URL' : 'publish the report'} />
-        <button type="submit" disabled={action.busy || (sudo.asked && !sudo.hasPassword)}>{published ? 'Publish again (new URL)' : 'Publish'}</button>
+        {(!published || canUnpublish) && (
+          <button type="submit" disabled={action.busy || (sudo.asked && !sudo.hasPassword)}>{published ? 'Publish again (new URL)' : 'Publish'}</button>
+        )}
         {published && canUnpublish && <button type="button" disabled={action.busy} onClick={unpublish}>Unpublish</button>}
       </form>
     </section>

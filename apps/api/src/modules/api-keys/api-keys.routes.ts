@@ -34,7 +34,7 @@ export function apiKeyRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[]
       method: 'delete',
       path: '/api-keys/:id',
       scope: 'api_keys:revoke',
-      summary: 'Revoke an API key, effective on the next request',
+      summary: 'Revoke an API key, effective on the next request: your own, or (admins and owners) one of someone whose role is not above yours (else 403)',
       schemas: { params: apiKeyIdParams },
       handler: (req) => revokeApiKey(deps, principalOf(req), req.params.id as string, requestMeta(req)),
     },

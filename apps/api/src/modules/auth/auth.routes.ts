@@ -68,7 +68,7 @@ export function authRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
       path: '/auth/verify-email/decline',
       scope: 'public',
       summary:
-        "\"I did not sign up\": with the token from the verification e-mail, removes the pending account someone made with the address (and its organization), so the address is free at once",
+        "\"I did not sign up\": with the token from the verification e-mail, removes the pending account someone made with the address (and its organization); password signups with the address are then refused for 24 hours",
       schemas: { body: declineSignupBody },
       response: declineSignupResponse,
       handler: (req) => declineSignup(deps, req.body.token),

@@ -660,6 +660,21 @@ describe('dashboard in Chromium', () => {
     expect((await loginRequest(w.h, { email: stranger.email, password: 'the stranger chose this' })).status).toBe(401);
   }, 60_000);
 
+  it("an admin sees whose each API key is, and is offered Revoke on their own key, not on the owner's", async () => {
+    const mint = (token: string, name: string) =>
+      fetch(`${base}/api/v1/api-keys`, { method: 'POST', headers: { ...bearer(token), 'Content-Type': 'application/json' }, body: JSON.stringify({ name, scopes: ['org:read'] }) });
+    expect((await mint(w.org.owner.token, 'owner automation')).status).toBe(201);
+    expect((await mint(w.org.admin.token, 'admin automation')).status).toBe(201);
+    await step('api-keys-as-admin', async () => {
+      await logIn(w.org.admin.email, TEST_PASSWORD);
+      await page.getByRole('heading', { name: 'Projects' }).waitFor();
+      await page.goto(`${base}/settings/api-keys`);
+      await page.getByRole('row', { name: /owner automation/ }).getByText(w.org.owner.email).waitFor();
+      await page.getByRole('button', { name: 'Revoke admin automation' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Revoke owner automation' }).count()).toBe(0);
+    });
+  }, 60_000);
+
   it('an invited person accepts through the mailed link, then logs in to the organization', async () => {
     const invitee = `invitee-${Date.now()}@example.test`;
     await step('invite', async () => {

@@ -4,7 +4,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config, Logger } from '@svc/config';
-import { createPgPool, createPrismaClient, type Db, type PgPool } from '@svc/db';
+import { createPgPool, createPrismaClient, warnOfIdleConnectionError, type Db, type PgPool } from '@svc/db';
 import { createDeliveryQueue, createFailFastRedis, createReportQueue, type DeliveryJobData, type ReportJobData } from '@svc/queue';
 
 /** The application_name of the connection that renews idempotency locks (pg_stat_activity). */
@@ -23,7 +23,7 @@ export function openApiConnections(config: Config, logger: Logger, options: { po
   const prisma = createPrismaClient(config.databaseUrl, {
     max: options.poolSize ?? config.databasePoolSize,
     connectTimeoutMs: config.availability.databaseConnectTimeoutMs,
-    onIdleError: (err) => logger.warn('A database connection was ended by the server; the pool opens a new one', { error: err.message }),
+    onIdleError: warnOfIdleConnectionError(logger),
   });
   // Apart from the main pool, whose connections the requests it protects may all be holding; closed when idle. Its
   // statement waits for no lock (SKIP LOCKED); the client gives up after 10 s on a connection gone dead. (No

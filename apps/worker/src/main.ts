@@ -1,7 +1,7 @@
 // The worker process: configuration, logger, Prisma, Redis, the delivery and maintenance workers. SIGTERM or
 // SIGINT stops taking jobs, lets in-flight attempts finish, disconnects and exits.
 import { createLogger, loadConfigOrExit } from '@svc/config';
-import { createPrismaClient, secureStoredSecrets, warmUpQueryCompiler } from '@svc/db';
+import { createPrismaClient, secureStoredSecrets, warmUpQueryCompiler, warnOfIdleConnectionError } from '@svc/db';
 import { createMailer } from '@svc/mail';
 import { createRedis } from '@svc/queue';
 import { createStorage } from '@svc/storage';
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   const prisma = createPrismaClient(config.databaseUrl, {
     max: config.databasePoolSize,
     connectTimeoutMs: WORKER_POOL_WAIT_MS,
-    onIdleError: (err) => logger.warn('A database connection was ended by the server; the pool opens a new one', { error: err.message }),
+    onIdleError: warnOfIdleConnectionError(logger),
   });
   void warmUpQueryCompiler(prisma);
   // Rows stored before chat URLs were sealed and credentials bound to their destination (packages/db

@@ -42,6 +42,11 @@ export function createPgPool(
   return pool;
 }
 
+/** The `onIdleError` of a process's main pool: one warning line per idle connection the server ended. */
+export function warnOfIdleConnectionError(logger: { warn(message: string, meta: Record<string, unknown>): unknown }): (err: Error) => void {
+  return (err) => logger.warn('A database connection was ended by the server; the pool opens a new one', { error: err.message });
+}
+
 /** A Prisma client that talks to PostgreSQL through the pg driver adapter (no query-engine binary). */
 export function createPrismaClient(
   databaseUrl: string,

@@ -299,23 +299,15 @@ export function VerifyEmailPage() {
     });
   };
   if (done) {
+    const outcome =
+      done === 'verified'
+        ? 'Your e-mail address is verified. You can log in now.'
+        : 'The account someone made with your address is removed. For 24 hours nobody can sign up with it using a password; signing in with GitHub or Google, or an invitation, still works.';
     return (
       <main className="narrow">
         <h1>E-mail verification</h1>
-        {done === 'verified' ? (
-          <>
-            <p role="status" className="ok">Your e-mail address is verified. You can log in now.</p>
-            <Link to="/login">Go to log in</Link>
-          </>
-        ) : (
-          <>
-            <p role="status" className="ok">
-              The account someone made with your address is removed. For 24 hours nobody can sign up with it using a password; signing in
-              with GitHub or Google, or an invitation, still works.
-            </p>
-            <Link to="/login">Go to log in</Link>
-          </>
-        )}
+        <p role="status" className="ok">{outcome}</p>
+        <Link to="/login">Go to log in</Link>
       </main>
     );
   }

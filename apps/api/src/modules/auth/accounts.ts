@@ -85,6 +85,20 @@ export async function createOwnerAccount(
 
 const alreadyRegistered = () => conflict('An account with this e-mail address already exists.');
 
+const invalidVerificationLink = () => badRequest('Invalid, expired or already used verification token.');
+
+/** A verification link that can still be used: of that purpose, unused, not expired. */
+function usableVerificationLink(row: { purpose: string; usedAt: Date | null; expiresAt: Date }, now: Date): boolean {
+  return row.purpose === VERIFY_EMAIL_PURPOSE && !row.usedAt && row.expiresAt > now;
+}
+
+/** A pending account's row locked for its deletion (FOR UPDATE): what a verification or invitation waits on. */
+async function lockForDeletion(tx: Pick<Tx, '$queryRaw'>, userId: string): Promise<{ status: string; email: string } | undefined> {
+  const [row] = await tx.$queryRaw<Array<{ status: string; email: string }>>`
+    SELECT status::text AS status, email FROM users WHERE id = ${userId} FOR UPDATE`;
+  return row;
+}
+
 /**
  * Removes an account left pending whose verification links have all expired, with the organization its signup
  * made, so that a signup with its address can start afresh (new ids, nothing carried over). Refusing that signup
@@ -94,7 +108,7 @@ const alreadyRegistered = () => conflict('An account with this e-mail address al
  * a pending account (it cannot sign in); it is locked and read again (verified meanwhile: 409).
  */
 async function removeAbandonedSignup(tx: Tx, userId: string, now: Date): Promise<void> {
-  const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status::text AS status FROM users WHERE id = ${userId} FOR UPDATE`;
+  const row = await lockForDeletion(tx, userId);
   if (row?.status !== 'pending') throw alreadyRegistered();
   const liveLinks = await tx.emailToken.count({ where: { userId, purpose: VERIFY_EMAIL_PURPOSE, usedAt: null, expiresAt: { gt: now } } });
   if (liveLinks > 0) throw conflict('An account with this e-mail address already exists. If it was never confirmed, signing up again is possible once its link has expired (24 hours after it was sent).');
@@ -179,15 +193,12 @@ function verificationLimiterKey(tokenHash: string): string {
  * the link unused. An account activated meanwhile (an invitation, a provider sign-in) just spends the link.
  */
 export async function verifyEmail(deps: AppDeps, limiters: RateLimiters, input: { token: string; password: string }, meta: RequestMeta) {
-  const invalid = () => badRequest('Invalid, expired or already used verification token.');
   const now = deps.clock.now();
   const tokenHash = sha256Hex(input.token);
-  const usable = (row: { purpose: string; usedAt: Date | null; expiresAt: Date } | null) =>
-    row !== null && row.purpose === VERIFY_EMAIL_PURPOSE && !row.usedAt && row.expiresAt > now;
 
   // bcrypt before the transaction, so no row lock waits for it; the hash it checked is compared again under the lock.
   const link = await deps.prisma.emailToken.findUnique({ where: { tokenHash }, include: { user: { select: { status: true, passwordHash: true } } } });
-  if (!link || !usable(link)) throw invalid();
+  if (!link || !usableVerificationLink(link, now)) throw invalidVerificationLink();
   const checkedHash = link.user.passwordHash;
   if (link.user.status === 'pending') {
     // A guess at the signup password, counted like a sign-in's (per client address) and per link, before bcrypt: the
@@ -201,18 +212,17 @@ export async function verifyEmail(deps: AppDeps, limiters: RateLimiters, input: 
 
   await deps.prisma.$transaction(async (tx) => {
     const row = await tx.emailToken.findUnique({ where: { tokenHash } });
-    if (!row || !usable(row)) throw invalid();
+    if (!row || !usableVerificationLink(row, now)) throw invalidVerificationLink();
     // The user's row first, as a signup taking the pending account over locks it (then spends its links): the other
     // order deadlocks against it.
     const user = await lockUser(tx, row.userId);
-    if (!user) throw invalid();
-    if (user.status === 'pending') {
-      const { passwordHash } = await tx.user.findUniqueOrThrow({ where: { id: row.userId }, select: { passwordHash: true } });
-      if (passwordHash !== checkedHash) throw conflict('The account changed while it was being verified; open the link again.');
+    if (!user) throw invalidVerificationLink();
+    if (user.status === 'pending' && user.passwordHash !== checkedHash) {
+      throw conflict('The account changed while it was being verified; open the link again.');
     }
     // Claimed with a condition, so two concurrent uses of one token cannot both succeed.
     const claimed = await tx.emailToken.updateMany({ where: { id: row.id, usedAt: null }, data: { usedAt: now } });
-    if (claimed.count !== 1) throw invalid();
+    if (claimed.count !== 1) throw invalidVerificationLink();
     await tx.user.updateMany({ where: { id: row.userId, status: 'pending' }, data: { status: 'active', emailVerifiedAt: now } });
   });
   return { status: 'active' as const };
@@ -229,13 +239,10 @@ export async function declineSignup(deps: AppDeps, token: string) {
   let removed: { user_id: string; organization_ids: string[] } | undefined;
   await deps.prisma.$transaction(async (tx) => {
     const row = await tx.emailToken.findUnique({ where: { tokenHash: sha256Hex(token) } });
-    if (!row || row.purpose !== VERIFY_EMAIL_PURPOSE || row.usedAt || row.expiresAt <= now) {
-      throw badRequest('Invalid, expired or already used verification token.');
-    }
-    // FOR UPDATE, as the row is deleted: a verification or invitation waits, then finds the account (and link) gone.
-    const [user] = await tx.$queryRaw<Array<{ status: string; email: string }>>`
-      SELECT status::text AS status, email FROM users WHERE id = ${row.userId} FOR UPDATE`;
-    if (user?.status !== 'pending') throw badRequest('Invalid, expired or already used verification token.');
+    if (!row || !usableVerificationLink(row, now)) throw invalidVerificationLink();
+    // A verification or invitation waits on this lock, then finds the account (and link) gone.
+    const user = await lockForDeletion(tx, row.userId);
+    if (user?.status !== 'pending') throw invalidVerificationLink();
     // Held before the account goes (Redis unreachable: 503, nothing removed), else whoever made it signs up again at once.
     await deps.redis.set(declinedSignupKey(deps, user.email), '1', 'EX', DECLINED_SIGNUP_HOLD_SECONDS);
     const organizations = await deletePendingAccount(tx, row.userId);

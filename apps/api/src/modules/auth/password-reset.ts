@@ -42,9 +42,12 @@ export const RESET_PASSWORD_TTL_MS = 30 * 60 * 1000;
 const INVALID_RESET_TOKEN = 'Invalid, expired or already used password-reset link: ask for a new one.';
 
 /** The user's row locked for an update of its credentials (reset tokens are always written after it: one lock order). */
-export async function lockUser(tx: Pick<Tx, '$queryRaw'>, userId: string): Promise<{ status: string; email: string } | undefined> {
-  const [row] = await tx.$queryRaw<Array<{ status: string; email: string }>>`
-    SELECT status::text AS status, email FROM users WHERE id = ${userId} FOR NO KEY UPDATE`;
+export async function lockUser(
+  tx: Pick<Tx, '$queryRaw'>,
+  userId: string,
+): Promise<{ status: string; email: string; passwordHash: string | null } | undefined> {
+  const [row] = await tx.$queryRaw<Array<{ status: string; email: string; passwordHash: string | null }>>`
+    SELECT status::text AS status, email, password_hash AS "passwordHash" FROM users WHERE id = ${userId} FOR NO KEY UPDATE`;
   return row;
 }
 

@@ -4,7 +4,9 @@
 import bcrypt from 'bcrypt';
 import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
-import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
+import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
+import { newId } from '@svc/db';
+import { insertAssessmentIn, insertReadyReport } from './support/domain';
 
 let h: Harness;
 let org: TestOrg;
@@ -75,4 +77,226 @@ it('demoted to manager meanwhile: a key with scopes beyond the manager bundle (w
   expect(refused.status).toBe(403);
   expect(refused.body).toMatchObject({ detail: "Scopes outside your role's bundle: webhooks:read." });
   expect(await h.deps.prisma.apiKey.count({ where: { userId: admin.id } })).toBe(0);
+});
+
+const roleOf = async (userId: string) =>
+  (await h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId } })).role;
+
+type HoldingTx = Parameters<Parameters<Harness['deps']['prisma']['$transaction']>[0]>[0];
+
+/**
+ * Runs `send` while this test's transaction holds the locks `hold` takes, until `waiting` backends wait for that
+ * transaction, directly or behind one another (pg_blocking_pids: not any lock wait in the database, which other test
+ * files share); then runs
+ * `meanwhile` inside it and lets go.
+ */
+async function whileRowsHeld<T>(hold: (tx: HoldingTx) => Promise<unknown>, send: () => Promise<T>, waiting: number, meanwhile: (tx: HoldingTx) => Promise<unknown> = async () => {}): Promise<T> {
+  let sent!: Promise<T>;
+  await h.deps.prisma.$transaction(
+    async (tx) => {
+      const [{ pid }] = await tx.$queryRaw<Array<{ pid: number }>>`SELECT pg_backend_pid() AS pid`;
+      await hold(tx);
+      sent = send();
+      sent.catch(() => undefined);
+      for (let waited = 0; ; waited += 20) {
+        // Directly or behind another waiter (a second request for the same row queues behind the first).
+        const [row] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+          WITH RECURSIVE blocked(pid) AS (
+            SELECT pid FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))
+            UNION
+            SELECT a.pid FROM pg_stat_activity a JOIN blocked b ON b.pid = ANY(pg_blocking_pids(a.pid)))
+          SELECT count(*)::int AS n FROM blocked`;
+        if (row!.n >= waiting) break;
+        if (waited > 15_000) throw new Error(`never ${waiting} requests waiting for the held rows`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await meanwhile(tx);
+    },
+    { timeout: 30_000 },
+  );
+  return sent;
+}
+
+it("a member raised to admin by an admin demoted meanwhile: refused (403), the member's role is unchanged", async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'raising-admin');
+  const accomplice = await createUserInOrg(h, org.id, 'member', 'accomplice');
+  const res = await demoteWhileHeld(admin, () =>
+    request(h.app).patch(`/api/v1/members/${accomplice.id}`).set(bearer(admin.token)).send({ role: 'admin', current_password: TEST_PASSWORD }),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: "Changing members' roles needs a role you no longer hold (yours is now member)." });
+  expect(await roleOf(accomplice.id)).toBe('member');
+});
+
+it('a member removed by an admin demoted meanwhile: refused (403), the member stays, still signed in', async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'removing-admin');
+  const colleague = await createUserInOrg(h, org.id, 'member', 'colleague');
+  // The removal waits for the colleague's account row (held here) while the owner demotes the admin.
+  const res = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM users WHERE id = ${colleague.id} FOR NO KEY UPDATE`,
+    () => request(h.app).delete(`/api/v1/members/${colleague.id}`).set(bearer(admin.token)).then((r) => r),
+    1,
+    async () => {
+      const demoted = await request(h.app).patch(`/api/v1/members/${admin.id}`).set(bearer(org.owner.token)).send({ role: 'member' });
+      expect(demoted.status).toBe(200);
+    },
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Removing members needs a role you no longer hold (yours is now member).' });
+  expect(await roleOf(colleague.id)).toBe('member');
+  expect((await request(h.app).get('/api/v1/members').set(bearer(colleague.token))).status).toBe(200);
+});
+
+it('two admins demoting each other at once: one demotion wins (200), the other is refused (403), never a 500', async () => {
+  const first = await createUserInOrg(h, org.id, 'admin', 'first-admin');
+  const second = await createUserInOrg(h, org.id, 'admin', 'second-admin');
+  const demote = (by: TestUser, whom: TestUser) =>
+    request(h.app).patch(`/api/v1/members/${whom.id}`).set(bearer(by.token)).send({ role: 'member' }).then((r) => r);
+  // Both requests pass their checks and then wait on the two memberships, held here, so neither sees the other's
+  // demotion when it was authorized.
+  const results = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id IN (${first.id}, ${second.id}) FOR SHARE`,
+    () => Promise.all([demote(first, second), demote(second, first)]),
+    2,
+  );
+  expect(results.map((r) => r.status).sort()).toEqual([200, 403]);
+  expect(results.find((r) => r.status === 403)!.body).toEqual({ detail: "Changing members' roles needs a role you no longer hold (yours is now member)." });
+  expect([await roleOf(first.id), await roleOf(second.id)].sort()).toEqual(['admin', 'member']);
+});
+
+const demote = async (user: TestUser, role: 'manager' | 'member') =>
+  expect((await request(h.app).patch(`/api/v1/members/${user.id}`).set(bearer(org.owner.token)).send({ role })).status).toBe(200);
+
+it('a write grant given by an admin demoted to manager meanwhile (no grant of their own on the project): 404, no grant', async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'granting-admin');
+  const accomplice = await createUserInOrg(h, org.id, 'member', 'grantee');
+  const project = await insertProject(h, org.id);
+  // The grant waits for its advisory lock (held here) while the owner demotes the admin.
+  const lockKey = `grant:project:${project.id}:${accomplice.id}:`;
+  const res = await whileRowsHeld(
+    (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
+    () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(admin.token)).send({ user_id: accomplice.id, access: 'write' }).then((r) => r),
+    1,
+    () => demote(admin, 'manager'),
+  );
+  expect(res.status).toBe(404);
+  expect(await h.deps.prisma.accessGrant.count({ where: { projectId: project.id } })).toBe(0);
+});
+
+it('a team member added by an admin demoted to member meanwhile: refused (403), the team is unchanged', async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'team-admin');
+  const colleague = await createUserInOrg(h, org.id, 'member', 'team-candidate');
+  const team = await request(h.app).post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Team ${colleague.id}` });
+  expect(team.status).toBe(201);
+  // Adding waits for the team row (held here FOR UPDATE) while the owner demotes the admin.
+  const res = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM teams WHERE id = ${team.body.id} FOR UPDATE`,
+    () => request(h.app).put(`/api/v1/teams/${team.body.id}/members/${colleague.id}`).set(bearer(admin.token)).then((r) => r),
+    1,
+    () => demote(admin, 'member'),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Adding team members needs a role you no longer hold (yours is now member).' });
+  expect(await h.deps.prisma.teamMember.count({ where: { teamId: team.body.id } })).toBe(0);
+});
+
+it("a manager's write grant revoked while they grant write to someone else: 404, no grant (their access as the grant commits)", async () => {
+  const manager = await createUserInOrg(h, org.id, 'manager', 'granting-manager');
+  const colleague = await createUserInOrg(h, org.id, 'member', 'would-be-grantee');
+  const project = await insertProject(h, org.id);
+  const own = await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
+  const lockKey = `grant:project:${project.id}:${colleague.id}:`;
+  const res = await whileRowsHeld(
+    (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
+    () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
+    1,
+    (tx) => tx.accessGrant.delete({ where: { id: own.id } }),
+  );
+  expect(res.status).toBe(404);
+  expect(await h.deps.prisma.accessGrant.count({ where: { projectId: project.id } })).toBe(0);
+});
+
+it("a member's role changed by someone else meanwhile: the change applies to the role as committed, and the audit entry names it", async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'second-changer');
+  const colleague = await createUserInOrg(h, org.id, 'member', 'changed-twice');
+  // The admin raises the colleague to manager (its password check held) while the owner makes them an admin.
+  const held = holdNextPasswordCheck();
+  const raising = request(h.app).patch(`/api/v1/members/${colleague.id}`).set(bearer(admin.token)).send({ role: 'manager', current_password: TEST_PASSWORD }).then((r) => r);
+  await held.entered;
+  expect((await request(h.app).patch(`/api/v1/members/${colleague.id}`).set(bearer(org.owner.token)).send({ role: 'admin' })).status).toBe(200);
+  held.release();
+  const res = await raising;
+  expect(res.status).toBe(200);
+  expect(await roleOf(colleague.id)).toBe('manager');
+  const [entry] = await h.deps.prisma.auditEvent.findMany({
+    where: { organizationId: org.id, action: 'member.role_changed', targetId: colleague.id, actorId: admin.id },
+  });
+  expect(entry?.metadata).toMatchObject({ previous_role: 'admin', role: 'manager' });
+});
+
+it("a webhook created while its admin's membership is held by a change that then writes the organization's rows: no deadlock (201)", async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'webhook-admin');
+  // Stands for a role change of the admin's under way: it holds their membership and then inserts a row of the
+  // organization (its audit entry). The creation, waiting for that membership, must not hold up the insert.
+  const res = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${admin.id} FOR NO KEY UPDATE`,
+    () => request(h.app).post('/api/v1/webhooks/subscriptions').set(bearer(admin.token))
+      .send({ name: 'held', url: 'https://203.0.114.10/hooks', events: ['finding.created'] }).then((r) => r),
+    1,
+    (tx) => tx.team.create({ data: { id: newId('team'), organizationId: org.id, name: `Written meanwhile ${admin.id}` } }),
+  );
+  expect(res.status).toBe(201);
+});
+
+describe('what an admin demoted to member meanwhile (the password check held) hands out: refused (403), nothing made', () => {
+  const handOuts: Array<{ what: string; detail: string; prepare: (admin: TestUser) => Promise<() => request.Test>; made: () => Promise<number> }> = [
+    {
+      what: 'an issue tracker',
+      detail: 'Configuring issue trackers',
+      prepare: async (admin) => () => request(h.app).post('/api/v1/issue-export-targets').set(bearer(admin.token))
+        .send({ kind: 'github', name: `gh ${admin.id}`, repository: 'acme/web', token: 'ghp_trackerToken0123456789', current_password: TEST_PASSWORD }),
+      made: () => h.deps.prisma.issueExportTarget.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'an integration',
+      detail: 'Connecting integrations',
+      prepare: async (admin) => () => request(h.app).post('/api/v1/integrations').set(bearer(admin.token))
+        .send({ kind: 'github', name: `GitHub ${admin.id}`, token: 'ghp_integrationToken0123456789', current_password: TEST_PASSWORD }),
+      made: () => h.deps.prisma.integration.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'a published report URL',
+      detail: 'Publishing reports',
+      prepare: async (admin) => {
+        const report = await readyReport();
+        return () => request(h.app).post(`/api/v1/reports/${report.id}/publication`).set(bearer(admin.token)).send({ current_password: TEST_PASSWORD });
+      },
+      made: () => h.deps.prisma.reportShare.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'a report shared by e-mail',
+      detail: 'Sharing reports',
+      prepare: async (admin) => {
+        const report = await readyReport();
+        return () => request(h.app).post(`/api/v1/reports/${report.id}/shares`).set(bearer(admin.token))
+          .send({ email: `outsider-${admin.id}@example.test`, current_password: TEST_PASSWORD });
+      },
+      made: () => h.deps.prisma.reportShare.count({ where: { organizationId: org.id } }),
+    },
+  ];
+  let readyReport: () => ReturnType<typeof insertReadyReport>;
+  beforeAll(async () => {
+    const assessment = await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed');
+    readyReport = () => insertReadyReport(h, org.id, assessment.id);
+  });
+
+  it.each(handOuts)('$what', async ({ detail, prepare, made }) => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'handing-out-admin');
+    const send = await prepare(admin);
+    const before = await made();
+    const res = await demoteWhileHeld(admin, send);
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now member).` });
+    expect(await made()).toBe(before);
+  });
 });

@@ -527,14 +527,14 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Remove a member; their sessions and API keys in this organization stop working
+         * Remove a member; their sessions and API keys in this organization stop working; a caller demoted while it runs: 403
          * @description Requires the `members:remove` scope.
          */
         delete: operations["deleteMembersUser_id"];
         options?: never;
         head?: never;
         /**
-         * Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted while it runs: 403
          * @description Requires the `members:change_role` scope.
          */
         patch: operations["patchMembersUser_id"];
@@ -685,7 +685,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Add an organization member to a team (idempotent); adding yourself: 403
+         * Add an organization member to a team (idempotent); adding yourself, or a caller demoted while it runs: 403
          * @description Requires the `teams:manage_members` scope.
          */
         put: operations["putTeamsIdMembersUser_id"];
@@ -994,7 +994,7 @@ export interface paths {
         get: operations["getProjectsIdAccess"];
         put?: never;
         /**
-         * Grant read or write access on a project to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403
+         * Grant read or write access on a project to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403; a caller demoted while it runs is checked again with the role left
          * @description Requires the `assessments:manage_access` scope.
          */
         post: operations["postProjectsIdAccess"];
@@ -1038,7 +1038,7 @@ export interface paths {
         get: operations["getAssessmentsIdAccess"];
         put?: never;
         /**
-         * Grant read or write access on a assessment to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403
+         * Grant read or write access on a assessment to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403; a caller demoted while it runs is checked again with the role left
          * @description Requires the `assessments:manage_access` scope.
          */
         post: operations["postAssessmentsIdAccess"];

@@ -4,7 +4,7 @@
 //   assessments; a grant on an assessment covers only that assessment.
 // A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
 // one; readable but not writable answers 403.
-import { answeringOneByOneOnFailure, Coalescer, coalescerOf, Prisma, queryRows, scopedTo, type Assessment, type Project } from '@svc/db';
+import { answeringOneByOneOnFailure, Coalescer, coalescerOf, Prisma, queryRows, scopedTo, type Assessment, type Project, type Scoped, type Tx } from '@svc/db';
 import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
 import { roleRank } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
@@ -19,19 +19,22 @@ export function hasOrgWideWrite(principal: Principal): boolean {
   return roleRank(principal.role) >= roleRank('admin');
 }
 
-async function teamIdsOf(deps: AppDeps, principal: Principal): Promise<string[]> {
-  const rows = await scopedTo(deps.prisma, principal).teamMember.findMany({ where: { userId: principal.userId }, select: { teamId: true } });
+/** Where access is read: the principal's organization, through the pool or inside a transaction. */
+type AccessReader = Pick<Scoped<Tx>, 'teamMember' | 'accessGrant' | 'project' | 'assessment'>;
+
+async function teamIdsOf(db: AccessReader, principal: Principal): Promise<string[]> {
+  const rows = await db.teamMember.findMany({ where: { userId: principal.userId }, select: { teamId: true } });
   return rows.map((r) => r.teamId);
 }
 
 async function grantedAccess(
-  deps: AppDeps,
+  db: AccessReader,
   principal: Principal,
   target: { projectId: string; assessmentId?: string },
 ): Promise<Access | 'none'> {
   if (hasOrgWideWrite(principal)) return 'write';
-  const teamIds = await teamIdsOf(deps, principal);
-  const grants = await scopedTo(deps.prisma, principal).accessGrant.findMany({
+  const teamIds = await teamIdsOf(db, principal);
+  const grants = await db.accessGrant.findMany({
     where: {
       OR: [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])],
       AND: [
@@ -53,23 +56,35 @@ function enforce(have: Access | 'none', need: Access, what: string): void {
   if (RANK[have] < RANK[need]) throw forbidden(`Write access to the ${what.toLowerCase()} is required.`);
 }
 
-export async function requireProjectAccess(deps: AppDeps, principal: Principal, projectId: string, need: Access): Promise<Project> {
-  const project = await scopedTo(deps.prisma, principal).project.findFirst({ where: { id: projectId } });
+async function projectAccessIn(db: AccessReader, principal: Principal, projectId: string, need: Access): Promise<Project> {
+  const project = await db.project.findFirst({ where: { id: projectId } });
   if (!project) throw notFound('Project');
-  enforce(await grantedAccess(deps, principal, { projectId }), need, 'Project');
+  enforce(await grantedAccess(db, principal, { projectId }), need, 'Project');
   return project;
 }
 
-export async function requireAssessmentAccess(
-  deps: AppDeps,
-  principal: Principal,
-  assessmentId: string,
-  need: Access,
-): Promise<Assessment> {
-  const assessment = await scopedTo(deps.prisma, principal).assessment.findFirst({ where: { id: assessmentId } });
+async function assessmentAccessIn(db: AccessReader, principal: Principal, assessmentId: string, need: Access): Promise<Assessment> {
+  const assessment = await db.assessment.findFirst({ where: { id: assessmentId } });
   if (!assessment) throw notFound('Assessment');
-  enforce(await grantedAccess(deps, principal, { projectId: assessment.projectId, assessmentId }), need, 'Assessment');
+  enforce(await grantedAccess(db, principal, { projectId: assessment.projectId, assessmentId }), need, 'Assessment');
   return assessment;
+}
+
+export function requireProjectAccess(deps: AppDeps, principal: Principal, projectId: string, need: Access): Promise<Project> {
+  return projectAccessIn(scopedTo(deps.prisma, principal), principal, projectId, need);
+}
+
+export function requireAssessmentAccess(deps: AppDeps, principal: Principal, assessmentId: string, need: Access): Promise<Assessment> {
+  return assessmentAccessIn(scopedTo(deps.prisma, principal), principal, assessmentId, need);
+}
+
+/**
+ * requireProjectAccess or requireAssessmentAccess read inside the caller's transaction (scoped to the principal's
+ * organization), for a re-check under the locks it holds: no second connection, and what the transaction sees.
+ */
+export async function requireAccessIn(tx: Scoped<Tx>, principal: Principal, target: { kind: 'project' | 'assessment'; id: string }, need: Access): Promise<void> {
+  if (target.kind === 'project') await projectAccessIn(tx, principal, target.id, need);
+  else await assessmentAccessIn(tx, principal, target.id, need);
 }
 
 /** What the engine's hot path needs of an assessment it writes to. */
@@ -192,7 +207,7 @@ export async function requireAssessmentAccessWithSla<Extra = null>(
 /** Prisma filter for the projects a principal can read (for list endpoints), used through scopedTo(deps.prisma, principal). */
 export async function readableProjectsFilter(deps: AppDeps, principal: Principal): Promise<Prisma.ProjectWhereInput> {
   if (hasOrgWideWrite(principal)) return {};
-  const teamIds = await teamIdsOf(deps, principal);
+  const teamIds = await teamIdsOf(scopedTo(deps.prisma, principal), principal);
   const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
   return {
     grants: { some: { assessmentId: null, OR: subject } },
@@ -205,7 +220,7 @@ export async function readableProjectsFilter(deps: AppDeps, principal: Principal
  */
 export async function readableAssessmentsFilter(deps: AppDeps, principal: Principal): Promise<Prisma.AssessmentWhereInput> {
   if (hasOrgWideWrite(principal)) return {};
-  const teamIds = await teamIdsOf(deps, principal);
+  const teamIds = await teamIdsOf(scopedTo(deps.prisma, principal), principal);
   const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
   return {
     OR: [

@@ -1,7 +1,8 @@
 // The caller's role as committed now, inside the transaction of a change that depends on it. A request is authorized
 // with the role read when it started; a demotion or a removal committed since then would otherwise not stop it.
-import type { Tx } from '@svc/db';
-import type { Role } from '@svc/scopes';
+import { Prisma, type Tx } from '@svc/db';
+import { roleBundle, type Role, type Scope } from '@svc/scopes';
+import { forbidden } from '../../http/errors';
 import type { Principal } from '../../auth/principal';
 
 /**
@@ -15,4 +16,44 @@ export async function lockOwnRole(tx: Pick<Tx, '$queryRaw'>, principal: Pick<Pri
     WHERE organization_id = ${principal.organizationId} AND user_id = ${principal.userId}
     FOR SHARE`;
   return rows[0]?.role as Role | undefined;
+}
+
+/**
+ * For a change the principal makes to another member, or gives them: both memberships' roles as committed now, both
+ * rows locked until the transaction ends (NO KEY UPDATE to change the member's row, SHARE to keep both as they are).
+ * One statement locks them in user-id order, so two such changes at once (two members changing each other) do not
+ * deadlock: the second waits for the first and then sees its result (undefined: no longer a member).
+ */
+export async function lockOwnRoleAndMember(
+  tx: Pick<Tx, '$queryRaw'>,
+  principal: Pick<Principal, 'organizationId' | 'userId'>,
+  userId: string,
+  mode: 'NO KEY UPDATE' | 'SHARE',
+): Promise<{ own: Role | undefined; member: Role | undefined }> {
+  const rows = await tx.$queryRaw<Array<{ user_id: string; role: string }>>`
+    SELECT user_id, role::text AS role FROM memberships
+    WHERE organization_id = ${principal.organizationId} AND user_id IN (${principal.userId}, ${userId})
+    ORDER BY user_id
+    FOR ${Prisma.raw(mode)}`;
+  const roleOf = (id: string) => rows.find((r) => r.user_id === id)?.role as Role | undefined;
+  return { own: roleOf(principal.userId), member: roleOf(userId) };
+}
+
+/**
+ * The role as committed now (`own`, from lockOwnRole or lockOwnRoleAndMember) still carries `scope`, or a 403 that
+ * says so: `action` names what the request was doing ("Adding team members").
+ */
+export function requireCommittedScope(own: Role | undefined, scope: Scope, action: string): Role {
+  if (!own || !roleBundle(own).has(scope)) {
+    throw forbidden(`${action} needs a role you no longer hold${own ? ` (yours is now ${own})` : ''}.`);
+  }
+  return own;
+}
+
+/**
+ * lockOwnRole and requireCommittedScope in one, inside the transaction of a change that needs `scope`: the caller's
+ * role as committed now still carries it, their membership share-locked until the commit.
+ */
+export async function requireStillHolds(tx: Pick<Tx, '$queryRaw'>, principal: Pick<Principal, 'organizationId' | 'userId'>, scope: Scope, action: string): Promise<Role> {
+  return requireCommittedScope(await lockOwnRole(tx, principal), scope, action);
 }

@@ -28,7 +28,7 @@ export function grantRoutes(deps: AppDeps): RouteSpec[] {
         method: 'post',
         path: base,
         scope: SCOPE,
-        summary: `Grant read or write access on a ${kind} to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403`,
+        summary: `Grant read or write access on a ${kind} to a user or a team: 201 when new, 200 when it replaces the subject's grant; to yourself or a team you are in: 403; a caller demoted while it runs is checked again with the role left`,
         schemas: { body: createGrantBody },
         status: 201,
         // Documents the 201; a grant that replaces the subject's existing one answers 200 with the same shape.

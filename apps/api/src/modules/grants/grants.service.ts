@@ -2,15 +2,17 @@
 // A project grant has projectId set and assessmentId NULL; an assessment grant the reverse (the access service
 // relies on it). One grant per subject and target: granting again replaces the access level. Each change is
 // audited (access_grant.created, _updated, _deleted) in its transaction, with the project or assessment as target.
-import { Prisma, scopedTo, type AccessGrant } from '@svc/db';
+import { Prisma, scopedTo, type AccessGrant, type Scoped, type Tx } from '@svc/db';
+import type { Role } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
-import { requireAssessmentAccess, requireProjectAccess, type Access } from '../access/access.service';
+import { requireAccessIn, requireAssessmentAccess, requireProjectAccess, type Access } from '../access/access.service';
 import { recordAs, type AuditEvent, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
+import { lockOwnRole, lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
 import { holdTeam } from '../teams/teams.service';
 
 export type GrantTarget = { kind: 'project'; id: string } | { kind: 'assessment'; id: string };
@@ -32,6 +34,16 @@ export function presentGrant(g: AccessGrant) {
 async function requireTarget(deps: AppDeps, principal: Principal, target: GrantTarget): Promise<void> {
   if (target.kind === 'project') await requireProjectAccess(deps, principal, target.id, 'write');
   else await requireAssessmentAccess(deps, principal, target.id, 'write');
+}
+
+/**
+ * The caller may still manage access to the target, as this transaction sees it (their membership locked by it,
+ * own-role.ts): demoted, or their own grant or team taken away, while the request ran, they need the scope and, below
+ * admin, write access to the target through the grants left.
+ */
+async function requireStillMayManage(tx: Scoped<Tx>, principal: Principal, committedRole: Role | undefined, target: GrantTarget): Promise<void> {
+  const role = requireCommittedScope(committedRole, 'assessments:manage_access', 'Managing access');
+  await requireAccessIn(tx, { ...principal, role }, target, 'write');
 }
 
 function targetWhere(target: GrantTarget) {
@@ -78,8 +90,13 @@ export async function upsertGrant(
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`;
     // Read after the lock: the entries of concurrent changes to one grant are dated in the order they were made.
     const now = deps.clock.now();
-    // The subject is held until the commit: removed from the organization (or deleted, for a team) meanwhile, it
-    // takes this grant along, or went first and this is a 404.
+    // The caller's membership and a user subject's are held until the commit (in one statement, lockOwnRoleAndMember):
+    // a demotion of the caller waits or went first and is seen here; a subject removed from the organization (or
+    // deleted, for a team) meanwhile takes this grant along, or went first and this is a 404.
+    const committedRole = subject.userId
+      ? (await lockOwnRoleAndMember(tx, principal, subject.userId, 'SHARE')).own
+      : await lockOwnRole(tx, principal);
+    await requireStillMayManage(tx, principal, committedRole, target);
     if (subject.userId) await holdMember(tx, subject.userId);
     else {
       await holdTeam(tx, subject.teamId!, 'KEY SHARE');

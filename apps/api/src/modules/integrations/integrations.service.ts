@@ -19,6 +19,7 @@ import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireProjectAccess } from '../access/access.service';
 import { findTeam, holdTeam } from '../teams/teams.service';
 import { INTEGRATION_KINDS, type IntegrationKind } from './integrations.schemas';
+import { requireStillHolds } from '../access/own-role';
 
 type IntegrationRow = Integration & { teamBindings: Array<{ teamId: string }> };
 const withTeams = { include: { teamBindings: { select: { teamId: true }, orderBy: { createdAt: 'asc' as const } } } } as const;
@@ -77,6 +78,7 @@ export async function connectIntegration(
   const now = deps.clock.now();
   const id = newId('int', now.getTime());
   const created = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'integrations:manage', 'Connecting integrations');
     const row = await tx.integration.create({
       data: { id, organizationId: principal.organizationId, kind: input.kind, name: input.name, createdById: principal.userId, createdAt: now, ...columns },
       ...withTeams,
@@ -132,6 +134,7 @@ export async function bindTeam(deps: AppDeps, principal: Principal, id: string, 
     // Two binds of the team at once (a retried PUT) take turns: each deleting what it found and then inserting, the
     // second insert hit the one-per-kind unique key (500).
     await holdTeam(tx, team.id, 'NO KEY UPDATE');
+    await requireStillHolds(tx, principal, 'integrations:bind_team', 'Binding integrations to teams');
     await tx.teamIntegration.deleteMany({ where: { teamId: team.id, kind: integration.kind } });
     await tx.teamIntegration.create({
       data: { id: newId('tint', now.getTime()), organizationId: principal.organizationId, teamId: team.id, integrationId: id, kind: integration.kind, createdAt: now },

@@ -13,6 +13,7 @@ import { requireFindingAccess } from '../findings/finding-access';
 import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
+import { requireStillHolds } from '../access/own-role';
 
 export interface IssueTargetInput {
   kind?: IssueTrackerKind;
@@ -105,6 +106,7 @@ export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: Is
   // Where the organization's findings will be sent, with credentials to post them: sudo mode (reauthentication.ts).
   await confirm('issue_target_create');
   const target = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
+    await requireStillHolds(tx, by.principal, 'issue_exports:configure', 'Configuring issue trackers');
     const created = await tx.issueExportTarget.create({
       data: {
         id: newId('iexp'),
@@ -174,6 +176,7 @@ export async function updateIssueTarget(
   // A new URL or credential (re)binds the credentials to the URL's destination; the worker sends them nowhere else.
   const rebinds = columns.baseUrl !== undefined || columns.credentialsEnc !== undefined;
   const updated = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
+    await requireStillHolds(tx, by.principal, 'issue_exports:configure', 'Configuring issue trackers');
     // Only over the destination and credential checked above: a concurrent change of any makes this request start over.
     const { count } = await tx.issueExportTarget.updateMany({
       where: {

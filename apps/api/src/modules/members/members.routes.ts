@@ -23,7 +23,7 @@ export function memberRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[]
       path: '/members/:user_id',
       scope: 'members:change_role',
       summary:
-        "Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED)",
+        "Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted while it runs: 403",
       schemas: { body: changeRoleBody },
       response: memberResponse,
       sudoMode: true,
@@ -33,7 +33,7 @@ export function memberRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[]
       method: 'delete',
       path: '/members/:user_id',
       scope: 'members:remove',
-      summary: 'Remove a member; their sessions and API keys in this organization stop working',
+      summary: 'Remove a member; their sessions and API keys in this organization stop working; a caller demoted while it runs: 403',
       handler: (req) => removeMember(deps, principalOf(req), req.params.user_id as string, requestMeta(req)),
     },
   ];

@@ -12,6 +12,7 @@ import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { confirmSensitiveChange } from '../auth/reauthentication';
 import { disableRoutesConfiguredBy } from '../access/event-routing';
+import { lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
 
 type MembershipWithUser = Membership & { user: Pick<User, 'email' | 'name' | 'status'> };
 
@@ -73,10 +74,34 @@ async function revokeInvitationsSentBy(tx: Scoped<Tx>, userId: string): Promise<
   return count;
 }
 
-function refuseIfAbove(principal: Principal, target: Membership, action: string): void {
-  if (roleRank(target.role as Role) > roleRank(principal.role)) {
-    throw forbidden(`You cannot ${action} a member whose role (${target.role}) is above your own (${principal.role}).`);
+function refuseIfAbove(own: Role, target: Role, action: string): void {
+  if (roleRank(target) > roleRank(own)) {
+    throw forbidden(`You cannot ${action} a member whose role (${target}) is above your own (${own}).`);
   }
+}
+
+function refuseGrantAbove(own: Role, granted: Role): void {
+  if (roleRank(granted) > roleRank(own)) {
+    throw forbidden(`You cannot grant a role (${granted}) above your own (${own}).`);
+  }
+}
+
+type MemberChange = { scope: 'members:change_role'; role: Role } | { scope: 'members:remove' };
+
+/**
+ * The checks above, against both roles as committed now (own-role.ts), both memberships locked until the commit.
+ * The request was authorized with the roles read when it started: a caller demoted or removed while it ran (a
+ * password check takes a while), or a member raised above them meanwhile, is refused instead of acting on a right
+ * that has gone. The member gone meanwhile is a 404. Answers the member's role as committed (locked until the commit).
+ */
+async function requireStillMayChange(tx: Pick<Tx, '$queryRaw'>, principal: Principal, userId: string, change: MemberChange): Promise<Role> {
+  const locked = await lockOwnRoleAndMember(tx, principal, userId, 'NO KEY UPDATE');
+  const member = locked.member;
+  if (!member) throw notFound('Member');
+  const own = requireCommittedScope(locked.own, change.scope, change.scope === 'members:remove' ? 'Removing members' : "Changing members' roles");
+  refuseIfAbove(own, member, change.scope === 'members:remove' ? 'remove' : 'change the role of');
+  if (change.scope === 'members:change_role') refuseGrantAbove(own, change.role);
+  return member;
 }
 
 export async function changeRole(
@@ -88,13 +113,11 @@ export async function changeRole(
   meta: RequestMeta,
 ) {
   const target = await findMember(deps, principal, userId);
-  refuseIfAbove(principal, target, 'change the role of');
+  refuseIfAbove(principal.role, target.role as Role, 'change the role of');
   if (input.role === 'owner') {
     throw badRequest('The owner role can only be given by transferring ownership (POST /organization/transfer-ownership).');
   }
-  if (roleRank(input.role) > roleRank(principal.role)) {
-    throw forbidden(`You cannot grant a role (${input.role}) above your own (${principal.role}).`);
-  }
+  refuseGrantAbove(principal.role, input.role);
   if (target.role === 'owner') {
     throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
   }
@@ -104,13 +127,14 @@ export async function changeRole(
     await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'role_raise', meta);
   }
   const now = deps.clock.now();
-  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    // Conditional on the role read above, so a concurrent transfer of ownership to this member is not undone.
-    const { count } = await tx.membership.updateMany({
-      where: { id: target.id, role: target.role },
-      data: { role: input.role },
-    });
-    if (count !== 1) throw notFound('Member');
+  const changedFrom = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // The member's role as committed, their row locked: what this change replaces (a change made meanwhile by someone
+    // else included), and never the owner's (ownership may have been transferred to them meanwhile).
+    const previousRole = await requireStillMayChange(tx, principal, userId, { scope: 'members:change_role', role: input.role });
+    if (previousRole === 'owner') {
+      throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
+    }
+    await tx.membership.updateMany({ where: { id: target.id }, data: { role: input.role } });
     // Routes of events they configured stop with the organization-wide role (access/event-routing.ts), and so do
     // the invitations they sent: below admin they could not send them (members:invite).
     let invitationsRevoked = 0;
@@ -118,15 +142,16 @@ export async function changeRole(
       await disableRoutesConfiguredBy(tx, principal, meta, userId, now);
       invitationsRevoked = await revokeInvitationsSentBy(tx, userId);
     }
-    if (target.role !== input.role) {
+    if (previousRole !== input.role) {
       await recordAs(tx, principal, meta, now, {
         action: 'member.role_changed',
         target: { type: 'user', id: userId },
-        metadata: { email: target.user.email, previous_role: target.role, role: input.role, invitations_revoked: invitationsRevoked },
+        metadata: { email: target.user.email, previous_role: previousRole, role: input.role, invitations_revoked: invitationsRevoked },
       });
     }
+    return previousRole;
   });
-  if (target.role !== input.role) await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
+  if (changedFrom !== input.role) await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
   return presentMember({ ...target, role: input.role });
 }
 
@@ -136,7 +161,7 @@ export async function changeRole(
  */
 export async function removeMember(deps: AppDeps, principal: Principal, userId: string, meta: RequestMeta): Promise<void> {
   const target = await findMember(deps, principal, userId);
-  refuseIfAbove(principal, target, 'remove');
+  refuseIfAbove(principal.role, target.role as Role, 'remove');
   if (target.role === 'owner') {
     throw badRequest('The owner cannot be removed: transfer ownership first.');
   }
@@ -145,6 +170,7 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
     // The member's row first (@svc/db user-locks.ts): a sign-in under way either commits first, and its session is
     // revoked below, or finds the membership gone; never a session left behind that would work again if they rejoined.
     await lockUserForMembershipChange(tx, userId);
+    await requireStillMayChange(tx, principal, userId, { scope: 'members:remove' });
     const { count } = await tx.membership.deleteMany({ where: { id: target.id, role: { not: 'owner' } } });
     if (count !== 1) throw notFound('Member');
     const teamMemberships = await tx.teamMember.deleteMany({ where: { userId } });

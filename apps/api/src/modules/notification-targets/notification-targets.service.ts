@@ -13,6 +13,7 @@ import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
 import { publishTestDelivery, refuseOutside } from '../webhooks/subscriptions.service';
 import type { ConfirmSensitiveChange, ReauthenticatedOperation } from '../auth/reauthentication';
+import { lockOrganization } from '../organizations/organization-lock';
 
 export const MAX_LIVE_TARGETS = 25;
 
@@ -157,7 +158,8 @@ export async function createTarget(deps: AppDeps, tenant: Tenant, input: TargetI
   await confirm('notification_target_create');
   const now = deps.clock.now();
   const created = await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
-    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${tenant.organizationId} FOR UPDATE`;
+    // As a webhook's creation (subscriptions.service.ts): the limit's lock, NO KEY UPDATE.
+    await lockOrganization(tx, tenant.organizationId);
     await confirmRoutingRole(tx, by.principal);
     refuseOverLimit(await tx.webhookSubscription.count({ where: targetsOf }));
     const target = await tx.webhookSubscription.create({

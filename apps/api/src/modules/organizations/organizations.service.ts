@@ -11,6 +11,7 @@ import { confirmSensitiveChange } from '../auth/reauthentication';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import { eraseOrganizationHistory } from '../history-deletion/history-deletion.service';
 import { lockOrganization } from './organization-lock';
+import { lockOwnRoleAndMember } from '../access/own-role';
 
 export function presentOrganization(org: Organization) {
   return {
@@ -98,6 +99,8 @@ export async function transferOwnership(
   await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'ownership_transfer', meta);
   const now = deps.clock.now();
   const result = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // Both rows locked first, in the order every change between two members takes them (own-role.ts).
+    await lockOwnRoleAndMember(tx, principal, input.user_id, 'NO KEY UPDATE');
     const target = refuseNewOwner(await tx.membership.findFirst(newOwner));
     const demoted = await tx.membership.updateMany({
       where: { userId: principal.userId, role: 'owner' },

@@ -10,19 +10,21 @@
 // Publishing and granting hand the report to someone outside the organization, so they are in sudo mode
 // (auth/reauthentication.ts): a session signed in long ago confirms with the password, once the request is known
 // to be valid. Unpublishing and revoking only take access away and never ask.
-import type { Prisma, ReportShare, Tx } from '@svc/db';
+import type { Prisma, ReportShare, Scoped, Tx } from '@svc/db';
 import { newId, scopedTo } from '@svc/db';
 import { oneLine } from '@svc/domain';
-import { hasScope } from '@svc/scopes';
+import { hasScope, type Scope } from '@svc/scopes';
 import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
-import { conflict, forbidden, mailNotSent, notFound, unprocessable } from '../../http/errors';
+import { conflict, forbidden, HttpError, mailNotSent, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireReport, type ReportRow } from '../reports/reports.service';
+import { requireStillHolds } from '../access/own-role';
+import { requireAccessIn } from '../access/access.service';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -118,6 +120,21 @@ async function requireMayReplacePublication(tx: Pick<Tx, 'reportShare'>, princip
 }
 
 /**
+ * Handing the report out, checked again against the caller as committed now (own-role.ts): demoted while the
+ * request ran, they need the scope and read access to its assessment with the role left (else 403, or 404 as for a
+ * report they cannot see).
+ */
+async function requireStillMayHandOut(tx: Scoped<Tx>, principal: Principal, report: ReportRow, scope: Scope, action: string): Promise<void> {
+  const role = await requireStillHolds(tx, principal, scope, action);
+  try {
+    await requireAccessIn(tx, { ...principal, role }, { kind: 'assessment', id: report.assessmentId }, 'read');
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 404) throw notFound('Report');
+    throw err;
+  }
+}
+
+/**
  * Publishes the report to a new URL, revoking the one it had (if any); the URL is in this response only. Publishing
  * again is not a no-op: it hands out a new URL (201), so it asks for the password like the first publication.
  */
@@ -137,6 +154,7 @@ export async function publishReport(
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     // One publication at a time: concurrent publishes of the same report take turns on its row.
     await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
+    await requireStillMayHandOut(tx, principal, report, 'reports:publish', 'Publishing reports');
     await requireMayReplacePublication(tx, principal, report.id, now);
     const replaced = await tx.reportShare.updateMany({
       where: { reportId: report.id, kind: 'link', ...statusFilter('active', now) },
@@ -224,6 +242,7 @@ export async function shareReport(
   const token = generateShareToken();
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
+    await requireStillMayHandOut(tx, principal, report, 'reports:share', 'Sharing reports');
     await refuseSecondGrant(tx, report, input.email, now);
     const created = await tx.reportShare.create({ data: newShare(deps, acting, report, token, now, { kind: 'email', email: input.email, expiresAt }) });
     await recordAs(tx, principal, meta, now, {

@@ -74,7 +74,7 @@ export function teamRoutes(deps: AppDeps): RouteSpec[] {
       method: 'put',
       path: '/teams/:id/members/:user_id',
       scope: 'teams:manage_members',
-      summary: 'Add an organization member to a team (idempotent); adding yourself: 403',
+      summary: 'Add an organization member to a team (idempotent); adding yourself, or a caller demoted while it runs: 403',
       response: teamMemberResponse,
       handler: (req) => addTeamMember(deps, principalOf(req), id(req.params.id), id(req.params.user_id), requestMeta(req)),
     },

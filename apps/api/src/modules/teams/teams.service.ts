@@ -8,6 +8,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
+import { lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
 
 export function presentTeam(team: Team) {
   return {
@@ -155,6 +156,9 @@ export async function addTeamMember(deps: AppDeps, principal: Principal, teamId:
     await holdTeam(tx, teamId, 'KEY SHARE');
     // A team's access is its grants: joining one yourself would be granting yourself access (grants.service.ts).
     if (userId === principal.userId) throw forbidden('You cannot add yourself to a team: ask someone else who may manage team members.');
+    // The caller's role as committed now, and the member's row, held in one statement (own-role.ts).
+    const { own } = await lockOwnRoleAndMember(tx, principal, userId, 'SHARE');
+    requireCommittedScope(own, 'teams:manage_members', 'Adding team members');
     const user = await holdMember(tx, userId);
     const { count } = await tx.teamMember.createMany({ data: [{ teamId, userId }], skipDuplicates: true });
     const row = await tx.teamMember.findFirstOrThrow({ where: { teamId, userId } });

@@ -29,6 +29,7 @@ import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } fro
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 import { refuseOperationalBelowOrganization } from './operational-events';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
+import { lockOrganization } from '../organizations/organization-lock';
 
 export const MAX_LIVE_SUBSCRIPTIONS = 25;
 
@@ -237,8 +238,10 @@ export async function createSubscription(
   const secret = generateSigningSecret();
   const now = deps.clock.now();
   const subscription = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
-    // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race.
-    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${ctx.organizationId} FOR UPDATE`;
+    // Serialises concurrent creations in one organization, so the limit cannot be overrun by a race. NO KEY UPDATE
+    // (lockOrganization), not UPDATE: the organization's inserts (an audit entry of a role change that holds the
+    // creator's membership, which confirmRoutingRole waits for) must not wait for it, or the two deadlock.
+    await lockOrganization(tx, ctx.organizationId);
     await confirmRoutingRole(tx, by.principal);
     refuseOverLimit(await tx.webhookSubscription.count({ where: { deletedAt: null, kind: WEBHOOK_KIND } }));
     const created = await tx.webhookSubscription.create({

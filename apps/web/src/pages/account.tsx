@@ -8,7 +8,7 @@ import { keyLimits, type KeyPolicy } from '../lib/key-policy';
 import { groupScopes, wildcardOptions } from '../lib/scopes';
 import { useSession } from '../lib/session';
 import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
-import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
+import { ErrorBox, Field, loadAllPages, OnceSecret, ShowMore, useAction, useLoad, usePagedLoad, When } from '../lib/ui';
 
 /**
  * Turning 2FA on or off asks the person to prove who they are again (a session alone must not do either): the
@@ -343,12 +343,15 @@ const ROLE_RANK: Record<string, number> = { member: 0, manager: 1, admin: 2, own
 
 export function ApiKeysPage() {
   const { can, me } = useSession();
-  const keys = useLoad(() => unwrap(client.GET('/api/v1/api-keys', { params: { query: { limit: 100 } } })));
+  const keys = usePagedLoad((cursor) => unwrap(client.GET('/api/v1/api-keys', { params: { query: { limit: 100, cursor } } })));
   // Admins and owners see the organization's keys: whose each is, and only those they may revoke get the button
   // (the API refuses a key of someone whose role is above yours: an admin, the owner's).
   const seesOthers = (ROLE_RANK[me?.role ?? ''] ?? 0) >= ROLE_RANK.admin;
+  // Every member (all pages): a key's owner may be anyone in the organization.
   const members = useLoad(() =>
-    seesOthers && can('members:read') ? unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100 } } })) : Promise.resolve(undefined),
+    seesOthers && can('members:read')
+      ? loadAllPages((cursor) => unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100, cursor } } })))
+      : Promise.resolve(undefined),
   );
   const people = new Map<string | undefined, { email?: string; role?: string }>((members.data?.data ?? []).map((m) => [m.user_id, m]));
   const ownerOf = (userId?: string) => (userId === me?.user?.id ? 'you' : (people.get(userId)?.email ?? userId ?? ''));
@@ -401,6 +404,7 @@ export function ApiKeysPage() {
           ))}
         </tbody>
       </table>
+      <ShowMore list={keys} what="API keys" />
       {can('api_keys:create') && (
         <CreateKeyForm
           onCreated={(key) => {

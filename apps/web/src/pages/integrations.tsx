@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
-import { ErrorBox, Field, useAction, useLoad } from '../lib/ui';
+import { ErrorBox, Field, loadAllPages, ShowMore, useAction, useLoad, usePagedLoad } from '../lib/ui';
 
 type Kind = 'github' | 'slack';
 
@@ -80,9 +80,10 @@ function ConnectForm({ onConnected }: { onConnected(): void }) {
 
 export function IntegrationsPage() {
   const { can } = useSession();
-  const integrations = useLoad(() => unwrap(client.GET('/api/v1/integrations', { params: { query: { limit: 100 } } })));
+  const integrations = usePagedLoad((cursor) => unwrap(client.GET('/api/v1/integrations', { params: { query: { limit: 100, cursor } } })));
+  // Every team (all pages): for the names of bound teams and the bind picker.
   const teams = useLoad(() =>
-    can('integrations:bind_team') ? unwrap(client.GET('/api/v1/teams', { params: { query: { limit: 100 } } })) : Promise.resolve(undefined),
+    can('integrations:bind_team') ? loadAllPages((cursor) => unwrap(client.GET('/api/v1/teams', { params: { query: { limit: 100, cursor } } }))) : Promise.resolve(undefined),
   );
   const teamName = (id: string) => teams.data?.data?.find((t) => t.id === id)?.name ?? id;
   const action = useAction();
@@ -134,6 +135,7 @@ export function IntegrationsPage() {
           ))}
         </tbody>
       </table>
+      <ShowMore list={integrations} what="integrations" />
       {can('integrations:manage') && <ConnectForm onConnected={integrations.reload} />}
     </main>
   );

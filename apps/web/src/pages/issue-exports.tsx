@@ -5,7 +5,7 @@ import { request } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
 import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
-import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
+import { ErrorBox, Field, loadAllPages, ShowMore, useAction, useLoad, usePagedLoad, When } from '../lib/ui';
 
 type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
 type Target = Json<operations['getIssueExportTargetsId']['responses'][200]>;
@@ -88,7 +88,7 @@ function where(t: Target): string {
 
 export function IssueTrackersPage() {
   const { can } = useSession();
-  const targets = useLoad(() => request<Page<Target>>('GET', `${API}?limit=100`), []);
+  const targets = usePagedLoad((cursor) => request<Page<Target>>('GET', `${API}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`));
   const { error, run } = useAction();
   return (
     <main>
@@ -118,6 +118,7 @@ export function IssueTrackersPage() {
           ))}
         </tbody>
       </table>
+      <ShowMore list={targets} what="issue trackers" />
       {can('issue_exports:configure') && (
         <>
           <h2>New issue tracker</h2>
@@ -144,7 +145,11 @@ function FindingIssuesPanel({ findingId }: { findingId: string }) {
   const { can } = useSession();
   const exports = useLoad(() => request<{ data: IssueExport[] }>('GET', `/api/v1/findings/${findingId}/issue-exports`), [findingId]);
   const mayExport = can('findings:export_issue') && can('issue_exports:read');
-  const targets = useLoad(() => (mayExport ? request<Page<Target>>('GET', `${API}?limit=100`) : Promise.resolve({ data: [], next_cursor: null })), [mayExport]);
+  // Every tracker (all pages) for the picker.
+  const targets = useLoad(
+    () => (mayExport ? loadAllPages((cursor) => request<Page<Target>>('GET', `${API}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)) : Promise.resolve({ data: [] as Target[] })),
+    [mayExport],
+  );
   const [targetId, setTargetId] = useState('');
   const { busy, error, run } = useAction();
   const exportNow = () =>

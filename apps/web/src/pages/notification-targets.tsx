@@ -9,7 +9,7 @@ import { useSession } from '../lib/session';
 import { EventChecklist } from '../lib/event-checklist';
 import { emptyTargetForm, targetBody, type TargetFormState, type TargetKind } from '../lib/target-body';
 import { SudoConfirmation, SudoErrorBox, SudoPrompt, useSudo, useSudoChange } from '../lib/sudo';
-import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
+import { ErrorBox, Field, ShowMore, useAction, useLoad, usePagedLoad, When } from '../lib/ui';
 
 type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
 type Target = Json<operations['getNotificationTargetsId']['responses'][200]>;
@@ -135,7 +135,7 @@ function TargetRow({ target, onChanged, onEdit }: { target: Target; onChanged():
 
 export function NotificationTargetsPage() {
   const { can } = useSession();
-  const targets = useLoad(() => request<Page<Target>>('GET', `${API}?limit=100`), []);
+  const targets = usePagedLoad((cursor) => request<Page<Target>>('GET', `${API}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`));
   const [editing, setEditing] = useState<Target | null>(null);
   return (
     <main>
@@ -148,6 +148,7 @@ export function NotificationTargetsPage() {
           {targets.data?.data.map((t) => <TargetRow key={t.id} target={t} onChanged={targets.reload} onEdit={() => setEditing(t)} />)}
         </tbody>
       </table>
+      <ShowMore list={targets} what="notification targets" />
       {editing && (
         <>
           <h2>Edit {editing.name}</h2>

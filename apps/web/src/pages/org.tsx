@@ -4,7 +4,7 @@ import { Link, useParams } from 'react-router-dom';
 import { client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { SudoConfirmation, SudoErrorBox, SudoPrompt, useSudo, useSudoChange } from '../lib/sudo';
-import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
+import { ErrorBox, Field, loadAllPages, ShowMore, useAction, useLoad, usePagedLoad, When } from '../lib/ui';
 import { AssessmentSourceSection, ProjectSourceSection, type ProjectSource } from './source';
 import { AssessmentReports } from './reports';
 import { ProjectIntegrations } from './integrations';
@@ -31,7 +31,7 @@ function CreateByName({ label, onCreate }: { label: string; onCreate(name: strin
 
 export function ProjectsPage() {
   const { can } = useSession();
-  const projects = useLoad(() => unwrap(client.GET('/api/v1/projects', { params: { query: { limit: 100 } } })));
+  const projects = usePagedLoad((cursor) => unwrap(client.GET('/api/v1/projects', { params: { query: { limit: 100, cursor } } })));
   return (
     <main>
       <h1>Projects</h1>
@@ -43,6 +43,7 @@ export function ProjectsPage() {
           </li>
         ))}
       </ul>
+      <ShowMore list={projects} what="projects" />
       {projects.data?.data?.length === 0 && <p>No projects yet.</p>}
       {can('projects:create') && (
         <CreateByName
@@ -61,8 +62,8 @@ export function ProjectPage() {
   const { id = '' } = useParams();
   const { can } = useSession();
   const project = useLoad(() => unwrap(client.GET('/api/v1/projects/{id}', { params: { path: { id } } })), [id]);
-  const assessments = useLoad(
-    () => unwrap(client.GET('/api/v1/assessments', { params: { query: { limit: 100, project_id: id } } })),
+  const assessments = usePagedLoad(
+    (cursor) => unwrap(client.GET('/api/v1/assessments', { params: { query: { limit: 100, project_id: id, cursor } } })),
     [id],
   );
   return (
@@ -80,6 +81,7 @@ export function ProjectPage() {
           </li>
         ))}
       </ul>
+      <ShowMore list={assessments} what="assessments" />
       {can('assessments:create') && (
         <CreateByName
           label="Create assessment"
@@ -97,8 +99,8 @@ export function AssessmentPage() {
   const { id = '' } = useParams();
   const { can } = useSession();
   const assessment = useLoad(() => unwrap(client.GET('/api/v1/assessments/{id}', { params: { path: { id } } })), [id]);
-  const findings = useLoad(
-    () => unwrap(client.GET('/api/v1/findings', { params: { query: { limit: 100, assessment_id: id } } })),
+  const findings = usePagedLoad(
+    (cursor) => unwrap(client.GET('/api/v1/findings', { params: { query: { limit: 100, assessment_id: id, cursor } } })),
     [id],
   );
   return (
@@ -127,6 +129,7 @@ export function AssessmentPage() {
           ))}
         </tbody>
       </table>
+      <ShowMore list={findings} what="findings" />
       {findings.data?.data?.length === 0 && <p>No findings.</p>}
       {can('reports:read') && <AssessmentReports assessmentId={id} />}
     </main>
@@ -137,9 +140,9 @@ const ROLES = ['admin', 'manager', 'member'] as const;
 
 export function MembersPage() {
   const { can, me } = useSession();
-  const members = useLoad(() => unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100 } } })));
-  const invitations = useLoad(() =>
-    can('members:invite') ? unwrap(client.GET('/api/v1/invitations', { params: { query: { limit: 100 } } })) : Promise.resolve(undefined),
+  const members = usePagedLoad((cursor) => unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100, cursor } } })));
+  const invitations = usePagedLoad((cursor) =>
+    can('members:invite') ? unwrap(client.GET('/api/v1/invitations', { params: { query: { limit: 100, cursor } } })) : Promise.resolve({ data: [], next_cursor: null }),
   );
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<(typeof ROLES)[number]>('member');
@@ -216,6 +219,7 @@ export function MembersPage() {
           })}
         </tbody>
       </table>
+      <ShowMore list={members} what="members" />
       {can('members:invite') && (
         <>
           <h2>Invitations</h2>
@@ -224,6 +228,7 @@ export function MembersPage() {
               <li key={i.id}>{i.email} ({i.role}) — {i.status}, expires <When at={i.expires_at} /></li>
             ))}
           </ul>
+          <ShowMore list={invitations} what="invitations" />
           <form onSubmit={invite} aria-label="Invite a member">
             <Field label="E-mail to invite" name="invite-email" type="email" value={email} onChange={setEmail} required />
             <div className="field">
@@ -310,13 +315,14 @@ export function AuditPage() {
   );
 }
 
-function TeamMembers({ teamId, teamName }: { teamId: string; teamName: string }) {
+type Candidate = { user_id?: string; email?: string };
+
+function TeamMembers({ teamId, teamName, candidates }: { teamId: string; teamName: string; candidates: Candidate[] }) {
   const { can, me } = useSession();
-  const members = useLoad(
-    () => unwrap(client.GET('/api/v1/teams/{id}/members', { params: { path: { id: teamId }, query: { limit: 100 } } })),
+  const members = usePagedLoad(
+    (cursor) => unwrap(client.GET('/api/v1/teams/{id}/members', { params: { path: { id: teamId }, query: { limit: 100, cursor } } })),
     [teamId],
   );
-  const org = useLoad(() => (can('members:read') ? unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100 } } })) : Promise.resolve(undefined)));
   const [userId, setUserId] = useState('');
   const action = useAction();
   const add = (e: FormEvent) => {
@@ -343,6 +349,7 @@ function TeamMembers({ teamId, teamName }: { teamId: string; teamName: string })
           </li>
         ))}
       </ul>
+      <ShowMore list={members} what={`members of ${teamName}`} />
       {manage && (
         <form className="inline" onSubmit={add}>
           <div className="field">
@@ -350,7 +357,7 @@ function TeamMembers({ teamId, teamName }: { teamId: string; teamName: string })
             <select id={`add-${teamId}`} value={userId} onChange={(e) => setUserId(e.target.value)} required>
               <option value="">choose…</option>
               {/* Not yourself: the API refuses it (a team's grants would be access you gave yourself). */}
-              {org.data?.data?.filter((m) => m.user_id !== me?.user?.id).map((m) => <option key={m.user_id} value={m.user_id}>{m.email}</option>)}
+              {candidates.filter((m) => m.user_id !== me?.user?.id).map((m) => <option key={m.user_id} value={m.user_id}>{m.email}</option>)}
             </select>
           </div>
           <button type="submit" disabled={action.busy || !userId}>Add</button>
@@ -362,7 +369,13 @@ function TeamMembers({ teamId, teamName }: { teamId: string; teamName: string })
 
 export function TeamsPage() {
   const { can } = useSession();
-  const teams = useLoad(() => unwrap(client.GET('/api/v1/teams', { params: { query: { limit: 100 } } })));
+  const teams = usePagedLoad((cursor) => unwrap(client.GET('/api/v1/teams', { params: { query: { limit: 100, cursor } } })));
+  // The organization's members, every page, once for all the teams' "add a member" pickers.
+  const candidates = useLoad(() =>
+    can('teams:manage_members') && can('members:read')
+      ? loadAllPages((cursor) => unwrap(client.GET('/api/v1/members', { params: { query: { limit: 100, cursor } } })))
+      : Promise.resolve({ data: [] }),
+  );
   const action = useAction();
   const remove = (id: string, name: string) => {
     if (!window.confirm(`Delete the team ${name}?`)) return;
@@ -379,10 +392,11 @@ export function TeamsPage() {
         <section key={t.id}>
           <h2>{t.name}</h2>
           {t.description && <p>{t.description}</p>}
-          <TeamMembers teamId={t.id!} teamName={t.name!} />
+          <TeamMembers teamId={t.id!} teamName={t.name!} candidates={candidates.data?.data ?? []} />
           {can('teams:delete') && <button type="button" onClick={() => remove(t.id!, t.name!)}>Delete team {t.name}</button>}
         </section>
       ))}
+      <ShowMore list={teams} what="teams" />
       {can('teams:create') && (
         <CreateByName
           label="Create team"

@@ -6,7 +6,7 @@ import { Link, useParams } from 'react-router-dom';
 import { ApiError, client, unwrap } from '../api/client';
 import { useSession } from '../lib/session';
 import { SudoErrorBox, SudoPrompt, useSudo } from '../lib/sudo';
-import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
+import { ErrorBox, Field, loadAllPages, OnceSecret, ShowMore, useAction, useLoad, usePagedLoad, When } from '../lib/ui';
 
 /** A date input's value (end of that day, local time) as an ISO timestamp; empty: none. */
 function endOfDay(date: string): string | undefined {
@@ -21,8 +21,8 @@ function formatSize(bytes?: number | null): string {
 /** The reports of one assessment, on its page; generating one needs reports:generate. */
 export function AssessmentReports({ assessmentId }: { assessmentId: string }) {
   const { can } = useSession();
-  const reports = useLoad(
-    () => unwrap(client.GET('/api/v1/reports', { params: { query: { limit: 100, assessment_id: assessmentId } } })),
+  const reports = usePagedLoad(
+    (cursor) => unwrap(client.GET('/api/v1/reports', { params: { query: { limit: 100, assessment_id: assessmentId, cursor } } })),
     [assessmentId],
   );
   const action = useAction();
@@ -42,6 +42,7 @@ export function AssessmentReports({ assessmentId }: { assessmentId: string }) {
           </li>
         ))}
       </ul>
+      <ShowMore list={reports} what="reports" />
       {reports.data?.data?.length === 0 && <p>No reports yet.</p>}
       {can('reports:generate') && <button type="button" disabled={action.busy} onClick={generate}>Generate report</button>}
     </section>
@@ -138,21 +139,30 @@ export function ReportPage() {
   const { id = '' } = useParams();
   const { can } = useSession();
   const report = useLoad(() => unwrap(client.GET('/api/v1/reports/{id}', { params: { path: { id } } })), [id]);
-  const shares = useLoad(
-    () => unwrap(client.GET('/api/v1/reports/{id}/shares', { params: { path: { id }, query: { limit: 100 } } })),
+  const shares = usePagedLoad(
+    (cursor) => unwrap(client.GET('/api/v1/reports/{id}/shares', { params: { path: { id }, query: { limit: 100, cursor } } })),
     [id],
   );
+  // Whether the report is published: its live link may be on any page of the list, so every active share is read.
+  const active = useLoad(
+    () => loadAllPages((cursor) => unwrap(client.GET('/api/v1/reports/{id}/shares', { params: { path: { id }, query: { limit: 100, status: 'active', cursor } } }))),
+    [id],
+  );
+  const reloadShares = () => {
+    shares.reload();
+    active.reload();
+  };
   const action = useAction();
   const revoke = (shareId: string, who: string) => {
     if (!window.confirm(`Revoke the access of ${who}?`)) return;
     void action.run(async () => {
       await unwrap(client.DELETE('/api/v1/reports/{id}/shares/{share_id}', { params: { path: { id, share_id: shareId } } }));
-      shares.reload();
+      reloadShares();
     });
   };
   const r = report.data;
   const ready = r?.status === 'ready';
-  const published = !!shares.data?.data?.some((s) => s.kind === 'link' && s.status === 'active');
+  const published = !!active.data?.data.some((s) => s.kind === 'link');
   return (
     <main>
       <h1>Report {r?.title}</h1>
@@ -166,8 +176,8 @@ export function ReportPage() {
         </dl>
       )}
       {ready && can('reports:download') && <p><a className="button" href={`/api/v1/reports/${id}/download`}>Download PDF</a></p>}
-      {ready && can('reports:publish') && <PublishControls reportId={id} published={published} canUnpublish={can('reports:revoke_share')} onChange={shares.reload} />}
-      {ready && can('reports:share') && <ShareForm reportId={id} onChange={shares.reload} />}
+      {ready && can('reports:publish') && <PublishControls reportId={id} published={published} canUnpublish={can('reports:revoke_share')} onChange={reloadShares} />}
+      {ready && can('reports:share') && <ShareForm reportId={id} onChange={reloadShares} />}
       {r && !ready && <p className="hint">The report can be published or shared once it is ready.</p>}
       <h2>External access</h2>
       <ErrorBox error={shares.error ?? action.error} />
@@ -193,6 +203,7 @@ export function ReportPage() {
           })}
         </tbody>
       </table>
+      <ShowMore list={shares} what="grants" />
       {shares.data?.data?.length === 0 && <p>Nobody outside the organization has access.</p>}
     </main>
   );

@@ -8,7 +8,7 @@ import { useSession } from '../lib/session';
 import { SudoConfirmation, SudoErrorBox, SudoPrompt, useSudo, useSudoChange } from '../lib/sudo';
 import { EventChecklist } from '../lib/event-checklist';
 import { subscriptionBody, subscriptionForm, type SubscriptionFormState } from '../lib/subscription-body';
-import { ErrorBox, Field, OnceSecret, useAction, useLoad, When } from '../lib/ui';
+import { ErrorBox, Field, OnceSecret, ShowMore, useAction, useLoad, usePagedLoad, When } from '../lib/ui';
 
 type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
 type Subscription = Json<operations['getWebhooksSubscriptionsId']['responses'][200]> & { secret?: string };
@@ -172,7 +172,7 @@ function statusText(sub: Subscription): string {
 export function WebhooksPage() {
   const level = useLevel();
   const { can } = useSession();
-  const subs = useLoad(() => request<Page<Subscription>>('GET', `${level.api}/subscriptions?limit=100`), [level.api]);
+  const subs = usePagedLoad((cursor) => request<Page<Subscription>>('GET', `${level.api}/subscriptions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`), [level.api]);
   const [created, setCreated] = useState<Subscription | null>(null);
   return (
     <main>
@@ -198,6 +198,7 @@ export function WebhooksPage() {
           ))}
         </tbody>
       </table>
+      <ShowMore list={subs} what="subscriptions" />
       {can('webhooks:create') && (
         <>
           <h2>New subscription</h2>

@@ -92,6 +92,12 @@ it('shows 100 rows, then the rest on "Show more"; the API-keys page knows whose 
     await page.getByRole('button', { name: 'Show more members' }).click();
     await until(() => rows.count(), (n) => n === 124);
     await page.getByRole('cell', { name: org.member.email }).waitFor();
+    // A change to a row of the second page reloads the list as far as it was shown: the row stays, changed.
+    await page.getByLabel(`Role of ${org.member.email}`).selectOption('manager');
+    await until(async () => (await h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId: org.member.id } })).role, (role) => role === 'manager');
+    await until(() => page.getByLabel(`Role of ${org.member.email}`).inputValue(), (role) => role === 'manager');
+    await page.waitForTimeout(500);
+    expect(await rows.count()).toBe(124);
   });
 
   await step('api-keys', async () => {

@@ -92,37 +92,70 @@ export interface ListPage<T> {
   next_cursor?: string | null;
 }
 
+/** The rows of a paged list loaded so far, from which load (`start`), over how many pages. */
+interface LoadedPages<T> {
+  data: T[];
+  next_cursor: string | null;
+  pages: number;
+  start: number;
+}
+
+/** The first `pages` pages of a list (fewer when it ends sooner). */
+async function firstPages<T>(loadPage: (cursor: string | undefined) => Promise<ListPage<T>>, pages: number) {
+  const data: T[] = [];
+  let cursor: string | undefined;
+  let read = 0;
+  while (read < Math.max(1, pages)) {
+    const page = await loadPage(cursor);
+    read += 1;
+    data.push(...(page.data ?? []));
+    cursor = page.next_cursor ?? undefined;
+    if (!cursor) break;
+  }
+  return { data, next_cursor: cursor ?? null, pages: read };
+}
+
 /**
- * A list the API pages: its first page on mount and on reload(), then more() appends the next page while there is
- * one. `data` has a page's shape ({data, next_cursor}) with every row loaded so far. A reload or a change of `deps`
- * starts over; a page that arrives for an earlier start is dropped.
+ * A list the API pages: its first page on mount, then more() appends the next page while there is one. `data` has a
+ * page's shape ({data, next_cursor}) with every row loaded so far. reload() (after an action on a row) reads again
+ * as many pages as the list shows, so a row past the first page stays in view; a change of `deps` is another list
+ * and starts over. A load superseded by a later one is dropped, and more() waits for the list's reload to land.
  */
 export function usePagedLoad<T>(loadPage: (cursor: string | undefined) => Promise<ListPage<T>>, deps: unknown[] = []) {
-  const [rows, setRows] = useState<{ data: T[]; next_cursor: string | null } | undefined>();
+  const [rows, setRows] = useState<LoadedPages<T> | undefined>();
   const [error, setError] = useState<unknown>();
   const [loadingMore, setLoadingMore] = useState(false);
   const [version, setVersion] = useState(0);
   const start = useRef(0);
+  const pagesShown = useRef(1);
+  const lastDeps = useRef<unknown[] | undefined>(undefined);
   const latestLoad = useRef(loadPage);
   latestLoad.current = loadPage;
   useEffect(() => {
     const mine = ++start.current;
+    const sameList = lastDeps.current !== undefined && deps.every((d, i) => Object.is(d, lastDeps.current![i]));
+    lastDeps.current = deps;
     setError(undefined);
     setLoadingMore(false);
-    loadPage(undefined).then(
-      (page) => mine === start.current && setRows({ data: page.data ?? [], next_cursor: page.next_cursor ?? null }),
+    firstPages(loadPage, sameList ? pagesShown.current : 1).then(
+      (loaded) => {
+        if (mine !== start.current) return;
+        pagesShown.current = loaded.pages;
+        setRows({ ...loaded, start: mine });
+      },
       (err) => mine === start.current && setError(err),
     );
   }, [...deps, version]);
   const more = useCallback(() => {
-    const cursor = rows?.next_cursor;
-    if (!cursor) return;
+    if (!rows?.next_cursor || rows.start !== start.current || loadingMore) return;
     const mine = start.current;
+    setError(undefined);
     setLoadingMore(true);
-    latestLoad.current(cursor).then(
+    latestLoad.current(rows.next_cursor).then(
       (page) => {
         if (mine !== start.current) return;
-        setRows((loaded) => loaded && { data: [...loaded.data, ...(page.data ?? [])], next_cursor: page.next_cursor ?? null });
+        pagesShown.current = rows.pages + 1;
+        setRows({ ...rows, data: [...rows.data, ...(page.data ?? [])], next_cursor: page.next_cursor ?? null, pages: rows.pages + 1 });
         setLoadingMore(false);
       },
       (err) => {
@@ -131,7 +164,7 @@ export function usePagedLoad<T>(loadPage: (cursor: string | undefined) => Promis
         setLoadingMore(false);
       },
     );
-  }, [rows]);
+  }, [rows, loadingMore]);
   const reload = useCallback(() => setVersion((v) => v + 1), []);
   return { data: rows, error, reload, more, loadingMore };
 }
@@ -151,15 +184,7 @@ export function ShowMore({ list, what }: { list: { data?: { next_cursor: string 
  * pages so a huge organization cannot keep the page loading forever.
  */
 export async function loadAllPages<T>(loadPage: (cursor: string | undefined) => Promise<ListPage<T>>, maxPages = 50): Promise<{ data: T[] }> {
-  const data: T[] = [];
-  let cursor: string | undefined;
-  for (let n = 0; n < maxPages; n++) {
-    const page = await loadPage(cursor);
-    data.push(...(page.data ?? []));
-    if (!page.next_cursor) break;
-    cursor = page.next_cursor;
-  }
-  return { data };
+  return { data: (await firstPages(loadPage, maxPages)).data };
 }
 
 /** Runs a form action: busy while it runs, error on failure. */

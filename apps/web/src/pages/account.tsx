@@ -355,8 +355,12 @@ export function ApiKeysPage() {
   );
   const people = new Map<string | undefined, { email?: string; role?: string }>((members.data?.data ?? []).map((m) => [m.user_id, m]));
   const ownerOf = (userId?: string) => (userId === me?.user?.id ? 'you' : (people.get(userId)?.email ?? userId ?? ''));
-  const mayRevoke = (userId?: string) =>
-    userId === me?.user?.id || (ROLE_RANK[people.get(userId)?.role ?? 'member'] ?? 0) <= (ROLE_RANK[me?.role ?? ''] ?? 0);
+  // Someone not (yet) looked up is not assumed to rank below you: no Revoke until their role is known.
+  const mayRevoke = (userId?: string) => {
+    if (userId === me?.user?.id) return true;
+    const role = people.get(userId)?.role;
+    return role !== undefined && (ROLE_RANK[role] ?? 4) <= (ROLE_RANK[me?.role ?? ''] ?? 0);
+  };
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const revoke = useAction();
   const revokeKey = (id: string, name: string) => {
@@ -371,7 +375,7 @@ export function ApiKeysPage() {
       <h1>API keys</h1>
       {can('org:read') && <p><Link to="/settings/api-key-policy">Organization key policy</Link></p>}
       {created?.key && <OnceSecret label={`New key "${created.name}"`} value={created.key} />}
-      <ErrorBox error={keys.error ?? revoke.error} />
+      <ErrorBox error={keys.error ?? revoke.error ?? members.error} />
       <table>
         <thead>
           <tr>

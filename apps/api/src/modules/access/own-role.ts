@@ -20,7 +20,8 @@ export async function lockOwnRole(tx: Pick<Tx, '$queryRaw'>, principal: Pick<Pri
 
 /**
  * For a change the principal makes to another member, or gives them: both memberships' roles as committed now, both
- * rows locked until the transaction ends (NO KEY UPDATE to change the member's row, SHARE to keep both as they are).
+ * rows locked in `mode` until the transaction ends (NO KEY UPDATE when the member's row is changed: the caller's own
+ * row is then locked so too, which only makes the caller's other changes wait; SHARE to keep both as they are).
  * One statement locks them in user-id order, so two such changes at once (two members changing each other) do not
  * deadlock: the second waits for the first and then sees its result (undefined: no longer a member).
  */

@@ -134,7 +134,9 @@ export async function changeRole(
     if (previousRole === 'owner') {
       throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
     }
-    await tx.membership.updateMany({ where: { id: target.id }, data: { role: input.role } });
+    // The row locked above (by user: a membership removed and made again meanwhile has a new id, and is the one changed).
+    const { count } = await tx.membership.updateMany({ where: { userId }, data: { role: input.role } });
+    if (count !== 1) throw notFound('Member');
     // Routes of events they configured stop with the organization-wide role (access/event-routing.ts), and so do
     // the invitations they sent: below admin they could not send them (members:invite).
     let invitationsRevoked = 0;

@@ -84,13 +84,32 @@ const roleOf = async (userId: string) =>
 
 type HoldingTx = Parameters<Parameters<Harness['deps']['prisma']['$transaction']>[0]>[0];
 
+/** Waits until `waiting` backends wait for backend `pid`, directly or behind one another (pg_blocking_pids). */
+async function untilBlockedBy(pid: number, waiting: number): Promise<void> {
+  for (let waited = 0; ; waited += 20) {
+    // Not any lock wait in the database, which other test files share: only those queued behind `pid`.
+    const [row] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
+      WITH RECURSIVE blocked(pid) AS (
+        SELECT pid FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))
+        UNION
+        SELECT a.pid FROM pg_stat_activity a JOIN blocked b ON b.pid = ANY(pg_blocking_pids(a.pid)))
+      SELECT count(*)::int AS n FROM blocked`;
+    if (row!.n >= waiting) return;
+    if (waited > 15_000) throw new Error(`never ${waiting} requests waiting for the held rows`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /**
  * Runs `send` while this test's transaction holds the locks `hold` takes, until `waiting` backends wait for that
- * transaction, directly or behind one another (pg_blocking_pids: not any lock wait in the database, which other test
- * files share); then runs
- * `meanwhile` inside it and lets go.
+ * transaction; then runs `meanwhile` inside it (with the holder's backend id) and lets go.
  */
-async function whileRowsHeld<T>(hold: (tx: HoldingTx) => Promise<unknown>, send: () => Promise<T>, waiting: number, meanwhile: (tx: HoldingTx) => Promise<unknown> = async () => {}): Promise<T> {
+async function whileRowsHeld<T>(
+  hold: (tx: HoldingTx) => Promise<unknown>,
+  send: () => Promise<T>,
+  waiting: number,
+  meanwhile: (tx: HoldingTx, holder: number) => Promise<unknown> = async () => {},
+): Promise<T> {
   let sent!: Promise<T>;
   await h.deps.prisma.$transaction(
     async (tx) => {
@@ -98,19 +117,8 @@ async function whileRowsHeld<T>(hold: (tx: HoldingTx) => Promise<unknown>, send:
       await hold(tx);
       sent = send();
       sent.catch(() => undefined);
-      for (let waited = 0; ; waited += 20) {
-        // Directly or behind another waiter (a second request for the same row queues behind the first).
-        const [row] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
-          WITH RECURSIVE blocked(pid) AS (
-            SELECT pid FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))
-            UNION
-            SELECT a.pid FROM pg_stat_activity a JOIN blocked b ON b.pid = ANY(pg_blocking_pids(a.pid)))
-          SELECT count(*)::int AS n FROM blocked`;
-        if (row!.n >= waiting) break;
-        if (waited > 15_000) throw new Error(`never ${waiting} requests waiting for the held rows`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      await meanwhile(tx);
+      await untilBlockedBy(pid, waiting);
+      await meanwhile(tx, pid);
     },
     { timeout: 30_000 },
   );
@@ -299,4 +307,44 @@ describe('what an admin demoted to member meanwhile (the password check held) ha
     expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now member).` });
     expect(await made()).toBe(before);
   });
+});
+
+it("a manager's write grant revoked while their grant to someone else commits: the revocation waits for it (the access it rests on is held)", async () => {
+  const manager = await createUserInOrg(h, org.id, 'manager', 'held-grant-manager');
+  const colleague = await createUserInOrg(h, org.id, 'member', 'held-grantee');
+  const project = await insertProject(h, org.id);
+  const own = await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
+  let revocation!: Promise<request.Response>;
+  // The project's row held here: the new grant, checked and about to be inserted, waits for it (its foreign key).
+  const res = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM projects WHERE id = ${project.id} FOR UPDATE`,
+    () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
+    1,
+    async (_tx, holder) => {
+      revocation = request(h.app).delete(`/api/v1/projects/${project.id}/access/${own.id}`).set(bearer(org.owner.token)).then((r) => r);
+      // The revocation queues behind the grant, which queues behind this transaction.
+      await untilBlockedBy(holder, 2);
+    },
+  );
+  expect(res.status).toBe(201);
+  expect((await revocation).status).toBe(204);
+  expect(await h.deps.prisma.accessGrant.count({ where: { projectId: project.id, userId: colleague.id } })).toBe(1);
+});
+
+it("a manager removed from the team their write access comes from while they grant: 404, no grant", async () => {
+  const manager = await createUserInOrg(h, org.id, 'manager', 'team-granting-manager');
+  const colleague = await createUserInOrg(h, org.id, 'member', 'team-grantee');
+  const project = await insertProject(h, org.id);
+  const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: org.id, name: `Writers ${manager.id}` } });
+  await h.deps.prisma.teamMember.create({ data: { teamId: team.id, userId: manager.id } });
+  await insertGrant(h, org.id, { projectId: project.id }, { teamId: team.id }, 'write');
+  const lockKey = `grant:project:${project.id}:${colleague.id}:`;
+  const res = await whileRowsHeld(
+    (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
+    () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
+    1,
+    (tx) => tx.teamMember.deleteMany({ where: { teamId: team.id, userId: manager.id } }),
+  );
+  expect(res.status).toBe(404);
+  expect(await h.deps.prisma.accessGrant.count({ where: { projectId: project.id, userId: colleague.id } })).toBe(0);
 });

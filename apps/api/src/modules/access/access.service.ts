@@ -4,7 +4,7 @@
 //   assessments; a grant on an assessment covers only that assessment.
 // A resource of another organization, or one the principal cannot read at all, answers 404 exactly as a missing
 // one; readable but not writable answers 403.
-import { answeringOneByOneOnFailure, Coalescer, coalescerOf, Prisma, queryRows, scopedTo, type Assessment, type Project, type Scoped, type Tx } from '@svc/db';
+import { answeringOneByOneOnFailure, Coalescer, coalescerOf, organizationOf, Prisma, queryRows, scopedTo, type Assessment, type Project, type Scoped, type Tx } from '@svc/db';
 import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
 import { roleRank } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
@@ -19,22 +19,19 @@ export function hasOrgWideWrite(principal: Principal): boolean {
   return roleRank(principal.role) >= roleRank('admin');
 }
 
-/** Where access is read: the principal's organization, through the pool or inside a transaction. */
-type AccessReader = Pick<Scoped<Tx>, 'teamMember' | 'accessGrant' | 'project' | 'assessment'>;
-
-async function teamIdsOf(db: AccessReader, principal: Principal): Promise<string[]> {
-  const rows = await db.teamMember.findMany({ where: { userId: principal.userId }, select: { teamId: true } });
+async function teamIdsOf(deps: AppDeps, principal: Principal): Promise<string[]> {
+  const rows = await scopedTo(deps.prisma, principal).teamMember.findMany({ where: { userId: principal.userId }, select: { teamId: true } });
   return rows.map((r) => r.teamId);
 }
 
 async function grantedAccess(
-  db: AccessReader,
+  deps: AppDeps,
   principal: Principal,
   target: { projectId: string; assessmentId?: string },
 ): Promise<Access | 'none'> {
   if (hasOrgWideWrite(principal)) return 'write';
-  const teamIds = await teamIdsOf(db, principal);
-  const grants = await db.accessGrant.findMany({
+  const teamIds = await teamIdsOf(deps, principal);
+  const grants = await scopedTo(deps.prisma, principal).accessGrant.findMany({
     where: {
       OR: [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])],
       AND: [
@@ -56,35 +53,63 @@ function enforce(have: Access | 'none', need: Access, what: string): void {
   if (RANK[have] < RANK[need]) throw forbidden(`Write access to the ${what.toLowerCase()} is required.`);
 }
 
-async function projectAccessIn(db: AccessReader, principal: Principal, projectId: string, need: Access): Promise<Project> {
-  const project = await db.project.findFirst({ where: { id: projectId } });
+export async function requireProjectAccess(deps: AppDeps, principal: Principal, projectId: string, need: Access): Promise<Project> {
+  const project = await scopedTo(deps.prisma, principal).project.findFirst({ where: { id: projectId } });
   if (!project) throw notFound('Project');
-  enforce(await grantedAccess(db, principal, { projectId }), need, 'Project');
+  enforce(await grantedAccess(deps, principal, { projectId }), need, 'Project');
   return project;
 }
 
-async function assessmentAccessIn(db: AccessReader, principal: Principal, assessmentId: string, need: Access): Promise<Assessment> {
-  const assessment = await db.assessment.findFirst({ where: { id: assessmentId } });
+export async function requireAssessmentAccess(
+  deps: AppDeps,
+  principal: Principal,
+  assessmentId: string,
+  need: Access,
+): Promise<Assessment> {
+  const assessment = await scopedTo(deps.prisma, principal).assessment.findFirst({ where: { id: assessmentId } });
   if (!assessment) throw notFound('Assessment');
-  enforce(await grantedAccess(db, principal, { projectId: assessment.projectId, assessmentId }), need, 'Assessment');
+  enforce(await grantedAccess(deps, principal, { projectId: assessment.projectId, assessmentId }), need, 'Assessment');
   return assessment;
 }
 
-export function requireProjectAccess(deps: AppDeps, principal: Principal, projectId: string, need: Access): Promise<Project> {
-  return projectAccessIn(scopedTo(deps.prisma, principal), principal, projectId, need);
-}
-
-export function requireAssessmentAccess(deps: AppDeps, principal: Principal, assessmentId: string, need: Access): Promise<Assessment> {
-  return assessmentAccessIn(scopedTo(deps.prisma, principal), principal, assessmentId, need);
+/**
+ * grantedAccess read inside the caller's transaction, with what the access rests on share-locked until it commits:
+ * the principal's team memberships in the organization and the grants that reach the target. Taking either away at
+ * the same time (deleting the grant, removing them from the team) waits for the transaction, or went first and is
+ * seen here.
+ */
+async function heldAccess(tx: Scoped<Tx>, principal: Principal, target: { projectId: string; assessmentId?: string }): Promise<Access | 'none'> {
+  if (hasOrgWideWrite(principal)) return 'write';
+  // Raw SQL is not scoped: the organization is named here.
+  const organizationId = organizationOf(tx);
+  const teams = await tx.$queryRaw<Array<{ team_id: string }>>`
+    SELECT tm.team_id FROM team_members tm JOIN teams t ON t.id = tm.team_id
+     WHERE tm.user_id = ${principal.userId} AND t.organization_id = ${organizationId}
+       FOR SHARE OF tm`;
+  const grants = await tx.$queryRaw<Array<{ access: Access }>>`
+    SELECT access::text AS access FROM access_grants
+     WHERE organization_id = ${organizationId}
+       AND (user_id = ${principal.userId} OR team_id = ANY(${teams.map((t) => t.team_id)}::text[]))
+       AND ((project_id = ${target.projectId} AND assessment_id IS NULL) OR assessment_id = ${target.assessmentId ?? null})
+       FOR SHARE`;
+  return grants.reduce<Access | 'none'>((best, g) => (RANK[g.access] > RANK[best] ? g.access : best), 'none');
 }
 
 /**
- * requireProjectAccess or requireAssessmentAccess read inside the caller's transaction (scoped to the principal's
- * organization), for a re-check under the locks it holds: no second connection, and what the transaction sees.
+ * requireProjectAccess or requireAssessmentAccess inside the caller's transaction (scoped to the principal's
+ * organization), for a change that hands something out on that access: read through the transaction, no second
+ * connection, and held until the change commits (heldAccess).
  */
 export async function requireAccessIn(tx: Scoped<Tx>, principal: Principal, target: { kind: 'project' | 'assessment'; id: string }, need: Access): Promise<void> {
-  if (target.kind === 'project') await projectAccessIn(tx, principal, target.id, need);
-  else await assessmentAccessIn(tx, principal, target.id, need);
+  if (target.kind === 'project') {
+    const project = await tx.project.findFirst({ where: { id: target.id } });
+    if (!project) throw notFound('Project');
+    enforce(await heldAccess(tx, principal, { projectId: project.id }), need, 'Project');
+  } else {
+    const assessment = await tx.assessment.findFirst({ where: { id: target.id } });
+    if (!assessment) throw notFound('Assessment');
+    enforce(await heldAccess(tx, principal, { projectId: assessment.projectId, assessmentId: assessment.id }), need, 'Assessment');
+  }
 }
 
 /** What the engine's hot path needs of an assessment it writes to. */
@@ -207,7 +232,7 @@ export async function requireAssessmentAccessWithSla<Extra = null>(
 /** Prisma filter for the projects a principal can read (for list endpoints), used through scopedTo(deps.prisma, principal). */
 export async function readableProjectsFilter(deps: AppDeps, principal: Principal): Promise<Prisma.ProjectWhereInput> {
   if (hasOrgWideWrite(principal)) return {};
-  const teamIds = await teamIdsOf(scopedTo(deps.prisma, principal), principal);
+  const teamIds = await teamIdsOf(deps, principal);
   const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
   return {
     grants: { some: { assessmentId: null, OR: subject } },
@@ -220,7 +245,7 @@ export async function readableProjectsFilter(deps: AppDeps, principal: Principal
  */
 export async function readableAssessmentsFilter(deps: AppDeps, principal: Principal): Promise<Prisma.AssessmentWhereInput> {
   if (hasOrgWideWrite(principal)) return {};
-  const teamIds = await teamIdsOf(scopedTo(deps.prisma, principal), principal);
+  const teamIds = await teamIdsOf(deps, principal);
   const subject = [{ userId: principal.userId }, ...(teamIds.length ? [{ teamId: { in: teamIds } }] : [])];
   return {
     OR: [

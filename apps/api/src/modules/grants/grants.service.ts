@@ -38,8 +38,8 @@ async function requireTarget(deps: AppDeps, principal: Principal, target: GrantT
 
 /**
  * The caller may still manage access to the target, as this transaction sees it (their membership locked by it,
- * own-role.ts): demoted, or their own grant or team taken away, while the request ran, they need the scope and, below
- * admin, write access to the target through the grants left.
+ * own-role.ts, and what their write access rests on, access.service.ts heldAccess): demoted, or their own grant or
+ * team taken away, while the request ran, they need the scope and, below admin, write access through what is left.
  */
 async function requireStillMayManage(tx: Scoped<Tx>, principal: Principal, committedRole: Role | undefined, target: GrantTarget): Promise<void> {
   const role = requireCommittedScope(committedRole, 'assessments:manage_access', 'Managing access');
@@ -96,7 +96,6 @@ export async function upsertGrant(
     const committedRole = subject.userId
       ? (await lockOwnRoleAndMember(tx, principal, subject.userId, 'SHARE')).own
       : await lockOwnRole(tx, principal);
-    await requireStillMayManage(tx, principal, committedRole, target);
     if (subject.userId) await holdMember(tx, subject.userId);
     else {
       await holdTeam(tx, subject.teamId!, 'KEY SHARE');
@@ -104,6 +103,8 @@ export async function upsertGrant(
         throw forbidden('You cannot grant access to a team you are in: ask someone else who may manage access.');
       }
     }
+    // After the team's lock: a team's deletion locks the team and then its members' rows, which this check holds.
+    await requireStillMayManage(tx, principal, committedRole, target);
     const existing = await tx.accessGrant.findFirst({ where });
     if (existing) {
       if (existing.access === input.access) return { created: false, grant: presentGrant(existing) };

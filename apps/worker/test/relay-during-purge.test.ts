@@ -85,7 +85,9 @@ it('enqueues a lost delivery while a purge of a large table holds the maintenanc
     await db.query('ROLLBACK').catch(() => undefined);
     await db.end();
   }
-});
+  // Seeding 90,000 rows and purging them takes seconds alone and more while the full suite loads both cores; the
+  // waits above allow up to a minute for the purge, so the test gets two (jest's default 30 s cut it short in CI).
+}, 120_000);
 
 async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

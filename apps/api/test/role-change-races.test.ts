@@ -348,3 +348,110 @@ it("a manager removed from the team their write access comes from while they gra
   expect(res.status).toBe(404);
   expect(await h.deps.prisma.accessGrant.count({ where: { projectId: project.id, userId: colleague.id } })).toBe(0);
 });
+
+/**
+ * Runs `send` while this test's transaction holds `user`'s membership, then changes it there (`to`: a role, or a
+ * transfer of ownership to `newOwner`) and commits: the request, authorized with the role before, meets the change
+ * as it re-checks the role (on code that does not re-check, it never waits, and untilBlockedBy says so).
+ */
+async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' | { newOwner: TestUser }, send: () => Promise<T>): Promise<T> {
+  return whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${orgId} AND user_id = ${user.id} FOR NO KEY UPDATE`,
+    send,
+    1,
+    async (tx) => {
+      if (to === 'member') {
+        await tx.membership.updateMany({ where: { organizationId: orgId, userId: user.id }, data: { role: 'member' } });
+      } else {
+        await tx.membership.updateMany({ where: { organizationId: orgId, userId: user.id }, data: { role: 'admin' } });
+        await tx.membership.updateMany({ where: { organizationId: orgId, userId: to.newOwner.id }, data: { role: 'owner' } });
+      }
+    },
+  );
+}
+
+describe("an organization's settings changed by an admin demoted to member meanwhile: refused (403), nothing changed", () => {
+  const settings: Array<{ what: string; detail: string; prepare: (admin: TestUser) => Promise<() => request.Test>; state: () => Promise<unknown> }> = [
+    {
+      what: 'a rename',
+      detail: 'Renaming the organization',
+      prepare: async (admin) => () => request(h.app).patch('/api/v1/organization').set(bearer(admin.token)).send({ name: `Renamed by ${admin.id}` }),
+      state: async () => (await h.deps.prisma.organization.findUniqueOrThrow({ where: { id: org.id } })).name,
+    },
+    {
+      what: 'the API-key policy',
+      detail: 'Changing the API-key policy',
+      prepare: async (admin) => () => request(h.app).put('/api/v1/organization/api-key-policy').set(bearer(admin.token)).send({ enabled: true, inactivity_days: 1 }),
+      state: async () => (await h.deps.prisma.organization.findUniqueOrThrow({ where: { id: org.id } })).keyPolicyEnabled,
+    },
+    {
+      what: 'the SLA policy',
+      detail: 'Changing the SLA policy',
+      prepare: async (admin) => () => request(h.app).put('/api/v1/governance/sla').set(bearer(admin.token))
+        .send({ critical: 1, high: 2, medium: 3, low: 4, info: null }),
+      state: () => request(h.app).get('/api/v1/governance/sla').set(bearer(org.owner.token)).then((r) => r.body),
+    },
+    {
+      what: 'a spend cap',
+      detail: 'Managing spend limits',
+      prepare: async (admin) => () => request(h.app).post('/api/v1/billing/limits').set(bearer(admin.token)).send({ kind: 'threshold', credits: '5' }),
+      state: () => h.deps.prisma.spendLimit.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'an erasure request filed',
+      detail: 'Filing erasure requests',
+      prepare: async (admin) => () => request(h.app).post('/api/v1/governance/erasure-requests').set(bearer(admin.token)).send({ user_id: org.member.id }),
+      state: () => h.deps.prisma.erasureRequest.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'an erasure request confirmed',
+      detail: 'Confirming erasure requests',
+      prepare: async (admin) => {
+        const person = await createUserInOrg(h, org.id, 'member', 'to-be-erased');
+        const filed = await request(h.app).post('/api/v1/governance/erasure-requests').set(bearer(org.owner.token)).send({ user_id: person.id });
+        expect(filed.status).toBe(202);
+        await h.deps.prisma.erasureRequest.update({ where: { id: filed.body.id }, data: { status: 'awaiting_confirmation' } });
+        return () => request(h.app).post(`/api/v1/governance/erasure-requests/${filed.body.id}/confirm`).set(bearer(admin.token));
+      },
+      state: () => h.deps.prisma.erasureRequest.groupBy({ by: ['status'], where: { organizationId: org.id }, _count: true }),
+    },
+  ];
+
+  it.each(settings)('$what', async ({ detail, prepare, state }) => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'settings-admin');
+    const send = await prepare(admin);
+    const before = await state();
+    const res = await changedWhileHeld(org.id, admin, 'member', () => send().then((r) => r));
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now member).` });
+    expect(await state()).toEqual(before);
+  });
+});
+
+it('an organization deleted by an owner who transferred ownership meanwhile: refused (403), the organization and its history stay', async () => {
+  const doomed = await createOrg(h);
+  const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: doomed.id, type: 'project.created', data: {} } });
+  const res = await changedWhileHeld(doomed.id, doomed.owner, { newOwner: doomed.admin }, () =>
+    request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Deleting the organization needs a role you no longer hold (yours is now admin).' });
+  expect(await h.deps.prisma.organization.count({ where: { id: doomed.id } })).toBe(1);
+  expect(await h.deps.prisma.event.count({ where: { id: event.id } })).toBe(1);
+});
+
+it("a lowering that the role as committed makes a raise (lowered further meanwhile, no password asked): 409, the role as committed stays", async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'lowering-admin');
+  const colleague = await createUserInOrg(h, org.id, 'admin', 'lowered-twice');
+  // The admin lowers the colleague from admin to manager (no password: a lowering) while the colleague's role is
+  // lowered to member here: manager is then a raise, which asks for the password.
+  const res = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${admin.id} FOR SHARE`,
+    () => request(h.app).patch(`/api/v1/members/${colleague.id}`).set(bearer(admin.token)).send({ role: 'manager' }).then((r) => r),
+    1,
+    (tx) => tx.membership.updateMany({ where: { organizationId: org.id, userId: colleague.id }, data: { role: 'member' } }),
+  );
+  expect(res.status).toBe(409);
+  expect(res.body.detail).toBe("The member's role changed meanwhile (it is now member): making them manager raises it, which needs your password; send the change again.");
+  expect(await roleOf(colleague.id)).toBe('member');
+});

@@ -399,7 +399,7 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED); an owner who transferred ownership while it ran: 403, nothing deleted
          * @description Requires the `org:delete` scope.
          */
         delete: operations["deleteOrganization"];
@@ -534,7 +534,7 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted while it runs: 403
+         * Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted while it runs: 403; a lowering that the role as committed makes a raise (lowered further meanwhile): 409, send it again
          * @description Requires the `members:change_role` scope.
          */
         patch: operations["patchMembersUser_id"];

@@ -25,6 +25,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
+import { requireStillHolds } from '../access/own-role';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 export function presentErasure(r: ErasureRequest) {
@@ -166,6 +167,7 @@ export async function fileErasure(deps: AppDeps, principal: Principal, input: { 
   const id = newId('era', now.getTime());
   const pseudonym = pseudonymFor(id);
   const request = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'governance:erase', 'Filing erasure requests');
     // Serializes filings for one person so two concurrent requests cannot both pass the check below.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`erasure:${principal.organizationId}:${subject.userId ?? emailKey}`}))`;
     const existing = await tx.erasureRequest.findFirst({
@@ -222,6 +224,8 @@ export async function listErasures(deps: AppDeps, principal: Principal, query: P
 
 type Step = {
   allowed: (status: string) => boolean;
+  /** What the step is, for the 403 when the caller's role as committed no longer carries governance:erase. */
+  doing: string;
   refusal: string;
   action: 'erasure.cancelled' | 'erasure.retried' | 'erasure.confirmed';
   data: (request: ErasureRequest, now: Date, principal: Principal) => Prisma.ErasureRequestUpdateManyMutationInput;
@@ -233,6 +237,7 @@ async function transition(deps: AppDeps, principal: Principal, id: string, meta:
   if (!step.allowed(request.status)) throw conflict(`${step.refusal} (it is ${request.status}).`);
   const now = deps.clock.now();
   return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'governance:erase', step.doing);
     // Conditional on the status read above: a request the worker moved meanwhile is refused.
     const { count } = await tx.erasureRequest.updateMany({ where: { id, status: request.status }, data: step.data(request, now, principal) });
     if (count !== 1) throw conflict(`${step.refusal} (its status changed meanwhile).`);
@@ -250,6 +255,7 @@ export function confirmErasure(deps: AppDeps, principal: Principal, id: string, 
   if (principal.role !== 'owner' && principal.role !== 'admin') throw forbidden('Only an owner or admin can confirm an erasure.');
   return transition(deps, principal, id, meta, {
     allowed: canConfirmErasure,
+    doing: 'Confirming erasure requests',
     refusal: 'Only an erasure request awaiting confirmation can be confirmed',
     action: 'erasure.confirmed',
     data: (_r, now, p) => ({ status: 'erasing', confirmedAt: now, confirmedById: p.userId }),
@@ -259,6 +265,7 @@ export function confirmErasure(deps: AppDeps, principal: Principal, id: string, 
 export function cancelErasure(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta) {
   return transition(deps, principal, id, meta, {
     allowed: canCancelErasure,
+    doing: 'Cancelling erasure requests',
     refusal: 'Only an erasure request not yet confirmed can be cancelled',
     action: 'erasure.cancelled',
     // Nothing was changed; the sealed name and e-mail go, and so do the preview's excerpts.
@@ -274,6 +281,7 @@ export function cancelErasure(deps: AppDeps, principal: Principal, id: string, m
 export function retryErasure(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta) {
   return transition(deps, principal, id, meta, {
     allowed: canRetryErasure,
+    doing: 'Retrying erasure requests',
     refusal: 'Only a failed erasure request can be retried',
     action: 'erasure.retried',
     data: (r) => ({ status: retriedErasureStatus(r.confirmedAt !== null), error: null }),

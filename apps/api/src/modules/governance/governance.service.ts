@@ -5,6 +5,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { notFound } from '../../http/errors';
 import { SLA_SEVERITIES, slaPolicyFromColumns, slaPolicyToColumns, type SlaPolicy } from '@svc/domain';
+import { requireStillHolds } from '../access/own-role';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { lockOrganization } from '../organizations/organization-lock';
 
@@ -27,6 +28,7 @@ const samePolicy = (a: SlaPolicy, b: SlaPolicy) => SLA_SEVERITIES.every((s) => a
 export async function putSlaPolicy(deps: AppDeps, principal: Principal, policy: SlaPolicy, meta: RequestMeta): Promise<SlaPolicy> {
   const now = deps.clock.now();
   return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'governance:manage', 'Changing the SLA policy');
     await lockOrganization(tx, principal.organizationId);
     const where = { id: principal.organizationId };
     const before = slaPolicyFromColumns(await tx.organization.findUniqueOrThrow({ where, select: SLA_SELECT }));

@@ -6,6 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { notFound, unprocessable } from '../../http/errors';
+import { requireStillHolds } from '../access/own-role';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -75,6 +76,7 @@ export async function getKeyPolicy(deps: AppDeps, principal: Principal) {
 export async function updateKeyPolicy(deps: AppDeps, principal: Principal, input: KeyPolicyInput, meta: RequestMeta) {
   const now = deps.clock.now();
   const result = await deps.prisma.$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'org:update', 'Changing the API-key policy');
     const current = await tx.organization.findUnique({ where: { id: principal.organizationId }, select: policyColumns });
     if (!current) throw notFound('Organization');
     const before = keyPolicyOf(current);

@@ -23,7 +23,7 @@ export function memberRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[]
       path: '/members/:user_id',
       scope: 'members:change_role',
       summary:
-        "Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted while it runs: 403",
+        "Change a member's role (never above your own; the owner role moves by transfer-ownership). Raising it from a session signed in more than 10 minutes ago needs current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted while it runs: 403; a lowering that the role as committed makes a raise (lowered further meanwhile): 409, send it again",
       schemas: { body: changeRoleBody },
       response: memberResponse,
       sudoMode: true,

@@ -6,7 +6,7 @@ import { lockUserForMembershipChange, organizationOf, scopedTo, type Membership,
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
-import { badRequest, forbidden, notFound } from '../../http/errors';
+import { badRequest, conflict, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
@@ -123,7 +123,8 @@ export async function changeRole(
   }
   // Raising a role is sudo mode (an accomplice's account gains what a stolen session has); lowering one never waits
   // for a password: it is how access is taken away in a hurry.
-  if (roleRank(input.role) > roleRank(target.role)) {
+  const raising = roleRank(input.role) > roleRank(target.role);
+  if (raising) {
     await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'role_raise', meta);
   }
   const now = deps.clock.now();
@@ -133,6 +134,11 @@ export async function changeRole(
     const previousRole = await requireStillMayChange(tx, principal, userId, { scope: 'members:change_role', role: input.role });
     if (previousRole === 'owner') {
       throw badRequest('The organization must keep its owner: transfer ownership before changing the owner\'s role.');
+    }
+    // A lowering as read that raises the role as committed (lowered meanwhile by someone else) was not asked for
+    // the password; it is sent again, and then it is.
+    if (!raising && roleRank(input.role) > roleRank(previousRole)) {
+      throw conflict(`The member's role changed meanwhile (it is now ${previousRole}): making them ${input.role} raises it, which needs your password; send the change again.`);
     }
     // The row locked above (by user: a membership removed and made again meanwhile has a new id, and is the one changed).
     const { count } = await tx.membership.updateMany({ where: { userId }, data: { role: input.role } });

@@ -36,7 +36,7 @@ export function organizationRoutes(deps: AppDeps, limiters: RateLimiters): Route
       path: '/organization',
       scope: 'org:delete',
       summary:
-        'Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
+        'Permanently delete the organization and everything in it; body {confirm: <organization name>}. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED); an owner who transferred ownership while it ran: 403, nothing deleted',
       schemas: { body: deleteOrganizationBody },
       sudoMode: true,
       handler: (req) => deleteOrganization(deps, limiters, principalOf(req), req.body, requestMeta(req)),

@@ -1,6 +1,6 @@
 // The caller's organization: profile, rename, deletion (history in batches, then by cascade) and ownership transfer. The organization row
 // itself is found by its id, the principal's organization; its memberships go through the scoped client.
-import { scopedTo, type Organization } from '@svc/db';
+import { scopedTo, type Organization, type Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -11,7 +11,7 @@ import { confirmSensitiveChange } from '../auth/reauthentication';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import { eraseOrganizationHistory } from '../history-deletion/history-deletion.service';
 import { lockOrganization } from './organization-lock';
-import { lockOwnRoleAndMember } from '../access/own-role';
+import { lockOwnRoleAndMember, requireStillHolds } from '../access/own-role';
 
 export function presentOrganization(org: Organization) {
   return {
@@ -36,6 +36,7 @@ export async function getOrganization(deps: AppDeps, principal: Principal) {
 export async function updateOrganization(deps: AppDeps, principal: Principal, input: { name: string }, meta: RequestMeta) {
   const now = deps.clock.now();
   const org = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'org:update', 'Renaming the organization');
     await lockOrganization(tx, principal.organizationId);
     const current = await tx.organization.findUniqueOrThrow({ where: { id: principal.organizationId } });
     if (current.name === input.name) return current;
@@ -48,6 +49,17 @@ export async function updateOrganization(deps: AppDeps, principal: Principal, in
     return renamed;
   });
   return presentOrganization(org);
+}
+
+/**
+ * The caller's role as committed still carries org:delete (their membership share-locked until the commit) and the
+ * organization still has the name they confirmed: else a 403 or a 409.
+ */
+async function requireStillDeletable(tx: Tx, principal: Principal, confirmedName: string): Promise<void> {
+  await requireStillHolds(tx, principal, 'org:delete', 'Deleting the organization');
+  const [current] = await tx.$queryRaw<Array<{ name: string }>>`
+    SELECT name FROM organizations WHERE id = ${principal.organizationId} FOR NO KEY UPDATE`;
+  if (current?.name !== confirmedName) throw conflict('The organization changed while it was being deleted; re-fetch and retry.');
 }
 
 /**
@@ -66,10 +78,15 @@ export async function deleteOrganization(
     throw badRequest('To delete the organization, send its exact name in the `confirm` field.');
   }
   await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'organization_delete', meta);
+  const db = scopedTo(deps.prisma, principal);
+  // Checked again before any history goes (the password check takes a while: ownership may have been transferred
+  // or the organization renamed meanwhile), and once more as the row goes, in the transaction that deletes it.
+  await db.$transaction((tx) => requireStillDeletable(tx, principal, input.confirm));
   await eraseOrganizationHistory(deps.prisma, org.id);
-  // deleteMany with the name in the filter: a concurrent rename between the check and the delete deletes nothing.
-  const { count } = await deps.prisma.organization.deleteMany({ where: { id: org.id, name: input.confirm } });
-  if (count === 0) throw conflict('The organization changed while it was being deleted; re-fetch and retry.');
+  await db.$transaction(async (tx) => {
+    await requireStillDeletable(tx, principal, input.confirm);
+    await tx.organization.delete({ where: { id: org.id } });
+  });
   await invalidateCachedPrincipals(deps, { organizationIds: [org.id] });
   await deleteStoredObjectsAfterDeletion(deps, { organizationId: org.id });
 }

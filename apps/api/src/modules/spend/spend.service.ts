@@ -17,7 +17,18 @@ import type { Principal } from '../../auth/principal';
 import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
+import { requireStillHolds } from '../access/own-role';
 import { formatCredits, lockOrganizationSpend, spentIn, ZERO, type Decimal } from './spend-ledger';
+
+/**
+ * The organization's spend locked for a change by `principal`, whose role as committed must still carry billing:manage
+ * (own-role.ts). Their membership is locked first: a role change holds it before it writes the organization's rows,
+ * so taking the organization's row first (FOR UPDATE) would deadlock with it.
+ */
+async function lockSpendForChange(tx: Scoped<Tx>, principal: Principal, action: string): Promise<void> {
+  await requireStillHolds(tx, principal, 'billing:manage', action);
+  await lockOrganizationSpend(tx);
+}
 
 export const LIMIT_KINDS = ['threshold', 'cap'] as const;
 export type LimitKind = (typeof LIMIT_KINDS)[number];
@@ -106,7 +117,7 @@ export async function recordUsage(
     outboxDeps(deps, deps.deliveryQueue),
     async (raw, publish) => {
       const tx = scopedTo(raw, principal);
-      await lockOrganizationSpend(tx);
+      await lockSpendForChange(tx, principal, 'Recording usage');
       const created = await tx.usageRecord.create({
         data: {
           id: newId('use', now.getTime()),
@@ -226,7 +237,7 @@ export async function createLimit(
     outboxDeps(deps, deps.deliveryQueue),
     async (raw, publish) => {
       const tx = scopedTo(raw, principal);
-      await lockOrganizationSpend(tx);
+      await lockSpendForChange(tx, principal, 'Managing spend limits');
       if (kind === 'cap') {
         const existing = await tx.spendLimit.findFirst({
           where: { kind: 'cap', projectId },
@@ -254,7 +265,7 @@ export async function updateLimit(deps: AppDeps, principal: Principal, id: strin
     outboxDeps(deps, deps.deliveryQueue),
     async (raw, publish) => {
       const tx = scopedTo(raw, principal);
-      await lockOrganizationSpend(tx);
+      await lockSpendForChange(tx, principal, 'Managing spend limits');
       const current = await tx.spendLimit.findFirst({ where: { id } });
       if (!current) throw notFound('Spend limit');
       const spent = await spentIn(tx, current.projectId);
@@ -271,6 +282,9 @@ export async function updateLimit(deps: AppDeps, principal: Principal, id: strin
 }
 
 export async function deleteLimit(deps: AppDeps, principal: Principal, id: string): Promise<void> {
-  const deleted = await scopedTo(deps.prisma, principal).spendLimit.deleteMany({ where: { id } });
-  if (deleted.count === 0) throw notFound('Spend limit');
+  await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'billing:manage', 'Managing spend limits');
+    const deleted = await tx.spendLimit.deleteMany({ where: { id } });
+    if (deleted.count === 0) throw notFound('Spend limit');
+  });
 }

@@ -111,4 +111,31 @@ it('shows 100 rows, then the rest on "Show more"; the API-keys page knows whose 
     await until(() => ownerKey.textContent(), (text) => !!text?.includes(org.owner.email));
     expect(await ownerKey.getByRole('button').count()).toBe(0);
   });
+
+  await step('erasure', async () => {
+    // 105 requests cancelled long ago, and one still previewing (no worker here): the page follows it every 2 s.
+    const erasure = (i: number, status: string, createdAt: Date) => ({
+      id: newId('era', createdAt.getTime()),
+      organizationId: org.id,
+      subjectEmailKey: `key-${i}-${uniqueSuffix()}`,
+      status,
+      pseudonymName: `Erased person ${i}`,
+      pseudonymEmail: `erased-${i}@erased.invalid`,
+      requestedById: org.owner.id,
+      createdAt,
+    });
+    const long = Date.now() - 86_400_000;
+    await h.deps.prisma.erasureRequest.createMany({ data: Array.from({ length: 105 }, (_, i) => erasure(i, 'cancelled', new Date(long + i * 1000))) });
+    await h.deps.prisma.erasureRequest.create({ data: erasure(105, 'previewing', new Date()) });
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Erasure' }).click();
+    await page.getByRole('heading', { name: 'Erasure requests' }).waitFor();
+    const requests = page.locator('tbody[data-testid^="erasure-"]');
+    await until(() => requests.count(), (n) => n === 100);
+    await page.getByRole('button', { name: 'Show more erasure requests' }).click();
+    await until(() => requests.count(), (n) => n === 106);
+    // The 2 s follow of the previewing request reloads the list as far as it was shown.
+    await page.waitForTimeout(2500);
+    expect(await requests.count()).toBe(106);
+    expect(await page.getByRole('button', { name: 'Show more erasure requests' }).count()).toBe(0);
+  });
 });

@@ -6,7 +6,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { client, unwrap } from '../api/client';
 import type { operations } from '../api/schema';
 import { useSession } from '../lib/session';
-import { ErrorBox, Field, useAction, useLoad, When } from '../lib/ui';
+import { ErrorBox, Field, ShowMore, useAction, usePagedLoad, When } from '../lib/ui';
 
 type Json<T> = T extends { content: { 'application/json': infer J } } ? J : never;
 type Candidate = NonNullable<Json<operations['getGovernanceErasureCandidates']['responses'][200]>['data']>[number];
@@ -127,7 +127,8 @@ function PreviewDetails({ request, canErase, onDone }: { request: ErasureRequest
 
 export function ErasurePage() {
   const { can } = useSession();
-  const requests = useLoad(() => unwrap(client.GET('/api/v1/governance/erasure-requests', { params: { query: { limit: 100 } } })));
+  // The first 100 requests, then Show more; a reload (the 2 s follow below, an action) reads as many pages as shown.
+  const requests = usePagedLoad((cursor) => unwrap(client.GET('/api/v1/governance/erasure-requests', { params: { query: { limit: 100, cursor } } })));
   const action = useAction();
   const working = requests.data?.data?.some((r) => r.status === 'previewing' || r.status === 'erasing') ?? false;
   useEffect(() => {
@@ -197,6 +198,7 @@ export function ErasurePage() {
           </tbody>
         ))}
       </table>
+      <ShowMore list={requests} what="erasure requests" />
     </main>
   );
 }

@@ -455,3 +455,27 @@ it("a lowering that the role as committed makes a raise (lowered further meanwhi
   expect(res.body.detail).toBe("The member's role changed meanwhile (it is now member): making them manager raises it, which needs your password; send the change again.");
   expect(await roleOf(colleague.id)).toBe('member');
 });
+
+describe('a deletion by an admin demoted to member meanwhile: refused (403), nothing deleted', () => {
+  it('a project (checked before its history is erased)', async () => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'project-deleting-admin');
+    const project = await insertProject(h, org.id);
+    const res = await changedWhileHeld(org.id, admin, 'member', () =>
+      request(h.app).delete(`/api/v1/projects/${project.id}`).set(bearer(admin.token)).then((r) => r),
+    );
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'Deleting projects needs a role you no longer hold (yours is now member).' });
+    expect(await h.deps.prisma.project.count({ where: { id: project.id } })).toBe(1);
+  });
+
+  it('an assessment', async () => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'assessment-deleting-admin');
+    const assessment = await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed');
+    const res = await changedWhileHeld(org.id, admin, 'member', () =>
+      request(h.app).delete(`/api/v1/assessments/${assessment.id}`).set(bearer(admin.token)).then((r) => r),
+    );
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'Deleting assessments needs a role you no longer hold (yours is now member).' });
+    expect(await h.deps.prisma.assessment.count({ where: { id: assessment.id } })).toBe(1);
+  });
+});

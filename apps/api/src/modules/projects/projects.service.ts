@@ -13,6 +13,7 @@ import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '.
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { Acting } from '../audit/audit.context';
+import { requireStillHolds } from '../access/own-role';
 import { DELETION_TRANSACTION, deleteWithSubscriptions, requireMayDeleteSubscriptionsOf } from '../webhooks/subscriptions.service';
 
 /** Every project answer carries its source (null when none is attached). */
@@ -111,21 +112,26 @@ async function requireMayDeleteAssessmentsOf(db: Pick<Tx, 'assessment'>, princip
  * as deleted; with any of those, the caller needs assessments:delete and webhooks:delete too); its subscriptions' deliveries go first, in bounded batches (history-deletion.service.ts), and its
  * stored source objects after the rows.
  */
+const DELETING_PROJECTS = 'Deleting projects';
+
 export async function deleteProject(deps: AppDeps, by: Acting, id: string): Promise<void> {
   const { principal } = by;
   await requireProjectAccess(deps, principal, id, 'write');
   const db = scopedTo(deps.prisma, principal);
   // Before its history goes; and again under the project's row lock, which an assessment created meanwhile waits for.
+  // The caller's role as committed too (own-role.ts), both times: erasing a large history takes a while.
+  await db.$transaction((tx) => requireStillHolds(tx, principal, 'projects:delete', DELETING_PROJECTS));
   await requireMayDeleteAssessmentsOf(db, principal, id);
   await requireMayDeleteSubscriptionsOf(db, principal, { projectId: id });
   await eraseProjectHistory(deps.prisma, principal.organizationId, id, { liveToo: hasScope(principal.scopes, 'webhooks:delete') });
-  const deleted = await db.$transaction(
-    (tx) =>
-      deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => {
-        await requireMayDeleteAssessmentsOf(tx, principal, id);
-        return (await tx.project.deleteMany({ where: { id } })).count === 1;
-      }),
-    DELETION_TRANSACTION,
-  );
+  const deleted = await db.$transaction(async (tx) => {
+    // The membership before the project's row and its subscriptions: a role change holds it, then disables the
+    // routes its member configured (their subscriptions' rows).
+    await requireStillHolds(tx, principal, 'projects:delete', DELETING_PROJECTS);
+    return deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => {
+      await requireMayDeleteAssessmentsOf(tx, principal, id);
+      return (await tx.project.deleteMany({ where: { id } })).count === 1;
+    });
+  }, DELETION_TRANSACTION);
   if (deleted) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
 }

@@ -371,6 +371,16 @@ async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' |
 }
 
 describe("an organization's settings changed by an admin demoted to member meanwhile: refused (403), nothing changed", () => {
+  /** The owner files an erasure of a new member, the request is put in `status`, and `admin` will `step` it. */
+  async function stepOnFiledErasure(admin: TestUser, step: 'cancel' | 'confirm', status: string): Promise<() => request.Test> {
+    const person = await createUserInOrg(h, org.id, 'member', 'erasure-subject');
+    const filed = await request(h.app).post('/api/v1/governance/erasure-requests').set(bearer(org.owner.token)).send({ user_id: person.id });
+    expect(filed.status).toBe(202);
+    await h.deps.prisma.erasureRequest.update({ where: { id: filed.body.id }, data: { status } });
+    return () => request(h.app).post(`/api/v1/governance/erasure-requests/${filed.body.id}/${step}`).set(bearer(admin.token));
+  }
+  const erasureStatuses = () => h.deps.prisma.erasureRequest.groupBy({ by: ['status'], where: { organizationId: org.id }, _count: true });
+
   const settings: Array<{ what: string; detail: string; prepare: (admin: TestUser) => Promise<() => request.Test>; state: () => Promise<unknown> }> = [
     {
       what: 'a rename',
@@ -392,10 +402,32 @@ describe("an organization's settings changed by an admin demoted to member meanw
       state: () => request(h.app).get('/api/v1/governance/sla').set(bearer(org.owner.token)).then((r) => r.body),
     },
     {
-      what: 'a spend cap',
+      what: 'a spend threshold',
       detail: 'Managing spend limits',
       prepare: async (admin) => () => request(h.app).post('/api/v1/billing/limits').set(bearer(admin.token)).send({ kind: 'threshold', credits: '5' }),
       state: () => h.deps.prisma.spendLimit.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'a spend limit deleted',
+      detail: 'Managing spend limits',
+      prepare: async (admin) => {
+        const limit = await request(h.app).post('/api/v1/billing/limits').set(bearer(org.owner.token)).send({ kind: 'threshold', credits: '7' });
+        expect(limit.status).toBe(201);
+        return () => request(h.app).delete(`/api/v1/billing/limits/${limit.body.id}`).set(bearer(admin.token));
+      },
+      state: () => h.deps.prisma.spendLimit.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'usage recorded',
+      detail: 'Recording usage',
+      prepare: async (admin) => () => request(h.app).post('/api/v1/usage').set(bearer(admin.token)).send({ credits: '1.50' }),
+      state: () => h.deps.prisma.usageRecord.count({ where: { organizationId: org.id } }),
+    },
+    {
+      what: 'an erasure request cancelled',
+      detail: 'Cancelling erasure requests',
+      prepare: async (admin) => stepOnFiledErasure(admin, 'cancel', 'previewing'),
+      state: erasureStatuses,
     },
     {
       what: 'an erasure request filed',
@@ -406,14 +438,8 @@ describe("an organization's settings changed by an admin demoted to member meanw
     {
       what: 'an erasure request confirmed',
       detail: 'Confirming erasure requests',
-      prepare: async (admin) => {
-        const person = await createUserInOrg(h, org.id, 'member', 'to-be-erased');
-        const filed = await request(h.app).post('/api/v1/governance/erasure-requests').set(bearer(org.owner.token)).send({ user_id: person.id });
-        expect(filed.status).toBe(202);
-        await h.deps.prisma.erasureRequest.update({ where: { id: filed.body.id }, data: { status: 'awaiting_confirmation' } });
-        return () => request(h.app).post(`/api/v1/governance/erasure-requests/${filed.body.id}/confirm`).set(bearer(admin.token));
-      },
-      state: () => h.deps.prisma.erasureRequest.groupBy({ by: ['status'], where: { organizationId: org.id }, _count: true }),
+      prepare: async (admin) => stepOnFiledErasure(admin, 'confirm', 'awaiting_confirmation'),
+      state: erasureStatuses,
     },
   ];
 
@@ -445,8 +471,10 @@ it("a lowering that the role as committed makes a raise (lowered further meanwhi
   const colleague = await createUserInOrg(h, org.id, 'admin', 'lowered-twice');
   // The admin lowers the colleague from admin to manager (no password: a lowering) while the colleague's role is
   // lowered to member here: manager is then a raise, which asks for the password.
+  // The first of the two memberships the change locks (in user-id order) is held here: it waits before it holds either.
   const res = await whileRowsHeld(
-    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${admin.id} FOR SHARE`,
+    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id IN (${admin.id}, ${colleague.id})
+      ORDER BY user_id LIMIT 1 FOR SHARE`,
     () => request(h.app).patch(`/api/v1/members/${colleague.id}`).set(bearer(admin.token)).send({ role: 'manager' }).then((r) => r),
     1,
     (tx) => tx.membership.updateMany({ where: { organizationId: org.id, userId: colleague.id }, data: { role: 'member' } }),
@@ -478,4 +506,78 @@ describe('a deletion by an admin demoted to member meanwhile: refused (403), not
     expect(res.body).toEqual({ detail: 'Deleting assessments needs a role you no longer hold (yours is now member).' });
     expect(await h.deps.prisma.assessment.count({ where: { id: assessment.id } })).toBe(1);
   });
+});
+
+it("an organization's owner who transfers ownership while its history is being erased: refused (403) as the row goes, the organization stays", async () => {
+  const doomed = await createOrg(h);
+  const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: doomed.id, type: 'project.created', data: {} } });
+  // The erasure of its events waits for the one held here, while ownership moves to the admin.
+  const res = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM events WHERE id = ${event.id} FOR UPDATE`,
+    () => request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
+    1,
+    async (tx) => {
+      await tx.membership.updateMany({ where: { organizationId: doomed.id, userId: doomed.owner.id }, data: { role: 'admin' } });
+      await tx.membership.updateMany({ where: { organizationId: doomed.id, userId: doomed.admin.id }, data: { role: 'owner' } });
+    },
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Deleting the organization needs a role you no longer hold (yours is now admin).' });
+  expect(await h.deps.prisma.organization.count({ where: { id: doomed.id } })).toBe(1);
+});
+
+it('an organization deleted while a row of it is held for longer than 5 s: the deletion waits for it (204), no transaction timeout', async () => {
+  const doomed = await createOrg(h);
+  const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: doomed.id, name: 'Held' } });
+  const res = await whileRowsHeld(
+    (tx) => tx.$queryRaw`SELECT id FROM teams WHERE id = ${team.id} FOR SHARE`,
+    () => request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
+    1,
+    () => new Promise((r) => setTimeout(r, 6000)),
+  );
+  expect(res.status).toBe(204);
+  expect(await h.deps.prisma.organization.count({ where: { id: doomed.id } })).toBe(0);
+}, 30_000);
+
+describe("an organization deleted while one of its admins writes to it: the deletion goes first (204), the write is refused, never a deadlock's 500", () => {
+  const writes: Array<{ what: string; send: (doomed: TestOrg) => request.Test }> = [
+    { what: 'a rename', send: (doomed) => request(h.app).patch('/api/v1/organization').set(bearer(doomed.admin.token)).send({ name: 'Renamed meanwhile' }) },
+    { what: 'usage recorded', send: (doomed) => request(h.app).post('/api/v1/usage').set(bearer(doomed.admin.token)).send({ credits: '1.00' }) },
+  ];
+
+  it.each(writes)('$what', async ({ send }) => {
+    const doomed = await createOrg(h);
+    let write!: Promise<request.Response>;
+    // The organization's row share-locked here (as an insert's foreign key holds it): the deletion, its memberships
+    // locked, waits at its DELETE; the write comes meanwhile and queues behind it. (The harness's pool has four
+    // connections: this one, the deletion's, the write's and the test's own queries.)
+    const res = await whileRowsHeld(
+      (tx) => tx.$queryRaw`SELECT id FROM organizations WHERE id = ${doomed.id} FOR KEY SHARE`,
+      () => request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
+      1,
+      async (_tx, holder) => {
+        write = send(doomed).then((r) => r);
+        await untilBlockedBy(holder, 2);
+      },
+    );
+    expect(res.status).toBe(204);
+    expect([401, 403, 404]).toContain((await write).status);
+    expect(await h.deps.prisma.organization.count({ where: { id: doomed.id } })).toBe(0);
+  });
+});
+
+it('a signing secret rotated by an admin demoted to member meanwhile (the password check held): refused (403), the secret unchanged', async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'rotating-admin');
+  const created = await request(h.app).post('/api/v1/webhooks/subscriptions').set(bearer(org.owner.token))
+    .send({ name: 'rotated', url: 'https://203.0.114.10/hooks', events: ['finding.created'] });
+  expect(created.status).toBe(201);
+  const before = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: created.body.id } });
+  const res = await demoteWhileHeld(admin, () =>
+    request(h.app).post(`/api/v1/webhooks/subscriptions/${created.body.id}/rotate-secret`).set(bearer(admin.token)).send({ current_password: TEST_PASSWORD }),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Routing events requires the admin or owner role, which you no longer hold.' });
+  expect(res.body.secret).toBeUndefined();
+  const after = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: created.body.id } });
+  expect(after.secretEnc).toBe(before.secretEnc);
 });

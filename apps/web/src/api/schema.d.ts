@@ -1150,7 +1150,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted below admin while it runs: 403, no new secret
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postWebhooksSubscriptionsIdRotateSecret"];
@@ -1382,7 +1382,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted below admin while it runs: 403, no new secret
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postProjectsProjectIdWebhooksSubscriptionsIdRotateSecret"];
@@ -1614,7 +1614,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)
+         * Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted below admin while it runs: 403, no new secret
          * @description Requires the `webhooks:update` scope.
          */
         post: operations["postAssessmentsAssessmentIdWebhooksSubscriptionsIdRotateSecret"];

@@ -1,5 +1,11 @@
 // The caller's role as committed now, inside the transaction of a change that depends on it. A request is authorized
 // with the role read when it started; a demotion or a removal committed since then would otherwise not stop it.
+//
+// Lock order, so that these re-checks cannot deadlock with one another or with a role change (which holds the
+// memberships, then disables its member's routes and writes its audit entry, a foreign key to the organization's
+// row): the organization's row first, FOR NO KEY UPDATE and never FOR UPDATE (organization-lock.ts; it does not hold
+// up the organization's inserts); then memberships, several of them in user-id order; then the rows the change
+// writes (a subscription, a project, an assessment).
 import { Prisma, type Tx } from '@svc/db';
 import { roleBundle, type Role, type Scope } from '@svc/scopes';
 import { forbidden } from '../../http/errors';

@@ -28,8 +28,8 @@ const samePolicy = (a: SlaPolicy, b: SlaPolicy) => SLA_SEVERITIES.every((s) => a
 export async function putSlaPolicy(deps: AppDeps, principal: Principal, policy: SlaPolicy, meta: RequestMeta): Promise<SlaPolicy> {
   const now = deps.clock.now();
   return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillHolds(tx, principal, 'governance:manage', 'Changing the SLA policy');
     await lockOrganization(tx, principal.organizationId);
+    await requireStillHolds(tx, principal, 'governance:manage', 'Changing the SLA policy');
     const where = { id: principal.organizationId };
     const before = slaPolicyFromColumns(await tx.organization.findUniqueOrThrow({ where, select: SLA_SELECT }));
     if (samePolicy(before, policy)) return before;

@@ -7,6 +7,7 @@ import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { notFound, unprocessable } from '../../http/errors';
 import { requireStillHolds } from '../access/own-role';
+import { lockOrganization } from '../organizations/organization-lock';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -76,6 +77,8 @@ export async function getKeyPolicy(deps: AppDeps, principal: Principal) {
 export async function updateKeyPolicy(deps: AppDeps, principal: Principal, input: KeyPolicyInput, meta: RequestMeta) {
   const now = deps.clock.now();
   const result = await deps.prisma.$transaction(async (tx) => {
+    // The row locked before it is read: two changes at once each keep the other's fields, and audit what they replaced.
+    await lockOrganization(tx, principal.organizationId);
     await requireStillHolds(tx, principal, 'org:update', 'Changing the API-key policy');
     const current = await tx.organization.findUnique({ where: { id: principal.organizationId }, select: policyColumns });
     if (!current) throw notFound('Organization');

@@ -1,6 +1,7 @@
 // The caller's organization: profile, rename, deletion (history in batches, then by cascade) and ownership transfer. The organization row
 // itself is found by its id, the principal's organization; its memberships go through the scoped client.
 import { scopedTo, type Organization, type Tx } from '@svc/db';
+import type { Role } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -11,7 +12,8 @@ import { confirmSensitiveChange } from '../auth/reauthentication';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import { eraseOrganizationHistory } from '../history-deletion/history-deletion.service';
 import { lockOrganization } from './organization-lock';
-import { lockOwnRoleAndMember, requireStillHolds } from '../access/own-role';
+import { lockOwnRoleAndMember, requireCommittedScope, requireStillHolds } from '../access/own-role';
+import { DELETION_TRANSACTION } from '../webhooks/subscriptions.service';
 
 export function presentOrganization(org: Organization) {
   return {
@@ -36,8 +38,8 @@ export async function getOrganization(deps: AppDeps, principal: Principal) {
 export async function updateOrganization(deps: AppDeps, principal: Principal, input: { name: string }, meta: RequestMeta) {
   const now = deps.clock.now();
   const org = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillHolds(tx, principal, 'org:update', 'Renaming the organization');
     await lockOrganization(tx, principal.organizationId);
+    await requireStillHolds(tx, principal, 'org:update', 'Renaming the organization');
     const current = await tx.organization.findUniqueOrThrow({ where: { id: principal.organizationId } });
     if (current.name === input.name) return current;
     const renamed = await tx.organization.update({ where: { id: principal.organizationId }, data: { name: input.name } });
@@ -52,15 +54,27 @@ export async function updateOrganization(deps: AppDeps, principal: Principal, in
 }
 
 /**
- * The caller's role as committed still carries org:delete (their membership share-locked until the commit) and the
- * organization still has the name they confirmed: else a 403 or a 409.
+ * The organization still has the name the caller confirmed, and the caller's role as committed still carries
+ * org:delete: else a 409 or a 403. The organization's row is locked first, then the memberships (own-role.ts):
+ * `memberships` 'own' share-locks the caller's; 'all' locks every one for the cascade that deletes them, in user-id
+ * order as role changes take them (taken under the DELETE's lock of the organization's row instead, a wait for one
+ * that a role change holds would deadlock with the audit entry it then writes).
  */
-async function requireStillDeletable(tx: Tx, principal: Principal, confirmedName: string): Promise<void> {
-  await requireStillHolds(tx, principal, 'org:delete', 'Deleting the organization');
+async function requireStillDeletable(tx: Tx, principal: Principal, confirmedName: string, memberships: 'own' | 'all'): Promise<void> {
   const [current] = await tx.$queryRaw<Array<{ name: string }>>`
     SELECT name FROM organizations WHERE id = ${principal.organizationId} FOR NO KEY UPDATE`;
   if (current?.name !== confirmedName) throw conflict('The organization changed while it was being deleted; re-fetch and retry.');
+  if (memberships === 'own') {
+    await requireStillHolds(tx, principal, 'org:delete', DELETING_ORGANIZATION);
+    return;
+  }
+  const members = await tx.$queryRaw<Array<{ user_id: string; role: Role }>>`
+    SELECT user_id, role::text AS role FROM memberships WHERE organization_id = ${principal.organizationId}
+    ORDER BY user_id FOR UPDATE`;
+  requireCommittedScope(members.find((m) => m.user_id === principal.userId)?.role, 'org:delete', DELETING_ORGANIZATION);
 }
+
+const DELETING_ORGANIZATION = 'Deleting the organization';
 
 /**
  * Deletes the organization and everything it owns; users themselves remain. Its history (deliveries, attempts,
@@ -80,13 +94,14 @@ export async function deleteOrganization(
   await confirmSensitiveChange(deps, limiters, principal, input.current_password, 'organization_delete', meta);
   const db = scopedTo(deps.prisma, principal);
   // Checked again before any history goes (the password check takes a while: ownership may have been transferred
-  // or the organization renamed meanwhile), and once more as the row goes, in the transaction that deletes it.
-  await db.$transaction((tx) => requireStillDeletable(tx, principal, input.confirm));
+  // or the organization renamed meanwhile), and once more as the row goes, in the transaction that deletes it: a
+  // change during the erasure itself leaves the history erased and the organization in place.
+  await db.$transaction((tx) => requireStillDeletable(tx, principal, input.confirm, 'own'));
   await eraseOrganizationHistory(deps.prisma, org.id);
   await db.$transaction(async (tx) => {
-    await requireStillDeletable(tx, principal, input.confirm);
+    await requireStillDeletable(tx, principal, input.confirm, 'all');
     await tx.organization.delete({ where: { id: org.id } });
-  });
+  }, DELETION_TRANSACTION);
   await invalidateCachedPrincipals(deps, { organizationIds: [org.id] });
   await deleteStoredObjectsAfterDeletion(deps, { organizationId: org.id });
 }

@@ -20,7 +20,11 @@ export async function spentIn(tx: Scoped<Tx>, projectId: string | null): Promise
   return sum._sum.credits ?? ZERO;
 }
 
-/** Serialises spend changes of the client's organization (usage, limit changes), so no crossing is missed or doubled. */
+/**
+ * Serialises spend changes of the client's organization (usage, limit changes), so no crossing is missed or doubled.
+ * FOR NO KEY UPDATE, as every lock of the organization's row takes it (own-role.ts): it does not hold up the rows
+ * other transactions insert for the organization, a role change's audit entry among them.
+ */
 export async function lockOrganizationSpend(tx: Scoped<Tx>): Promise<void> {
-  await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${organizationOf(tx)} FOR UPDATE`;
+  await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${organizationOf(tx)} FOR NO KEY UPDATE`;
 }

@@ -22,12 +22,11 @@ import { formatCredits, lockOrganizationSpend, spentIn, ZERO, type Decimal } fro
 
 /**
  * The organization's spend locked for a change by `principal`, whose role as committed must still carry billing:manage
- * (own-role.ts). Their membership is locked first: a role change holds it before it writes the organization's rows,
- * so taking the organization's row first (FOR UPDATE) would deadlock with it.
+ * (own-role.ts: the organization's row, then the membership).
  */
 async function lockSpendForChange(tx: Scoped<Tx>, principal: Principal, action: string): Promise<void> {
-  await requireStillHolds(tx, principal, 'billing:manage', action);
   await lockOrganizationSpend(tx);
+  await requireStillHolds(tx, principal, 'billing:manage', action);
 }
 
 export const LIMIT_KINDS = ['threshold', 'cap'] as const;
@@ -283,7 +282,7 @@ export async function updateLimit(deps: AppDeps, principal: Principal, id: strin
 
 export async function deleteLimit(deps: AppDeps, principal: Principal, id: string): Promise<void> {
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillHolds(tx, principal, 'billing:manage', 'Managing spend limits');
+    await lockSpendForChange(tx, principal, 'Managing spend limits');
     const deleted = await tx.spendLimit.deleteMany({ where: { id } });
     if (deleted.count === 0) throw notFound('Spend limit');
   });

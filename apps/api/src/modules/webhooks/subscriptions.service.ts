@@ -437,6 +437,9 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
   const now = deps.clock.now();
   const graceEnds = new Date(now.getTime() + deps.config.webhooks.secretGraceHours * 3600 * 1000);
   await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
+    // The role as committed (the password check takes a while): a demoted admin does not walk away with a secret the
+    // receiver trusts. Before the subscription's row, as a role change takes them (it disables its member's routes).
+    await confirmRoutingRole(tx, by.principal);
     await tx.webhookSubscription.update({
       where: { id },
       data: {

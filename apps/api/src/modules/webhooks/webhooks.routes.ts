@@ -100,7 +100,7 @@ function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[
     {
       method: 'post', suffix: '/subscriptions/:id/rotate-secret', scope: 'webhooks:update',
       summary:
-        'Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED)',
+        'Rotate the signing secret; the previous one keeps signing for 72 hours. A session signed in more than 10 minutes ago confirms with current_password (else 403 REAUTHENTICATION_REQUIRED); a caller demoted below admin while it runs: 403, no new secret',
       schemas: { params: subscriptionParams, body: rotateSecretBody },
       response: rotatedSecretResponse,
       sudoMode: true,

@@ -199,6 +199,36 @@ describe('a database too busy for a transaction (every pooled connection taken, 
   });
 });
 
+describe('a transaction PostgreSQL rolls back to break a deadlock with another', () => {
+  it('answers 409 with Retry-After (send it again), not a 500', async () => {
+    // A real deadlock: two transactions each lock one organization's row, then ask for the other's.
+    const [first, second] = [await createOrg(h), await createOrg(h)];
+    const app = express();
+    app.post('/deadlock', (_req, res, next) => {
+      let bothLocked!: () => void;
+      const barrier = new Promise<void>((r) => (bothLocked = r));
+      let locked = 0;
+      const crossing = (mine: string, theirs: string) =>
+        h.deps.prisma.$transaction(async (tx) => {
+          await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${mine} FOR UPDATE`;
+          if (++locked === 2) bothLocked();
+          await barrier;
+          await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${theirs} FOR UPDATE`;
+        }, { timeout: 15_000 });
+      Promise.allSettled([crossing(first.id, second.id), crossing(second.id, first.id)]).then((outcomes) => {
+        const failed = outcomes.find((o) => o.status === 'rejected');
+        if (failed) next(failed.reason);
+        else res.json({ ok: true });
+      });
+    });
+    app.use(errorHandler(h.deps.logger));
+    const res = await request(app).post('/deadlock');
+    expectEnvelope(res, 409);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body.detail).toBe('This request collided with a concurrent change to the same data and was rolled back; send it again.');
+  });
+});
+
 describe('an idle database connection the server ends (a restart, a failover, a database dropped at shutdown)', () => {
   it("does not end the process: the pool drops it and the next query gets a new one", async () => {
     // An 'error' event without a listener throws: here it would fail the test; in the API or worker, end the process.

@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable, isForeignKeyViolation, isUniqueViolation } from './errors';
+import { isDatabaseUnavailable, isForeignKeyViolation, isTransactionConflict, isUniqueViolation } from './errors';
 
 const adapterError = (cause: Record<string, unknown>, code = 'P2010') => ({
   code,
@@ -58,5 +58,25 @@ describe('isForeignKeyViolation', () => {
     expect(isForeignKeyViolation(new Error('foreign key'))).toBe(false);
     expect(isForeignKeyViolation(null)).toBe(false);
     expect(isForeignKeyViolation('23503')).toBe(false);
+  });
+});
+
+describe('isTransactionConflict', () => {
+  it("recognises a deadlock (40P01), a serialization failure (40001) and Prisma's P2034, however they arrive", () => {
+    expect(isTransactionConflict({ code: 'P2034', message: 'Transaction failed due to a write conflict or a deadlock. Please retry your transaction' })).toBe(true);
+    expect(isTransactionConflict(adapterError({ kind: 'postgres', originalCode: '40P01' }))).toBe(true);
+    expect(isTransactionConflict(adapterError({ kind: 'postgres', originalCode: '40001' }))).toBe(true);
+    expect(isTransactionConflict({ code: '40P01' })).toBe(true);
+    expect(isTransactionConflict({ meta: { code: '40001' } })).toBe(true);
+  });
+
+  it('is false for anything else: a lock timeout, a unique or foreign-key violation, an outage, a plain error, nothing', () => {
+    expect(isTransactionConflict(adapterError({ kind: 'postgres', originalCode: '55P03' }))).toBe(false);
+    expect(isTransactionConflict({ code: 'P2002' })).toBe(false);
+    expect(isTransactionConflict({ code: '23503' })).toBe(false);
+    expect(isTransactionConflict({ code: 'P1001' })).toBe(false);
+    expect(isTransactionConflict(new Error('deadlock detected'))).toBe(false);
+    expect(isTransactionConflict(null)).toBe(false);
+    expect(isTransactionConflict('40P01')).toBe(false);
   });
 });

@@ -19,6 +19,17 @@ export function isForeignKeyViolation(err: unknown): boolean {
   return code === 'P2003' || code === '23503' || meta?.code === '23503' || meta?.driverAdapterError?.cause?.originalCode === '23503';
 }
 
+/**
+ * True when PostgreSQL rolled the transaction back to break a deadlock (40P01) or a serialization failure (40001),
+ * Prisma's P2034, however it arrives: nothing of it was committed, and the same request sent again can succeed.
+ */
+export function isTransactionConflict(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, meta } = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } } };
+  const conflict = (c: unknown) => c === '40P01' || c === '40001';
+  return code === 'P2034' || conflict(code) || conflict(meta?.code) || conflict(meta?.driverAdapterError?.cause?.originalCode);
+}
+
 /** True when a statement gave up waiting for a row lock (PostgreSQL's 55P03 under `lock_timeout`), however it arrives. */
 export function isLockNotAvailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;

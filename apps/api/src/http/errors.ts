@@ -1,7 +1,7 @@
 // The error envelope of SPEC ("Errors"): every error body is { detail } (plus `code` where SPEC says so).
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from '@svc/config';
-import { isDatabaseUnavailable, isForeignKeyViolation } from '@svc/db';
+import { isDatabaseUnavailable, isForeignKeyViolation, isTransactionConflict } from '@svc/db';
 import { isRecipientRefused } from '@svc/mail';
 import { isRedisUnavailable } from '@svc/queue';
 
@@ -60,6 +60,15 @@ function fromRace(err: unknown): HttpError | undefined {
   return new HttpError(409, 'Something this request refers to was deleted while it ran; nothing was changed. Read it again.');
 }
 
+/**
+ * A transaction PostgreSQL rolled back to break a deadlock with another request's (or a serialization failure): the
+ * client collided with a concurrent change, and the same request sent again goes through.
+ */
+function fromCollision(err: unknown): HttpError | undefined {
+  if (!isTransactionConflict(err)) return undefined;
+  return new HttpError(409, 'This request collided with a concurrent change to the same data and was rolled back; send it again.', {}, { 'Retry-After': '1' });
+}
+
 export const missingScope = (scope: string) => forbidden(`Missing required scope: ${scope}.`);
 
 export const unknownRoute: RequestHandler = (req, _res, next) => {
@@ -96,7 +105,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     const outage = err instanceof HttpError ? undefined : fromOutage(err);
     if (outage) logger.warn('Backing service unavailable', { status: 503, error: err instanceof Error ? err.message : String(err) });
-    const httpError = err instanceof HttpError ? err : (outage ?? fromRace(err) ?? fromClientError(err));
+    const httpError = err instanceof HttpError ? err : (outage ?? fromRace(err) ?? fromCollision(err) ?? fromClientError(err));
     if (!httpError) {
       logger.error('Unhandled error', { error: err instanceof Error ? err.stack : String(err) });
       res.status(500).json({ detail: 'Internal server error.' });

@@ -29,6 +29,9 @@ it('ignores the key on the methods HTTP defines as idempotent, not on POST or PA
 it('stores 2xx and 4xx outcomes, not 5xx', () => {
   for (const s of [200, 201, 202, 204, 400, 403, 404, 409, 422]) expect(idempotentOutcomeIsStored(s)).toBe(true);
   for (const s of [401, 429, 500, 502, 503]) expect(idempotentOutcomeIsStored(s)).toBe(false);
+  // An answer that asks to be sent again (Retry-After) is not the request's answer.
+  expect(idempotentOutcomeIsStored(409, true)).toBe(false);
+  expect(idempotentOutcomeIsStored(201, false)).toBe(true);
 });
 
 describe('judgeTakenKey', () => {

@@ -156,7 +156,7 @@ function storeOutcomeOf(deps: AppDeps, res: Response, scope: IdempotencyScope, l
   let settled = false;
   const settle = async (status: number, body: unknown): Promise<void> => {
     settled = true;
-    const store = idempotentOutcomeIsStored(status) && !asksToReauthenticate(body)
+    const store = idempotentOutcomeIsStored(status, res.get('Retry-After') !== undefined) && !asksToReauthenticate(body)
       ? async () => {
           const stored = await completeIdempotencyKey(deps.prisma, scope, lockToken, { status, body }, deps.config.encryptionKey);
           if (!stored) {

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import request from 'supertest';
 import { createPgPool, createPrismaClient, poolOf } from '@svc/db';
-import { errorHandler } from '../src/http/errors';
+import { COLLISION_DETAIL, errorHandler } from '../src/http/errors';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, type TestOrg } from './support/fixtures';
 import { signupViaApi } from './support/auth-helpers';
@@ -225,7 +225,7 @@ describe('a transaction PostgreSQL rolls back to break a deadlock with another',
     const res = await request(app).post('/deadlock');
     expectEnvelope(res, 409);
     expect(res.headers['retry-after']).toBe('1');
-    expect(res.body.detail).toBe('This request collided with a concurrent change to the same data and was rolled back; send it again.');
+    expect(res.body.detail).toBe(COLLISION_DETAIL);
   });
 });
 

@@ -354,14 +354,14 @@ it("a manager removed from the team their write access comes from while they gra
  * transfer of ownership to `newOwner`) and commits: the request, authorized with the role before, meets the change
  * as it re-checks the role (on code that does not re-check, it never waits, and untilBlockedBy says so).
  */
-async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' | { newOwner: TestUser }, send: () => Promise<T>): Promise<T> {
+async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' | 'manager' | { newOwner: TestUser }, send: () => Promise<T>): Promise<T> {
   return whileRowsHeld(
     (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${orgId} AND user_id = ${user.id} FOR NO KEY UPDATE`,
     send,
     1,
     async (tx) => {
-      if (to === 'member') {
-        await tx.membership.updateMany({ where: { organizationId: orgId, userId: user.id }, data: { role: 'member' } });
+      if (typeof to === 'string') {
+        await tx.membership.updateMany({ where: { organizationId: orgId, userId: user.id }, data: { role: to } });
       } else {
         await tx.membership.updateMany({ where: { organizationId: orgId, userId: user.id }, data: { role: 'admin' } });
         await tx.membership.updateMany({ where: { organizationId: orgId, userId: to.newOwner.id }, data: { role: 'owner' } });
@@ -540,13 +540,23 @@ it('an organization deleted while a row of it is held for longer than 5 s: the d
 }, 30_000);
 
 describe("an organization deleted while one of its admins writes to it: the deletion goes first (204), the write is refused, never a deadlock's 500", () => {
-  const writes: Array<{ what: string; send: (doomed: TestOrg) => request.Test }> = [
-    { what: 'a rename', send: (doomed) => request(h.app).patch('/api/v1/organization').set(bearer(doomed.admin.token)).send({ name: 'Renamed meanwhile' }) },
-    { what: 'usage recorded', send: (doomed) => request(h.app).post('/api/v1/usage').set(bearer(doomed.admin.token)).send({ credits: '1.00' }) },
+  const writes: Array<{ what: string; prepare: (doomed: TestOrg) => Promise<() => request.Test> }> = [
+    { what: 'a rename', prepare: async (doomed) => () => request(h.app).patch('/api/v1/organization').set(bearer(doomed.admin.token)).send({ name: 'Renamed meanwhile' }) },
+    { what: 'usage recorded', prepare: async (doomed) => () => request(h.app).post('/api/v1/usage').set(bearer(doomed.admin.token)).send({ credits: '1.00' }) },
+    {
+      // Takes the team's row before the memberships: the deletion's cascade and it can deadlock, and PostgreSQL
+      // rolls one back (the deletion then runs again; the addition answers 409, or 404 after the deletion).
+      what: 'a team member added',
+      prepare: async (doomed) => {
+        const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: doomed.id, name: 'Joined meanwhile' } });
+        return () => request(h.app).put(`/api/v1/teams/${team.id}/members/${doomed.member.id}`).set(bearer(doomed.admin.token));
+      },
+    },
   ];
 
-  it.each(writes)('$what', async ({ send }) => {
+  it.each(writes)('$what', async ({ prepare }) => {
     const doomed = await createOrg(h);
+    const send = await prepare(doomed);
     let write!: Promise<request.Response>;
     // The organization's row share-locked here (as an insert's foreign key holds it): the deletion, its memberships
     // locked, waits at its DELETE; the write comes meanwhile and queues behind it. (The harness's pool has four
@@ -556,12 +566,12 @@ describe("an organization deleted while one of its admins writes to it: the dele
       () => request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
       1,
       async (_tx, holder) => {
-        write = send(doomed).then((r) => r);
+        write = send().then((r) => r);
         await untilBlockedBy(holder, 2);
       },
     );
     expect(res.status).toBe(204);
-    expect([401, 403, 404]).toContain((await write).status);
+    expect([401, 403, 404, 409]).toContain((await write).status);
     expect(await h.deps.prisma.organization.count({ where: { id: doomed.id } })).toBe(0);
   });
 });
@@ -580,4 +590,17 @@ it('a signing secret rotated by an admin demoted to member meanwhile (the passwo
   expect(res.body.secret).toBeUndefined();
   const after = await h.deps.prisma.webhookSubscription.findUniqueOrThrow({ where: { id: created.body.id } });
   expect(after.secretEnc).toBe(before.secretEnc);
+});
+
+it('a project with an assessment deleted by an admin demoted to manager meanwhile (who keeps projects:delete): refused (403), nothing deleted', async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'demoted-project-deleter');
+  const project = await insertProject(h, org.id);
+  const assessment = await insertAssessmentIn(h, org.id, project.id, 'completed');
+  const res = await changedWhileHeld(org.id, admin, 'manager', () =>
+    request(h.app).delete(`/api/v1/projects/${project.id}`).set(bearer(admin.token)).then((r) => r),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body.detail).toMatch(/^Missing required scope: assessments:delete\. Deleting this project would delete its 1 assessment/);
+  expect(await h.deps.prisma.project.count({ where: { id: project.id } })).toBe(1);
+  expect(await h.deps.prisma.assessment.count({ where: { id: assessment.id } })).toBe(1);
 });

@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable, isForeignKeyViolation, isTransactionConflict, isUniqueViolation } from './errors';
+import { isDatabaseUnavailable, isForeignKeyViolation, isTransactionConflict, isUniqueViolation, retryingCollisions } from './errors';
 
 const adapterError = (cause: Record<string, unknown>, code = 'P2010') => ({
   code,
@@ -78,5 +78,39 @@ describe('isTransactionConflict', () => {
     expect(isTransactionConflict(new Error('deadlock detected'))).toBe(false);
     expect(isTransactionConflict(null)).toBe(false);
     expect(isTransactionConflict('40P01')).toBe(false);
+  });
+});
+
+describe('retryingCollisions', () => {
+  const deadlock = { code: 'P2034', message: 'Transaction failed due to a write conflict or a deadlock. Please retry your transaction' };
+
+  it('runs the transaction again after a deadlock, and answers what the run that went through answered', async () => {
+    let runs = 0;
+    const answer = await retryingCollisions(async () => {
+      runs += 1;
+      if (runs < 3) throw deadlock;
+      return 'deleted';
+    });
+    expect(answer).toBe('deleted');
+    expect(runs).toBe(3);
+  });
+
+  it('gives up after the last run, with its error', async () => {
+    let runs = 0;
+    await expect(retryingCollisions(async () => {
+      runs += 1;
+      throw deadlock;
+    }, 2)).rejects.toBe(deadlock);
+    expect(runs).toBe(2);
+  });
+
+  it('does not run again after any other error', async () => {
+    let runs = 0;
+    const refused = new Error('403');
+    await expect(retryingCollisions(async () => {
+      runs += 1;
+      throw refused;
+    })).rejects.toBe(refused);
+    expect(runs).toBe(1);
   });
 });

@@ -30,6 +30,20 @@ export function isTransactionConflict(err: unknown): boolean {
   return code === 'P2034' || conflict(code) || conflict(meta?.code) || conflict(meta?.driverAdapterError?.cause?.originalCode);
 }
 
+/**
+ * Runs `transaction` again, up to `attempts` runs in all, while PostgreSQL rolls it back to break a deadlock: for a
+ * transaction that must not give up to a concurrent writer (the last step of a deletion whose history is already gone).
+ */
+export async function retryingCollisions<T>(transaction: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let run = 1; ; run += 1) {
+    try {
+      return await transaction();
+    } catch (err) {
+      if (run >= attempts || !isTransactionConflict(err)) throw err;
+    }
+  }
+}
+
 /** True when a statement gave up waiting for a row lock (PostgreSQL's 55P03 under `lock_timeout`), however it arrives. */
 export function isLockNotAvailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;

@@ -32,6 +32,7 @@ it('stores 2xx and 4xx outcomes, not 5xx', () => {
   // An answer that asks to be sent again (Retry-After) is not the request's answer.
   expect(idempotentOutcomeIsStored(409, true)).toBe(false);
   expect(idempotentOutcomeIsStored(201, false)).toBe(true);
+  expect(idempotentOutcomeIsStored(202, true)).toBe(true);
 });
 
 describe('judgeTakenKey', () => {

@@ -36,11 +36,12 @@ export function methodIgnoresIdempotencyKey(method: string): boolean {
  * Stripe does); a 5xx may be transient (an outage, a bug being fixed): it is not stored and the key is released, so
  * the client can retry with the same key. So are a 401 (the credential, not the request: a session that ended while
  * the request ran must not leave its refusal to the user's other sessions) and a 429 (a limit that passes: the login
- * limit counting a current_password, raised after the key was taken), and any answer that asks to be sent again
- * (`retryAfter`: a Retry-After header, as a 409 for a transaction PostgreSQL rolled back to break a deadlock has).
+ * limit counting a current_password, raised after the key was taken), and a 4xx that asks to be sent again
+ * (`retryAfter`: a Retry-After header, as a 409 for a transaction PostgreSQL rolled back to break a deadlock has;
+ * a 2xx with one, "accepted, poll later", is still the request's answer).
  */
 export function idempotentOutcomeIsStored(status: number, retryAfter = false): boolean {
-  return status < 500 && status !== 401 && status !== 429 && !retryAfter;
+  return status < 500 && status !== 401 && status !== 429 && !(retryAfter && status >= 400);
 }
 
 export interface StoredIdempotencyKey {

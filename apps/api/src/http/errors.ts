@@ -66,8 +66,10 @@ function fromRace(err: unknown): HttpError | undefined {
  */
 function fromCollision(err: unknown): HttpError | undefined {
   if (!isTransactionConflict(err)) return undefined;
-  return new HttpError(409, 'This request collided with a concurrent change to the same data and was rolled back; send it again.', {}, { 'Retry-After': '1' });
+  return new HttpError(409, COLLISION_DETAIL, {}, { 'Retry-After': '1' });
 }
+
+export const COLLISION_DETAIL = 'This request collided with a concurrent change to the same data; its last step was rolled back. Send it again.';
 
 export const missingScope = (scope: string) => forbidden(`Missing required scope: ${scope}.`);
 
@@ -95,7 +97,7 @@ function fromClientError(err: { status?: number; type?: string; message?: string
 }
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (err, _req, res, next) => {
+  return (err, req, res, next) => {
     if (res.headersSent) {
       // Part of the body is already on the wire (a streamed export failing midway): no envelope can follow.
       // Express's default handler destroys the connection, so the client sees a truncated response, not a 200.
@@ -105,7 +107,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     const outage = err instanceof HttpError ? undefined : fromOutage(err);
     if (outage) logger.warn('Backing service unavailable', { status: 503, error: err instanceof Error ? err.message : String(err) });
-    const httpError = err instanceof HttpError ? err : (outage ?? fromRace(err) ?? fromCollision(err) ?? fromClientError(err));
+    const collision = err instanceof HttpError || outage ? undefined : fromCollision(err);
+    // Told to the operator: a collision that recurs is two code paths taking the same rows in opposite orders.
+    if (collision) logger.warn('Transaction rolled back by PostgreSQL (deadlock or serialization failure)', { method: req.method, route: req.route?.path, error: err instanceof Error ? err.message : String(err) });
+    const httpError = err instanceof HttpError ? err : (outage ?? fromRace(err) ?? collision ?? fromClientError(err));
     if (!httpError) {
       logger.error('Unhandled error', { error: err instanceof Error ? err.stack : String(err) });
       res.status(500).json({ detail: 'Internal server error.' });

@@ -7,7 +7,7 @@
 // up the organization's inserts); then memberships, several of them in user-id order; then the rows the change
 // writes (a subscription, a project, an assessment).
 import { Prisma, type Tx } from '@svc/db';
-import { roleBundle, type Role, type Scope } from '@svc/scopes';
+import { effectiveKeyScopes, roleBundle, type Role, type Scope } from '@svc/scopes';
 import { forbidden } from '../../http/errors';
 import type { Principal } from '../../auth/principal';
 
@@ -63,4 +63,14 @@ export function requireCommittedScope(own: Role | undefined, scope: Scope, actio
  */
 export async function requireStillHolds(tx: Pick<Tx, '$queryRaw'>, principal: Pick<Principal, 'organizationId' | 'userId'>, scope: Scope, action: string): Promise<Role> {
   return requireCommittedScope(await lockOwnRole(tx, principal), scope, action);
+}
+
+/**
+ * requireStillHolds, answering the principal as committed: its role now, and its scopes cut to that role's bundle (as a
+ * demoted creator's keys are cut, effectiveKeyScopes), for the checks a change makes beyond its route's scope (a
+ * project's deletion asks for assessments:delete and webhooks:delete when it has assessments or subscriptions).
+ */
+export async function principalAsCommitted(tx: Pick<Tx, '$queryRaw'>, principal: Principal, scope: Scope, action: string): Promise<Principal> {
+  const role = await requireStillHolds(tx, principal, scope, action);
+  return { ...principal, role, scopes: new Set(effectiveKeyScopes(principal.scopes, role)) };
 }

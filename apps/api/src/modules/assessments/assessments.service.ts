@@ -18,7 +18,7 @@ import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
 import { assertWithinSpendCap } from '../spend/spend-guard';
 import type { Acting } from '../audit/audit.context';
-import { requireStillHolds } from '../access/own-role';
+import { principalAsCommitted } from '../access/own-role';
 import { DELETION_TRANSACTION, deleteWithSubscriptions } from '../webhooks/subscriptions.service';
 import {
   ACTIVE_STATES,
@@ -278,8 +278,8 @@ export async function deleteAssessment(deps: AppDeps, by: Acting, id: string): P
   const deleted = await db.$transaction(async (tx) => {
     // The caller's role as committed (own-role.ts), their membership locked before the assessment's row and its
     // subscriptions, as a role change takes them.
-    await requireStillHolds(tx, principal, 'assessments:delete', 'Deleting assessments');
-    return deleteWithSubscriptions(tx, { assessmentId: current.id }, by, deps.clock.now(), async () => {
+    const committed = await principalAsCommitted(tx, principal, 'assessments:delete', 'Deleting assessments');
+    return deleteWithSubscriptions(tx, { assessmentId: current.id }, { ...by, principal: committed }, deps.clock.now(), async () => {
       const gone = await tx.assessment.deleteMany({ where: { id: current.id, status: { notIn: [...ACTIVE_STATES] } } });
       return gone.count === 1;
     });

@@ -1,6 +1,6 @@
 // The caller's organization: profile, rename, deletion (history in batches, then by cascade) and ownership transfer. The organization row
 // itself is found by its id, the principal's organization; its memberships go through the scoped client.
-import { scopedTo, type Organization, type Tx } from '@svc/db';
+import { retryingCollisions, scopedTo, type Organization, type Tx } from '@svc/db';
 import type { Role } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
@@ -98,10 +98,14 @@ export async function deleteOrganization(
   // change during the erasure itself leaves the history erased and the organization in place.
   await db.$transaction((tx) => requireStillDeletable(tx, principal, input.confirm, 'own'));
   await eraseOrganizationHistory(deps.prisma, org.id);
-  await db.$transaction(async (tx) => {
-    await requireStillDeletable(tx, principal, input.confirm, 'all');
-    await tx.organization.delete({ where: { id: org.id } });
-  }, DELETION_TRANSACTION);
+  // The history is gone by now: a deadlock with a writer of the organization (one that takes a row the cascade
+  // deletes before a membership) must not leave the organization behind, so the deletion runs again.
+  await retryingCollisions(() =>
+    db.$transaction(async (tx) => {
+      await requireStillDeletable(tx, principal, input.confirm, 'all');
+      await tx.organization.delete({ where: { id: org.id } });
+    }, DELETION_TRANSACTION),
+  );
   await invalidateCachedPrincipals(deps, { organizationIds: [org.id] });
   await deleteStoredObjectsAfterDeletion(deps, { organizationId: org.id });
 }

@@ -13,7 +13,7 @@ import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '.
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { Acting } from '../audit/audit.context';
-import { requireStillHolds } from '../access/own-role';
+import { principalAsCommitted } from '../access/own-role';
 import { DELETION_TRANSACTION, deleteWithSubscriptions, requireMayDeleteSubscriptionsOf } from '../webhooks/subscriptions.service';
 
 /** Every project answer carries its source (null when none is attached). */
@@ -115,23 +115,23 @@ async function requireMayDeleteAssessmentsOf(db: Pick<Tx, 'assessment'>, princip
 const DELETING_PROJECTS = 'Deleting projects';
 
 export async function deleteProject(deps: AppDeps, by: Acting, id: string): Promise<void> {
-  const { principal } = by;
-  await requireProjectAccess(deps, principal, id, 'write');
-  const db = scopedTo(deps.prisma, principal);
+  await requireProjectAccess(deps, by.principal, id, 'write');
+  const db = scopedTo(deps.prisma, by.principal);
   // Before its history goes; and again under the project's row lock, which an assessment created meanwhile waits for.
-  // The caller's role as committed too (own-role.ts), both times: erasing a large history takes a while.
-  await db.$transaction((tx) => requireStillHolds(tx, principal, 'projects:delete', DELETING_PROJECTS));
-  await requireMayDeleteAssessmentsOf(db, principal, id);
-  await requireMayDeleteSubscriptionsOf(db, principal, { projectId: id });
-  await eraseProjectHistory(deps.prisma, principal.organizationId, id, { liveToo: hasScope(principal.scopes, 'webhooks:delete') });
+  // With the caller's role as committed (own-role.ts), both times: erasing a large history takes a while, and an
+  // admin demoted to manager meanwhile keeps projects:delete but not assessments:delete or webhooks:delete.
+  const before = await db.$transaction((tx) => principalAsCommitted(tx, by.principal, 'projects:delete', DELETING_PROJECTS));
+  await requireMayDeleteAssessmentsOf(db, before, id);
+  await requireMayDeleteSubscriptionsOf(db, before, { projectId: id });
+  await eraseProjectHistory(deps.prisma, before.organizationId, id, { liveToo: hasScope(before.scopes, 'webhooks:delete') });
   const deleted = await db.$transaction(async (tx) => {
     // The membership before the project's row and its subscriptions: a role change holds it, then disables the
     // routes its member configured (their subscriptions' rows).
-    await requireStillHolds(tx, principal, 'projects:delete', DELETING_PROJECTS);
-    return deleteWithSubscriptions(tx, { projectId: id }, by, deps.clock.now(), async () => {
+    const principal = await principalAsCommitted(tx, by.principal, 'projects:delete', DELETING_PROJECTS);
+    return deleteWithSubscriptions(tx, { projectId: id }, { ...by, principal }, deps.clock.now(), async () => {
       await requireMayDeleteAssessmentsOf(tx, principal, id);
       return (await tx.project.deleteMany({ where: { id } })).count === 1;
     });
   }, DELETION_TRANSACTION);
-  if (deleted) await deleteStoredObjectsAfterDeletion(deps, { organizationId: principal.organizationId, projectId: id });
+  if (deleted) await deleteStoredObjectsAfterDeletion(deps, { organizationId: by.principal.organizationId, projectId: id });
 }

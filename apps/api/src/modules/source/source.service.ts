@@ -126,8 +126,9 @@ async function recordArchive(
     const fresh = await tx.assessment.findFirst({ where: { id: assessment.id }, select: { status: true } });
     if (!fresh) throw notFound('Assessment');
     requireAcceptsSource(fresh.status);
-    // Uploads of one organization are serialised here, so two at once cannot both fit under the quota.
-    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${organizationOf(tx)} FOR UPDATE`;
+    // Uploads of one organization are serialised here, so two at once cannot both fit under the quota. FOR NO KEY
+    // UPDATE, as every lock of the organization's row (own-role.ts): the organization's inserts do not wait for it.
+    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${organizationOf(tx)} FOR NO KEY UPDATE`;
     const incomingBytes = files.reduce((sum, f) => sum + f.size, 0);
     refuseOverQuota({ ...(await quotaStanding(tx, assessment.id)), incomingBytes, quotaBytes: deps.config.source.orgQuotaBytes });
     const previous = await tx.sourceArchive.findFirst({ where: { assessmentId: assessment.id } });

@@ -371,13 +371,17 @@ async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' |
 }
 
 describe("an organization's settings changed by an admin demoted to member meanwhile: refused (403), nothing changed", () => {
-  /** The owner files an erasure of a new member, the request is put in `status`, and `admin` will `step` it. */
-  async function stepOnFiledErasure(admin: TestUser, step: 'cancel' | 'confirm', status: string): Promise<() => request.Test> {
+  /**
+   * An erasure request of a new member awaiting confirmation, which `admin` will `step`. Written straight to the
+   * database, never 'previewing': the run's database is shared, and another file's erasure run would take it up.
+   */
+  async function stepOnFiledErasure(admin: TestUser, step: 'cancel' | 'confirm'): Promise<() => request.Test> {
     const person = await createUserInOrg(h, org.id, 'member', 'erasure-subject');
-    const filed = await request(h.app).post('/api/v1/governance/erasure-requests').set(bearer(org.owner.token)).send({ user_id: person.id });
-    expect(filed.status).toBe(202);
-    await h.deps.prisma.erasureRequest.update({ where: { id: filed.body.id }, data: { status } });
-    return () => request(h.app).post(`/api/v1/governance/erasure-requests/${filed.body.id}/${step}`).set(bearer(admin.token));
+    const id = newId('era');
+    await h.deps.prisma.erasureRequest.create({
+      data: { id, organizationId: org.id, subjectUserId: person.id, status: 'awaiting_confirmation', pseudonymName: `Erased ${id}`, pseudonymEmail: `${id}@erased.invalid`, requestedById: org.owner.id },
+    });
+    return () => request(h.app).post(`/api/v1/governance/erasure-requests/${id}/${step}`).set(bearer(admin.token));
   }
   const erasureStatuses = () => h.deps.prisma.erasureRequest.groupBy({ by: ['status'], where: { organizationId: org.id }, _count: true });
 
@@ -426,7 +430,7 @@ describe("an organization's settings changed by an admin demoted to member meanw
     {
       what: 'an erasure request cancelled',
       detail: 'Cancelling erasure requests',
-      prepare: async (admin) => stepOnFiledErasure(admin, 'cancel', 'previewing'),
+      prepare: async (admin) => stepOnFiledErasure(admin, 'cancel'),
       state: erasureStatuses,
     },
     {
@@ -438,7 +442,7 @@ describe("an organization's settings changed by an admin demoted to member meanw
     {
       what: 'an erasure request confirmed',
       detail: 'Confirming erasure requests',
-      prepare: async (admin) => stepOnFiledErasure(admin, 'confirm', 'awaiting_confirmation'),
+      prepare: async (admin) => stepOnFiledErasure(admin, 'confirm'),
       state: erasureStatuses,
     },
   ];

@@ -37,4 +37,6 @@ it('a user locked by 5 wrong codes over several partial tokens signs in with the
   const ok = await second(await partial(), oathtoolCode(secret, h.clock.now()));
   expect(ok.status).toBe(200);
   expect(ok.body.token).toEqual(expect.any(String));
-}, 60_000);
+  // 31 s of waiting, then a dozen sign-ins (bcrypt): alone about 32 s in all; under the full suite's load the test
+  // outran a 60 s timeout (2026-11-30, fresh-clone suite of 5aa826f; not investigated further).
+}, 120_000);

@@ -107,13 +107,13 @@ async function requireMayDeleteAssessmentsOf(db: Pick<Tx, 'assessment'>, princip
   );
 }
 
+const DELETING_PROJECTS = 'Deleting projects';
+
 /**
  * Deletes the project with its assessments, grants and webhook subscriptions (cascade; each live subscription audited
  * as deleted; with any of those, the caller needs assessments:delete and webhooks:delete too); its subscriptions' deliveries go first, in bounded batches (history-deletion.service.ts), and its
  * stored source objects after the rows.
  */
-const DELETING_PROJECTS = 'Deleting projects';
-
 export async function deleteProject(deps: AppDeps, by: Acting, id: string): Promise<void> {
   await requireProjectAccess(deps, by.principal, id, 'write');
   const db = scopedTo(deps.prisma, by.principal);

@@ -489,26 +489,32 @@ it("a lowering that the role as committed makes a raise (lowered further meanwhi
 });
 
 describe('a deletion by an admin demoted to member meanwhile: refused (403), nothing deleted', () => {
-  it('a project (checked before its history is erased)', async () => {
-    const admin = await createUserInOrg(h, org.id, 'admin', 'project-deleting-admin');
-    const project = await insertProject(h, org.id);
-    const res = await changedWhileHeld(org.id, admin, 'member', () =>
-      request(h.app).delete(`/api/v1/projects/${project.id}`).set(bearer(admin.token)).then((r) => r),
-    );
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ detail: 'Deleting projects needs a role you no longer hold (yours is now member).' });
-    expect(await h.deps.prisma.project.count({ where: { id: project.id } })).toBe(1);
-  });
+  const deletions: Array<{ what: string; detail: string; make: () => Promise<{ path: string; left: () => Promise<number> }> }> = [
+    {
+      what: 'a project (checked before its history is erased)',
+      detail: 'Deleting projects',
+      make: async () => {
+        const project = await insertProject(h, org.id);
+        return { path: `/api/v1/projects/${project.id}`, left: () => h.deps.prisma.project.count({ where: { id: project.id } }) };
+      },
+    },
+    {
+      what: 'an assessment',
+      detail: 'Deleting assessments',
+      make: async () => {
+        const assessment = await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed');
+        return { path: `/api/v1/assessments/${assessment.id}`, left: () => h.deps.prisma.assessment.count({ where: { id: assessment.id } }) };
+      },
+    },
+  ];
 
-  it('an assessment', async () => {
-    const admin = await createUserInOrg(h, org.id, 'admin', 'assessment-deleting-admin');
-    const assessment = await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed');
-    const res = await changedWhileHeld(org.id, admin, 'member', () =>
-      request(h.app).delete(`/api/v1/assessments/${assessment.id}`).set(bearer(admin.token)).then((r) => r),
-    );
+  it.each(deletions)('$what', async ({ detail, make }) => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'deleting-admin');
+    const target = await make();
+    const res = await changedWhileHeld(org.id, admin, 'member', () => request(h.app).delete(target.path).set(bearer(admin.token)).then((r) => r));
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ detail: 'Deleting assessments needs a role you no longer hold (yours is now member).' });
-    expect(await h.deps.prisma.assessment.count({ where: { id: assessment.id } })).toBe(1);
+    expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now member).` });
+    expect(await target.left()).toBe(1);
   });
 });
 

@@ -14,9 +14,17 @@ export function isUniqueViolation(err: unknown): boolean {
  * a raw statement.
  */
 export function isForeignKeyViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, meta } = err as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } } };
-  return code === 'P2003' || code === '23503' || meta?.code === '23503' || meta?.driverAdapterError?.cause?.originalCode === '23503';
+  return codesOf(err).some((c) => c === 'P2003' || c === '23503');
+}
+
+/**
+ * The codes an error carries, however it arrives: Prisma's own (P…) or a SQLSTATE on the error, in its `meta`, or
+ * in the driver adapter's cause (raw statements through @prisma/adapter-pg).
+ */
+function codesOf(err: unknown): unknown[] {
+  if (typeof err !== 'object' || err === null) return [];
+  const { code, meta } = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } } };
+  return [code, meta?.code, meta?.driverAdapterError?.cause?.originalCode];
 }
 
 /**
@@ -24,10 +32,7 @@ export function isForeignKeyViolation(err: unknown): boolean {
  * Prisma's P2034, however it arrives: nothing of it was committed, and the same request sent again can succeed.
  */
 export function isTransactionConflict(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const { code, meta } = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } } };
-  const conflict = (c: unknown) => c === '40P01' || c === '40001';
-  return code === 'P2034' || conflict(code) || conflict(meta?.code) || conflict(meta?.driverAdapterError?.cause?.originalCode);
+  return codesOf(err).some((c) => c === 'P2034' || c === '40P01' || c === '40001');
 }
 
 /**
@@ -47,8 +52,7 @@ export async function retryingCollisions<T>(transaction: () => Promise<T>, attem
 /** True when a statement gave up waiting for a row lock (PostgreSQL's 55P03 under `lock_timeout`), however it arrives. */
 export function isLockNotAvailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
-  const { code, meta, message } = err as { code?: unknown; meta?: { code?: unknown; driverAdapterError?: { cause?: { originalCode?: unknown } } }; message?: unknown };
-  return code === '55P03' || meta?.code === '55P03' || meta?.driverAdapterError?.cause?.originalCode === '55P03' || /lock timeout/i.test(String(message));
+  return codesOf(err).includes('55P03') || /lock timeout/i.test(String((err as { message?: unknown }).message));
 }
 
 // Prisma codes and driver-adapter kinds that mean "PostgreSQL cannot be reached now", not "this query is wrong".

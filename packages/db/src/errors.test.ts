@@ -1,4 +1,4 @@
-import { isDatabaseUnavailable, isForeignKeyViolation, isTransactionConflict, isUniqueViolation, retryingCollisions } from './errors';
+import { isDatabaseUnavailable, isForeignKeyViolation, isLockNotAvailable, isTransactionConflict, isUniqueViolation, retryingCollisions } from './errors';
 
 const adapterError = (cause: Record<string, unknown>, code = 'P2010') => ({
   code,
@@ -112,5 +112,21 @@ describe('retryingCollisions', () => {
       throw refused;
     })).rejects.toBe(refused);
     expect(runs).toBe(1);
+  });
+});
+
+describe('isLockNotAvailable', () => {
+  it('recognises 55P03 however it arrives, and a lock-timeout message', () => {
+    expect(isLockNotAvailable(adapterError({ kind: 'postgres', originalCode: '55P03' }))).toBe(true);
+    expect(isLockNotAvailable({ code: '55P03' })).toBe(true);
+    expect(isLockNotAvailable({ meta: { code: '55P03' } })).toBe(true);
+    expect(isLockNotAvailable(new Error('canceling statement due to lock timeout'))).toBe(true);
+  });
+
+  it('is false for a deadlock, a unique violation, a plain error, nothing', () => {
+    expect(isLockNotAvailable(adapterError({ kind: 'postgres', originalCode: '40P01' }))).toBe(false);
+    expect(isLockNotAvailable({ code: 'P2002' })).toBe(false);
+    expect(isLockNotAvailable(new Error('boom'))).toBe(false);
+    expect(isLockNotAvailable(null)).toBe(false);
   });
 });

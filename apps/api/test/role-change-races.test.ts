@@ -6,7 +6,7 @@ import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { newId } from '@svc/db';
-import { insertAssessmentIn, insertReadyReport } from './support/domain';
+import { createKey, insertAssessmentIn, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
 
 let h: Harness;
 let org: TestOrg;
@@ -613,4 +613,166 @@ it('a project with an assessment deleted by an admin demoted to manager meanwhil
   expect(res.body.detail).toMatch(/^Missing required scope: assessments:delete\. Deleting this project would delete its 1 assessment/);
   expect(await h.deps.prisma.project.count({ where: { id: project.id } })).toBe(1);
   expect(await h.deps.prisma.assessment.count({ where: { id: assessment.id } })).toBe(1);
+});
+
+describe('what an admin demoted to member meanwhile removes, revokes or edits: refused (403), nothing changed', () => {
+  const asOwner = (req: request.Test) => req.set(bearer(org.owner.token));
+  async function made(req: request.Test): Promise<string> {
+    const res = await asOwner(req);
+    expect([200, 201]).toContain(res.status);
+    return res.body.id;
+  }
+  const team = () => made(request(h.app).post('/api/v1/teams').send({ name: `Team ${uniqueSuffix()}` }));
+  let report: Awaited<ReturnType<typeof insertReadyReport>>;
+  beforeAll(async () => {
+    report = await insertReadyReport(h, org.id, (await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed')).id);
+  });
+
+  type Change = { path: string; method?: 'delete' | 'patch' | 'put'; body?: object; left: () => Promise<unknown> };
+  const changes: Array<{ what: string; detail: string; make: () => Promise<Change> }> = [
+    {
+      what: 'a webhook subscription deleted',
+      detail: 'Deleting webhook subscriptions',
+      make: async () => {
+        const id = await subscribe(h, org.owner.token, { org: true }, ['finding.created']);
+        return { path: `/api/v1/webhooks/subscriptions/${id}`, left: () => h.deps.prisma.webhookSubscription.count({ where: { id, deletedAt: null } }) };
+      },
+    },
+    {
+      what: 'a notification target revoked',
+      detail: 'Revoking notification targets',
+      make: async () => {
+        const id = await made(request(h.app).post('/api/v1/notification-targets').send({ kind: 'slack', name: 'chat', url: PUBLIC_URL, events: ['report.ready'] }));
+        return { path: `/api/v1/notification-targets/${id}`, left: () => h.deps.prisma.webhookSubscription.count({ where: { id, deletedAt: null } }) };
+      },
+    },
+    {
+      what: 'an issue tracker revoked',
+      detail: 'Revoking issue trackers',
+      make: async () => {
+        const id = await made(request(h.app).post('/api/v1/issue-export-targets')
+          .send({ kind: 'github', name: `gh ${uniqueSuffix()}`, repository: 'acme/web', token: 'ghp_removalRaces0123456789', current_password: TEST_PASSWORD }));
+        return { path: `/api/v1/issue-export-targets/${id}`, left: () => h.deps.prisma.issueExportTarget.count({ where: { id, deletedAt: null } }) };
+      },
+    },
+    {
+      what: 'an integration disconnected',
+      detail: 'Disconnecting integrations',
+      make: async () => {
+        const id = await made(request(h.app).post('/api/v1/integrations')
+          .send({ kind: 'github', name: `GitHub ${uniqueSuffix()}`, token: 'ghp_removalRaces0123456789', current_password: TEST_PASSWORD }));
+        return { path: `/api/v1/integrations/${id}`, left: () => h.deps.prisma.integration.count({ where: { id } }) };
+      },
+    },
+    {
+      what: 'an integration unbound from a team',
+      detail: 'Unbinding integrations from teams',
+      make: async () => {
+        const id = await made(request(h.app).post('/api/v1/integrations')
+          .send({ kind: 'github', name: `GitHub ${uniqueSuffix()}`, token: 'ghp_removalRaces0123456789', current_password: TEST_PASSWORD }));
+        const teamId = await team();
+        expect((await asOwner(request(h.app).put(`/api/v1/integrations/${id}/teams/${teamId}`))).status).toBe(200);
+        return { path: `/api/v1/integrations/${id}/teams/${teamId}`, left: () => h.deps.prisma.teamIntegration.count({ where: { teamId, integrationId: id } }) };
+      },
+    },
+    {
+      what: 'an invitation revoked',
+      detail: 'Revoking invitations',
+      make: async () => {
+        const id = await made(request(h.app).post('/api/v1/invitations').send({ email: `invitee-${uniqueSuffix()}@example.test`, role: 'member', current_password: TEST_PASSWORD }));
+        return { path: `/api/v1/invitations/${id}`, left: () => h.deps.prisma.invitation.count({ where: { id } }) };
+      },
+    },
+    {
+      what: 'a team deleted',
+      detail: 'Deleting teams',
+      make: async () => {
+        const id = await team();
+        return { path: `/api/v1/teams/${id}`, left: () => h.deps.prisma.team.count({ where: { id } }) };
+      },
+    },
+    {
+      what: 'a team renamed',
+      detail: 'Editing teams',
+      make: async () => {
+        const id = await team();
+        return { path: `/api/v1/teams/${id}`, method: 'patch', body: { name: `Renamed ${id}` }, left: async () => (await h.deps.prisma.team.findUniqueOrThrow({ where: { id } })).name };
+      },
+    },
+    {
+      what: 'a team member removed',
+      detail: 'Removing team members',
+      make: async () => {
+        const teamId = await team();
+        expect((await asOwner(request(h.app).put(`/api/v1/teams/${teamId}/members/${org.member.id}`))).status).toBe(200);
+        return { path: `/api/v1/teams/${teamId}/members/${org.member.id}`, left: () => h.deps.prisma.teamMember.count({ where: { teamId } }) };
+      },
+    },
+    {
+      what: 'an access grant revoked',
+      detail: 'Managing access',
+      make: async () => {
+        const project = await insertProject(h, org.id);
+        const grant = await insertGrant(h, org.id, { projectId: project.id }, { userId: org.member.id }, 'read');
+        return { path: `/api/v1/projects/${project.id}/access/${grant.id}`, left: () => h.deps.prisma.accessGrant.count({ where: { id: grant.id } }) };
+      },
+    },
+    {
+      what: "a report's published URL revoked",
+      detail: 'Revoking report shares',
+      make: async () => {
+        expect((await asOwner(request(h.app).post(`/api/v1/reports/${report.id}/publication`)).send({ current_password: TEST_PASSWORD })).status).toBe(201);
+        return {
+          path: `/api/v1/reports/${report.id}/publication`,
+          left: () => h.deps.prisma.reportShare.count({ where: { reportId: report.id, revokedAt: null } }),
+        };
+      },
+    },
+    {
+      what: "a project's source removed",
+      detail: "Removing a project's source",
+      make: async () => {
+        const project = await insertProject(h, org.id);
+        await h.deps.prisma.projectSource.create({ data: { projectId: project.id, organizationId: org.id, kind: 'repository', repositoryUrl: 'https://203.0.114.10/acme/web.git', defaultBranch: 'main' } });
+        return { path: `/api/v1/projects/${project.id}/source`, left: () => h.deps.prisma.projectSource.count({ where: { projectId: project.id } }) };
+      },
+    },
+    {
+      what: "a project's source changed",
+      detail: "Changing a project's source",
+      make: async () => {
+        const project = await insertProject(h, org.id);
+        return {
+          path: `/api/v1/projects/${project.id}/source`,
+          method: 'put',
+          body: { type: 'repository', url: 'https://203.0.114.10/acme/web.git', default_branch: 'main' },
+          left: () => h.deps.prisma.projectSource.count({ where: { projectId: project.id } }),
+        };
+      },
+    },
+  ];
+
+  it.each(changes)('$what', async ({ detail, make }) => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'removing-admin');
+    const { path, method = 'delete', body, left } = await make();
+    const before = await left();
+    const res = await changedWhileHeld(org.id, admin, 'member', () => {
+      const req = request(h.app)[method](path).set(bearer(admin.token));
+      return (body ? req.send(body) : req).then((r) => r);
+    });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now member).` });
+    expect(await left()).toEqual(before);
+  });
+
+  it("a manager's API key revoked: refused (403), the key still works", async () => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'revoking-admin');
+    const manager = await createUserInOrg(h, org.id, 'manager', 'key-holder');
+    const key = await createKey(h, manager.token, ['org:read']);
+    const { id } = await h.deps.prisma.apiKey.findFirstOrThrow({ where: { userId: manager.id } });
+    const res = await changedWhileHeld(org.id, admin, 'member', () => request(h.app).delete(`/api/v1/api-keys/${id}`).set(bearer(admin.token)).then((r) => r));
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: "Revoking other people's API keys needs a role you no longer hold (yours is now member)." });
+    expect((await request(h.app).get('/api/v1/organization').set(bearer(key))).status).toBe(200);
+  });
 });

@@ -2,7 +2,7 @@
 // the creator is itself a key, within that key's scopes); wildcards are expanded before storage. The
 // organization's lifecycle policy decides the expiration; creation and revocation are audited.
 import { resolveRequestedScopes, roleBundle, roleRank } from '@svc/scopes';
-import type { ApiKey } from '@svc/db';
+import type { ApiKey, Tx } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
@@ -12,7 +12,7 @@ import { newId, scopedTo } from '@svc/db';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
-import { lockOwnRole } from '../access/own-role';
+import { lockOwnRole, lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
 import { confirmSensitiveChange } from '../auth/reauthentication';
 import { keyNoticeAllowance, recordSecurityNotice, sendSecurityNoticeNow } from '../auth/security-notices';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
@@ -166,9 +166,25 @@ export async function listApiKeys(deps: AppDeps, principal: Principal, query: Pa
 async function requireNotAboveCaller(deps: AppDeps, principal: Principal, keyOwnerId: string): Promise<void> {
   if (keyOwnerId === principal.userId) return;
   const owner = await scopedTo(deps.prisma, principal).membership.findFirst({ where: { userId: keyOwnerId }, select: { role: true } });
-  if (owner && roleRank(owner.role) > roleRank(principal.role)) {
-    throw forbidden(`You cannot revoke the API key of someone whose role (${owner.role}) is above yours.`);
+  if (owner && roleRank(owner.role) > roleRank(principal.role)) throw keyOwnerAbove(owner.role);
+}
+
+const keyOwnerAbove = (role: string) => forbidden(`You cannot revoke the API key of someone whose role (${role}) is above yours.`);
+
+/**
+ * The checks above against the roles as committed now, both memberships held until the revocation commits
+ * (own-role.ts): demoted below admin while the request ran, the caller revokes only their own keys; the key's owner
+ * raised above them meanwhile, not theirs.
+ */
+async function requireStillMayRevoke(tx: Pick<Tx, '$queryRaw'>, principal: Principal, keyOwnerId: string): Promise<void> {
+  if (keyOwnerId === principal.userId) {
+    requireCommittedScope(await lockOwnRole(tx, principal), 'api_keys:revoke', 'Revoking API keys');
+    return;
   }
+  const { own, member } = await lockOwnRoleAndMember(tx, principal, keyOwnerId, 'SHARE');
+  const role = requireCommittedScope(own, 'api_keys:revoke', 'Revoking API keys');
+  if (roleRank(role) < roleRank('admin')) throw forbidden(`Revoking other people's API keys needs a role you no longer hold (yours is now ${role}).`);
+  if (member && roleRank(member) > roleRank(role)) throw keyOwnerAbove(member);
 }
 
 export async function revokeApiKey(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta): Promise<void> {
@@ -178,6 +194,7 @@ export async function revokeApiKey(deps: AppDeps, principal: Principal, id: stri
   if (key.revokedAt) throw conflict('API key is already revoked.');
   const now = deps.clock.now();
   await deps.prisma.$transaction(async (tx) => {
+    await requireStillMayRevoke(tx, principal, key.userId);
     // Conditional, so a concurrent revocation (or the inactivity job) records one revocation, not two.
     const { count } = await tx.apiKey.updateMany({ where: { id, revokedAt: null }, data: { revokedAt: now, revokedReason: 'user' } });
     if (count !== 1) throw conflict('API key is already revoked.');

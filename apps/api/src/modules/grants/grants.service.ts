@@ -134,6 +134,7 @@ export async function deleteGrant(
   await requireTarget(deps, principal, target);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillMayManage(tx, principal, await lockOwnRole(tx, principal), target);
     // The row as it was deleted (a re-grant may have changed its level meanwhile); of two concurrent deletes one
     // gets it, the other nothing (404, no entry). Raw SQL is not scoped: the organization is named here.
     const [gone] = await tx.$queryRaw<Array<{ id: string; user_id: string | null; team_id: string | null; access: string }>>`

@@ -115,6 +115,7 @@ export async function disconnectIntegration(deps: AppDeps, principal: Principal,
   const row = await requireIntegration(deps, principal, id);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'integrations:manage', 'Disconnecting integrations');
     const { count } = await tx.integration.deleteMany({ where: { id } });
     if (count !== 1) throw notFound('Integration');
     await recordAs(tx, principal, meta, now, {
@@ -153,6 +154,7 @@ export async function unbindTeam(deps: AppDeps, principal: Principal, id: string
   const team = await findTeam(deps, principal, teamId);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'integrations:bind_team', 'Unbinding integrations from teams');
     const { count } = await tx.teamIntegration.deleteMany({ where: { teamId: team.id, integrationId: id } });
     if (count !== 1) throw notFound('Team binding');
     await recordAs(tx, principal, meta, now, {

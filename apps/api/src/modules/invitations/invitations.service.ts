@@ -16,7 +16,7 @@ import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
 import { recordAs, recordInOrganizations, userActor, type Acting, type RequestMeta } from '../audit/audit.context';
-import { lockOwnRole } from '../access/own-role';
+import { lockOwnRole, requireStillHolds } from '../access/own-role';
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -57,6 +57,8 @@ async function deletePendingInvitation(
 ): Promise<boolean> {
   const now = deps.clock.now();
   return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // A revocation someone asked for, against their role as committed (a demoted inviter's own failed mail is not).
+    if (reason === 'user') await requireStillHolds(tx, principal, 'members:invite', 'Revoking invitations');
     const { count } = await tx.invitation.deleteMany({ where: { id: inv.id, acceptedAt: null } });
     if (count === 1) await recordAs(tx, principal, meta, now, invitationEvent(inv, 'invitation.revoked', { reason }));
     return count === 1;

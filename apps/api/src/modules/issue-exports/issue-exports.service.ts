@@ -211,6 +211,7 @@ export async function revokeIssueTarget(deps: AppDeps, tenant: Tenant, id: strin
   const target = await findIssueTarget(deps, tenant, id);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
+    await requireStillHolds(tx, by.principal, 'issue_exports:configure', 'Revoking issue trackers');
     await tx.issueExportTarget.update({ where: { id }, data: { deletedAt: now, credentialsEnc: '' } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'issue_export_target.revoked',

@@ -14,6 +14,7 @@ import { confirmRoutingRole } from '../access/event-routing';
 import { publishTestDelivery, refuseOutside } from '../webhooks/subscriptions.service';
 import type { ConfirmSensitiveChange, ReauthenticatedOperation } from '../auth/reauthentication';
 import { lockOrganization } from '../organizations/organization-lock';
+import { requireStillHolds } from '../access/own-role';
 
 export const MAX_LIVE_TARGETS = 25;
 
@@ -266,6 +267,7 @@ export async function revokeTarget(deps: AppDeps, tenant: Tenant, id: string, by
   const target = await findTarget(deps, tenant, id);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, tenant).$transaction(async (tx) => {
+    await requireStillHolds(tx, by.principal, 'notification_targets:configure', 'Revoking notification targets');
     await tx.webhookSubscription.update({ where: { id }, data: { deletedAt: now } });
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'notification_target.revoked',

@@ -120,11 +120,11 @@ async function requireMayReplacePublication(tx: Pick<Tx, 'reportShare'>, princip
 }
 
 /**
- * Handing the report out, checked again against the caller as committed now (own-role.ts): demoted while the
- * request ran, they need the scope and read access to its assessment with the role left (else 403, or 404 as for a
- * report they cannot see).
+ * Handing the report out or taking a share back, checked again against the caller as committed now (own-role.ts):
+ * demoted while the request ran, they need the scope and read access to its assessment with the role left (else 403,
+ * or 404 as for a report they cannot see).
  */
-async function requireStillMayHandOut(tx: Scoped<Tx>, principal: Principal, report: ReportRow, scope: Scope, action: string): Promise<void> {
+async function requireStillMayManageShares(tx: Scoped<Tx>, principal: Principal, report: ReportRow, scope: Scope, action: string): Promise<void> {
   const role = await requireStillHolds(tx, principal, scope, action);
   try {
     await requireAccessIn(tx, { ...principal, role }, { kind: 'assessment', id: report.assessmentId }, 'read');
@@ -154,7 +154,7 @@ export async function publishReport(
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     // One publication at a time: concurrent publishes of the same report take turns on its row.
     await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
-    await requireStillMayHandOut(tx, principal, report, 'reports:publish', 'Publishing reports');
+    await requireStillMayManageShares(tx, principal, report, 'reports:publish', 'Publishing reports');
     await requireMayReplacePublication(tx, principal, report.id, now);
     const replaced = await tx.reportShare.updateMany({
       where: { reportId: report.id, kind: 'link', ...statusFilter('active', now) },
@@ -183,6 +183,8 @@ async function revoke(
   const { principal, meta } = acting;
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // A revocation someone asked for, against their role as committed (taking back a share whose mail failed is not).
+    if (reason !== 'mail_failed') await requireStillMayManageShares(tx, principal, report, 'reports:revoke_share', 'Revoking report shares');
     // Conditional: of two concurrent revocations, one is recorded.
     const { count } = await tx.reportShare.updateMany({
       where: { id: share.id, revokedAt: null },
@@ -242,7 +244,7 @@ export async function shareReport(
   const token = generateShareToken();
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
-    await requireStillMayHandOut(tx, principal, report, 'reports:share', 'Sharing reports');
+    await requireStillMayManageShares(tx, principal, report, 'reports:share', 'Sharing reports');
     await refuseSecondGrant(tx, report, input.email, now);
     const created = await tx.reportShare.create({ data: newShare(deps, acting, report, token, now, { kind: 'email', email: input.email, expiresAt }) });
     await recordAs(tx, principal, meta, now, {

@@ -8,7 +8,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
-import { lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
+import { lockOwnRoleAndMember, requireCommittedScope, requireStillHolds } from '../access/own-role';
 
 export function presentTeam(team: Team) {
   return {
@@ -91,6 +91,7 @@ export async function updateTeam(
   const now = deps.clock.now();
   const team = await uniqueName(() =>
     scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+      await requireStillHolds(tx, principal, 'teams:update', 'Editing teams');
       // Held until the commit: a concurrent edit waits, so the entry's "before" is what this one replaced.
       const current = await holdTeam(tx, id, 'NO KEY UPDATE');
       const before = described(current);
@@ -115,6 +116,7 @@ export async function updateTeam(
 export async function deleteTeam(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta): Promise<void> {
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'teams:delete', 'Deleting teams');
     const team = await holdTeam(tx, id, 'UPDATE');
     const members = await tx.teamMember.deleteMany({ where: { teamId: id } });
     const grants = await tx.accessGrant.deleteMany({ where: { teamId: id } });
@@ -173,6 +175,7 @@ export async function removeTeamMember(deps: AppDeps, principal: Principal, team
   await findTeam(deps, principal, teamId);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillHolds(tx, principal, 'teams:manage_members', 'Removing team members');
     const { count } = await tx.teamMember.deleteMany({ where: { teamId, userId } });
     if (count === 0) throw notFound('Team member');
     const user = await tx.user.findUnique({ where: { id: userId }, select: { email: true } });

@@ -25,6 +25,7 @@ import { newId, Prisma, scopedTo, type Scoped, type Tx } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
+import { requireStillHolds } from '../access/own-role';
 import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 import { refuseOperationalBelowOrganization } from './operational-events';
@@ -340,6 +341,7 @@ export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: s
   const subscription = await findSubscription(deps, ctx, id);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
+    await requireStillHolds(tx, by.principal, 'webhooks:delete', 'Deleting webhook subscriptions');
     // Only while live: deleted meanwhile (another DELETE, or its project's or assessment's deletion, which audits it)
     // it is not deleted or recorded a second time.
     const { count } = await tx.webhookSubscription.updateMany({ where: { id, ...subscriptionsOf(ctx) }, data: { deletedAt: now } });

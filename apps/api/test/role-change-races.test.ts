@@ -6,7 +6,7 @@ import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { newId } from '@svc/db';
-import { insertAssessmentIn, insertReadyReport } from './support/domain';
+import { insertAssessmentIn, insertReadyReport, subscribe } from './support/domain';
 import { untilBlockedBy, whileRowsHeld } from './support/row-locks';
 
 let h: Harness;
@@ -492,6 +492,28 @@ it("an organization's owner who transfers ownership while its history is being e
   expect(res.status).toBe(403);
   expect(res.body).toEqual({ detail: 'Deleting the organization needs a role you no longer hold (yours is now admin).' });
   expect(await h.deps.prisma.organization.count({ where: { id: doomed.id } })).toBe(1);
+});
+
+it("a project deleted by an admin demoted to member while its history is being erased: refused (403) as its row goes, the project stays", async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'erasing-admin');
+  const project = await insertProject(h, org.id);
+  const subscription = await subscribe(h, org.owner.token, { projectId: project.id }, ['finding.created']);
+  const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: org.id, type: 'finding.created', projectId: project.id, data: {} } });
+  const delivery = await h.deps.prisma.webhookDelivery.create({
+    data: { id: newId('whdel'), organizationId: org.id, subscriptionId: subscription, eventId: event.id, eventType: event.type, payload: {}, payloadFormat: 'json', status: 'succeeded' },
+  });
+  // The erasure of its subscription's deliveries waits for the one held here (the first check has passed), while the
+  // admin is demoted.
+  const res = await whileRowsHeld(h,
+    (tx) => tx.$queryRaw`SELECT id FROM webhook_deliveries WHERE id = ${delivery.id} FOR UPDATE`,
+    () => request(h.app).delete(`/api/v1/projects/${project.id}`).set(bearer(admin.token)).then((r) => r),
+    1,
+    (tx) => tx.membership.updateMany({ where: { organizationId: org.id, userId: admin.id }, data: { role: 'member' } }),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Deleting projects needs a role you no longer hold (yours is now member).' });
+  expect(await h.deps.prisma.project.count({ where: { id: project.id } })).toBe(1);
+  expect(await h.deps.prisma.webhookSubscription.count({ where: { id: subscription, deletedAt: null } })).toBe(1);
 });
 
 it('an organization deleted while a row of it is held for longer than 5 s: the deletion waits for it (204), no transaction timeout', async () => {

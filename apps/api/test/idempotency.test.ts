@@ -7,9 +7,11 @@ import { pgFields } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
 import { insertReadyReport } from './support/domain';
+import { whileRowsHeld } from './support/row-locks';
 import { buildOpenApiDocument } from '../src/openapi/document';
 import { HeldIdempotencyKeys } from '../src/modules/idempotency/held-keys';
 import { takesIdempotencyKey } from '../src/http/idempotency';
+import { COLLISION_DETAIL } from '../src/http/errors';
 import { runMaintenanceJob } from '../../worker/src/maintenance';
 import type { WorkerDeps } from '../../worker/src/deps';
 
@@ -91,6 +93,35 @@ describe('a retry with the same key and request', () => {
     expect(retried.status).toBe(201);
     expect(retried.headers['idempotent-replayed']).toBeUndefined();
     expect(await h.deps.prisma.team.count({ where: { organizationId: org.id, name } })).toBe(1);
+  });
+
+  it('does not keep a 409 that asks to be sent again (a deadlock lost): the same key runs it again, applied once', async () => {
+    const o = await createOrg(h);
+    const key = newKey();
+    const send = () => api().post('/api/v1/billing/limits').set(withKey(o.owner.token, key)).send({ kind: 'threshold', credits: '50' }).then((r) => r);
+    // The request locks the organization's row, then waits for the owner's membership, held here; this transaction
+    // then asks for the organization's row. PostgreSQL breaks the deadlock in the backend whose deadlock_timeout runs
+    // out first, rolling back its own transaction: the request's, which began to wait a quarter of it earlier.
+    const lost = await whileRowsHeld(h,
+      (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${o.id} AND user_id = ${o.owner.id} FOR UPDATE`,
+      send,
+      1,
+      async (tx) => {
+        const [{ ms }] = await tx.$queryRaw<Array<{ ms: number }>>`SELECT setting::int AS ms FROM pg_settings WHERE name = 'deadlock_timeout'`;
+        await new Promise((r) => setTimeout(r, ms / 4));
+        await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${o.id} FOR UPDATE`;
+      },
+    );
+    expect(lost.status).toBe(409);
+    expect(lost.headers['retry-after']).toBe('1');
+    expect(lost.body).toEqual({ detail: COLLISION_DETAIL });
+
+    const again = await send();
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    expect(await h.deps.prisma.spendLimit.count({ where: { organizationId: o.id } })).toBe(1);
+    const replayed = await send();
+    expect([replayed.status, replayed.headers['idempotent-replayed'], replayed.body.id]).toEqual([201, 'true', again.body.id]);
   });
 
   it('does not take the key when the body fails validation: the fixed body may be sent with the same key', async () => {

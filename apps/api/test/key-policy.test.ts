@@ -4,6 +4,7 @@
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, TEST_PASSWORD, type TestOrg } from './support/fixtures';
+import { whileRowsHeld } from './support/row-locks';
 
 const DAY = 24 * 3600 * 1000;
 const POLICY = '/api/v1/organization/api-key-policy';
@@ -93,6 +94,22 @@ describe('reading and changing the policy', () => {
     const res = await putPolicy(org.owner.token, { enabled: true, max_lifetime_days: 7, warn_days_before: 7 });
     expect(res.status).toBe(422);
     expect(res.body.detail).toMatch(/warn_days_before.*max_lifetime_days/);
+  });
+
+  it('an owner and an admin changing different fields at once: both answer 200 and the stored policy has both changes', async () => {
+    const o = await createOrg(h);
+    // Both changes wait for the organization's row, held here: each has begun before either commits.
+    const [first, second] = await whileRowsHeld(h,
+      (tx) => tx.$queryRaw`SELECT id FROM organizations WHERE id = ${o.id} FOR NO KEY UPDATE`,
+      () => Promise.all([
+        putPolicy(o.owner.token, { enabled: true, inactivity_days: 30 }).then((r) => r),
+        putPolicy(o.admin.token, { enabled: true, max_lifetime_days: 60 }).then((r) => r),
+      ]),
+      2,
+    );
+    expect([first.status, second.status]).toEqual([200, 200]);
+    const stored = await request(h.app).get(POLICY).set(bearer(o.member.token));
+    expect(stored.body).toEqual({ enabled: true, require_expiration: false, max_lifetime_days: 60, warn_days_before: 7, inactivity_days: 30 });
   });
 });
 

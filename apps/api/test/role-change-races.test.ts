@@ -7,6 +7,7 @@ import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { newId } from '@svc/db';
 import { createKey, insertAssessmentIn, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
+import { untilBlockedBy, whileRowsHeld } from './support/row-locks';
 
 let h: Harness;
 let org: TestOrg;
@@ -82,49 +83,6 @@ it('demoted to manager meanwhile: a key with scopes beyond the manager bundle (w
 const roleOf = async (userId: string) =>
   (await h.deps.prisma.membership.findFirstOrThrow({ where: { organizationId: org.id, userId } })).role;
 
-type HoldingTx = Parameters<Parameters<Harness['deps']['prisma']['$transaction']>[0]>[0];
-
-/** Waits until `waiting` backends wait for backend `pid`, directly or behind one another (pg_blocking_pids). */
-async function untilBlockedBy(pid: number, waiting: number): Promise<void> {
-  for (let waited = 0; ; waited += 20) {
-    // Not any lock wait in the database, which other test files share: only those queued behind `pid`.
-    const [row] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
-      WITH RECURSIVE blocked(pid) AS (
-        SELECT pid FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))
-        UNION
-        SELECT a.pid FROM pg_stat_activity a JOIN blocked b ON b.pid = ANY(pg_blocking_pids(a.pid)))
-      SELECT count(*)::int AS n FROM blocked`;
-    if (row!.n >= waiting) return;
-    if (waited > 15_000) throw new Error(`never ${waiting} requests waiting for the held rows`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/**
- * Runs `send` while this test's transaction holds the locks `hold` takes, until `waiting` backends wait for that
- * transaction; then runs `meanwhile` inside it (with the holder's backend id) and lets go.
- */
-async function whileRowsHeld<T>(
-  hold: (tx: HoldingTx) => Promise<unknown>,
-  send: () => Promise<T>,
-  waiting: number,
-  meanwhile: (tx: HoldingTx, holder: number) => Promise<unknown> = async () => {},
-): Promise<T> {
-  let sent!: Promise<T>;
-  await h.deps.prisma.$transaction(
-    async (tx) => {
-      const [{ pid }] = await tx.$queryRaw<Array<{ pid: number }>>`SELECT pg_backend_pid() AS pid`;
-      await hold(tx);
-      sent = send();
-      sent.catch(() => undefined);
-      await untilBlockedBy(pid, waiting);
-      await meanwhile(tx, pid);
-    },
-    { timeout: 30_000 },
-  );
-  return sent;
-}
-
 it("a member raised to admin by an admin demoted meanwhile: refused (403), the member's role is unchanged", async () => {
   const admin = await createUserInOrg(h, org.id, 'admin', 'raising-admin');
   const accomplice = await createUserInOrg(h, org.id, 'member', 'accomplice');
@@ -140,7 +98,7 @@ it('a member removed by an admin demoted meanwhile: refused (403), the member st
   const admin = await createUserInOrg(h, org.id, 'admin', 'removing-admin');
   const colleague = await createUserInOrg(h, org.id, 'member', 'colleague');
   // The removal waits for the colleague's account row (held here) while the owner demotes the admin.
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM users WHERE id = ${colleague.id} FOR NO KEY UPDATE`,
     () => request(h.app).delete(`/api/v1/members/${colleague.id}`).set(bearer(admin.token)).then((r) => r),
     1,
@@ -162,7 +120,7 @@ it('two admins demoting each other at once: one demotion wins (200), the other i
     request(h.app).patch(`/api/v1/members/${whom.id}`).set(bearer(by.token)).send({ role: 'member' }).then((r) => r);
   // Both requests pass their checks and then wait on the two memberships, held here, so neither sees the other's
   // demotion when it was authorized.
-  const results = await whileRowsHeld(
+  const results = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id IN (${first.id}, ${second.id}) FOR SHARE`,
     () => Promise.all([demote(first, second), demote(second, first)]),
     2,
@@ -181,7 +139,7 @@ it('a write grant given by an admin demoted to manager meanwhile (no grant of th
   const project = await insertProject(h, org.id);
   // The grant waits for its advisory lock (held here) while the owner demotes the admin.
   const lockKey = `grant:project:${project.id}:${accomplice.id}:`;
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
     () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(admin.token)).send({ user_id: accomplice.id, access: 'write' }).then((r) => r),
     1,
@@ -197,7 +155,7 @@ it('a team member added by an admin demoted to member meanwhile: refused (403), 
   const team = await request(h.app).post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Team ${colleague.id}` });
   expect(team.status).toBe(201);
   // Adding waits for the team row (held here FOR UPDATE) while the owner demotes the admin.
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM teams WHERE id = ${team.body.id} FOR UPDATE`,
     () => request(h.app).put(`/api/v1/teams/${team.body.id}/members/${colleague.id}`).set(bearer(admin.token)).then((r) => r),
     1,
@@ -214,7 +172,7 @@ it("a manager's write grant revoked while they grant write to someone else: 404,
   const project = await insertProject(h, org.id);
   const own = await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
   const lockKey = `grant:project:${project.id}:${colleague.id}:`;
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
     () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
     1,
@@ -246,7 +204,7 @@ it("a webhook created while its admin's membership is held by a change that then
   const admin = await createUserInOrg(h, org.id, 'admin', 'webhook-admin');
   // Stands for a role change of the admin's under way: it holds their membership and then inserts a row of the
   // organization (its audit entry). The creation, waiting for that membership, must not hold up the insert.
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${admin.id} FOR NO KEY UPDATE`,
     () => request(h.app).post('/api/v1/webhooks/subscriptions').set(bearer(admin.token))
       .send({ name: 'held', url: 'https://203.0.114.10/hooks', events: ['finding.created'] }).then((r) => r),
@@ -316,14 +274,14 @@ it("a manager's write grant revoked while their grant to someone else commits: t
   const own = await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
   let revocation!: Promise<request.Response>;
   // The project's row held here: the new grant, checked and about to be inserted, waits for it (its foreign key).
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM projects WHERE id = ${project.id} FOR UPDATE`,
     () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
     1,
     async (_tx, holder) => {
       revocation = request(h.app).delete(`/api/v1/projects/${project.id}/access/${own.id}`).set(bearer(org.owner.token)).then((r) => r);
       // The revocation queues behind the grant, which queues behind this transaction.
-      await untilBlockedBy(holder, 2);
+      await untilBlockedBy(h, holder, 2);
     },
   );
   expect(res.status).toBe(201);
@@ -339,7 +297,7 @@ it("a manager removed from the team their write access comes from while they gra
   await h.deps.prisma.teamMember.create({ data: { teamId: team.id, userId: manager.id } });
   await insertGrant(h, org.id, { projectId: project.id }, { teamId: team.id }, 'write');
   const lockKey = `grant:project:${project.id}:${colleague.id}:`;
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
     () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
     1,
@@ -355,7 +313,7 @@ it("a manager removed from the team their write access comes from while they gra
  * as it re-checks the role (on code that does not re-check, it never waits, and untilBlockedBy says so).
  */
 async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' | 'manager' | { newOwner: TestUser }, send: () => Promise<T>): Promise<T> {
-  return whileRowsHeld(
+  return whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${orgId} AND user_id = ${user.id} FOR NO KEY UPDATE`,
     send,
     1,
@@ -476,7 +434,7 @@ it("a lowering that the role as committed makes a raise (lowered further meanwhi
   // The admin lowers the colleague from admin to manager (no password: a lowering) while the colleague's role is
   // lowered to member here: manager is then a raise, which asks for the password.
   // The first of the two memberships the change locks (in user-id order) is held here: it waits before it holds either.
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id IN (${admin.id}, ${colleague.id})
       ORDER BY user_id LIMIT 1 FOR SHARE`,
     () => request(h.app).patch(`/api/v1/members/${colleague.id}`).set(bearer(admin.token)).send({ role: 'manager' }).then((r) => r),
@@ -522,7 +480,7 @@ it("an organization's owner who transfers ownership while its history is being e
   const doomed = await createOrg(h);
   const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: doomed.id, type: 'project.created', data: {} } });
   // The erasure of its events waits for the one held here, while ownership moves to the admin.
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM events WHERE id = ${event.id} FOR UPDATE`,
     () => request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
     1,
@@ -536,10 +494,32 @@ it("an organization's owner who transfers ownership while its history is being e
   expect(await h.deps.prisma.organization.count({ where: { id: doomed.id } })).toBe(1);
 });
 
+it("a project deleted by an admin demoted to member while its history is being erased: refused (403) as its row goes, the project stays", async () => {
+  const admin = await createUserInOrg(h, org.id, 'admin', 'erasing-admin');
+  const project = await insertProject(h, org.id);
+  const subscription = await subscribe(h, org.owner.token, { projectId: project.id }, ['finding.created']);
+  const event = await h.deps.prisma.event.create({ data: { id: newId('event'), organizationId: org.id, type: 'finding.created', projectId: project.id, data: {} } });
+  const delivery = await h.deps.prisma.webhookDelivery.create({
+    data: { id: newId('whdel'), organizationId: org.id, subscriptionId: subscription, eventId: event.id, eventType: event.type, payload: {}, payloadFormat: 'json', status: 'succeeded' },
+  });
+  // The erasure of its subscription's deliveries waits for the one held here (the first check has passed), while the
+  // admin is demoted.
+  const res = await whileRowsHeld(h,
+    (tx) => tx.$queryRaw`SELECT id FROM webhook_deliveries WHERE id = ${delivery.id} FOR UPDATE`,
+    () => request(h.app).delete(`/api/v1/projects/${project.id}`).set(bearer(admin.token)).then((r) => r),
+    1,
+    (tx) => tx.membership.updateMany({ where: { organizationId: org.id, userId: admin.id }, data: { role: 'member' } }),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Deleting projects needs a role you no longer hold (yours is now member).' });
+  expect(await h.deps.prisma.project.count({ where: { id: project.id } })).toBe(1);
+  expect(await h.deps.prisma.webhookSubscription.count({ where: { id: subscription, deletedAt: null } })).toBe(1);
+});
+
 it('an organization deleted while a row of it is held for longer than 5 s: the deletion waits for it (204), no transaction timeout', async () => {
   const doomed = await createOrg(h);
   const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: doomed.id, name: 'Held' } });
-  const res = await whileRowsHeld(
+  const res = await whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM teams WHERE id = ${team.id} FOR SHARE`,
     () => request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
     1,
@@ -571,13 +551,13 @@ describe("an organization deleted while one of its admins writes to it: the dele
     // The organization's row share-locked here (as an insert's foreign key holds it): the deletion, its memberships
     // locked, waits at its DELETE; the write comes meanwhile and queues behind it. (The harness's pool has four
     // connections: this one, the deletion's, the write's and the test's own queries.)
-    const res = await whileRowsHeld(
+    const res = await whileRowsHeld(h,
       (tx) => tx.$queryRaw`SELECT id FROM organizations WHERE id = ${doomed.id} FOR KEY SHARE`,
       () => request(h.app).delete('/api/v1/organization').set(bearer(doomed.owner.token)).send({ confirm: doomed.name }).then((r) => r),
       1,
       async (_tx, holder) => {
         write = send().then((r) => r);
-        await untilBlockedBy(holder, 2);
+        await untilBlockedBy(h, holder, 2);
       },
     );
     expect(res.status).toBe(204);

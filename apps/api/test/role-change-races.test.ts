@@ -730,6 +730,22 @@ describe('what an admin demoted to member meanwhile removes, revokes or edits: r
         };
       },
     },
+    {
+      what: 'a project renamed',
+      detail: 'Editing projects',
+      make: async () => {
+        const project = await insertProject(h, org.id);
+        return { path: `/api/v1/projects/${project.id}`, method: 'patch', body: { name: `Renamed ${project.id}` }, left: async () => (await h.deps.prisma.project.findUniqueOrThrow({ where: { id: project.id } })).name };
+      },
+    },
+    {
+      what: "an assessment's notes edited",
+      detail: 'Editing assessments',
+      make: async () => {
+        const assessment = await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed');
+        return { path: `/api/v1/assessments/${assessment.id}`, method: 'patch', body: { notes: 'written after the demotion' }, left: async () => (await h.deps.prisma.assessment.findUniqueOrThrow({ where: { id: assessment.id } })).notes };
+      },
+    },
   ];
 
   it.each(changes)('$what', async ({ detail, make }) => {

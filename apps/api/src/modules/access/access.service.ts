@@ -6,10 +6,11 @@
 // one; readable but not writable answers 403.
 import { answeringOneByOneOnFailure, Coalescer, coalescerOf, organizationOf, Prisma, queryRows, scopedTo, type Assessment, type Project, type Scoped, type Tx } from '@svc/db';
 import { slaPolicyFromColumns, type SlaPolicy } from '@svc/domain';
-import { roleRank } from '@svc/scopes';
+import { roleRank, type Role, type Scope } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { forbidden, notFound } from '../../http/errors';
+import { requireStillHolds } from './own-role';
 
 export type Access = 'read' | 'write';
 
@@ -110,6 +111,24 @@ export async function requireAccessIn(tx: Scoped<Tx>, principal: Principal, targ
     if (!assessment) throw notFound('Assessment');
     enforce(await heldAccess(tx, principal, { projectId: assessment.projectId, assessmentId: assessment.id }), need, 'Assessment');
   }
+}
+
+/**
+ * requireStillHolds and requireAccessIn in one, inside the transaction of a change to a project or an assessment:
+ * demoted, or their grant or team taken away, while the request ran, the caller needs `scope` with the role left (else
+ * 403 naming `action`) and `need` access through what is left (else 403, or 404 for what they can no longer read).
+ */
+export async function requireStillMayAccess(
+  tx: Scoped<Tx>,
+  principal: Principal,
+  scope: Scope,
+  action: string,
+  target: { kind: 'project' | 'assessment'; id: string },
+  need: Access,
+): Promise<Role> {
+  const role = await requireStillHolds(tx, principal, scope, action);
+  await requireAccessIn(tx, { ...principal, role }, target, need);
+  return role;
 }
 
 /** What the engine's hot path needs of an assessment it writes to. */

@@ -15,7 +15,7 @@ import type { Principal } from '../../auth/principal';
 import { conflict } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
-import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess } from '../access/access.service';
+import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess, requireStillMayAccess } from '../access/access.service';
 import { assertWithinSpendCap } from '../spend/spend-guard';
 import type { Acting } from '../audit/audit.context';
 import { principalAsCommitted } from '../access/own-role';
@@ -256,9 +256,9 @@ export async function updateAssessment(
     ...(input.settings !== undefined && { settings: jsonOrNull(input.settings) }),
   };
   const db = scopedTo(deps.prisma, principal);
-  const moved = await db.assessment.updateMany({
-    where: { id: current.id, ...(draftOnly && { status: 'draft' }) },
-    data,
+  const moved = await db.$transaction(async (tx) => {
+    await requireStillMayAccess(tx, principal, 'assessments:update', 'Editing assessments', { kind: 'assessment', id: current.id }, 'write');
+    return tx.assessment.updateMany({ where: { id: current.id, ...(draftOnly && { status: 'draft' }) }, data });
   });
   if (moved.count !== 1) {
     const fresh = await db.assessment.findUniqueOrThrow({ where: { id: current.id }, select: { status: true } });

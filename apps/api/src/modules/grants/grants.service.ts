@@ -9,7 +9,7 @@ import type { Principal } from '../../auth/principal';
 import { forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
-import { requireAccessIn, requireAssessmentAccess, requireProjectAccess, type Access } from '../access/access.service';
+import { requireAccessIn, requireAssessmentAccess, requireProjectAccess, requireStillMayAccess, type Access } from '../access/access.service';
 import { recordAs, type AuditEvent, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
 import { lockOwnRole, lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
@@ -134,7 +134,7 @@ export async function deleteGrant(
   await requireTarget(deps, principal, target);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillMayManage(tx, principal, await lockOwnRole(tx, principal), target);
+    await requireStillMayAccess(tx, principal, 'assessments:manage_access', 'Managing access', target, 'write');
     // The row as it was deleted (a re-grant may have changed its level meanwhile); of two concurrent deletes one
     // gets it, the other nothing (404, no entry). Raw SQL is not scoped: the organization is named here.
     const [gone] = await tx.$queryRaw<Array<{ id: string; user_id: string | null; team_id: string | null; access: string }>>`

@@ -9,7 +9,7 @@ import { forbidden } from '../../http/errors';
 import { hasScope } from '@svc/scopes';
 import { newId, scopedTo } from '@svc/db';
 import { eraseProjectHistory } from '../history-deletion/history-deletion.service';
-import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess } from '../access/access.service';
+import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess, requireStillMayAccess } from '../access/access.service';
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { Acting } from '../audit/audit.context';
@@ -90,7 +90,10 @@ export async function updateProject(
   // Archiving an archived project keeps its first archive time; unarchiving clears it.
   if (input.archived === true && !current.archivedAt) data.archivedAt = deps.clock.now();
   if (input.archived === false) data.archivedAt = null;
-  const project = await scopedTo(deps.prisma, principal).project.update({ where: { id: current.id }, data, include: withSource });
+  const project = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillMayAccess(tx, principal, 'projects:update', 'Editing projects', { kind: 'project', id: current.id }, 'write');
+    return tx.project.update({ where: { id: current.id }, data, include: withSource });
+  });
   return presentProject(project);
 }
 

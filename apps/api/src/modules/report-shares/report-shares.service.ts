@@ -23,8 +23,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireReport, type ReportRow } from '../reports/reports.service';
-import { requireStillHolds } from '../access/own-role';
-import { requireAccessIn } from '../access/access.service';
+import { requireStillMayAccess } from '../access/access.service';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -125,9 +124,8 @@ async function requireMayReplacePublication(tx: Pick<Tx, 'reportShare'>, princip
  * or 404 as for a report they cannot see).
  */
 async function requireStillMayManageShares(tx: Scoped<Tx>, principal: Principal, report: ReportRow, scope: Scope, action: string): Promise<void> {
-  const role = await requireStillHolds(tx, principal, scope, action);
   try {
-    await requireAccessIn(tx, { ...principal, role }, { kind: 'assessment', id: report.assessmentId }, 'read');
+    await requireStillMayAccess(tx, principal, scope, action, { kind: 'assessment', id: report.assessmentId }, 'read');
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) throw notFound('Report');
     throw err;

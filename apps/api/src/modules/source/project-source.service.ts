@@ -1,12 +1,11 @@
 // What a project is assessed from: a repository (an HTTPS clone URL on a public host, checked with the webhook
 // URL-safety rule, and its default branch) or one of the project's uploaded source archives. Shown on the project.
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
-import { scopedTo, type ProjectSource, type Scoped, type SourceArchive, type Tx } from '@svc/db';
+import { scopedTo, type ProjectSource, type SourceArchive } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { unprocessable } from '../../http/errors';
-import { requireAccessIn, requireProjectAccess } from '../access/access.service';
-import { requireStillHolds } from '../access/own-role';
+import { requireProjectAccess, requireStillMayAccess } from '../access/access.service';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 export type ProjectSourceInput =
@@ -46,15 +45,6 @@ export async function getProjectSource(deps: AppDeps, principal: Principal, proj
   return presentProjectSource(await loadSource(deps, principal, project.id));
 }
 
-/**
- * The caller still manages the project's source as this transaction sees it (own-role.ts): demoted, or their write
- * access taken away, while the request ran, they need the scope and write access with what is left (else 403 or 404).
- */
-async function requireStillMayManageSource(tx: Scoped<Tx>, principal: Principal, projectId: string, action: string): Promise<void> {
-  const role = await requireStillHolds(tx, principal, 'projects:manage_source', action);
-  await requireAccessIn(tx, { ...principal, role }, { kind: 'project', id: projectId }, 'write');
-}
-
 function loadSource(deps: AppDeps, principal: Principal, projectId: string): Promise<SourceRow | null> {
   return scopedTo(deps.prisma, principal).projectSource.findFirst({ where: { projectId }, include: { archive: true } });
 }
@@ -71,7 +61,7 @@ export async function setProjectSource(deps: AppDeps, principal: Principal, meta
     data = { kind: 'archive', repositoryUrl: null, defaultBranch: null, archiveId: archive.id };
   }
   await db.$transaction(async (tx) => {
-    await requireStillMayManageSource(tx, principal, project.id, "Changing a project's source");
+    await requireStillMayAccess(tx, principal, 'projects:manage_source', "Changing a project's source", { kind: 'project', id: project.id }, 'write');
     await tx.projectSource.upsert({
       where: { projectId: project.id },
       create: { projectId: project.id, organizationId: principal.organizationId, ...data },
@@ -90,7 +80,7 @@ export async function setProjectSource(deps: AppDeps, principal: Principal, meta
 export async function removeProjectSource(deps: AppDeps, principal: Principal, meta: RequestMeta, projectId: string): Promise<void> {
   const project = await requireProjectAccess(deps, principal, projectId, 'write');
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillMayManageSource(tx, principal, project.id, "Removing a project's source");
+    await requireStillMayAccess(tx, principal, 'projects:manage_source', "Removing a project's source", { kind: 'project', id: project.id }, 'write');
     const { count } = await tx.projectSource.deleteMany({ where: { projectId: project.id } });
     if (count > 0) {
       await recordAs(tx, principal, meta, deps.clock.now(), { action: 'project.source_removed', target: { type: 'project', id: project.id } });

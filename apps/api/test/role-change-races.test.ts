@@ -138,7 +138,7 @@ it('a write grant given by an admin demoted to manager meanwhile (no grant of th
   const accomplice = await createUserInOrg(h, org.id, 'member', 'grantee');
   const project = await insertProject(h, org.id);
   // The grant waits for its advisory lock (held here) while the owner demotes the admin.
-  const lockKey = `grant:project:${project.id}:${accomplice.id}:`;
+  const lockKey = `grants:project:${project.id}`;
   const res = await whileRowsHeld(h,
     (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
     () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(admin.token)).send({ user_id: accomplice.id, access: 'write' }).then((r) => r),
@@ -171,7 +171,7 @@ it("a manager's write grant revoked while they grant write to someone else: 404,
   const colleague = await createUserInOrg(h, org.id, 'member', 'would-be-grantee');
   const project = await insertProject(h, org.id);
   const own = await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
-  const lockKey = `grant:project:${project.id}:${colleague.id}:`;
+  const lockKey = `grants:project:${project.id}`;
   const res = await whileRowsHeld(h,
     (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
     () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
@@ -296,7 +296,7 @@ it("a manager removed from the team their write access comes from while they gra
   const team = await h.deps.prisma.team.create({ data: { id: newId('team'), organizationId: org.id, name: `Writers ${manager.id}` } });
   await h.deps.prisma.teamMember.create({ data: { teamId: team.id, userId: manager.id } });
   await insertGrant(h, org.id, { projectId: project.id }, { teamId: team.id }, 'write');
-  const lockKey = `grant:project:${project.id}:${colleague.id}:`;
+  const lockKey = `grants:project:${project.id}`;
   const res = await whileRowsHeld(h,
     (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`,
     () => request(h.app).post(`/api/v1/projects/${project.id}/access`).set(bearer(manager.token)).send({ user_id: colleague.id, access: 'write' }).then((r) => r),
@@ -771,4 +771,21 @@ describe('what an admin demoted to member meanwhile removes, revokes or edits: r
     expect(res.body).toEqual({ detail: "Revoking other people's API keys needs a role you no longer hold (yours is now member)." });
     expect((await request(h.app).get('/api/v1/organization').set(bearer(key))).status).toBe(200);
   });
+});
+
+it("two managers revoking each other's write grant at once: one revocation wins (204), the other finds its own access gone (404), never a deadlock's 409", async () => {
+  const project = await insertProject(h, org.id);
+  const first = await createUserInOrg(h, org.id, 'manager', 'lead-one');
+  const second = await createUserInOrg(h, org.id, 'manager', 'lead-two');
+  const firsts = await insertGrant(h, org.id, { projectId: project.id }, { userId: first.id }, 'write');
+  const seconds = await insertGrant(h, org.id, { projectId: project.id }, { userId: second.id }, 'write');
+  const revoke = (by: TestUser, grantId: string) => request(h.app).delete(`/api/v1/projects/${project.id}/access/${grantId}`).set(bearer(by.token)).then((r) => r);
+  // Both grants held FOR KEY SHARE here: each request's check of its own grant (FOR SHARE) passes, its DELETE waits.
+  const results = await whileRowsHeld(h,
+    (tx) => tx.$queryRaw`SELECT id FROM access_grants WHERE id IN (${firsts.id}, ${seconds.id}) FOR KEY SHARE`,
+    () => Promise.all([revoke(first, seconds.id), revoke(second, firsts.id)]),
+    2,
+  );
+  expect(results.map((r) => r.status).sort()).toEqual([204, 404]);
+  expect(await h.deps.prisma.accessGrant.count({ where: { id: { in: [firsts.id, seconds.id] } } })).toBe(1);
 });

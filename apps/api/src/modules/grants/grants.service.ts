@@ -30,10 +30,20 @@ export function presentGrant(g: AccessGrant) {
   };
 }
 
-/** Managing access needs write access to the target; a target the caller cannot see at all is 404. */
-async function requireTarget(deps: AppDeps, principal: Principal, target: GrantTarget): Promise<void> {
-  if (target.kind === 'project') await requireProjectAccess(deps, principal, target.id, 'write');
-  else await requireAssessmentAccess(deps, principal, target.id, 'write');
+/** Managing access needs write access to the target; a target the caller cannot see at all is 404. Its project's id. */
+async function requireTarget(deps: AppDeps, principal: Principal, target: GrantTarget): Promise<string> {
+  if (target.kind === 'project') return (await requireProjectAccess(deps, principal, target.id, 'write')).id;
+  return (await requireAssessmentAccess(deps, principal, target.id, 'write')).projectId;
+}
+
+/**
+ * The grants of a project and of its assessments change one transaction at a time, first thing in it: no unique index
+ * can express "one grant per subject and target" over nullable columns, and a manager's change holds the grants their
+ * own access rests on (heldAccess) while it changes another's, so two managers changing each other's grants at once
+ * would otherwise deadlock. A transaction-scoped advisory lock, taken before the memberships (own-role.ts).
+ */
+async function lockGrantsOf(tx: Pick<Tx, '$executeRaw'>, projectId: string): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`grants:project:${projectId}`}, 0))`;
 }
 
 /**
@@ -75,19 +85,16 @@ export async function upsertGrant(
   input: { user_id?: string; team_id?: string; access: Access },
   meta: RequestMeta,
 ): Promise<{ created: boolean; grant: ReturnType<typeof presentGrant> }> {
-  await requireTarget(deps, principal, target);
+  const projectId = await requireTarget(deps, principal, target);
   // Access held through a team or a role ends with it; a grant to oneself would outlive both (leave the team, be
   // demoted, keep write). Someone else grants it, or nobody: not to a team one is in either (checked below, under
   // the team's lock), and nobody adds themselves to a team (teams.service.ts).
   if (input.user_id === principal.userId) throw forbidden('You cannot grant access to yourself: ask someone else who may manage access.');
   const subject = input.user_id !== undefined ? { userId: input.user_id, teamId: null } : { userId: null, teamId: input.team_id! };
   const where = { ...targetWhere(target), ...subject };
-  const lockKey = `grant:${target.kind}:${target.id}:${subject.userId ?? ''}:${subject.teamId ?? ''}`;
 
   return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    // No unique index can express "one grant per subject and target" over nullable columns, so concurrent
-    // grants for the same pair are serialised with a transaction-scoped advisory lock.
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`;
+    await lockGrantsOf(tx, projectId);
     // Read after the lock: the entries of concurrent changes to one grant are dated in the order they were made.
     const now = deps.clock.now();
     // The caller's membership and a user subject's are held until the commit (in one statement, lockOwnRoleAndMember):
@@ -131,9 +138,10 @@ export async function deleteGrant(
   grantId: string,
   meta: RequestMeta,
 ): Promise<void> {
-  await requireTarget(deps, principal, target);
+  const projectId = await requireTarget(deps, principal, target);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await lockGrantsOf(tx, projectId);
     await requireStillMayAccess(tx, principal, 'assessments:manage_access', 'Managing access', target, 'write');
     // The row as it was deleted (a re-grant may have changed its level meanwhile); of two concurrent deletes one
     // gets it, the other nothing (404, no entry). Raw SQL is not scoped: the organization is named here.

@@ -10,6 +10,7 @@ import { badRequest } from '../src/http/errors';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 import { createKey, eventsOf, expectDelivered, deliveriesOf, insertAssessmentIn, insertFinding, subscribe } from './support/domain';
+import { untilBlockedBy } from './support/row-locks';
 
 let h: Harness;
 let org: TestOrg;
@@ -254,15 +255,6 @@ describe('a deletion in progress', () => {
       await holder.end();
     }
   }
-  const blockedBy = async (pid: number) =>
-    (await h.deps.prisma.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`)[0]!.n;
-  async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000) {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error('condition not met in time');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
   /** The response, or 'still waiting' after `ms`. */
   const within = <T>(p: PromiseLike<T>, ms: number) =>
     Promise.race([p, new Promise<'still waiting'>((r) => setTimeout(() => r('still waiting'), ms))]);
@@ -274,7 +266,7 @@ describe('a deletion in progress', () => {
     const f = await insertFinding(h, a);
     await whileFindingLocked(f.id, async (held) => {
       const deletion = api().delete(`/api/v1/assessments/${a.id}`).set(bearer(org.admin.token)).then((res) => res);
-      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      await untilBlockedBy(h, held.pid, 1);
       try {
         const usage = await within(post('/usage', billing, { project_id: elsewhere.id, credits: '1' }).then((res) => res.status), 3000);
         expect(usage).toBe(201);
@@ -296,7 +288,7 @@ describe('a deletion in progress', () => {
     let status = 0;
     await whileFindingLocked(f.id, async (held) => {
       const deletion = api().delete(`/api/v1/assessments/${a.id}`).set(bearer(org.admin.token)).then((res) => res);
-      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      await untilBlockedBy(h, held.pid, 1);
       await new Promise((r) => setTimeout(r, 6000));
       await held.release();
       status = (await deletion).status;

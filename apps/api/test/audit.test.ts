@@ -11,6 +11,7 @@ import { AUDIT_CSV_COLUMNS, auditCsvRecord, presentAuditEvent } from '../src/mod
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { TEST_PASSWORD, bearer, createOrg, createUserInOrg, insertGrant, insertProject, type TestOrg, type TestUser } from './support/fixtures';
 import { oathtoolCode, signupAndVerify, wrongCode } from './support/auth-helpers';
+import { untilBlockedBy } from './support/row-locks';
 
 const IP = '203.0.113.7';
 const UA = 'audit-test/1.0 (+https://example.test)';
@@ -381,12 +382,7 @@ describe('what is recorded', () => {
         await holder.query(`SELECT id FROM ${table} WHERE id = $1 FOR UPDATE`, [id]);
         const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
         const deletion = call('delete', `/assessments/${s.assessment}`, s.o.admin.token).then((res) => res.status);
-        for (let i = 0; ; i++) {
-          const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
-          if (n > 0) break;
-          if (i > 500) throw new Error('the deletion never reached the held row');
-          await new Promise((r) => setTimeout(r, 20));
-        }
+        await untilBlockedBy(h, pid, 1); // the deletion reached the held row
         const own = call('delete', `/assessments/${s.assessment}/webhooks/subscriptions/${s.subscription}`, s.o.admin.token).then((res) => res.status);
         // It answers, or it waits for the deletion: either way the held row goes now.
         await Promise.race([own, new Promise((r) => setTimeout(r, 1500))]);

@@ -26,6 +26,7 @@ import {
   type SignedUp,
 } from './support/auth-helpers';
 import { auditLog } from './support/audit-log';
+import { untilBlockedBy } from './support/row-locks';
 import { enableTotp } from './support/oauth-flow';
 import { uniqueSuffix } from './support/harness';
 import { AN_ADDRESS, loggedLine, whileMailRefused } from './support/smtp';
@@ -261,13 +262,8 @@ describe('POST /auth/password-reset: the audit entry of a request (auth.password
         const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
         const res = await askAs(account.email);
         expect({ status: res.status, body: res.body }).toEqual({ status: 202, body: { accepted: true } });
-        // Answered; the entry's write is still waiting for the held row.
-        const blocked = await eventually(
-          async () => (await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
-            SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`)[0]!.n,
-          (count) => count > 0,
-        );
-        expect(blocked).toBeGreaterThan(0);
+        // Answered; the entry's write is still waiting for the held row (untilBlockedBy throws if it never does).
+        await untilBlockedBy(h, pid, 1);
         expect(await requestEntries(account.organizationId, account.userId)).toEqual([]);
         await holder.query('COMMIT');
       } finally {
@@ -618,12 +614,7 @@ describe('password reset and an erased account (GDPR)', () => {
       await holder.query('SELECT id FROM users WHERE id = $1 FOR UPDATE', [account.userId]);
       const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
       expect((await askReset(account.email)).status).toBe(202);
-      for (let i = 0; ; i++) {
-        const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
-        if (n > 0) break;
-        if (i > 250) throw new Error('the link was never made');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await untilBlockedBy(h, pid, 1);
       await eraseAccount(holder, account.userId);
       await holder.query('COMMIT');
     } finally {

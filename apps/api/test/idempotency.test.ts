@@ -7,7 +7,7 @@ import { pgFields } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
 import { insertReadyReport } from './support/domain';
-import { whileRowsHeld } from './support/row-locks';
+import { untilBlockedBy, whileRowsHeld } from './support/row-locks';
 import { buildOpenApiDocument } from '../src/openapi/document';
 import { HeldIdempotencyKeys } from '../src/modules/idempotency/held-keys';
 import { takesIdempotencyKey } from '../src/http/idempotency';
@@ -221,7 +221,7 @@ describe('while the first request runs', () => {
       const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       const firstDone = first.then((res) => res);
       await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'in_flight');
-      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      await untilBlockedBy(h, held.pid, 1);
 
       const during = await api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       expect(during.status).toBe(409);
@@ -247,7 +247,7 @@ describe('while the first request runs', () => {
       const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name });
       const firstDone = first.then((res) => res);
       await waitFor(async () => (await keyRows(org.id, key))[0]?.state === 'in_flight');
-      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      await untilBlockedBy(h, held.pid, 1);
       const lockedAt = (await keyRows(org.id, key))[0]!.lockedAt!.getTime();
 
       // The first request is still waiting for the row lock a minute later: its instance renews the key's lock.
@@ -274,7 +274,7 @@ describe('while the first request runs', () => {
     await whileProjectLocked(project.id, async (held) => {
       const first = api().post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name: `Taken ${key}` });
       const firstDone = first.then((res) => res);
-      await waitFor(async () => (await blockedBy(held.pid)) > 0);
+      await untilBlockedBy(h, held.pid, 1);
       // As after a lock gone stale: another request holds the key now, under its own lock token.
       await h.deps.prisma.$executeRaw`UPDATE idempotency_keys SET lock_token = 'the-retry' WHERE organization_id = ${org.id} AND key = ${key}`;
       const warn = jest.spyOn(h.deps.logger, 'warn');
@@ -300,7 +300,7 @@ describe('while the first request runs', () => {
         const firsts = keys.map((key) =>
           request(a.app).post(`/api/v1/projects/${project.id}/assessments`).set(withKey(org.admin.token, key)).send({ name: `Pool ${key}` }).then((res) => res),
         );
-        await waitFor(async () => (await blockedBy(held.pid)) >= keys.length);
+        await untilBlockedBy(h, held.pid, keys.length);
         const lockedAt = (await keyRows(org.id, keys[0]!))[0]!.lockedAt!.getTime();
 
         a.clock.advance(61_000);
@@ -644,14 +644,4 @@ async function whileProjectLocked(projectId: string, body: (held: { pid: number;
     await holder.query('ROLLBACK').catch(() => undefined);
     await holder.end();
   }
-}
-
-/**
- * Sessions waiting for a lock the given backend holds (the held request's INSERT). Asked on a connection of its own
- * outside any transaction: inside one, PostgreSQL answers pg_stat_activity from a snapshot taken at its first read.
- */
-async function blockedBy(pid: number): Promise<number> {
-  const rows = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
-    SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
-  return rows[0]!.n;
 }

@@ -7,6 +7,7 @@ import { pgFields } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
 import { resetMailsTo, signupAndVerify, type SignedUp } from './support/auth-helpers';
 import { buildApi, killIfRunning, spawnApi, type ChildApi } from './support/child-api';
+import { untilBlockedBy } from './support/row-locks';
 
 let h: Harness;
 let api: ChildApi | undefined;
@@ -40,17 +41,6 @@ async function holdOrganization(organizationId: string): Promise<{ pid: number; 
   };
 }
 
-/** Waits until some statement waits for the holder's lock. */
-async function blockedBy(pid: number): Promise<void> {
-  for (let i = 0; ; i++) {
-    const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
-      SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
-    if (n > 0) return;
-    if (i > 500) throw new Error('nothing ever waited for the held row');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 async function failSignIn(account: SignedUp): Promise<number> {
   const res = await fetch(`${api!.url}/api/v1/auth/login`, {
     method: 'POST',
@@ -70,7 +60,7 @@ it('SIGTERM while the audit entry of a failed sign-in is held up: the entry is w
   const held = await holdOrganization(account.organizationId);
   try {
     expect(await failSignIn(account)).toBe(401);
-    await blockedBy(held.pid);
+    await untilBlockedBy(h, held.pid, 1);
     api.process.kill('SIGTERM');
     await api.waitForLog('Shutting down');
     // Past the server's close: the process is still there, waiting for the entry.
@@ -97,7 +87,7 @@ it('SIGTERM while a password-reset request\'s audit entry is held up: the mail i
       body: JSON.stringify({ email: account.email }),
     });
     expect(res.status).toBe(202);
-    await blockedBy(held.pid);
+    await untilBlockedBy(h, held.pid, 1);
     api.process.kill('SIGTERM');
     await api.waitForLog('Shutting down');
     await new Promise((r) => setTimeout(r, 500));
@@ -118,7 +108,7 @@ it('work that does not end by SHUTDOWN_DRAIN_TIMEOUT_MS is cut off with a warnin
   const held = await holdOrganization(account.organizationId);
   try {
     expect(await failSignIn(account)).toBe(401);
-    await blockedBy(held.pid);
+    await untilBlockedBy(h, held.pid, 1);
     const signalledAt = Date.now();
     api.process.kill('SIGTERM');
     // The row stays held until the process has gone: the entry's write never ends while it runs.

@@ -10,6 +10,7 @@ import { createHarness, type Harness } from './support/harness';
 import { A_WHILE_AGO, expectAskedForPassword, failedPasswordChecks, signedInAgo } from './support/reauthentication';
 import { bearer, createOrg, createUserInOrg, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { createKey, PUBLIC_URL } from './support/domain';
+import { untilBlockedBy } from './support/row-locks';
 import { RECENT_SIGN_IN_WINDOW_MS } from '../src/modules/auth/reauthentication';
 import { MAX_LIVE_TARGETS } from '../src/modules/notification-targets/notification-targets.service';
 
@@ -209,13 +210,7 @@ describe('a change made meanwhile', () => {
       await holder.query(change, [id, ...params]);
       const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
       const answer = send().then((res) => res);
-      for (const deadline = Date.now() + 10_000; ; ) {
-        const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
-          SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
-        if (n > 0) break;
-        if (Date.now() > deadline) throw new Error('the request never waited for the row');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await untilBlockedBy(h, pid, 1);
       await holder.query('COMMIT');
       return await answer;
     } finally {

@@ -1024,14 +1024,9 @@ describe('an erased member loses what DELETE /members/:id takes away', () => {
     try {
       await confirmation.query('BEGIN');
       await confirmation.query('SELECT status FROM users WHERE id = $1 FOR NO KEY UPDATE', [p.id]);
-      const [{ pid }] = (await confirmation.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+      const pid = await backendPid(confirmation);
       const run = runErasures(deps);
-      for (let i = 0; ; i++) {
-        const { rows } = await pg.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))', [pid]);
-        if (rows[0]!.n > 0) break;
-        if (i > 1000) throw new Error('the erasure never reached the account');
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await waitFor('the erasure waiting for the account', async () => (await waitingFor(pg, pid)) > 0, 20_000);
       const claimed = await confirmation.query("UPDATE email_tokens SET used_at = now() WHERE user_id = $1 AND purpose = 'reset_password' AND used_at IS NULL", [p.id]);
       expect(claimed.rowCount).toBe(1);
       await confirmation.query('COMMIT');

@@ -5,6 +5,7 @@ import request from 'supertest';
 import { pgFields } from '@svc/db';
 import { bearer } from './fixtures';
 import type { Harness } from './harness';
+import { untilBlockedBy } from './row-locks';
 
 export interface ListedAuditEvent {
   id: string;
@@ -37,13 +38,7 @@ export async function sentWhileHeld<R>(h: Harness, statements: Array<[string, un
     const [{ pid }] = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
     let answered = false;
     const response = Promise.resolve(send()).finally(() => (answered = true));
-    for (let i = 0; !answered; i++) {
-      const [{ n }] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
-        SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`;
-      if (n > 0) break;
-      if (i > 500) throw new Error('the request neither answered nor waited for the held rows');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await untilBlockedBy(h, pid, 1, { orDone: () => answered });
     await holder.query('COMMIT');
     return await response;
   } finally {

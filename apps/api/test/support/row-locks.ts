@@ -4,9 +4,13 @@ import type { Harness } from './harness';
 
 export type HoldingTx = Parameters<Parameters<Harness['deps']['prisma']['$transaction']>[0]>[0];
 
-/** Waits until `waiting` backends wait for backend `pid`, directly or behind one another (pg_blocking_pids). */
-export async function untilBlockedBy(h: Harness, pid: number, waiting: number): Promise<void> {
-  for (let waited = 0; ; waited += 20) {
+/**
+ * Waits until `waiting` backends wait for backend `pid`, directly or behind one another (pg_blocking_pids). Asked on
+ * the harness's pool, outside the holder's transaction (inside one, pg_stat_activity reads as its first snapshot).
+ * With `orDone`, it also stops (without the waiters) once `orDone()` is true: a request that answered without waiting.
+ */
+export async function untilBlockedBy(h: Harness, pid: number, waiting: number, { orDone }: { orDone?: () => boolean } = {}): Promise<void> {
+  for (let waited = 0; !orDone?.(); waited += 20) {
     // Not any lock wait in the database, which other test files share: only those queued behind `pid`.
     const [row] = await h.deps.prisma.$queryRaw<Array<{ n: number }>>`
       WITH RECURSIVE blocked(pid) AS (
@@ -15,7 +19,9 @@ export async function untilBlockedBy(h: Harness, pid: number, waiting: number): 
         SELECT a.pid FROM pg_stat_activity a JOIN blocked b ON b.pid = ANY(pg_blocking_pids(a.pid)))
       SELECT count(*)::int AS n FROM blocked`;
     if (row!.n >= waiting) return;
-    if (waited > 15_000) throw new Error(`never ${waiting} requests waiting for the held rows`);
+    if (waited > 15_000) {
+      throw new Error(`never ${waiting} requests waiting for the held rows (${row!.n} at the last look)${orDone ? ', nor did the request answer' : ''}`);
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -8,6 +8,8 @@ import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PA
 import { newId } from '@svc/db';
 import { createKey, insertAssessmentIn, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
 import { untilBlockedBy, whileRowsHeld } from './support/row-locks';
+import { Client } from 'pg';
+import { backendPid } from '../../../test-support/pg-locks';
 
 let h: Harness;
 let org: TestOrg;
@@ -154,12 +156,8 @@ it('a team member added by an admin demoted to member meanwhile: refused (403), 
   const colleague = await createUserInOrg(h, org.id, 'member', 'team-candidate');
   const team = await request(h.app).post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Team ${colleague.id}` });
   expect(team.status).toBe(201);
-  // Adding waits for the team row (held here FOR UPDATE) while the owner demotes the admin.
-  const res = await whileRowsHeld(h,
-    (tx) => tx.$queryRaw`SELECT id FROM teams WHERE id = ${team.body.id} FOR UPDATE`,
-    () => request(h.app).put(`/api/v1/teams/${team.body.id}/members/${colleague.id}`).set(bearer(admin.token)).then((r) => r),
-    1,
-    () => demote(admin, 'member'),
+  const res = await changedWhileHeld(org.id, admin, 'member', () =>
+    request(h.app).put(`/api/v1/teams/${team.body.id}/members/${colleague.id}`).set(bearer(admin.token)).then((r) => r),
   );
   expect(res.status).toBe(403);
   expect(res.body).toEqual({ detail: 'Adding team members needs a role you no longer hold (yours is now member).' });
@@ -788,4 +786,37 @@ it("two managers revoking each other's write grant at once: one revocation wins 
   );
   expect(results.map((r) => r.status).sort()).toEqual([204, 404]);
   expect(await h.deps.prisma.accessGrant.count({ where: { id: { in: [firsts.id, seconds.id] } } })).toBe(1);
+});
+
+it("a team deleted by one admin while another binds an integration to it and is demoted by the first: all three land (bind 200, deletion 204, demotion 200), never a deadlock's 409", async () => {
+  // The demotion locks both memberships in user-id order: the binding admin's first.
+  const binder = await createUserInOrg(h, org.id, 'admin', 'binding-admin');
+  const deleter = await createUserInOrg(h, org.id, 'admin', 'deleting-admin');
+  expect(binder.id < deleter.id).toBe(true);
+  const integration = await request(h.app).post('/api/v1/integrations').set(bearer(org.owner.token))
+    .send({ kind: 'github', name: `GitHub ${binder.id}`, token: 'ghp_threeWayRace0123456789', current_password: TEST_PASSWORD });
+  expect(integration.status).toBe(201);
+  const team = await request(h.app).post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Bound ${binder.id}` });
+  expect(team.status).toBe(201);
+  // The team's row held on a connection of its own (the three requests and the polling fill the harness's pool).
+  const holder = new Client({ connectionString: h.config.databaseUrl });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM teams WHERE id = $1 FOR UPDATE', [team.body.id]);
+    const pid = await backendPid(holder);
+    const send = (req: request.Test) => { const p = req.then((r) => r); p.catch(() => undefined); return p; };
+    const bind = send(request(h.app).put(`/api/v1/integrations/${integration.body.id}/teams/${team.body.id}`).set(bearer(binder.token)));
+    await untilBlockedBy(h, pid, 1);
+    const deletion = send(request(h.app).delete(`/api/v1/teams/${team.body.id}`).set(bearer(deleter.token)));
+    await untilBlockedBy(h, pid, 2);
+    const demotion = send(request(h.app).patch(`/api/v1/members/${binder.id}`).set(bearer(deleter.token)).send({ role: 'member' }));
+    await untilBlockedBy(h, pid, 3);
+    await holder.query('COMMIT');
+    expect([(await bind).status, (await deletion).status, (await demotion).status]).toEqual([200, 204, 200]);
+  } finally {
+    await holder.end();
+  }
+  expect(await roleOf(binder.id)).toBe('member');
+  expect(await h.deps.prisma.team.count({ where: { id: team.body.id } })).toBe(0);
 });

@@ -132,10 +132,12 @@ export async function bindTeam(deps: AppDeps, principal: Principal, id: string, 
   const team = await findTeam(deps, principal, teamId);
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    // Two binds of the team at once (a retried PUT) take turns: each deleting what it found and then inserting, the
-    // second insert hit the one-per-kind unique key (500).
-    await holdTeam(tx, team.id, 'NO KEY UPDATE');
+    // The caller's membership before the team's row, in the order of own-role.ts: a team's deletion or rename (which
+    // holds its caller's membership, then waits for the team) and a demotion of this caller would otherwise close a
+    // cycle. Two binds of the team at once (a retried PUT) take turns: each deleting what it found and then
+    // inserting, the second insert hit the one-per-kind unique key (500).
     await requireStillHolds(tx, principal, 'integrations:bind_team', 'Binding integrations to teams');
+    await holdTeam(tx, team.id, 'NO KEY UPDATE');
     await tx.teamIntegration.deleteMany({ where: { teamId: team.id, kind: integration.kind } });
     await tx.teamIntegration.create({
       data: { id: newId('tint', now.getTime()), organizationId: principal.organizationId, teamId: team.id, integrationId: id, kind: integration.kind, createdAt: now },

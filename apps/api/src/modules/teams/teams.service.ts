@@ -153,14 +153,14 @@ export async function listTeamMembers(deps: AppDeps, principal: Principal, teamI
 export async function addTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string, meta: RequestMeta) {
   const now = deps.clock.now();
   return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    // Both held until the commit: a concurrent team deletion counts this member, a concurrent removal from the
-    // organization takes this team membership along (or went first, and this is a 404).
-    await holdTeam(tx, teamId, 'KEY SHARE');
     // A team's access is its grants: joining one yourself would be granting yourself access (grants.service.ts).
     if (userId === principal.userId) throw forbidden('You cannot add yourself to a team: ask someone else who may manage team members.');
-    // The caller's role as committed now, and the member's row, held in one statement (own-role.ts).
+    // The caller's role as committed now, and the member's row, held in one statement, before the team's row (the
+    // order of own-role.ts). All held until the commit: a concurrent team deletion counts this member, a concurrent
+    // removal from the organization takes this team membership along (or went first, and this is a 404).
     const { own } = await lockOwnRoleAndMember(tx, principal, userId, 'SHARE');
     requireCommittedScope(own, 'teams:manage_members', 'Adding team members');
+    await holdTeam(tx, teamId, 'KEY SHARE');
     const user = await holdMember(tx, userId);
     const { count } = await tx.teamMember.createMany({ data: [{ teamId, userId }], skipDuplicates: true });
     const row = await tx.teamMember.findFirstOrThrow({ where: { teamId, userId } });

@@ -310,13 +310,15 @@ it("a manager removed from the team their write access comes from while they gra
  * transfer of ownership to `newOwner`) and commits: the request, authorized with the role before, meets the change
  * as it re-checks the role (on code that does not re-check, it never waits, and untilBlockedBy says so).
  */
-async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' | 'manager' | { newOwner: TestUser }, send: () => Promise<T>): Promise<T> {
+async function changedWhileHeld<T>(orgId: string, user: TestUser, to: 'member' | 'manager' | 'removed' | { newOwner: TestUser }, send: () => Promise<T>): Promise<T> {
   return whileRowsHeld(h,
     (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${orgId} AND user_id = ${user.id} FOR NO KEY UPDATE`,
     send,
     1,
     async (tx) => {
-      if (typeof to === 'string') {
+      if (to === 'removed') {
+        await tx.membership.deleteMany({ where: { organizationId: orgId, userId: user.id } });
+      } else if (typeof to === 'string') {
         await tx.membership.updateMany({ where: { organizationId: orgId, userId: user.id }, data: { role: to } });
       } else {
         await tx.membership.updateMany({ where: { organizationId: orgId, userId: user.id }, data: { role: 'admin' } });
@@ -707,6 +709,14 @@ describe('what an admin demoted to member meanwhile removes, revokes or edits: r
       },
     },
     {
+      what: "a report's e-mail share revoked",
+      detail: 'Revoking report shares',
+      make: async () => {
+        const share = await made(request(h.app).post(`/api/v1/reports/${report.id}/shares`).send({ email: `reader-${uniqueSuffix()}@example.test`, current_password: TEST_PASSWORD }));
+        return { path: `/api/v1/reports/${report.id}/shares/${share}`, left: () => h.deps.prisma.reportShare.count({ where: { id: share, revokedAt: null } }) };
+      },
+    },
+    {
       what: "a project's source removed",
       detail: "Removing a project's source",
       make: async () => {
@@ -757,6 +767,52 @@ describe('what an admin demoted to member meanwhile removes, revokes or edits: r
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now member).` });
     expect(await left()).toEqual(before);
+  });
+
+  it('a webhook subscription deleted by an admin removed from the organization meanwhile: refused (403), the subscription stays', async () => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'removed-admin');
+    const id = await subscribe(h, org.owner.token, { org: true }, ['finding.created']);
+    const res = await changedWhileHeld(org.id, admin, 'removed', () => request(h.app).delete(`/api/v1/webhooks/subscriptions/${id}`).set(bearer(admin.token)).then((r) => r));
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'Deleting webhook subscriptions needs a role you no longer hold.' });
+    expect(await h.deps.prisma.webhookSubscription.count({ where: { id, deletedAt: null } })).toBe(1);
+  });
+
+  it("a project's source removed by a manager whose write grant is revoked meanwhile: 404, the source stays", async () => {
+    const manager = await createUserInOrg(h, org.id, 'manager', 'source-manager');
+    const project = await insertProject(h, org.id);
+    const grant = await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
+    await h.deps.prisma.projectSource.create({ data: { projectId: project.id, organizationId: org.id, kind: 'repository', repositoryUrl: 'https://203.0.114.10/acme/web.git', defaultBranch: 'main' } });
+    // The manager's membership held here; the grant goes before it is let go: the removal, checked on the grant as
+    // the request began, meets its loss as it re-checks.
+    const res = await whileRowsHeld(h,
+      (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${manager.id} FOR NO KEY UPDATE`,
+      () => request(h.app).delete(`/api/v1/projects/${project.id}/source`).set(bearer(manager.token)).then((r) => r),
+      1,
+      (tx) => tx.accessGrant.delete({ where: { id: grant.id } }),
+    );
+    expect(res.status).toBe(404);
+    expect(await h.deps.prisma.projectSource.count({ where: { projectId: project.id } })).toBe(1);
+  });
+
+  it("an admin's API key revoked by another admin while its holder becomes the owner: refused (403), the key still works", async () => {
+    const other = await createOrg(h);
+    const revoker = await createUserInOrg(h, other.id, 'admin', 'key-revoker');
+    const key = await createKey(h, other.admin.token, ['org:read']);
+    const { id } = await h.deps.prisma.apiKey.findFirstOrThrow({ where: { userId: other.admin.id } });
+    // The key holder's membership held here while ownership passes to them.
+    const res = await whileRowsHeld(h,
+      (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${other.id} AND user_id = ${other.admin.id} FOR NO KEY UPDATE`,
+      () => request(h.app).delete(`/api/v1/api-keys/${id}`).set(bearer(revoker.token)).then((r) => r),
+      1,
+      async (tx) => {
+        await tx.membership.updateMany({ where: { organizationId: other.id, userId: other.owner.id }, data: { role: 'admin' } });
+        await tx.membership.updateMany({ where: { organizationId: other.id, userId: other.admin.id }, data: { role: 'owner' } });
+      },
+    );
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'You cannot revoke the API key of someone whose role (owner) is above yours.' });
+    expect((await request(h.app).get('/api/v1/organization').set(bearer(key))).status).toBe(200);
   });
 
   it("a manager's API key revoked: refused (403), the key still works", async () => {

@@ -7,9 +7,7 @@ import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { newId } from '@svc/db';
 import { createKey, insertAssessmentIn, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
-import { untilBlockedBy, whileRowsHeld } from './support/row-locks';
-import { Client } from 'pg';
-import { backendPid } from '../../../test-support/pg-locks';
+import { queuedBehind, untilBlockedBy, whileRowsHeld } from './support/row-locks';
 
 let h: Harness;
 let org: TestOrg;
@@ -854,25 +852,13 @@ it("a team deleted by one admin while another binds an integration to it and is 
   expect(integration.status).toBe(201);
   const team = await request(h.app).post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Bound ${binder.id}` });
   expect(team.status).toBe(201);
-  // The team's row held on a connection of its own (the three requests and the polling fill the harness's pool).
-  const holder = new Client({ connectionString: h.config.databaseUrl });
-  await holder.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query('SELECT id FROM teams WHERE id = $1 FOR UPDATE', [team.body.id]);
-    const pid = await backendPid(holder);
-    const send = (req: request.Test) => { const p = req.then((r) => r); p.catch(() => undefined); return p; };
-    const bind = send(request(h.app).put(`/api/v1/integrations/${integration.body.id}/teams/${team.body.id}`).set(bearer(binder.token)));
-    await untilBlockedBy(h, pid, 1);
-    const deletion = send(request(h.app).delete(`/api/v1/teams/${team.body.id}`).set(bearer(deleter.token)));
-    await untilBlockedBy(h, pid, 2);
-    const demotion = send(request(h.app).patch(`/api/v1/members/${binder.id}`).set(bearer(deleter.token)).send({ role: 'member' }));
-    await untilBlockedBy(h, pid, 3);
-    await holder.query('COMMIT');
-    expect([(await bind).status, (await deletion).status, (await demotion).status]).toEqual([200, 204, 200]);
-  } finally {
-    await holder.end();
-  }
+  // The bind queues first, then the deletion, then the demotion; the team's row held until all three wait.
+  const [bind, deletion, demotion] = await queuedBehind(h, 'SELECT id FROM teams WHERE id = $1 FOR UPDATE', [team.body.id], [
+    () => request(h.app).put(`/api/v1/integrations/${integration.body.id}/teams/${team.body.id}`).set(bearer(binder.token)),
+    () => request(h.app).delete(`/api/v1/teams/${team.body.id}`).set(bearer(deleter.token)),
+    () => request(h.app).patch(`/api/v1/members/${binder.id}`).set(bearer(deleter.token)).send({ role: 'member' }),
+  ]);
+  expect([bind!.status, deletion!.status, demotion!.status]).toEqual([200, 204, 200]);
   expect(await roleOf(binder.id)).toBe('member');
   expect(await h.deps.prisma.team.count({ where: { id: team.body.id } })).toBe(0);
 });

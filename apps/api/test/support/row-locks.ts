@@ -1,6 +1,9 @@
 // Holding rows in a test's own transaction while requests queue behind them: the requests then meet, in order, what
 // the test commits meanwhile (a demotion, another request's change) or the lock the test asks for next (a deadlock).
+import { Client } from 'pg';
+import type request from 'supertest';
 import type { Harness } from './harness';
+import { backendPid } from '../../../../test-support/pg-locks';
 
 export type HoldingTx = Parameters<Parameters<Harness['deps']['prisma']['$transaction']>[0]>[0];
 
@@ -50,4 +53,30 @@ export async function whileRowsHeld<T>(
     { timeout: 30_000 },
   );
   return sent;
+}
+
+/**
+ * Holds the rows `sql` locks on a connection of its own (outside the harness's small pool, which the requests fill),
+ * sends each request in turn once the ones before it wait behind the holder (directly or behind one another), then
+ * commits: the requests meet the locks in the order sent. Answers in that order.
+ */
+export async function queuedBehind(h: Harness, sql: string, params: unknown[], sends: Array<() => request.Test>): Promise<request.Response[]> {
+  const holder = new Client({ connectionString: h.config.databaseUrl });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(sql, params);
+    const pid = await backendPid(holder);
+    const answers: Array<Promise<request.Response>> = [];
+    for (const send of sends) {
+      const answer = send().then((r) => r);
+      answer.catch(() => undefined);
+      answers.push(answer);
+      await untilBlockedBy(h, pid, answers.length);
+    }
+    await holder.query('COMMIT');
+    return await Promise.all(answers);
+  } finally {
+    await holder.end();
+  }
 }

@@ -255,16 +255,17 @@ export async function updateAssessment(
     ...(input.notes !== undefined && { notes: input.notes || null }),
     ...(input.settings !== undefined && { settings: jsonOrNull(input.settings) }),
   };
-  const db = scopedTo(deps.prisma, principal);
-  const moved = await db.$transaction(async (tx) => {
-    await requireStillMayAccess(tx, principal, 'assessments:update', 'Editing assessments', { kind: 'assessment', id: current.id }, 'write');
-    return tx.assessment.updateMany({ where: { id: current.id, ...(draftOnly && { status: 'draft' }) }, data });
+  const updated = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: current.id }, { scope: 'assessments:update', action: 'Editing assessments', need: 'write', hold: 'NO KEY UPDATE' });
+    // The row is held from here on: what is read back is what this change left.
+    const moved = await tx.assessment.updateMany({ where: { id: current.id, ...(draftOnly && { status: 'draft' }) }, data });
+    const row = await tx.assessment.findUniqueOrThrow({ where: { id: current.id } });
+    if (moved.count !== 1) {
+      throw conflict(`Name, description and settings can be changed only on a draft; this assessment is ${row.status} (notes can always change).`);
+    }
+    return row;
   });
-  if (moved.count !== 1) {
-    const fresh = await db.assessment.findUniqueOrThrow({ where: { id: current.id }, select: { status: true } });
-    throw conflict(`Name, description and settings can be changed only on a draft; this assessment is ${fresh.status} (notes can always change).`);
-  }
-  return presentAssessment(await db.assessment.findUniqueOrThrow({ where: { id: current.id } }));
+  return presentAssessment(updated);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Principal } from '../../auth/principal';
 import { forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
-import { requireAccessIn, requireAssessmentAccess, requireProjectAccess, requireStillMayAccess, type Access } from '../access/access.service';
+import { holdTargetRows, requireAccessIn, requireAssessmentAccess, requireProjectAccess, requireStillMayAccess, type Access } from '../access/access.service';
 import { recordAs, type AuditEvent, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
 import { lockOwnRole, lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
@@ -53,6 +53,7 @@ async function lockGrantsOf(tx: Pick<Tx, '$executeRaw'>, projectId: string): Pro
  */
 async function requireStillMayManage(tx: Scoped<Tx>, principal: Principal, committedRole: Role | undefined, target: GrantTarget): Promise<void> {
   const role = requireCommittedScope(committedRole, 'assessments:manage_access', 'Managing access');
+  await holdTargetRows(tx, target, 'KEY SHARE');
   await requireAccessIn(tx, { ...principal, role }, target, 'write');
 }
 
@@ -142,7 +143,7 @@ export async function deleteGrant(
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await lockGrantsOf(tx, projectId);
-    await requireStillMayAccess(tx, principal, 'assessments:manage_access', 'Managing access', target, 'write');
+    await requireStillMayAccess(tx, principal, target, { scope: 'assessments:manage_access', action: 'Managing access', need: 'write', hold: 'KEY SHARE' });
     // The row as it was deleted (a re-grant may have changed its level meanwhile); of two concurrent deletes one
     // gets it, the other nothing (404, no entry). Raw SQL is not scoped: the organization is named here.
     const [gone] = await tx.$queryRaw<Array<{ id: string; user_id: string | null; team_id: string | null; access: string }>>`

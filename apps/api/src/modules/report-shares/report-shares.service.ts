@@ -125,7 +125,8 @@ async function requireMayReplacePublication(tx: Pick<Tx, 'reportShare'>, princip
  */
 async function requireStillMayManageShares(tx: Scoped<Tx>, principal: Principal, report: ReportRow, scope: Scope, action: string): Promise<void> {
   try {
-    await requireStillMayAccess(tx, principal, scope, action, { kind: 'assessment', id: report.assessmentId }, 'read');
+    // No hold of the assessment's rows: the report's row, held first, is what a deletion's cascade reaches last.
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: report.assessmentId }, { scope, action, need: 'read' });
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) throw notFound('Report');
     throw err;

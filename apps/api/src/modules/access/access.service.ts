@@ -116,39 +116,40 @@ export async function requireAccessIn(tx: Scoped<Tx>, principal: Principal, targ
 export type AccessTarget = { kind: 'project' | 'assessment'; id: string };
 
 /**
- * The target's rows locked as the change will take them, before the grants its access rests on (heldAccess): its
- * project's row FOR KEY SHARE, and the changed row (the project's or the assessment's) in `mode`. A project's or an
- * assessment's deletion holds that row FOR UPDATE and then cascades into those grants, so the other order deadlocks
- * with it; this way the change waits for the deletion and then finds its target gone (404). Missing rows lock nothing.
+ * The target's rows held FOR KEY SHARE (its project's, and the assessment's for an assessment) before the grants its
+ * access rests on (heldAccess). A project's or an assessment's deletion holds its row FOR UPDATE and then cascades into
+ * those grants, so the other order deadlocks with it; this way the change waits for the deletion and then finds its
+ * target gone (404), or the deletion waits for the change. KEY SHARE and not more: the engine's writes to the row (a
+ * transition, NO KEY UPDATE) are not held up by a change waiting here. Missing rows lock nothing.
  */
-export async function holdTargetRows(tx: Scoped<Tx>, target: AccessTarget, mode: 'KEY SHARE' | 'NO KEY UPDATE'): Promise<void> {
+export async function holdTargetRows(tx: Scoped<Tx>, target: AccessTarget): Promise<void> {
   // Raw SQL is not scoped: the organization is named here.
   const organizationId = organizationOf(tx);
   if (target.kind === 'project') {
-    await tx.$queryRaw`SELECT id FROM projects WHERE id = ${target.id} AND organization_id = ${organizationId} FOR ${Prisma.raw(mode)}`;
+    await tx.$queryRaw`SELECT id FROM projects WHERE id = ${target.id} AND organization_id = ${organizationId} FOR KEY SHARE`;
     return;
   }
   await tx.$queryRaw`
     SELECT p.id FROM projects p JOIN assessments a ON a.project_id = p.id
      WHERE a.id = ${target.id} AND a.organization_id = ${organizationId}
        FOR KEY SHARE OF p`;
-  await tx.$queryRaw`SELECT id FROM assessments WHERE id = ${target.id} AND organization_id = ${organizationId} FOR ${Prisma.raw(mode)}`;
+  await tx.$queryRaw`SELECT id FROM assessments WHERE id = ${target.id} AND organization_id = ${organizationId} FOR KEY SHARE`;
 }
 
 /**
  * requireStillHolds and requireAccessIn in one, inside the transaction of a change to a project or an assessment:
  * demoted, or their grant or team taken away, while the request ran, the caller needs `scope` with the role left (else
  * 403 naming `action`) and `need` access through what is left (else 403, or 404 for what they can no longer read).
- * With `hold`, the target's rows are locked in that mode first (holdTargetRows).
+ * With `hold`, the target's rows are held first (holdTargetRows).
  */
 export async function requireStillMayAccess(
   tx: Scoped<Tx>,
   principal: Principal,
   target: AccessTarget,
-  check: { scope: Scope; action: string; need: Access; hold?: 'KEY SHARE' | 'NO KEY UPDATE' },
+  check: { scope: Scope; action: string; need: Access; hold?: boolean },
 ): Promise<Role> {
   const role = await requireStillHolds(tx, principal, check.scope, check.action);
-  if (check.hold) await holdTargetRows(tx, target, check.hold);
+  if (check.hold) await holdTargetRows(tx, target);
   await requireAccessIn(tx, { ...principal, role }, target, check.need);
   return role;
 }

@@ -256,8 +256,8 @@ export async function updateAssessment(
     ...(input.settings !== undefined && { settings: jsonOrNull(input.settings) }),
   };
   const updated = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: current.id }, { scope: 'assessments:update', action: 'Editing assessments', need: 'write', hold: 'NO KEY UPDATE' });
-    // The row is held from here on: what is read back is what this change left.
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: current.id }, { scope: 'assessments:update', action: 'Editing assessments', need: 'write', hold: true });
+    // Held from here on (FOR KEY SHARE, then by the UPDATE): what is read back is what this change left.
     const moved = await tx.assessment.updateMany({ where: { id: current.id, ...(draftOnly && { status: 'draft' }) }, data });
     const row = await tx.assessment.findUniqueOrThrow({ where: { id: current.id } });
     if (moved.count !== 1) {

@@ -53,7 +53,7 @@ async function lockGrantsOf(tx: Pick<Tx, '$executeRaw'>, projectId: string): Pro
  */
 async function requireStillMayManage(tx: Scoped<Tx>, principal: Principal, committedRole: Role | undefined, target: GrantTarget): Promise<void> {
   const role = requireCommittedScope(committedRole, 'assessments:manage_access', 'Managing access');
-  await holdTargetRows(tx, target, 'KEY SHARE');
+  await holdTargetRows(tx, target);
   await requireAccessIn(tx, { ...principal, role }, target, 'write');
 }
 
@@ -143,7 +143,7 @@ export async function deleteGrant(
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await lockGrantsOf(tx, projectId);
-    await requireStillMayAccess(tx, principal, target, { scope: 'assessments:manage_access', action: 'Managing access', need: 'write', hold: 'KEY SHARE' });
+    await requireStillMayAccess(tx, principal, target, { scope: 'assessments:manage_access', action: 'Managing access', need: 'write', hold: true });
     // The row as it was deleted (a re-grant may have changed its level meanwhile); of two concurrent deletes one
     // gets it, the other nothing (404, no entry). Raw SQL is not scoped: the organization is named here.
     const [gone] = await tx.$queryRaw<Array<{ id: string; user_id: string | null; team_id: string | null; access: string }>>`

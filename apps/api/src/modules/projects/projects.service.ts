@@ -91,7 +91,7 @@ export async function updateProject(
   if (input.archived === true && !current.archivedAt) data.archivedAt = deps.clock.now();
   if (input.archived === false) data.archivedAt = null;
   const project = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillMayAccess(tx, principal, { kind: 'project', id: current.id }, { scope: 'projects:update', action: 'Editing projects', need: 'write', hold: 'NO KEY UPDATE' });
+    await requireStillMayAccess(tx, principal, { kind: 'project', id: current.id }, { scope: 'projects:update', action: 'Editing projects', need: 'write', hold: true });
     return tx.project.update({ where: { id: current.id }, data, include: withSource });
   });
   return presentProject(project);

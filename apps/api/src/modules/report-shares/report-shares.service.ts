@@ -11,7 +11,7 @@
 // (auth/reauthentication.ts): a session signed in long ago confirms with the password, once the request is known
 // to be valid. Unpublishing and revoking only take access away and never ask.
 import type { Prisma, ReportShare, Scoped, Tx } from '@svc/db';
-import { newId, scopedTo } from '@svc/db';
+import { newId, organizationOf, scopedTo } from '@svc/db';
 import { oneLine } from '@svc/domain';
 import { hasScope, type Scope } from '@svc/scopes';
 import { mailErrorForLog } from '@svc/mail';
@@ -121,16 +121,22 @@ async function requireMayReplacePublication(tx: Pick<Tx, 'reportShare'>, princip
 /**
  * Handing the report out or taking a share back, checked again against the caller as committed now (own-role.ts):
  * demoted while the request ran, they need the scope and read access to its assessment with the role left (else 403,
- * or 404 as for a report they cannot see).
+ * or 404 as for a report they cannot see). First in the transaction, before the report's row: the assessment's and
+ * project's rows are held before the grants the access rests on, as their deletion takes them (holdTargetRows).
  */
 async function requireStillMayManageShares(tx: Scoped<Tx>, principal: Principal, report: ReportRow, scope: Scope, action: string): Promise<void> {
   try {
-    // No hold of the assessment's rows: the report's row, held first, is what a deletion's cascade reaches last.
-    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: report.assessmentId }, { scope, action, need: 'read' });
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: report.assessmentId }, { scope, action, need: 'read', hold: true });
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) throw notFound('Report');
     throw err;
   }
+}
+
+/** The report's row, FOR UPDATE until the commit; 404 when it has gone. */
+async function holdReport(tx: Scoped<Tx>, reportId: string): Promise<void> {
+  const rows = await tx.$queryRaw<Array<{ id: string }>>`SELECT id FROM reports WHERE id = ${reportId} AND organization_id = ${organizationOf(tx)} FOR UPDATE`;
+  if (rows.length === 0) throw notFound('Report');
 }
 
 /**
@@ -151,9 +157,9 @@ export async function publishReport(
   await confirm('report_publish');
   const token = generateShareToken();
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    // One publication at a time: concurrent publishes of the same report take turns on its row.
-    await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
     await requireStillMayManageShares(tx, principal, report, 'reports:publish', 'Publishing reports');
+    // One publication at a time: concurrent publishes of the same report take turns on its row.
+    await holdReport(tx, report.id);
     await requireMayReplacePublication(tx, principal, report.id, now);
     const replaced = await tx.reportShare.updateMany({
       where: { reportId: report.id, kind: 'link', ...statusFilter('active', now) },
@@ -242,8 +248,8 @@ export async function shareReport(
   await confirm('report_share');
   const token = generateShareToken();
   const share = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await tx.$queryRaw`SELECT id FROM reports WHERE id = ${report.id} FOR UPDATE`;
     await requireStillMayManageShares(tx, principal, report, 'reports:share', 'Sharing reports');
+    await holdReport(tx, report.id);
     await refuseSecondGrant(tx, report, input.email, now);
     const created = await tx.reportShare.create({ data: newShare(deps, acting, report, token, now, { kind: 'email', email: input.email, expiresAt }) });
     await recordAs(tx, principal, meta, now, {

@@ -61,7 +61,7 @@ export async function setProjectSource(deps: AppDeps, principal: Principal, meta
     data = { kind: 'archive', repositoryUrl: null, defaultBranch: null, archiveId: archive.id };
   }
   await db.$transaction(async (tx) => {
-    await requireStillMayAccess(tx, principal, { kind: 'project', id: project.id }, { scope: 'projects:manage_source', action: "Changing a project's source", need: 'write', hold: 'KEY SHARE' });
+    await requireStillMayAccess(tx, principal, { kind: 'project', id: project.id }, { scope: 'projects:manage_source', action: "Changing a project's source", need: 'write', hold: true });
     await tx.projectSource.upsert({
       where: { projectId: project.id },
       create: { projectId: project.id, organizationId: principal.organizationId, ...data },
@@ -80,7 +80,7 @@ export async function setProjectSource(deps: AppDeps, principal: Principal, meta
 export async function removeProjectSource(deps: AppDeps, principal: Principal, meta: RequestMeta, projectId: string): Promise<void> {
   const project = await requireProjectAccess(deps, principal, projectId, 'write');
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillMayAccess(tx, principal, { kind: 'project', id: project.id }, { scope: 'projects:manage_source', action: "Removing a project's source", need: 'write', hold: 'KEY SHARE' });
+    await requireStillMayAccess(tx, principal, { kind: 'project', id: project.id }, { scope: 'projects:manage_source', action: "Removing a project's source", need: 'write', hold: true });
     const { count } = await tx.projectSource.deleteMany({ where: { projectId: project.id } });
     if (count > 0) {
       await recordAs(tx, principal, meta, deps.clock.now(), { action: 'project.source_removed', target: { type: 'project', id: project.id } });

@@ -1,11 +1,12 @@
 // An edit of a project or an assessment, or a grant on it (re-checked against the caller's access as committed, which
 // holds the grants that access rests on) racing the deletion of what it changes (which holds the row, then cascades
-// into those grants): the edit waits for the deletion and then answers 404, never a deadlock's 409, never a 500.
+// into those grants): the edit waits for the deletion and then answers 404, never a deadlock's 409, never a 500. And
+// an edit waiting for that access does not hold up the engine's writes to the assessment.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
-import { createKey, insertAssessmentIn } from './support/domain';
-import { queuedBehind } from './support/row-locks';
+import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg } from './support/fixtures';
+import { createKey, insertAssessmentIn, insertReadyReport } from './support/domain';
+import { queuedBehind, untilBlockedBy, whileRowsHeld } from './support/row-locks';
 
 let h: Harness;
 let org: TestOrg;
@@ -137,4 +138,50 @@ it("who may still edit: a manager writing through a team's grant and their key w
   const outsider = await edit(other.owner.token, 'from outside');
   expect(outsider.status).toBe(404);
   expect((await h.deps.prisma.assessment.findUniqueOrThrow({ where: { id: assessment.id } })).notes).toBe('by key');
+});
+
+it("a report published by a manager (read grant on its assessment) while the assessment is deleted: the deletion 204, the publication 404, never a deadlock's 409", async () => {
+  const manager = await createUserInOrg(h, org.id, 'manager', 'publishing-manager');
+  const assessment = await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed');
+  await insertGrant(h, org.id, { assessmentId: assessment.id }, { userId: manager.id }, 'read');
+  const report = await insertReadyReport(h, org.id, assessment.id);
+  let deletion!: Promise<request.Response>;
+  let deleted = false;
+  // The publication waits for the manager's membership (held here); the deletion goes meanwhile. Publishing used to
+  // hold the report's row by then, which the deletion's cascade reaches after the manager's grant: a cycle once the
+  // publication went on to hold that grant.
+  const publication = await whileRowsHeld(h,
+    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${manager.id} FOR NO KEY UPDATE`,
+    () => request(h.app).post(`/api/v1/reports/${report.id}/publication`).set(bearer(manager.token)).send({ current_password: TEST_PASSWORD }).then((r) => r),
+    1,
+    async (_tx, holder) => {
+      deletion = request(h.app).delete(`/api/v1/assessments/${assessment.id}`).set(bearer(org.owner.token)).then((r) => { deleted = true; return r; });
+      // It answers at once, or (the report's row held by the publication) waits behind it.
+      await untilBlockedBy(h, holder, 2, { orDone: () => deleted });
+    },
+  );
+  expect((await deletion).status).toBe(204);
+  expect(publication.status).toBe(404);
+  expect(publication.body).toEqual({ detail: 'Report not found.' });
+});
+
+it("a notes edit waiting for the access it rests on (a team membership held) does not hold up the engine's writes to the assessment", async () => {
+  const manager = await createUserInOrg(h, org.id, 'manager', 'waiting-editor');
+  const project = await insertProject(h, org.id);
+  const assessment = await insertAssessmentIn(h, org.id, project.id, 'running');
+  const team = await request(h.app).post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Waiting ${manager.id}` });
+  expect((await request(h.app).put(`/api/v1/teams/${team.body.id}/members/${manager.id}`).set(bearer(org.owner.token))).status).toBe(200);
+  await insertGrant(h, org.id, { projectId: project.id }, { teamId: team.body.id }, 'write');
+  const edit = await whileRowsHeld(h,
+    (tx) => tx.$queryRaw`SELECT team_id FROM team_members WHERE user_id = ${manager.id} FOR UPDATE`,
+    () => request(h.app).patch(`/api/v1/assessments/${assessment.id}`).set(bearer(manager.token)).send({ notes: 'after the engine' }).then((r) => r),
+    1,
+    // What the engine's transitions take on the row (an UPDATE), with a bound: it must not wait for the edit.
+    () => h.deps.prisma.$transaction(async (engine) => {
+      await engine.$executeRaw`SET LOCAL lock_timeout = '2s'`;
+      await engine.assessment.update({ where: { id: assessment.id }, data: { summary: { written: 'by the engine' } } });
+    }),
+  );
+  expect(edit.status).toBe(200);
+  expect(await h.deps.prisma.assessment.findUniqueOrThrow({ where: { id: assessment.id } })).toMatchObject({ notes: 'after the engine', summary: { written: 'by the engine' } });
 });

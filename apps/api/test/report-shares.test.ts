@@ -13,7 +13,7 @@ import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, type Harness } from './support/harness';
 import { AN_ADDRESS, whileMailRefused } from './support/smtp';
-import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
+import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 import { createKey, insertAssessmentIn, insertReadyReport } from './support/domain';
 
 const PER_TOKEN = 6;
@@ -336,6 +336,29 @@ describe('sharing a report by e-mail', () => {
     expect(revoked.metadata).toMatchObject({ email: address, reason: 'mail_failed' });
     expect((await share(org.admin.token, report.id, { email: address })).status).toBe(201);
     expect(lastMailTo(address).text).toContain('/shared/reports/rshare_');
+  });
+
+  it("when the mail fails after its sender was demoted meanwhile: the grant is still revoked (taking back an undelivered grant is the service's act, not re-checked against the sender's role)", async () => {
+    const report = await readyReport();
+    const sender = await createUserInOrg(h, org.id, 'admin', 'demoted-sender');
+    const address = 'never.told@customer.example';
+    const working = h.deps.mailer;
+    const blocker = path.join(mkdtempSync(path.join(tmpdir(), 'svc-mail-')), 'not-a-folder');
+    writeFileSync(blocker, '');
+    const failing = createMailer({ from: 'x@example.test', outboxDir: path.join(blocker, 'outbox') });
+    // As the mail goes out (the grant committed), the owner demotes its sender; then the transport fails.
+    h.deps.mailer = {
+      send: async (message) => {
+        expect((await api().patch(`/api/v1/members/${sender.id}`).set(bearer(org.owner.token)).send({ role: 'member' })).status).toBe(200);
+        return failing.send(message);
+      },
+    };
+    try {
+      expect((await share(sender.token, report.id, { email: address })).status).toBe(503);
+    } finally {
+      h.deps.mailer = working;
+    }
+    expect((await shares(org.admin.token, report.id)).body.data).toEqual([expect.objectContaining({ email: address, status: 'revoked' })]);
   });
 
   it("logs a mail server's refusal of the grant without the address it quotes", async () => {

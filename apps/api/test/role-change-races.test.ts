@@ -6,7 +6,7 @@ import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PASSWORD, type TestOrg, type TestUser } from './support/fixtures';
 import { newId } from '@svc/db';
-import { createKey, insertAssessmentIn, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
+import { createKey, eventsOf, insertAssessmentIn, insertFinding, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
 import { queuedBehind, untilBlockedBy, whileRowsHeld } from './support/row-locks';
 
 let h: Harness;
@@ -822,6 +822,126 @@ describe('what an admin demoted to member meanwhile removes, revokes or edits: r
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ detail: "Revoking other people's API keys needs a role you no longer hold (yours is now member)." });
     expect((await request(h.app).get('/api/v1/organization').set(bearer(key))).status).toBe(200);
+  });
+});
+
+describe('what a caller demoted meanwhile triages, moves, generates or sends again: refused (403), nothing changed', () => {
+  type Setup = { path: string; body?: object; left: () => Promise<unknown> };
+  // `make` arranges what the request acts on, with write access for `user` where their role needs a grant.
+  const cases: Array<{ what: string; role: 'admin' | 'manager'; to: 'manager' | 'member'; detail: string; make: (user: TestUser) => Promise<Setup> }> = [];
+  async function assessmentFor(user: TestUser, status: string) {
+    const project = await insertProject(h, org.id);
+    await insertGrant(h, org.id, { projectId: project.id }, { userId: user.id }, 'write');
+    return insertAssessmentIn(h, org.id, project.id, status);
+  }
+  const statusOf = (id: string) => async () => (await h.deps.prisma.assessment.findUniqueOrThrow({ where: { id } })).status;
+  const findingOf = (id: string) => () => h.deps.prisma.finding.findUniqueOrThrow({ where: { id }, select: { status: true, severity: true, assigneeId: true } });
+  cases.push({
+    what: 'a finding suppressed (final) by an admin demoted to manager', role: 'admin', to: 'manager', detail: 'Suppressing findings',
+    make: async (user) => {
+      const finding = await insertFinding(h, await assessmentFor(user, 'completed'));
+      return { path: `/api/v1/findings/${finding.id}/suppress`, left: findingOf(finding.id) };
+    },
+  });
+  cases.push(
+    {
+      what: 'a risk accepted', role: 'manager', to: 'member', detail: 'Accepting risks',
+      make: async (user) => {
+        const finding = await insertFinding(h, await assessmentFor(user, 'completed'));
+        return { path: `/api/v1/findings/${finding.id}/accept-risk`, left: findingOf(finding.id) };
+      },
+    },
+    {
+      what: "a finding's severity overridden", role: 'manager', to: 'member', detail: 'Overriding severities',
+      make: async (user) => {
+        const finding = await insertFinding(h, await assessmentFor(user, 'completed'));
+        return { path: `/api/v1/findings/${finding.id}/severity`, body: { severity: 'low' }, left: findingOf(finding.id) };
+      },
+    },
+    ...([
+      ['launch', 'draft', 'Launching assessments'],
+      ['cancel', 'running', 'Cancelling assessments'],
+      ['emergency-stop', 'queued', 'Stopping assessments'],
+      ['start', 'queued', 'Starting assessments'],
+      ['complete', 'running', 'Completing assessments'],
+      ['fail', 'running', 'Failing assessments'],
+      ['archive', 'completed', 'Archiving assessments'],
+    ] as const).map(([action, from, doing]) => ({
+      what: `an assessment's ${action}`, role: 'manager' as const, to: 'member' as const, detail: doing,
+      make: async (user: TestUser): Promise<Setup> => {
+        const assessment = await assessmentFor(user, from);
+        const body = action === 'complete' ? { summary: 'done' } : action === 'fail' ? { reason: 'engine crashed' } : undefined;
+        const left = async () => [await statusOf(assessment.id)(), (await h.deps.prisma.assessment.findUniqueOrThrow({ where: { id: assessment.id } })).archivedAt];
+        return { path: `/api/v1/assessments/${assessment.id}/${action}`, body, left };
+      },
+    })),
+    {
+      what: 'a report generated', role: 'manager', to: 'member', detail: 'Generating reports',
+      make: async (user) => {
+        const assessment = await assessmentFor(user, 'completed');
+        return { path: `/api/v1/assessments/${assessment.id}/reports`, body: {}, left: () => h.deps.prisma.report.count({ where: { assessmentId: assessment.id } }) };
+      },
+    },
+    {
+      what: 'a test delivery sent', role: 'admin', to: 'manager', detail: 'Sending test deliveries',
+      make: async () => {
+        const id = await subscribe(h, org.owner.token, { org: true }, ['finding.created']);
+        return { path: `/api/v1/webhooks/subscriptions/${id}/test`, left: () => h.deps.prisma.webhookDelivery.count({ where: { subscriptionId: id } }) };
+      },
+    },
+    {
+      what: 'a test message sent to a notification target', role: 'admin', to: 'manager', detail: 'Sending test messages',
+      make: async () => {
+        const made = await request(h.app).post('/api/v1/notification-targets').set(bearer(org.owner.token))
+          .send({ kind: 'slack', name: `chat ${uniqueSuffix()}`, url: PUBLIC_URL, events: ['report.ready'] });
+        expect(made.status).toBe(201);
+        return { path: `/api/v1/notification-targets/${made.body.id}/test`, left: () => h.deps.prisma.webhookDelivery.count({ where: { subscriptionId: made.body.id } }) };
+      },
+    },
+    ...(['resend', 'recover'] as const).map((how) => ({
+      what: `a failed delivery's ${how}`, role: 'admin' as const, to: 'manager' as const,
+      detail: how === 'resend' ? 'Resending webhook deliveries' : 'Recovering webhook deliveries',
+      make: async (): Promise<Setup> => {
+        const id = await subscribe(h, org.owner.token, { org: true }, ['finding.created']);
+        const sent = await request(h.app).post(`/api/v1/webhooks/subscriptions/${id}/test`).set(bearer(org.owner.token));
+        expect(sent.status).toBe(202);
+        await h.deps.prisma.webhookDelivery.update({ where: { id: sent.body.delivery_id }, data: { status: 'failed' } });
+        const left = async () => (await h.deps.prisma.webhookDelivery.findMany({ where: { subscriptionId: id }, select: { id: true, recoveredAt: true } }));
+        return how === 'resend'
+          ? { path: `/api/v1/webhooks/deliveries/${sent.body.delivery_id}/resend`, left }
+          : { path: `/api/v1/webhooks/subscriptions/${id}/recover`, body: { since: new Date(Date.now() - 60_000).toISOString() }, left };
+      },
+    })),
+  );
+
+  it.each(cases)('$what', async ({ role, to, detail, make }) => {
+    const user = await createUserInOrg(h, org.id, role, `demoted-${role}`);
+    const { path, body, left } = await make(user);
+    const before = await left();
+    const res = await changedWhileHeld(org.id, user, to, () => request(h.app).post(path).set(bearer(user.token)).send(body ?? {}).then((r) => r));
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now ${to}).` });
+    expect(await left()).toEqual(before);
+  });
+
+  it.each([
+    ['confirms', 'confirm', undefined],
+    ['reassigns', 'reassign', { assignee_user_id: null }],
+  ] as const)("a finding a member %s while their write grant is revoked: 404, the finding unchanged", async (_what, action, body) => {
+    const member = await createUserInOrg(h, org.id, 'member', 'triaging-member');
+    const project = await insertProject(h, org.id);
+    const grant = await insertGrant(h, org.id, { projectId: project.id }, { userId: member.id }, 'write');
+    const finding = await insertFinding(h, await insertAssessmentIn(h, org.id, project.id, 'completed'), { assigneeId: member.id });
+    const res = await whileRowsHeld(h,
+      (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${member.id} FOR NO KEY UPDATE`,
+      () => request(h.app).post(`/api/v1/findings/${finding.id}/${action}`).set(bearer(member.token)).send(body ?? {}).then((r) => r),
+      1,
+      (tx) => tx.accessGrant.delete({ where: { id: grant.id } }),
+    );
+    expect(res.status).toBe(404);
+    expect(res.body.detail).toMatch(/^Finding/);
+    expect(await findingOf(finding.id)()).toEqual({ status: 'open', severity: 'high', assigneeId: member.id });
+    expect(await eventsOf(h, org.id, 'finding.status_changed', { finding_id: finding.id })).toEqual([]);
   });
 });
 

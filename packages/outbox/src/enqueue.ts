@@ -86,6 +86,7 @@ export async function withOutbox<T>(
   deps: OutboxDeps,
   work: (tx: Tx, publish: Publish) => Promise<T>,
   now: () => Date = () => new Date(),
+  transaction?: { timeout?: number },
 ): Promise<T> {
   const deliveries: DeliveryRef[] = [];
   const result = await deps.prisma.$transaction(async (tx) => {
@@ -95,7 +96,7 @@ export async function withOutbox<T>(
       return published;
     };
     return work(tx, publish);
-  });
+  }, transaction);
   await enqueueAfterCommit(deps, deliveries);
   return result;
 }

@@ -10,7 +10,7 @@ import { roleRank, type Role, type Scope } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { forbidden, notFound } from '../../http/errors';
-import { requireStillHolds } from './own-role';
+import { lockOwnRole, requireCommittedScope } from './own-role';
 
 export type Access = 'read' | 'write';
 
@@ -136,22 +136,31 @@ export async function holdTargetRows(tx: Scoped<Tx>, target: AccessTarget): Prom
   await tx.$queryRaw`SELECT id FROM assessments WHERE id = ${target.id} AND organization_id = ${organizationId} FOR KEY SHARE`;
 }
 
+export type CommittedAccessCheck = { scope: Scope; action: string; need: Access; hold?: boolean };
+
 /**
- * requireStillHolds and requireAccessIn in one, inside the transaction of a change to a project or an assessment:
- * demoted, or their grant or team taken away, while the request ran, the caller needs `scope` with the role left (else
- * 403 naming `action`) and `need` access through what is left (else 403, or 404 for what they can no longer read).
- * With `hold`, the target's rows are held first (holdTargetRows).
+ * The check of a change to a project or an assessment, against the caller's role as committed (`committed`, read with
+ * their membership locked by this transaction: own-role.ts) and what their access rests on as this transaction sees
+ * it: demoted, or their grant or team taken away, while the request ran, the caller needs `scope` with the role left
+ * (else 403 naming `action`) and `need` access through what is left (else 403, or 404 for what they can no longer
+ * read). With `hold`, the target's rows are held first (holdTargetRows).
  */
-export async function requireStillMayAccess(
+export async function requireCommittedAccess(
   tx: Scoped<Tx>,
   principal: Principal,
+  committed: Role | undefined,
   target: AccessTarget,
-  check: { scope: Scope; action: string; need: Access; hold?: boolean },
+  check: CommittedAccessCheck,
 ): Promise<Role> {
-  const role = await requireStillHolds(tx, principal, check.scope, check.action);
+  const role = requireCommittedScope(committed, check.scope, check.action);
   if (check.hold) await holdTargetRows(tx, target);
   await requireAccessIn(tx, { ...principal, role }, target, check.need);
   return role;
+}
+
+/** requireCommittedAccess with the caller's membership locked here, first thing (lockOwnRole). */
+export async function requireStillMayAccess(tx: Scoped<Tx>, principal: Principal, target: AccessTarget, check: CommittedAccessCheck): Promise<Role> {
+  return requireCommittedAccess(tx, principal, await lockOwnRole(tx, principal), target, check);
 }
 
 /** What the engine's hot path needs of an assessment it writes to. */

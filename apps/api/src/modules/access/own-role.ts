@@ -12,6 +12,15 @@ import { forbidden } from '../../http/errors';
 import type { Principal } from '../../auth/principal';
 
 /**
+ * The options of a change's transaction that re-checks the caller first: it waits there, as the single statement
+ * it often was before did, for whatever holds the rows it re-checks (an organization's deletion holds every
+ * membership; a project's or an assessment's deletion its row and, through the cascade, its grants), for as long as
+ * such a deletion may run (DELETION_TRANSACTION). With Prisma's default of 5 s the change answered 503 ("the database
+ * is unavailable") after such a wait, where it should answer 404 for what is gone (recheck-waits.test.ts).
+ */
+export const RECHECKED_TRANSACTION = { timeout: 10 * 60 * 1000 } as const;
+
+/**
  * The principal's membership role, its row share-locked until the transaction ends (undefined: no longer a member).
  * A role change (UPDATE) or a removal (DELETE) running at the same time either waits for this transaction, and then
  * undoes what it wrote as it undoes what was there before, or committed first, and the caller sees its result here.

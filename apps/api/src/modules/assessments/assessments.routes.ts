@@ -12,6 +12,7 @@ import {
   updateAssessmentBody,
 } from './assessments.schemas';
 import {
+  ARCHIVING_RIGHTS,
   cancelAssessment,
   completeAssessment,
   createAssessment,
@@ -23,6 +24,7 @@ import {
   listAssessments,
   setArchived,
   startAssessment,
+  TRANSITION_RIGHTS,
   updateAssessment,
 } from './assessments.service';
 
@@ -74,7 +76,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/launch',
-      scope: 'assessments:create',
+      scope: TRANSITION_RIGHTS.launch.scope,
       summary: 'Launch a draft: draft -> queued; refused (400) when a spend cap is reached (write access required)',
       response: assessmentResponse,
       handler: (req) => launchAssessment(deps, principalOf(req), idParam(req)),
@@ -82,7 +84,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/cancel',
-      scope: 'assessments:cancel',
+      scope: TRANSITION_RIGHTS.cancel.scope,
       summary: 'Cancel: queued | running -> cancelled (write access required)',
       response: assessmentResponse,
       handler: (req) => cancelAssessment(deps, principalOf(req), idParam(req)),
@@ -90,7 +92,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/emergency-stop',
-      scope: 'assessments:emergency_stop',
+      scope: TRANSITION_RIGHTS.emergency_stop.scope,
       summary: 'Emergency stop: queued | running -> emergency_stopped (write access required)',
       response: assessmentResponse,
       handler: (req) => emergencyStopAssessment(deps, principalOf(req), idParam(req)),
@@ -98,7 +100,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/archive',
-      scope: 'assessments:archive',
+      scope: ARCHIVING_RIGHTS.scope,
       summary: 'Archive a finished assessment (write access required)',
       response: assessmentResponse,
       handler: (req) => setArchived(deps, principalOf(req), idParam(req), true),
@@ -106,7 +108,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/unarchive',
-      scope: 'assessments:archive',
+      scope: ARCHIVING_RIGHTS.scope,
       summary: 'Unarchive an archived assessment (write access required)',
       response: assessmentResponse,
       handler: (req) => setArchived(deps, principalOf(req), idParam(req), false),
@@ -114,7 +116,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/start',
-      scope: 'assessments:update',
+      scope: TRANSITION_RIGHTS.start.scope,
       summary: 'Engine: the assessment started running: queued -> running (write access required)',
       response: assessmentResponse,
       handler: (req) => startAssessment(deps, principalOf(req), idParam(req)),
@@ -122,7 +124,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/complete',
-      scope: 'assessments:update',
+      scope: TRANSITION_RIGHTS.complete.scope,
       summary: 'Engine: running -> completed with {summary}; publishes assessment.completed (write access required)',
       schemas: { body: completeAssessmentBody },
       response: assessmentResponse,
@@ -131,7 +133,7 @@ export function assessmentRoutes(deps: AppDeps): RouteSpec[] {
     {
       method: 'post',
       path: '/assessments/:id/fail',
-      scope: 'assessments:update',
+      scope: TRANSITION_RIGHTS.fail.scope,
       summary: 'Engine: running -> failed with {reason} (write access required)',
       schemas: { body: failAssessmentBody },
       response: assessmentResponse,

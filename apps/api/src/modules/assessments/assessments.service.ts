@@ -8,6 +8,7 @@
 // move the same assessment; the loser gets 409 naming the state it found.
 import { Prisma, type Assessment, type Scoped, type Tx } from '@svc/db';
 import { SEVERITIES } from '@svc/domain';
+import type { Scope } from '@svc/scopes';
 import { outboxDeps, withOutbox, type OutboxDeps, type Publish } from '@svc/outbox';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { AppDeps } from '../../app-deps';
@@ -18,7 +19,7 @@ import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireProjectAccess, requireStillMayAccess } from '../access/access.service';
 import { assertWithinSpendCap } from '../spend/spend-guard';
 import type { Acting } from '../audit/audit.context';
-import { principalAsCommitted } from '../access/own-role';
+import { principalAsCommitted, RECHECKED_TRANSACTION } from '../access/own-role';
 import { DELETION_TRANSACTION, deleteWithSubscriptions } from '../webhooks/subscriptions.service';
 import {
   ACTIVE_STATES,
@@ -119,6 +120,21 @@ async function refuse(tx: Tx, id: string, action: string, from: readonly string[
 }
 
 /**
+ * Who may move an assessment along each transition (the route's scope), and what they are doing, for the 403 of a
+ * caller demoted meanwhile: each transition re-checks both as it commits (requireStillMayAccess).
+ */
+export const TRANSITION_RIGHTS: Readonly<Record<AssessmentAction, { scope: Scope; action: string }>> = {
+  launch: { scope: 'assessments:create', action: 'Launching assessments' },
+  start: { scope: 'assessments:update', action: 'Starting assessments' },
+  complete: { scope: 'assessments:update', action: 'Completing assessments' },
+  fail: { scope: 'assessments:update', action: 'Failing assessments' },
+  cancel: { scope: 'assessments:cancel', action: 'Cancelling assessments' },
+  emergency_stop: { scope: 'assessments:emergency_stop', action: 'Stopping assessments' },
+};
+
+export const ARCHIVING_RIGHTS = { scope: 'assessments:archive', action: 'Archiving assessments' } as const;
+
+/**
  * Moves an assessment along one transition of the table, in one transaction with whatever `then` does (events,
  * spend check). 409 when the assessment is not in a state the transition starts from.
  */
@@ -137,6 +153,7 @@ async function transition(
     outboxDeps(deps, deps.deliveryQueue),
     async (raw, publish) => {
       const tx = scopedTo(raw, principal);
+      await requireStillMayAccess(tx, principal, { kind: 'assessment', id: current.id }, { ...TRANSITION_RIGHTS[action], need: 'write', hold: true });
       const moved = await tx.assessment.updateMany({
         where: { id: current.id, status: { in: [...rule.from] } },
         data: { ...extra, status: rule.to, [rule.stamp]: now },
@@ -147,6 +164,7 @@ async function transition(
       return row;
     },
     () => now,
+    RECHECKED_TRANSACTION,
   );
   return presentAssessment(updated);
 }
@@ -218,23 +236,24 @@ export function emergencyStopAssessment(deps: AppDeps, principal: Principal, id:
 export async function setArchived(deps: AppDeps, principal: Principal, id: string, archived: boolean) {
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const db = scopedTo(deps.prisma, principal);
-  const moved = await db.assessment.updateMany({
-    where: {
-      id: current.id,
-      status: { in: [...FINISHED_STATES] },
-      archivedAt: archived ? null : { not: null },
-    },
-    data: { archivedAt: archived ? now : null },
-  });
-  if (moved.count !== 1) {
-    const fresh = await db.assessment.findUniqueOrThrow({ where: { id: current.id } });
+  const updated = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: current.id }, { ...ARCHIVING_RIGHTS, need: 'write', hold: true });
+    const moved = await tx.assessment.updateMany({
+      where: {
+        id: current.id,
+        status: { in: [...FINISHED_STATES] },
+        archivedAt: archived ? null : { not: null },
+      },
+      data: { archivedAt: archived ? now : null },
+    });
+    const fresh = await tx.assessment.findUniqueOrThrow({ where: { id: current.id } });
+    if (moved.count === 1) return fresh;
     if (!FINISHED_STATES.includes(fresh.status as never)) {
       throw conflict(`Only finished assessments can be ${archived ? 'archived' : 'unarchived'}; this one is ${fresh.status}.`);
     }
     throw conflict(archived ? `The assessment (${fresh.status}) is already archived.` : `The assessment (${fresh.status}) is not archived.`);
-  }
-  return presentAssessment(await db.assessment.findUniqueOrThrow({ where: { id: current.id } }));
+  }, RECHECKED_TRANSACTION);
+  return presentAssessment(updated);
 }
 
 /**

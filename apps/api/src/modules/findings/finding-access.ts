@@ -1,19 +1,38 @@
 // A finding the principal may read or change, 404 otherwise (another organization, or an assessment the caller
 // cannot read, answers exactly like a missing finding). Used by triage, fix verification and monitoring.
-import { scopedTo, type Finding } from '@svc/db';
+import { scopedTo, type Finding, type Scoped, type Tx } from '@svc/db';
+import type { Scope } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, notFound } from '../../http/errors';
-import { requireAssessmentAccess, type Access } from '../access/access.service';
+import { requireAssessmentAccess, requireStillMayAccess, type Access } from '../access/access.service';
 
-export async function requireFindingAccess(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Finding> {
-  const finding = await scopedTo(deps.prisma, principal).finding.findFirst({ where: { id } });
-  if (!finding) throw notFound('Finding');
+/** A finding's 404 for what its assessment's check answered 404 to: the assessment is not the caller's to name. */
+async function asFinding<T>(check: Promise<T>): Promise<T> {
   try {
-    await requireAssessmentAccess(deps, principal, finding.assessmentId, need);
+    return await check;
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) throw notFound('Finding');
     throw err;
   }
+}
+
+export async function requireFindingAccess(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Finding> {
+  const finding = await scopedTo(deps.prisma, principal).finding.findFirst({ where: { id } });
+  if (!finding) throw notFound('Finding');
+  await asFinding(requireAssessmentAccess(deps, principal, finding.assessmentId, need));
   return finding;
+}
+
+/** What a change to a finding needs: the route's scope, and what the request is doing for the 403 ("Triaging findings"). */
+export type FindingChange = { scope: Scope; action: string };
+
+/**
+ * Inside the transaction of a change to the finding, first thing: the caller still holds the change's scope with
+ * their role as committed, and write access to its assessment through what is left (access.service.ts
+ * requireStillMayAccess; the assessment's and project's rows held before the grants, as their deletion takes them).
+ * Demoted, or their grant or team taken away, while the request ran: 403, or 404 as for a finding they cannot read.
+ */
+export async function requireStillMayChangeFinding(tx: Scoped<Tx>, principal: Principal, finding: Finding, change: FindingChange): Promise<void> {
+  await asFinding(requireStillMayAccess(tx, principal, { kind: 'assessment', id: finding.assessmentId }, { ...change, need: 'write', hold: true }));
 }

@@ -1,4 +1,5 @@
 import type { FindingStatus } from '@svc/domain';
+import type { Scope } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
 import { idParam, type RouteSpec } from '../../http/route';
@@ -14,13 +15,13 @@ import {
   setFindingStatus,
 } from './findings.service';
 
-/** The triage actions that only change the status: path, scope, new status. */
-const STATUS_ACTIONS: ReadonlyArray<{ action: string; scope: string; status: FindingStatus; summary: string }> = [
-  { action: 'confirm', scope: 'findings:triage', status: 'confirmed', summary: 'Confirm: publishes finding.confirmed and finding.status_changed' },
-  { action: 'dismiss', scope: 'findings:triage', status: 'dismissed', summary: 'Dismiss as not an issue' },
-  { action: 'mark-fixed', scope: 'findings:triage', status: 'fixed', summary: 'Mark as fixed' },
-  { action: 'accept-risk', scope: 'findings:accept_risk', status: 'accepted_risk', summary: 'Accept as a known risk' },
-  { action: 'suppress', scope: 'findings:suppress', status: 'suppressed', summary: 'Suppress permanently (final)' },
+/** The triage actions that only change the status: path, scope, new status, and what the request does (for a 403). */
+const STATUS_ACTIONS: ReadonlyArray<{ action: string; scope: Scope; status: FindingStatus; summary: string; doing: string }> = [
+  { action: 'confirm', scope: 'findings:triage', status: 'confirmed', summary: 'Confirm: publishes finding.confirmed and finding.status_changed', doing: 'Triaging findings' },
+  { action: 'dismiss', scope: 'findings:triage', status: 'dismissed', summary: 'Dismiss as not an issue', doing: 'Triaging findings' },
+  { action: 'mark-fixed', scope: 'findings:triage', status: 'fixed', summary: 'Mark as fixed', doing: 'Triaging findings' },
+  { action: 'accept-risk', scope: 'findings:accept_risk', status: 'accepted_risk', summary: 'Accept as a known risk', doing: 'Accepting risks' },
+  { action: 'suppress', scope: 'findings:suppress', status: 'suppressed', summary: 'Suppress permanently (final)', doing: 'Suppressing findings' },
 ];
 
 export function findingRoutes(deps: AppDeps): RouteSpec[] {
@@ -73,7 +74,7 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
         scope: a.scope,
         summary: `${a.summary} (write access to the assessment required)`,
         response: findingResponse,
-        handler: (req) => setFindingStatus(deps, principalOf(req), idParam(req), a.status),
+        handler: (req) => setFindingStatus(deps, principalOf(req), idParam(req), a.status, { scope: a.scope, action: a.doing }),
       }),
     ),
     {

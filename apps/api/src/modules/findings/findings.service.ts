@@ -27,7 +27,8 @@ import { answeringOneByOneOnFailure, Coalescer, coalescerOf, newId, queryRows, s
 import { readableAssessmentsFilter, requireAssessmentAccess, requireAssessmentAccessWithSla, type Access, type AssessmentForWrite } from '../access/access.service';
 import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
-import { requireFindingAccess } from './finding-access';
+import { requireFindingAccess, requireStillMayChangeFinding, type FindingChange } from './finding-access';
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 import { canChangeFindingStatus } from '@svc/domain';
 
 export function presentFinding(f: Finding, policy: SlaPolicy) {
@@ -298,10 +299,31 @@ async function updateRecordedFinding(deps: AppDeps, principal: Principal, assess
 }
 
 /** A triage action: one status change, published in the same transaction. */
-export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus) {
+export async function setFindingStatus(deps: AppDeps, principal: Principal, id: string, status: FindingStatus, change: FindingChange) {
   const finding = await requireFindingAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
-  const updated = await withOutbox(outboxDeps(deps, deps.deliveryQueue), (tx, publish) => changeFindingStatus(scopedTo(tx, principal), publish, finding, status, now), () => now);
+  const updated = await withOutbox(
+    outboxDeps(deps, deps.deliveryQueue),
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
+      await requireStillMayChangeFinding(tx, principal, finding, change);
+      return changeFindingStatus(tx, publish, finding, status, now);
+    },
+    () => now,
+    RECHECKED_TRANSACTION,
+  );
+  return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
+}
+
+/** One change to a finding's own columns, re-checked as it commits (requireStillMayChangeFinding); 404 when it is gone. */
+async function updateFinding(deps: AppDeps, principal: Principal, finding: Finding, change: FindingChange, data: Prisma.FindingUpdateManyMutationInput, check?: (tx: Scoped<Tx>) => Promise<void>) {
+  const updated = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillMayChangeFinding(tx, principal, finding, change);
+    if (check) await check(tx);
+    const moved = await tx.finding.updateMany({ where: { id: finding.id }, data });
+    if (moved.count !== 1) throw notFound('Finding');
+    return tx.finding.findUniqueOrThrow({ where: { id: finding.id } });
+  }, RECHECKED_TRANSACTION);
   return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
 }
 
@@ -309,22 +331,18 @@ export async function setFindingStatus(deps: AppDeps, principal: Principal, id: 
 export async function setFindingSeverity(deps: AppDeps, principal: Principal, id: string, input: { severity: string }) {
   const severity = checkSeverity(input.severity);
   const finding = await requireFindingAccess(deps, principal, id, 'write');
-  const updated = await scopedTo(deps.prisma, principal).finding.update({ where: { id: finding.id }, data: { severity } });
-  return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
+  return updateFinding(deps, principal, finding, { scope: 'findings:edit_severity', action: 'Overriding severities' }, { severity });
 }
 
 /** Assigns the finding to a member of the organization (422 for anyone else), or unassigns it with null. */
 export async function reassignFinding(deps: AppDeps, principal: Principal, id: string, input: { assignee_user_id: string | null }) {
   const finding = await requireFindingAccess(deps, principal, id, 'write');
-  const db = scopedTo(deps.prisma, principal);
-  if (input.assignee_user_id !== null) {
-    const membership = await db.membership.findFirst({
-      where: { userId: input.assignee_user_id, user: { status: 'active' } },
-    });
+  const assignee = input.assignee_user_id;
+  return updateFinding(deps, principal, finding, { scope: 'findings:triage', action: 'Assigning findings' }, { assigneeId: assignee }, async (tx) => {
+    if (assignee === null) return;
+    const membership = await tx.membership.findFirst({ where: { userId: assignee, user: { status: 'active' } } });
     if (!membership) throw unprocessable('assignee_user_id must be an active member of the organization.');
-  }
-  const updated = await db.finding.update({ where: { id: finding.id }, data: { assigneeId: input.assignee_user_id } });
-  return presentFinding(updated, await loadSlaPolicy(deps, principal.organizationId));
+  });
 }
 
 export async function getFinding(deps: AppDeps, principal: Principal, id: string) {

@@ -9,10 +9,10 @@ import type { Principal } from '../../auth/principal';
 import { forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
-import { holdTargetRows, requireAccessIn, requireAssessmentAccess, requireProjectAccess, requireStillMayAccess, type Access } from '../access/access.service';
+import { requireAssessmentAccess, requireCommittedAccess, requireProjectAccess, requireStillMayAccess, type Access } from '../access/access.service';
 import { recordAs, type AuditEvent, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
-import { lockOwnRole, lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
+import { lockOwnRole, lockOwnRoleAndMember } from '../access/own-role';
 import { holdTeam } from '../teams/teams.service';
 
 export type GrantTarget = { kind: 'project'; id: string } | { kind: 'assessment'; id: string };
@@ -42,19 +42,14 @@ async function requireTarget(deps: AppDeps, principal: Principal, target: GrantT
  * own access rests on (heldAccess) while it changes another's, so two managers changing each other's grants at once
  * would otherwise deadlock. A transaction-scoped advisory lock, taken before the memberships (own-role.ts).
  */
+/**
+ * Who may still manage access to the target, as the change commits: demoted, or their own grant or team taken away,
+ * while the request ran, they need the scope and, below admin, write access through what is left.
+ */
+const MANAGING_ACCESS = { scope: 'assessments:manage_access', action: 'Managing access', need: 'write', hold: true } as const;
+
 async function lockGrantsOf(tx: Pick<Tx, '$executeRaw'>, projectId: string): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`grants:project:${projectId}`}, 0))`;
-}
-
-/**
- * The caller may still manage access to the target, as this transaction sees it (their membership locked by it,
- * own-role.ts, and what their write access rests on, access.service.ts heldAccess): demoted, or their own grant or
- * team taken away, while the request ran, they need the scope and, below admin, write access through what is left.
- */
-async function requireStillMayManage(tx: Scoped<Tx>, principal: Principal, committedRole: Role | undefined, target: GrantTarget): Promise<void> {
-  const role = requireCommittedScope(committedRole, 'assessments:manage_access', 'Managing access');
-  await holdTargetRows(tx, target);
-  await requireAccessIn(tx, { ...principal, role }, target, 'write');
 }
 
 function targetWhere(target: GrantTarget) {
@@ -112,7 +107,7 @@ export async function upsertGrant(
       }
     }
     // After the team's lock: a team's deletion locks the team and then its members' rows, which this check holds.
-    await requireStillMayManage(tx, principal, committedRole, target);
+    await requireCommittedAccess(tx, principal, committedRole, target, MANAGING_ACCESS);
     const existing = await tx.accessGrant.findFirst({ where });
     if (existing) {
       if (existing.access === input.access) return { created: false, grant: presentGrant(existing) };
@@ -143,7 +138,7 @@ export async function deleteGrant(
   const now = deps.clock.now();
   await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await lockGrantsOf(tx, projectId);
-    await requireStillMayAccess(tx, principal, target, { scope: 'assessments:manage_access', action: 'Managing access', need: 'write', hold: true });
+    await requireStillMayAccess(tx, principal, target, MANAGING_ACCESS);
     // The row as it was deleted (a re-grant may have changed its level meanwhile); of two concurrent deletes one
     // gets it, the other nothing (404, no entry). Raw SQL is not scoped: the organization is named here.
     const [gone] = await tx.$queryRaw<Array<{ id: string; user_id: string | null; team_id: string | null; access: string }>>`

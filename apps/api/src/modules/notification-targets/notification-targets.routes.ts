@@ -62,7 +62,7 @@ export function notificationTargetRoutes(deps: AppDeps, limiters: RateLimiters):
       method: 'post', path: `${BASE}/:id/test`, scope: 'notification_targets:test', status: 202,
       summary: 'Send a test message to this target through the delivery pipeline (409 when the target is disabled)',
       schemas: { params: targetParams }, response: testMessageResponse,
-      handler: (req) => sendTestMessage(deps, tenantOf(req), idParam(req)),
+      handler: (req) => sendTestMessage(deps, tenantOf(req), idParam(req), acting(req)),
     },
   ];
 }

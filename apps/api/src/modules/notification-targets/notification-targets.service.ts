@@ -277,10 +277,10 @@ export async function revokeTarget(deps: AppDeps, tenant: Tenant, id: string, by
   });
 }
 
-export async function sendTestMessage(deps: AppDeps, tenant: Tenant, id: string) {
+export async function sendTestMessage(deps: AppDeps, tenant: Tenant, id: string, by: Acting) {
   const target = await findTarget(deps, tenant, id);
   if (target.status === 'disabled') {
     throw conflict('The target is disabled: re-activate it (PATCH with active: true) before sending a test message.');
   }
-  return publishTestDelivery(deps, target);
+  return publishTestDelivery(deps, target, { principal: by.principal, scope: 'notification_targets:test', action: 'Sending test messages' });
 }

@@ -13,7 +13,8 @@ import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
-import { readableAssessmentsFilter, requireAssessmentAccess } from '../access/access.service';
+import { readableAssessmentsFilter, requireAssessmentAccess, requireStillMayAccess } from '../access/access.service';
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 import { enqueueReportRendering } from './report-queue';
 
 /** Assessments in these states have nothing to report yet. */
@@ -45,18 +46,22 @@ export async function requestReport(deps: AppDeps, principal: Principal, assessm
     throw conflict(`The assessment is ${assessment.status}: a report can be generated once it has started.`);
   }
   const now = deps.clock.now();
-  const report = await scopedTo(deps.prisma, principal).report.create({
-    data: {
-      id: newId('rpt', now.getTime()),
-      organizationId: principal.organizationId,
-      assessmentId: assessment.id,
-      title: input.title ?? `${assessment.name}: security assessment report`,
-      status: 'pending',
-      requestedById: principal.userId,
-      createdAt: now,
-    },
-    ...withoutPdf,
-  });
+  const report = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // Demoted, or their grant taken away, while the request ran: the caller's report is not made (access.service.ts).
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: assessment.id }, { scope: 'reports:generate', action: 'Generating reports', need: 'read', hold: true });
+    return tx.report.create({
+      data: {
+        id: newId('rpt', now.getTime()),
+        organizationId: principal.organizationId,
+        assessmentId: assessment.id,
+        title: input.title ?? `${assessment.name}: security assessment report`,
+        status: 'pending',
+        requestedById: principal.userId,
+        createdAt: now,
+      },
+      ...withoutPdf,
+    });
+  }, RECHECKED_TRANSACTION);
   await enqueueReportRendering(deps, report.id);
   return presentReport(report);
 }

@@ -6,6 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 import { subscriptionsOf, type LevelContext } from './levels';
 import { findSubscription } from './subscriptions.service';
 
@@ -138,6 +139,7 @@ export async function resendDelivery(deps: AppDeps, ctx: LevelContext, deliveryI
   refuseUnlessLive(original.subscription, original);
   const now = deps.clock.now();
   const [created] = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
+    await requireStillHolds(tx, by.principal, 'webhooks:update', 'Resending webhook deliveries');
     const redeliveries = await createRedeliveries(tx, [original], now);
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.delivery_resent',
@@ -145,7 +147,7 @@ export async function resendDelivery(deps: AppDeps, ctx: LevelContext, deliveryI
       metadata: { ...levelOf(ctx), subscription_id: original.subscriptionId, redelivery_id: redeliveries[0].id },
     });
     return redeliveries;
-  });
+  }, RECHECKED_TRANSACTION);
   await enqueueAfterCommit(deps, [created]);
   return presentDelivery(created);
 }
@@ -163,6 +165,7 @@ export async function recoverDeliveries(
   const window = recoveryWindow(input.since, input.until, now);
   if (typeof window === 'string') throw badRequest(window);
   const created = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
+    await requireStillHolds(tx, by.principal, 'webhooks:update', 'Recovering webhook deliveries');
     // Two recoveries of one subscription run one after the other, so each failed delivery is recovered once.
     await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscription.id} FOR UPDATE`;
     const failed = await tx.webhookDelivery.findMany({
@@ -178,7 +181,7 @@ export async function recoverDeliveries(
       metadata: { ...levelOf(ctx), since: window.since.toISOString(), until: window.until.toISOString(), requeued: redeliveries.length },
     });
     return redeliveries;
-  });
+  }, RECHECKED_TRANSACTION);
   await enqueueAfterCommit(deps, created);
   return {
     subscription_id: subscription.id,

@@ -18,14 +18,14 @@ import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import { badRequest, conflict, forbidden, notFound, unprocessable } from '../../http/errors';
-import { hasScope } from '@svc/scopes';
+import { hasScope, type Scope } from '@svc/scopes';
 import type { Principal } from '../../auth/principal';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, Prisma, scopedTo, type Scoped, type Tx } from '@svc/db';
 import { seal } from '@svc/db';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { confirmRoutingRole } from '../access/event-routing';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
 import { subscriptionsOf, WEBHOOK_KIND, type LevelContext } from './levels';
 import { refuseOperationalBelowOrganization } from './operational-events';
@@ -459,28 +459,34 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
   return { id, secret, previous_secret_expires_at: graceEnds.toISOString() };
 }
 
-export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string) {
+export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string, by: Acting) {
   const subscription = await findSubscription(deps, ctx, id);
   if (subscription.status === 'disabled') {
     throw conflict('The subscription is disabled: re-activate it (PATCH with active: true) before sending a test event.');
   }
-  return publishTestDelivery(deps, subscription);
+  return publishTestDelivery(deps, subscription, { principal: by.principal, scope: 'webhooks:update', action: 'Sending test deliveries' });
 }
 
-/** One synthetic webhook.test event delivered to this one subscription (or notification target) only. */
-export async function publishTestDelivery(deps: AppDeps, subscription: WebhookSubscription) {
+/**
+ * One synthetic webhook.test event delivered to this one subscription (or notification target) only. `sender` still
+ * holds `scope` with their role as committed, checked inside the transaction that publishes it (own-role.ts).
+ */
+export async function publishTestDelivery(deps: AppDeps, subscription: WebhookSubscription, sender: { principal: Principal; scope: Scope; action: string }) {
   const published = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    (_tx, publish) =>
-      publish({
+    async (tx, publish) => {
+      await requireStillHolds(tx, sender.principal, sender.scope, sender.action);
+      return publish({
         type: 'webhook.test',
         organizationId: subscription.organizationId,
         projectId: subscription.projectId,
         assessmentId: subscription.assessmentId,
         onlySubscriptionId: subscription.id,
         data: { subscription_id: subscription.id, message: 'This is a test delivery.' },
-      }),
+      });
+    },
     () => deps.clock.now(),
+    RECHECKED_TRANSACTION,
   );
   return { event_id: published.eventId, delivery_id: published.deliveryIds[0] };
 }

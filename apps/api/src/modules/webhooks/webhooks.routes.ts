@@ -111,7 +111,7 @@ function webhookRouteTable(deps: AppDeps, limiters: RateLimiters): WebhookRoute[
       summary: 'Send a synthetic webhook.test delivery to this subscription (409 when the subscription is disabled)',
       schemas: { params: subscriptionParams },
       response: testDeliveryResponse,
-      handle: (ctx, req) => sendTestEvent(deps, ctx, idParam(req)),
+      handle: (ctx, req) => sendTestEvent(deps, ctx, idParam(req), acting(req)),
     },
     {
       method: 'get', suffix: '/subscriptions/:id/sentinel-schema', scope: 'webhooks:read',

@@ -845,6 +845,29 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
   });
   cases.push(
     {
+      what: 'a project created (no project, no write grant left to the member)', role: 'manager', to: 'member', detail: 'Creating projects',
+      make: async (user) => {
+        const name = `Created ${uniqueSuffix()}`;
+        const left = async () => [await h.deps.prisma.project.count({ where: { organizationId: org.id, name } }), await h.deps.prisma.accessGrant.count({ where: { userId: user.id } })];
+        return { path: '/api/v1/projects', body: { name }, left };
+      },
+    },
+    {
+      what: 'an assessment created', role: 'manager', to: 'member', detail: 'Creating assessments',
+      make: async (user) => {
+        const project = await insertProject(h, org.id);
+        await insertGrant(h, org.id, { projectId: project.id }, { userId: user.id }, 'write');
+        return { path: `/api/v1/projects/${project.id}/assessments`, body: { name: 'after the demotion' }, left: () => h.deps.prisma.assessment.count({ where: { projectId: project.id } }) };
+      },
+    },
+    {
+      what: 'a team created', role: 'admin', to: 'manager', detail: 'Creating teams',
+      make: async () => {
+        const name = `Team ${uniqueSuffix()}`;
+        return { path: '/api/v1/teams', body: { name }, left: () => h.deps.prisma.team.count({ where: { organizationId: org.id, name } }) };
+      },
+    },
+    {
       what: 'a risk accepted', role: 'manager', to: 'member', detail: 'Accepting risks',
       make: async (user) => {
         const finding = await insertFinding(h, await assessmentFor(user, 'completed'));
@@ -922,6 +945,14 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now ${to}).` });
     expect(await left()).toEqual(before);
+  });
+
+  it('a project created by an admin demoted to manager meanwhile: made (201), with the write grant the manager needs to reach it', async () => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'creating-admin');
+    const res = await changedWhileHeld(org.id, admin, 'manager', () => request(h.app).post('/api/v1/projects').set(bearer(admin.token)).send({ name: `Made ${uniqueSuffix()}` }).then((r) => r));
+    expect(res.status).toBe(201);
+    expect(await h.deps.prisma.accessGrant.findMany({ where: { projectId: res.body.id }, select: { userId: true, access: true } })).toEqual([{ userId: admin.id, access: 'write' }]);
+    expect((await request(h.app).get(`/api/v1/projects/${res.body.id}`).set(bearer(admin.token))).status).toBe(200);
   });
 
   it.each([

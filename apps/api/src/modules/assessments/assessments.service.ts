@@ -71,21 +71,26 @@ export async function createAssessment(
   projectId: string,
   input: { name: string; description?: string | null; notes?: string | null; settings?: JsonObject | null },
 ) {
-  const project = await requireProjectAccess(deps, principal, projectId, 'write');
-  if (project.archivedAt) throw conflict('The project is archived: unarchive it to add assessments.');
-  const assessment = await scopedTo(deps.prisma, principal).assessment.create({
-    data: {
-      id: newId('asm'),
-      organizationId: project.organizationId,
-      projectId: project.id,
-      name: input.name,
-      description: input.description || null,
-      notes: input.notes || null,
-      ...(input.settings !== undefined && input.settings !== null && { settings: input.settings as Prisma.InputJsonValue }),
-      status: 'draft',
-      createdById: principal.userId,
-    },
-  });
+  const found = await requireProjectAccess(deps, principal, projectId, 'write');
+  const assessment = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillMayAccess(tx, principal, { kind: 'project', id: found.id }, { scope: 'assessments:create', action: 'Creating assessments', need: 'write', hold: true });
+    // Read inside the transaction, after the re-check: an archiving committed while the request ran is seen here.
+    const project = await tx.project.findFirstOrThrow({ where: { id: found.id } });
+    if (project.archivedAt) throw conflict('The project is archived: unarchive it to add assessments.');
+    return tx.assessment.create({
+      data: {
+        id: newId('asm'),
+        organizationId: project.organizationId,
+        projectId: project.id,
+        name: input.name,
+        description: input.description || null,
+        notes: input.notes || null,
+        ...(input.settings !== undefined && input.settings !== null && { settings: input.settings as Prisma.InputJsonValue }),
+        status: 'draft',
+        createdById: principal.userId,
+      },
+    });
+  }, RECHECKED_TRANSACTION);
   return presentAssessment(assessment);
 }
 

@@ -32,8 +32,11 @@ export function presentProject(p: Project & { source?: ProjectSourceRow | null }
   };
 }
 
-export async function createProject(deps: AppDeps, principal: Principal, input: { name: string; description?: string | null }) {
-  const project = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+export async function createProject(deps: AppDeps, requester: Principal, input: { name: string; description?: string | null }) {
+  const project = await scopedTo(deps.prisma, requester).$transaction(async (tx) => {
+    // The role as committed decides: a manager demoted to member meanwhile gets no project (and no write grant that
+    // would outlive the demotion); an admin demoted to manager gets the grant their new role needs to reach it.
+    const principal = await principalAsCommitted(tx, requester, 'projects:create', 'Creating projects');
     const created = await tx.project.create({
       data: {
         id: newId('prj'),

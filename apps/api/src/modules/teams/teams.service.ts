@@ -61,6 +61,7 @@ export async function createTeam(
   const now = deps.clock.now();
   const team = await uniqueName(() =>
     scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+      await requireStillHolds(tx, principal, 'teams:create', 'Creating teams');
       const row = await tx.team.create({
         data: { id: newId('team'), organizationId: principal.organizationId, name: input.name, description: input.description || null },
       });

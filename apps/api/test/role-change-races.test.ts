@@ -899,6 +899,38 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
       },
     })),
     {
+      what: 'a fix verification started', role: 'manager', to: 'member', detail: 'Verifying fixes',
+      make: async (user) => {
+        const finding = await insertFinding(h, await assessmentFor(user, 'completed'));
+        return { path: `/api/v1/findings/${finding.id}/fix-verifications`, left: () => h.deps.prisma.fixVerification.count({ where: { findingId: finding.id } }) };
+      },
+    },
+    {
+      what: 'a fix verification completed', role: 'manager', to: 'member', detail: 'Verifying fixes',
+      make: async (user) => {
+        const finding = await insertFinding(h, await assessmentFor(user, 'completed'));
+        const run = await h.deps.prisma.fixVerification.create({ data: { id: newId('fxv'), organizationId: org.id, findingId: finding.id, status: 'running' } });
+        const left = async () => [await findingOf(finding.id)(), (await h.deps.prisma.fixVerification.findUniqueOrThrow({ where: { id: run.id } })).status];
+        return { path: `/api/v1/fix-verifications/${run.id}/complete`, body: { result: 'fixed' }, left };
+      },
+    },
+    {
+      what: 'a regression recorded by monitoring', role: 'manager', to: 'member', detail: 'Recording monitoring checks',
+      make: async (user) => {
+        const finding = await insertFinding(h, await assessmentFor(user, 'completed'), { status: 'fixed' });
+        return { path: `/api/v1/findings/${finding.id}/monitoring-checks`, body: { result: 'regressed' }, left: findingOf(finding.id) };
+      },
+    },
+    {
+      what: 'a PR review recorded', role: 'manager', to: 'member', detail: 'Recording PR reviews',
+      make: async (user) => {
+        const project = await insertProject(h, org.id);
+        await insertGrant(h, org.id, { projectId: project.id }, { userId: user.id }, 'write');
+        const body = { repository: 'acme/web', pr_number: 7, verdict: 'approved', findings_count: 0 };
+        return { path: `/api/v1/projects/${project.id}/pr-reviews`, body, left: () => h.deps.prisma.prReview.count({ where: { projectId: project.id } }) };
+      },
+    },
+    {
       what: 'a report generated', role: 'manager', to: 'member', detail: 'Generating reports',
       make: async (user) => {
         const assessment = await assessmentFor(user, 'completed');

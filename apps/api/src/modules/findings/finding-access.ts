@@ -33,6 +33,6 @@ export type FindingChange = { scope: Scope; action: string };
  * requireStillMayAccess; the assessment's and project's rows held before the grants, as their deletion takes them).
  * Demoted, or their grant or team taken away, while the request ran: 403, or 404 as for a finding they cannot read.
  */
-export async function requireStillMayChangeFinding(tx: Scoped<Tx>, principal: Principal, finding: Finding, change: FindingChange): Promise<void> {
+export async function requireStillMayChangeFinding(tx: Scoped<Tx>, principal: Principal, finding: Pick<Finding, 'assessmentId'>, change: FindingChange): Promise<void> {
   await asFinding(requireStillMayAccess(tx, principal, { kind: 'assessment', id: finding.assessmentId }, { ...change, need: 'write', hold: true }));
 }

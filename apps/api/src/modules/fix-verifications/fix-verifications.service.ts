@@ -9,6 +9,7 @@
 // - a run completes once (conditional update on status `running`);
 // - a `fixed` result on a finding that was meanwhile fixed, dismissed or suppressed completes the run and leaves the
 //   finding's status alone.
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 import type { FixVerification, Finding } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
@@ -19,7 +20,7 @@ import { newId, scopedTo } from '@svc/db';
 import { requireAssessmentAccess, type Access } from '../access/access.service';
 import { changeFindingStatus } from '../findings/findings.service';
 import { canChangeFindingStatus } from '@svc/domain';
-import { requireFindingAccess } from '../findings/finding-access';
+import { requireFindingAccess, requireStillMayChangeFinding } from '../findings/finding-access';
 
 export const FIX_VERIFICATION_RESULTS = ['fixed', 'still_present'] as const;
 export type FixVerificationResult = (typeof FIX_VERIFICATION_RESULTS)[number];
@@ -42,11 +43,15 @@ export function presentFixVerification(v: Row) {
   };
 }
 
+/** The engine's right to run fix verifications, re-checked as each of its changes commits. */
+const VERIFYING_FIXES = { scope: 'assessments:update', action: 'Verifying fixes' } as const;
+
 /** Engine: starts a fix verification run on a finding (write access to its assessment). */
 export async function startFixVerification(deps: AppDeps, principal: Principal, findingId: string) {
   const finding = await requireFindingAccess(deps, principal, findingId, 'write');
   const now = deps.clock.now();
   const created = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    await requireStillMayChangeFinding(tx, principal, finding, VERIFYING_FIXES);
     const [row] = await tx.$queryRaw<Array<{ status: string }>>`SELECT status FROM findings WHERE id = ${finding.id} FOR UPDATE`;
     if (!row) throw notFound('Finding');
     if (!canChangeFindingStatus(row.status, 'fixed')) {
@@ -58,7 +63,7 @@ export async function startFixVerification(deps: AppDeps, principal: Principal, 
       data: { id: newId('fxv', now.getTime()), organizationId: finding.organizationId, findingId: finding.id, status: 'running', createdAt: now },
       ...withFinding,
     });
-  });
+  }, RECHECKED_TRANSACTION);
   return presentFixVerification(created);
 }
 
@@ -87,6 +92,7 @@ export async function completeFixVerification(deps: AppDeps, principal: Principa
     outboxDeps(deps, deps.deliveryQueue),
     async (raw, publish) => {
       const tx = scopedTo(raw, principal);
+      await requireStillMayChangeFinding(tx, principal, run.finding, VERIFYING_FIXES);
       const done = await tx.fixVerification.updateMany({
         where: { id: run.id, status: 'running' },
         data: { status: 'completed', result, completedAt: now },
@@ -113,6 +119,7 @@ export async function completeFixVerification(deps: AppDeps, principal: Principa
       return tx.fixVerification.findUniqueOrThrow({ where: { id: run.id }, ...withFinding });
     },
     () => now,
+    RECHECKED_TRANSACTION,
   );
   return presentFixVerification(completed);
 }

@@ -3,13 +3,14 @@
 // (`finding.status_changed`, previous_status fixed; the SLA window restarts) and `monitoring.regression` is
 // published, in one transaction. Checks apply only to fixed findings: any other status is 409, and of two
 // concurrent regressions of one finding the second is 409 too (changeFindingStatus's conditional update).
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 import { scopedTo } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, unprocessable } from '../../http/errors';
 import { changeFindingStatus } from '../findings/findings.service';
-import { requireFindingAccess } from '../findings/finding-access';
+import { requireFindingAccess, requireStillMayChangeFinding } from '../findings/finding-access';
 
 export const MONITORING_RESULTS = ['still_fixed', 'regressed'] as const;
 
@@ -30,7 +31,9 @@ export async function recordMonitoringCheck(deps: AppDeps, principal: Principal,
   const regressed = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
-      const updated = await changeFindingStatus(scopedTo(tx, principal), publish, finding, 'regressed', now);
+      const scoped = scopedTo(tx, principal);
+      await requireStillMayChangeFinding(scoped, principal, finding, { scope: 'assessments:update', action: 'Recording monitoring checks' });
+      const updated = await changeFindingStatus(scoped, publish, finding, 'regressed', now);
       await publish({
         type: 'monitoring.regression',
         organizationId: updated.organizationId,
@@ -49,6 +52,7 @@ export async function recordMonitoringCheck(deps: AppDeps, principal: Principal,
       return updated;
     },
     () => now,
+    RECHECKED_TRANSACTION,
   );
   return { finding_id: regressed.id, result: input.result, status: regressed.status, previous_status: 'fixed', checked_at: checkedAt };
 }

@@ -2,6 +2,7 @@
 // (repository, PR number, verdict, findings count, link). Recording one publishes `pr_review.completed` in the
 // same transaction. Recording needs write access to the project, reading needs read access; a project of
 // another organization answers 404. Reviews are not recorded on an archived project (409).
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 import type { PrReview } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
@@ -9,7 +10,7 @@ import type { Principal } from '../../auth/principal';
 import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
-import { requireProjectAccess } from '../access/access.service';
+import { requireProjectAccess, requireStillMayAccess } from '../access/access.service';
 
 export const PR_REVIEW_VERDICTS = ['approved', 'changes_requested', 'commented'] as const;
 
@@ -45,6 +46,7 @@ export async function recordPrReview(deps: AppDeps, principal: Principal, projec
   const review = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
+      await requireStillMayAccess(scopedTo(tx, principal), principal, { kind: 'project', id: project.id }, { scope: 'assessments:update', action: 'Recording PR reviews', need: 'write', hold: true });
       const created = await scopedTo(tx, principal).prReview.create({
         data: {
           id: newId('prr', now.getTime()),
@@ -75,6 +77,7 @@ export async function recordPrReview(deps: AppDeps, principal: Principal, projec
       return created;
     },
     () => now,
+    RECHECKED_TRANSACTION,
   );
   return presentPrReview(review);
 }

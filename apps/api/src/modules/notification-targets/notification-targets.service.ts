@@ -277,10 +277,13 @@ export async function revokeTarget(deps: AppDeps, tenant: Tenant, id: string, by
   });
 }
 
+const TEST_MESSAGE_REFUSED = {
+  gone: 'Notification target',
+  disabled: 'The target is disabled: re-activate it (PATCH with active: true) before sending a test message.',
+};
+
 export async function sendTestMessage(deps: AppDeps, tenant: Tenant, id: string, by: Acting) {
   const target = await findTarget(deps, tenant, id);
-  if (target.status === 'disabled') {
-    throw conflict('The target is disabled: re-activate it (PATCH with active: true) before sending a test message.');
-  }
-  return publishTestDelivery(deps, target, { principal: by.principal, scope: 'notification_targets:test', action: 'Sending test messages' });
+  if (target.status === 'disabled') throw conflict(TEST_MESSAGE_REFUSED.disabled);
+  return publishTestDelivery(deps, target, { principal: by.principal, scope: 'notification_targets:test', action: 'Sending test messages' }, TEST_MESSAGE_REFUSED);
 }

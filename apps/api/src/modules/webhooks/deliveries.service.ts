@@ -1,5 +1,5 @@
 // Delivery payload snapshots and attempt logs, seen through the level that owns the subscription.
-import { newId, scopedTo, type Scoped, type Tx, type WebhookAttempt, type WebhookDelivery, type WebhookSubscription } from '@svc/db';
+import { newId, scopedTo, type Scoped, type Tx, type WebhookAttempt, type WebhookDelivery } from '@svc/db';
 import { RECOVERY_MAX_DELIVERIES, recoveryWindow, resendRefusal } from '@svc/domain';
 import { enqueueDeliveries } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
@@ -8,7 +8,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 import { subscriptionsOf, type LevelContext } from './levels';
-import { findSubscription } from './subscriptions.service';
+import { findSubscription, holdSubscriptionRow } from './subscriptions.service';
 
 export interface DeliveryFilters extends PageQuery {
   subscription_id?: string;
@@ -125,9 +125,16 @@ async function enqueueAfterCommit(deps: AppDeps, deliveries: WebhookDelivery[]):
   }
 }
 
-function refuseUnlessLive(subscription: WebhookSubscription, delivery: { status: string } = { status: 'failed' }): void {
+function refuseUnlessLive(subscription: { status: string; deletedAt: Date | null }, delivery: { status: string } = { status: 'failed' }): void {
   const refusal = resendRefusal(delivery, subscription);
   if (refusal) throw conflict(refusal);
+}
+
+/** The subscription as committed, its row held (holdSubscriptionRow): 404 when it went with its project or assessment. */
+async function liveAsCommitted(tx: Pick<Tx, '$queryRaw'>, ctx: LevelContext, id: string, mode: 'SHARE' | 'UPDATE' = 'SHARE') {
+  const row = await holdSubscriptionRow(tx, ctx.organizationId, id, mode);
+  if (!row) throw notFound('Webhook subscription');
+  return row;
 }
 
 export async function resendDelivery(deps: AppDeps, ctx: LevelContext, deliveryId: string, by: Acting) {
@@ -140,6 +147,8 @@ export async function resendDelivery(deps: AppDeps, ctx: LevelContext, deliveryI
   const now = deps.clock.now();
   const [created] = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await requireStillHolds(tx, by.principal, 'webhooks:update', 'Resending webhook deliveries');
+    // Deleted or disabled while the request ran: refused as it would have been before (nothing queued for it).
+    refuseUnlessLive(await liveAsCommitted(tx, ctx, original.subscriptionId), original);
     const redeliveries = await createRedeliveries(tx, [original], now);
     await recordAs(tx, by.principal, by.meta, now, {
       action: 'webhook.delivery_resent',
@@ -167,7 +176,8 @@ export async function recoverDeliveries(
   const created = await scopedTo(deps.prisma, ctx).$transaction(async (tx) => {
     await requireStillHolds(tx, by.principal, 'webhooks:update', 'Recovering webhook deliveries');
     // Two recoveries of one subscription run one after the other, so each failed delivery is recovered once.
-    await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscription.id} FOR UPDATE`;
+    // Deleted or disabled while the request ran: refused as it would have been before (none marked recovered).
+    refuseUnlessLive(await liveAsCommitted(tx, ctx, subscription.id, 'UPDATE'));
     const failed = await tx.webhookDelivery.findMany({
       where: { subscriptionId: subscription.id, status: 'failed', recoveredAt: null, createdAt: { gte: window.since, lt: window.until } },
       orderBy: { createdAt: 'asc' },

@@ -459,23 +459,56 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
   return { id, secret, previous_secret_expires_at: graceEnds.toISOString() };
 }
 
+const TEST_EVENT_REFUSED = {
+  gone: 'Webhook subscription',
+  disabled: 'The subscription is disabled: re-activate it (PATCH with active: true) before sending a test event.',
+};
+
 export async function sendTestEvent(deps: AppDeps, ctx: LevelContext, id: string, by: Acting) {
   const subscription = await findSubscription(deps, ctx, id);
-  if (subscription.status === 'disabled') {
-    throw conflict('The subscription is disabled: re-activate it (PATCH with active: true) before sending a test event.');
-  }
-  return publishTestDelivery(deps, subscription, { principal: by.principal, scope: 'webhooks:update', action: 'Sending test deliveries' });
+  if (subscription.status === 'disabled') throw conflict(TEST_EVENT_REFUSED.disabled);
+  return publishTestDelivery(deps, subscription, { principal: by.principal, scope: 'webhooks:update', action: 'Sending test deliveries' }, TEST_EVENT_REFUSED);
+}
+
+/**
+ * The subscription's (or notification target's) row as committed, locked in `mode` until the transaction ends
+ * (undefined: gone, its project or assessment deleted with it). Taken after the caller's membership (own-role.ts): a
+ * soft deletion, a disabling (a role change disables its member's routes) or an edit running at the same time waits
+ * for the transaction, or committed first and is seen here. Raw SQL is not scoped: the organization is named here.
+ */
+export async function holdSubscriptionRow(
+  tx: Pick<Tx, '$queryRaw'>,
+  organizationId: string,
+  id: string,
+  mode: 'SHARE' | 'UPDATE',
+): Promise<{ status: string; deletedAt: Date | null } | undefined> {
+  const [row] = await tx.$queryRaw<Array<{ status: string; deleted_at: Date | null }>>`
+    SELECT status::text AS status, deleted_at FROM webhook_subscriptions
+     WHERE id = ${id} AND organization_id = ${organizationId}
+       FOR ${Prisma.raw(mode)}`;
+  return row && { status: row.status, deletedAt: row.deleted_at };
 }
 
 /**
  * One synthetic webhook.test event delivered to this one subscription (or notification target) only. `sender` still
- * holds `scope` with their role as committed, checked inside the transaction that publishes it (own-role.ts).
+ * holds `scope` with their role as committed, and the subscription is still live, both checked inside the transaction
+ * that publishes it (own-role.ts): else 403, or `refused` (404 naming `gone`, 409 saying `disabled`).
  */
-export async function publishTestDelivery(deps: AppDeps, subscription: WebhookSubscription, sender: { principal: Principal; scope: Scope; action: string }) {
+export async function publishTestDelivery(
+  deps: AppDeps,
+  subscription: WebhookSubscription,
+  sender: { principal: Principal; scope: Scope; action: string },
+  refused: { gone: string; disabled: string },
+) {
   const published = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       await requireStillHolds(tx, sender.principal, sender.scope, sender.action);
+      // Deleted (or gone with its project or assessment) or disabled while the request ran: nothing is sent, as when
+      // that was so before it started (404, 409); never an event without its delivery.
+      const live = await holdSubscriptionRow(tx, subscription.organizationId, subscription.id, 'SHARE');
+      if (!live || live.deletedAt) throw notFound(refused.gone);
+      if (live.status === 'disabled') throw conflict(refused.disabled);
       return publish({
         type: 'webhook.test',
         organizationId: subscription.organizationId,

@@ -4,8 +4,8 @@
 // answers as it would have had it started after the change (404, 409), and nothing is queued for the receiver.
 import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, createUserInOrg, insertProject, type TestOrg, type TestUser } from './support/fixtures';
-import { eventsOf, subscribe } from './support/domain';
+import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, type TestOrg, type TestUser } from './support/fixtures';
+import { eventsOf, insertAssessmentIn, subscribe } from './support/domain';
 import { whileRowsHeld, type HoldingTx } from './support/row-locks';
 
 let h: Harness;
@@ -109,4 +109,18 @@ it.each([
   expect(res.status).toBe(409);
   expect(res.body).toEqual({ detail });
   expect(await deliveriesOf(id)).toEqual(before);
+});
+
+it('an unarchive by a manager demoted to member meanwhile: 403 naming the unarchiving, the assessment stays archived', async () => {
+  const manager = await createUserInOrg(h, org.id, 'manager', 'unarchiving-manager');
+  const project = await insertProject(h, org.id);
+  await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
+  const assessment = await insertAssessmentIn(h, org.id, project.id, 'completed', { archivedAt: new Date() });
+  const res = await heldOnMembership(manager,
+    () => request(h.app).post(`/api/v1/assessments/${assessment.id}/unarchive`).set(bearer(manager.token)).then((r) => r),
+    (tx) => tx.membership.updateMany({ where: { organizationId: org.id, userId: manager.id }, data: { role: 'member' } }),
+  );
+  expect(res.status).toBe(403);
+  expect(res.body).toEqual({ detail: 'Unarchiving assessments needs a role you no longer hold (yours is now member).' });
+  expect((await h.deps.prisma.assessment.findUniqueOrThrow({ where: { id: assessment.id } })).archivedAt).not.toBeNull();
 });

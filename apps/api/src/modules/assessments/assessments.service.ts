@@ -139,6 +139,9 @@ export const TRANSITION_RIGHTS: Readonly<Record<AssessmentAction, { scope: Scope
 
 export const ARCHIVING_RIGHTS = { scope: 'assessments:archive', action: 'Archiving assessments' } as const;
 
+/** The same scope; an unarchive refused says what it was doing. */
+export const UNARCHIVING_RIGHTS = { scope: ARCHIVING_RIGHTS.scope, action: 'Unarchiving assessments' } as const;
+
 /**
  * Moves an assessment along one transition of the table, in one transaction with whatever `then` does (events,
  * spend check). 409 when the assessment is not in a state the transition starts from.
@@ -242,7 +245,7 @@ export async function setArchived(deps: AppDeps, principal: Principal, id: strin
   const current = await requireAssessmentAccess(deps, principal, id, 'write');
   const now = deps.clock.now();
   const updated = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
-    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: current.id }, { ...ARCHIVING_RIGHTS, need: 'write', hold: true });
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: current.id }, { ...(archived ? ARCHIVING_RIGHTS : UNARCHIVING_RIGHTS), need: 'write', hold: true });
     const moved = await tx.assessment.updateMany({
       where: {
         id: current.id,

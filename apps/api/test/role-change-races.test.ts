@@ -8,6 +8,7 @@ import { bearer, createOrg, createUserInOrg, insertGrant, insertProject, TEST_PA
 import { newId } from '@svc/db';
 import { createKey, eventsOf, insertAssessmentIn, insertFinding, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
 import { queuedBehind, untilBlockedBy, whileRowsHeld } from './support/row-locks';
+import { buildZip } from './support/zips';
 
 let h: Harness;
 let org: TestOrg;
@@ -931,6 +932,20 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
       },
     },
     {
+      what: 'a finding exported to an issue tracker', role: 'manager', to: 'member', detail: 'Exporting findings to issue trackers',
+      make: async (user) => {
+        const finding = await insertFinding(h, await assessmentFor(user, 'completed'));
+        const tracker = await request(h.app).post('/api/v1/issue-export-targets').set(bearer(org.owner.token))
+          .send({ kind: 'github', name: `gh ${uniqueSuffix()}`, repository: 'acme/web', token: 'ghp_exportRaces0123456789', current_password: TEST_PASSWORD });
+        expect(tracker.status).toBe(201);
+        const left = async () => [
+          await h.deps.prisma.findingIssueExport.count({ where: { findingId: finding.id } }),
+          await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'finding.issue_exported', targetId: finding.id } }),
+        ];
+        return { path: `/api/v1/findings/${finding.id}/issue-exports`, body: { target_id: tracker.body.id }, left };
+      },
+    },
+    {
       what: 'a report generated', role: 'manager', to: 'member', detail: 'Generating reports',
       make: async (user) => {
         const assessment = await assessmentFor(user, 'completed');
@@ -985,6 +1000,20 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
     expect(res.status).toBe(201);
     expect(await h.deps.prisma.accessGrant.findMany({ where: { projectId: res.body.id }, select: { userId: true, access: true } })).toEqual([{ userId: admin.id, access: 'write' }]);
     expect((await request(h.app).get(`/api/v1/projects/${res.body.id}`).set(bearer(admin.token))).status).toBe(200);
+  });
+
+  it("an assessment's source uploaded by an admin demoted to manager while it streamed: refused (403), no archive, no stored object left", async () => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'uploading-admin');
+    const project = await insertProject(h, org.id);
+    const assessment = await insertAssessmentIn(h, org.id, project.id, 'draft');
+    const zip = buildZip([{ name: 'src/app.ts', data: Buffer.from('export const answer = 42;\n') }]);
+    const res = await changedWhileHeld(org.id, admin, 'manager', () =>
+      request(h.app).post(`/api/v1/assessments/${assessment.id}/source`).set(bearer(admin.token)).set('Content-Type', 'application/zip').send(zip).then((r) => r),
+    );
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'Uploading source needs a role you no longer hold (yours is now manager).' });
+    expect(await h.deps.prisma.sourceArchive.count({ where: { assessmentId: assessment.id } })).toBe(0);
+    expect(await h.deps.storage.list(`orgs/${org.id}/projects/${project.id}/`)).toEqual([]);
   });
 
   it.each([

@@ -24,15 +24,18 @@ export async function requireFindingAccess(deps: AppDeps, principal: Principal, 
   return finding;
 }
 
-/** What a change to a finding needs: the route's scope, and what the request is doing for the 403 ("Triaging findings"). */
-export type FindingChange = { scope: Scope; action: string };
+/**
+ * What a change to a finding needs: the route's scope, what the request is doing for the 403 ("Triaging findings"),
+ * and the access to its assessment (write unless said).
+ */
+export type FindingChange = { scope: Scope; action: string; need?: Access };
 
 /**
  * Inside the transaction of a change to the finding, first thing: the caller still holds the change's scope with
- * their role as committed, and write access to its assessment through what is left (access.service.ts
+ * their role as committed, and `need` access to its assessment through what is left (access.service.ts
  * requireStillMayAccess; the assessment's and project's rows held before the grants, as their deletion takes them).
  * Demoted, or their grant or team taken away, while the request ran: 403, or 404 as for a finding they cannot read.
  */
 export async function requireStillMayChangeFinding(tx: Scoped<Tx>, principal: Principal, finding: Pick<Finding, 'assessmentId'>, change: FindingChange): Promise<void> {
-  await asFinding(requireStillMayAccess(tx, principal, { kind: 'assessment', id: finding.assessmentId }, { ...change, need: 'write', hold: true }));
+  await asFinding(requireStillMayAccess(tx, principal, { kind: 'assessment', id: finding.assessmentId }, { need: 'write', ...change, hold: true }));
 }

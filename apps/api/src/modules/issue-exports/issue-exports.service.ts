@@ -2,18 +2,18 @@
 // one of them. The export itself is a job of the worker on the delivery queue (apps/worker/src/issue-export.ts):
 // the same transport, URL-safety rule, retries and backoff as webhook deliveries.
 import { credentialDestination, GITHUB_API_URL, type IssueTrackerKind } from '@svc/webhooks';
-import { newId, scopedTo, seal, type FindingIssueExport, type IssueExportTarget } from '@svc/db';
+import { newId, scopedTo, seal, type FindingIssueExport, type IssueExportTarget, type Scoped, type Tx } from '@svc/db';
 import { describeTargetRejection, resolveWebhookTarget } from '@svc/net';
 import { enqueueIssueExport } from '@svc/queue';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { requireFindingAccess } from '../findings/finding-access';
+import { requireFindingAccess, requireStillMayChangeFinding } from '../findings/finding-access';
 import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { credentialsRebound, destinationChange, refuseCredentialLeftBehind } from '../../http/credential-binding';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 
 export interface IssueTargetInput {
   kind?: IssueTrackerKind;
@@ -249,33 +249,47 @@ export async function exportFinding(deps: AppDeps, by: Acting, findingId: string
   const { principal } = by;
   const finding = await requireFindingAccess(deps, principal, findingId, 'read');
   const target = await findIssueTarget(deps, principal, targetId);
-  const db = scopedTo(deps.prisma, principal);
-  const existing = await db.findingIssueExport.findFirst({ where: { findingId: finding.id, targetId: target.id } });
+  const { row, existing } = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // Demoted, or their read access taken away, while the request ran: nothing is filed for them (own-role.ts).
+    await requireStillMayChangeFinding(tx, principal, finding, { scope: 'findings:export_issue', action: 'Exporting findings to issue trackers', need: 'read' });
+    const stored = await claimExport(tx, principal.organizationId, finding.id, target.id);
+    if (stored.existing?.status !== 'pending') {
+      await recordAs(tx, principal, by.meta, deps.clock.now(), {
+        action: 'finding.issue_exported',
+        target: { type: 'finding', id: finding.id },
+        metadata: { export_id: stored.row.id, target_id: target.id, kind: target.kind, retry: stored.existing !== null },
+      });
+    }
+    return stored;
+  }, RECHECKED_TRANSACTION);
   if (existing?.status === 'succeeded') return { status: 200, body: presentIssueExport(existing, target) };
-  const row = existing
-    ? existing.status === 'failed'
-      ? await db.findingIssueExport.update({
-          where: { id: existing.id },
-          data: { status: 'pending', attemptCount: 0, lastError: null, nextAttemptAt: null, completedAt: null },
-        })
-      : existing
-    : await db.findingIssueExport
-        .create({ data: { id: newId('iexj'), organizationId: principal.organizationId, findingId: finding.id, targetId: target.id } })
-        .catch(async (err: unknown) => {
-          // Two exports at once: the unique (finding, target) lets one row in; the other reads it.
-          const raced = await db.findingIssueExport.findFirst({ where: { findingId: finding.id, targetId: target.id } });
-          if (!raced) throw err;
-          return raced;
-        });
-  if (existing?.status !== 'pending') {
-    await recordAs(deps.prisma, principal, by.meta, deps.clock.now(), {
-      action: 'finding.issue_exported',
-      target: { type: 'finding', id: finding.id },
-      metadata: { export_id: row.id, target_id: target.id, kind: target.kind, retry: existing !== null },
-    });
-  }
   await enqueue(deps, row);
   return { status: existing?.status === 'pending' ? 200 : 202, body: presentIssueExport(row, target) };
+}
+
+/**
+ * The export of (finding, target) to run: a new one, a failed one started over (pending again, fresh attempts), or the
+ * one pending or succeeded as it is; `existing` is the row as it was (null when new). Two exports at once: the unique
+ * (finding, target) lets one row in and the other waits for it and then takes it as existing (one issue, one entry).
+ */
+async function claimExport(tx: Scoped<Tx>, organizationId: string, findingId: string, targetId: string): Promise<{ row: FindingIssueExport; existing: FindingIssueExport | null }> {
+  // Raw SQL is not scoped: the organization is named here.
+  const inserted = await tx.$queryRaw<Array<{ id: string }>>`
+    INSERT INTO finding_issue_exports (id, organization_id, finding_id, target_id, updated_at)
+    VALUES (${newId('iexj')}, ${organizationId}, ${findingId}, ${targetId}, now())
+    ON CONFLICT (finding_id, target_id) DO NOTHING
+    RETURNING id`;
+  const pair = { findingId, targetId };
+  if (inserted.length) return { row: await tx.findingIssueExport.findFirstOrThrow({ where: pair }), existing: null };
+  const existing = await tx.findingIssueExport.findFirstOrThrow({ where: pair });
+  if (existing.status !== 'failed') return { row: existing, existing };
+  const restarted = await tx.findingIssueExport.updateMany({
+    where: { id: existing.id, status: 'failed' },
+    data: { status: 'pending', attemptCount: 0, lastError: null, nextAttemptAt: null, completedAt: null },
+  });
+  const row = await tx.findingIssueExport.findFirstOrThrow({ where: pair });
+  // Started over meanwhile by another export: this one found it pending.
+  return { row, existing: restarted.count ? existing : row };
 }
 
 async function enqueue(deps: AppDeps, row: FindingIssueExport): Promise<void> {

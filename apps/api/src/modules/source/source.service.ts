@@ -12,7 +12,8 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { HttpError, badRequest, conflict, notFound, unprocessable } from '../../http/errors';
 import type { Page } from '../../http/pagination';
-import { requireAssessmentAccess } from '../access/access.service';
+import { requireAssessmentAccess, requireStillMayAccess } from '../access/access.service';
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 import { recordAs, requestMeta, type RequestMeta } from '../audit/audit.context';
 import type { AssessmentState } from '../assessments/assessment-lifecycle';
 import { extractArchive, type ExtractedFile } from './archive-extraction';
@@ -122,13 +123,16 @@ async function recordArchive(
   files: ExtractedFile[],
 ) {
   return scopedTo(deps.prisma, principal).$transaction(async (tx) => {
+    // Uploads of one organization are serialised here, so two at once cannot both fit under the quota. FOR NO KEY
+    // UPDATE, as every lock of the organization's row (own-role.ts): the organization's inserts do not wait for it.
+    // First, as own-role.ts orders them: the organization's row, then the uploader's membership.
+    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${organizationOf(tx)} FOR NO KEY UPDATE`;
+    // Demoted, or their grant taken away, while the upload streamed: nothing is recorded, its objects are deleted.
+    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: assessment.id }, { scope: 'source:upload_zip', action: 'Uploading source', need: 'write', hold: true });
     // The state is checked again where it counts: the engine may have started while the upload streamed.
     const fresh = await tx.assessment.findFirst({ where: { id: assessment.id }, select: { status: true } });
     if (!fresh) throw notFound('Assessment');
     requireAcceptsSource(fresh.status);
-    // Uploads of one organization are serialised here, so two at once cannot both fit under the quota. FOR NO KEY
-    // UPDATE, as every lock of the organization's row (own-role.ts): the organization's inserts do not wait for it.
-    await tx.$queryRaw`SELECT id FROM organizations WHERE id = ${organizationOf(tx)} FOR NO KEY UPDATE`;
     const incomingBytes = files.reduce((sum, f) => sum + f.size, 0);
     refuseOverQuota({ ...(await quotaStanding(tx, assessment.id)), incomingBytes, quotaBytes: deps.config.source.orgQuotaBytes });
     const previous = await tx.sourceArchive.findFirst({ where: { assessmentId: assessment.id } });
@@ -173,7 +177,7 @@ async function recordArchive(
       metadata: { archive_id: archiveId, sha256: upload.sha256, size_bytes: upload.size, file_count: files.length, replaced: previous?.id ?? null },
     });
     return { previous, created };
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 /** What the organization's archives hold, and what the assessment's current archive (replaced by an upload) holds. */

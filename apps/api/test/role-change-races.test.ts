@@ -794,6 +794,20 @@ describe('what an admin demoted to member meanwhile removes, revokes or edits: r
     expect(await h.deps.prisma.projectSource.count({ where: { projectId: project.id } })).toBe(1);
   });
 
+  it('a project deleted by a manager whose write grant is revoked meanwhile: 404, the project stays', async () => {
+    const manager = await createUserInOrg(h, org.id, 'manager', 'deleting-manager');
+    const project = await insertProject(h, org.id);
+    const grant = await insertGrant(h, org.id, { projectId: project.id }, { userId: manager.id }, 'write');
+    const res = await whileRowsHeld(h,
+      (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${manager.id} FOR NO KEY UPDATE`,
+      () => request(h.app).delete(`/api/v1/projects/${project.id}`).set(bearer(manager.token)).then((r) => r),
+      1,
+      (tx) => tx.accessGrant.delete({ where: { id: grant.id } }),
+    );
+    expect(res.status).toBe(404);
+    expect(await h.deps.prisma.project.count({ where: { id: project.id } })).toBe(1);
+  });
+
   it("an admin's API key revoked by another admin while its holder becomes the owner: refused (403), the key still works", async () => {
     const other = await createOrg(h);
     const revoker = await createUserInOrg(h, other.id, 'admin', 'key-revoker');

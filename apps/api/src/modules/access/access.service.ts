@@ -116,6 +116,18 @@ export async function requireAccessIn(tx: Scoped<Tx>, principal: Principal, targ
 export type AccessTarget = { kind: 'project' | 'assessment'; id: string };
 
 /**
+ * For a deletion, with the target's row already held FOR UPDATE (deleteWithSubscriptions): the caller still has write
+ * access to it, as this transaction sees it (heldAccess), else 404 or 403 as requireAccessIn answers. A target
+ * already gone passes: the deletion then finds nothing, as a second deletion of it always did.
+ */
+export async function requireStillMayDelete(tx: Scoped<Tx>, principal: Principal, target: AccessTarget): Promise<void> {
+  const present = target.kind === 'project'
+    ? await tx.project.count({ where: { id: target.id } })
+    : await tx.assessment.count({ where: { id: target.id } });
+  if (present) await requireAccessIn(tx, principal, target, 'write');
+}
+
+/**
  * The target's rows held FOR KEY SHARE (its project's, and the assessment's for an assessment) before the grants its
  * access rests on (heldAccess). A project's or an assessment's deletion holds its row FOR UPDATE and then cascades into
  * those grants, so the other order deadlocks with it; this way the change waits for the deletion and then finds its

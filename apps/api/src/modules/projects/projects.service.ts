@@ -9,7 +9,7 @@ import { forbidden } from '../../http/errors';
 import { hasScope } from '@svc/scopes';
 import { newId, scopedTo } from '@svc/db';
 import { eraseProjectHistory } from '../history-deletion/history-deletion.service';
-import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess, requireStillMayAccess } from '../access/access.service';
+import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess, requireStillMayAccess, requireStillMayDelete } from '../access/access.service';
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { Acting } from '../audit/audit.context';
@@ -135,6 +135,8 @@ export async function deleteProject(deps: AppDeps, by: Acting, id: string): Prom
     // routes its member configured (their subscriptions' rows).
     const principal = await principalAsCommitted(tx, by.principal, 'projects:delete', DELETING_PROJECTS);
     return deleteWithSubscriptions(tx, { projectId: id }, { ...by, principal }, deps.clock.now(), async () => {
+      // A manager's write grant (or team) taken away meanwhile: the project stays (404).
+      await requireStillMayDelete(tx, principal, { kind: 'project', id });
       await requireMayDeleteAssessmentsOf(tx, principal, id);
       return (await tx.project.deleteMany({ where: { id } })).count === 1;
     });

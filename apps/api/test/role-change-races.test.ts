@@ -1008,6 +1008,19 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
     expect(await left()).toEqual(before);
   });
 
+  it("an engine's API key completing an assessment while its creator is demoted to member: refused (403), the assessment still running", async () => {
+    const manager = await createUserInOrg(h, org.id, 'manager', 'engine-owner');
+    const assessment = await assessmentFor(manager, 'running');
+    const key = await createKey(h, manager.token, ['assessments:update']);
+    const res = await changedWhileHeld(org.id, manager, 'member', () =>
+      request(h.app).post(`/api/v1/assessments/${assessment.id}/complete`).set(bearer(key)).send({ summary: 'done' }).then((r) => r),
+    );
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'Completing assessments needs a role you no longer hold (yours is now member).' });
+    expect(await statusOf(assessment.id)()).toBe('running');
+    expect(await eventsOf(h, org.id, 'assessment.completed', { assessment_id: assessment.id })).toEqual([]);
+  });
+
   it('a project created by an admin demoted to manager meanwhile: made (201), with the write grant the manager needs to reach it', async () => {
     const admin = await createUserInOrg(h, org.id, 'admin', 'creating-admin');
     const res = await changedWhileHeld(org.id, admin, 'manager', () => request(h.app).post('/api/v1/projects').set(bearer(admin.token)).send({ name: `Made ${uniqueSuffix()}` }).then((r) => r));

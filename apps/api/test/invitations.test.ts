@@ -401,6 +401,31 @@ describe('the audit log', () => {
     expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBe(201);
   });
 
+  it("when the mail fails after its sender was demoted meanwhile: the invitation is gone, taken back by the demotion (which counts it), never left to accept", async () => {
+    const local = await createOrg(h);
+    const address = freshEmail('never-told');
+    const working = h.deps.mailer;
+    // As the mail goes out (the invitation committed), the owner demotes its sender; then the transport fails.
+    h.deps.mailer = {
+      send: async () => {
+        expect((await request(h.app).patch(`/api/v1/members/${local.admin.id}`).set(bearer(local.owner.token)).send({ role: 'member' })).status).toBe(200);
+        throw new Error('the mail server is down');
+      },
+    };
+    try {
+      expect((await invite(local.admin.token, { email: address, role: 'member' })).status).toBe(503);
+    } finally {
+      h.deps.mailer = working;
+    }
+    expect(await h.deps.prisma.invitation.count({ where: { organizationId: local.id, email: address } })).toBe(0);
+    // The demotion took it back in its own transaction; the service's revocation after the failed mail found nothing
+    // left to revoke (and records nothing twice).
+    expect(await listed(local.owner, 'invitation.revoked')).toEqual([]);
+    expect(await listed(local.owner, 'member.role_changed')).toEqual([
+      expect.objectContaining({ target_id: local.admin.id, metadata: expect.objectContaining({ role: 'member', invitations_revoked: 1 }) }),
+    ]);
+  });
+
   it("a mail server's refusal of the invitation is logged without the address it quotes", async () => {
     const local = await createOrg(h);
     const address = freshEmail('refused');

@@ -841,7 +841,7 @@ describe('what an admin demoted to member meanwhile removes, revokes or edits: r
 });
 
 describe('what a caller demoted meanwhile triages, moves, generates or sends again: refused (403), nothing changed', () => {
-  type Setup = { path: string; body?: object; left: () => Promise<unknown> };
+  type Setup = { path: string; method?: 'post' | 'patch' | 'put'; body?: object; left: () => Promise<unknown> };
   // `make` arranges what the request acts on, with write access for `user` where their role needs a grant.
   const cases: Array<{ what: string; role: 'admin' | 'manager'; to: 'manager' | 'member'; detail: string; make: (user: TestUser) => Promise<Setup> }> = [];
   async function assessmentFor(user: TestUser, status: string) {
@@ -967,6 +967,28 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
       },
     },
     {
+      what: 'an issue tracker pointed at another repository', role: 'admin', to: 'manager', detail: 'Configuring issue trackers',
+      make: async () => {
+        const made = await request(h.app).post('/api/v1/issue-export-targets').set(bearer(org.owner.token))
+          .send({ kind: 'github', name: `gh ${uniqueSuffix()}`, repository: 'acme/web', token: 'ghp_pointedRaces0123456789', current_password: TEST_PASSWORD });
+        expect(made.status).toBe(201);
+        const body = { repository: 'acme/elsewhere', token: 'ghp_pointedRaces9876543210', current_password: TEST_PASSWORD };
+        const left = async () => (await h.deps.prisma.issueExportTarget.findUniqueOrThrow({ where: { id: made.body.id } })).repository;
+        return { path: `/api/v1/issue-export-targets/${made.body.id}`, method: 'patch', body, left };
+      },
+    },
+    {
+      what: 'an integration bound to a team', role: 'admin', to: 'manager', detail: 'Binding integrations to teams',
+      make: async () => {
+        const made = await request(h.app).post('/api/v1/integrations').set(bearer(org.owner.token))
+          .send({ kind: 'github', name: `GitHub ${uniqueSuffix()}`, token: 'ghp_bindingRaces0123456789', current_password: TEST_PASSWORD });
+        expect(made.status).toBe(201);
+        const team = await request(h.app).post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Team ${uniqueSuffix()}` });
+        expect(team.status).toBe(201);
+        return { path: `/api/v1/integrations/${made.body.id}/teams/${team.body.id}`, method: 'put', left: () => h.deps.prisma.teamIntegration.count({ where: { teamId: team.body.id } }) };
+      },
+    },
+    {
       what: 'a test delivery sent', role: 'admin', to: 'manager', detail: 'Sending test deliveries',
       make: async () => {
         const id = await subscribe(h, org.owner.token, { org: true }, ['finding.created']);
@@ -1000,12 +1022,29 @@ describe('what a caller demoted meanwhile triages, moves, generates or sends aga
 
   it.each(cases)('$what', async ({ role, to, detail, make }) => {
     const user = await createUserInOrg(h, org.id, role, `demoted-${role}`);
-    const { path, body, left } = await make(user);
+    const { path, method = 'post', body, left } = await make(user);
     const before = await left();
-    const res = await changedWhileHeld(org.id, user, to, () => request(h.app).post(path).set(bearer(user.token)).send(body ?? {}).then((r) => r));
+    const res = await changedWhileHeld(org.id, user, to, () => request(h.app)[method](path).set(bearer(user.token)).send(body ?? {}).then((r) => r));
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ detail: `${detail} needs a role you no longer hold (yours is now ${to}).` });
     expect(await left()).toEqual(before);
+  });
+
+  it.each([
+    ['a webhook subscription created', 'post', () => '/api/v1/webhooks/subscriptions', { name: 'after the demotion', url: PUBLIC_URL, events: ['finding.created'] }],
+    ['a webhook subscription pointed elsewhere', 'patch', (id: string) => `/api/v1/webhooks/subscriptions/${id}`, { url: 'https://203.0.114.11/elsewhere' }],
+    ['a notification target created', 'post', () => '/api/v1/notification-targets', { kind: 'slack', name: 'after the demotion', url: PUBLIC_URL, events: ['report.ready'] }],
+  ] as const)('%s by an admin demoted to manager meanwhile: refused (403), no route made or changed', async (_what, method, path, body) => {
+    const admin = await createUserInOrg(h, org.id, 'admin', 'routing-admin');
+    const existing = await subscribe(h, org.owner.token, { org: true }, ['finding.created']);
+    const routes = async () => h.deps.prisma.webhookSubscription.findMany({ where: { organizationId: org.id }, select: { id: true, url: true }, orderBy: { id: 'asc' } });
+    const before = await routes();
+    const res = await changedWhileHeld(org.id, admin, 'manager', () =>
+      request(h.app)[method](path(existing)).set(bearer(admin.token)).send({ ...body, current_password: TEST_PASSWORD }).then((r) => r),
+    );
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ detail: 'Routing events requires the admin or owner role, which you no longer hold.' });
+    expect(await routes()).toEqual(before);
   });
 
   it("an engine's API key completing an assessment while its creator is demoted to member: refused (403), the assessment still running", async () => {

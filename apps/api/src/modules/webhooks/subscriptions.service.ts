@@ -402,6 +402,16 @@ export async function deleteWithSubscriptions(
   // gone. Only this row: the organization's row would hold up every org-wide writer (usage, uploads, creations
   // elsewhere) for as long as the cascade runs.
   const ownerTable = Prisma.raw(ofAssessment ? 'assessments' : 'projects');
+  if (ofAssessment) {
+    // An assessment's project first (FOR KEY SHARE, as holdTargetRows takes it): the project's deletion holds that row,
+    // then every subscription with its project_id (an assessment's too), then cascades into the assessment. Holding the
+    // assessment before its project, the two deletions deadlocked (409); this way this one waits for the project's
+    // deletion and then finds the assessment gone, or the project's deletion waits for this one.
+    await tx.$queryRaw`
+      SELECT p.id FROM projects p JOIN assessments a ON a.project_id = p.id
+       WHERE a.id = ${ownerId} AND a.organization_id = ${organizationId}
+         FOR KEY SHARE OF p`;
+  }
   await tx.$queryRaw`SELECT id FROM ${ownerTable} WHERE id = ${ownerId} AND organization_id = ${organizationId} FOR UPDATE`;
   // The live ones, held until the cascade removes them: one deleted on its own meanwhile (DELETE .../subscriptions/:id
   // soft-deletes and audits it) either went first and is not listed, or waits and then finds it gone. FOR NO KEY

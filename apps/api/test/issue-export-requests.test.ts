@@ -4,7 +4,7 @@ import request from 'supertest';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, insertProject, TEST_PASSWORD, type TestOrg } from './support/fixtures';
 import { insertAssessmentIn, insertFinding } from './support/domain';
-import { queuedBehind } from './support/row-locks';
+import { queuedBehind, whileRowsHeld } from './support/row-locks';
 
 let h: Harness;
 let org: TestOrg;
@@ -27,4 +27,27 @@ it('two exports of one finding to one tracker at once: one files the export (202
   expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
   expect(await h.deps.prisma.findingIssueExport.count({ where: { findingId: finding.id } })).toBe(1);
   expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'finding.issue_exported', targetId: finding.id } })).toBe(1);
+});
+
+async function trackerOf(o: TestOrg): Promise<string> {
+  const tracker = await request(h.app).post('/api/v1/issue-export-targets').set(bearer(o.owner.token))
+    .send({ kind: 'github', name: `gh ${uniqueSuffix()}`, repository: 'acme/web', token: 'ghp_review0123456789abcd', current_password: TEST_PASSWORD });
+  expect(tracker.status).toBe(201);
+  return tracker.body.id;
+}
+
+it('an export to a tracker revoked while the request ran: 404 as for a revoked tracker, nothing filed, no audit entry', async () => {
+  const finding = await insertFinding(h, await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed'));
+  const trackerId = await trackerOf(org);
+  const res = await whileRowsHeld(h,
+    (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${org.admin.id} FOR NO KEY UPDATE`,
+    () => request(h.app).post(`/api/v1/findings/${finding.id}/issue-exports`).set(bearer(org.admin.token)).send({ target_id: trackerId }).then((r) => r),
+    1,
+    // As revokeIssueTarget writes it.
+    (tx) => tx.issueExportTarget.update({ where: { id: trackerId }, data: { deletedAt: new Date(), credentialsEnc: '' } }),
+  );
+  expect(res.status).toBe(404);
+  expect(res.body).toEqual({ detail: 'Issue export target not found.' });
+  expect(await h.deps.prisma.findingIssueExport.count({ where: { findingId: finding.id } })).toBe(0);
+  expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'finding.issue_exported', targetId: finding.id } })).toBe(0);
 });

@@ -253,6 +253,11 @@ export async function exportFinding(deps: AppDeps, by: Acting, findingId: string
     // Demoted, or their read access taken away, while the request ran: nothing is filed for them (own-role.ts).
     await requireStillMayChangeFinding(tx, principal, finding, { scope: 'findings:export_issue', action: 'Exporting findings to issue trackers', need: 'read' });
     const stored = await claimExport(tx, principal.organizationId, finding.id, target.id);
+    // The tracker still live, and held so until the commit: a revocation (an UPDATE of its row, after its revoker's
+    // membership) either waits and then fails this export as it fails every pending one, or went first: 404, and
+    // what claimExport wrote rolls back. After the export's row, as the worker takes them (finish: the export's row,
+    // then the target's): before it, this waited for the worker's update of the export while the worker waited for it.
+    await holdLiveTarget(tx, principal.organizationId, target.id);
     if (stored.existing?.status !== 'pending') {
       await recordAs(tx, principal, by.meta, deps.clock.now(), {
         action: 'finding.issue_exported',
@@ -265,6 +270,16 @@ export async function exportFinding(deps: AppDeps, by: Acting, findingId: string
   if (existing?.status === 'succeeded') return { status: 200, body: presentIssueExport(existing, target) };
   await enqueue(deps, row);
   return { status: existing?.status === 'pending' ? 200 : 202, body: presentIssueExport(row, target) };
+}
+
+/** The target's row, share-locked until the commit; 404 when it was revoked (or never was) meanwhile. */
+async function holdLiveTarget(tx: Scoped<Tx>, organizationId: string, targetId: string): Promise<void> {
+  // Raw SQL is not scoped: the organization is named here.
+  const rows = await tx.$queryRaw<unknown[]>`
+    SELECT id FROM issue_export_targets
+     WHERE id = ${targetId} AND organization_id = ${organizationId} AND deleted_at IS NULL
+       FOR SHARE`;
+  if (rows.length === 0) throw notFound('Issue export target');
 }
 
 /**

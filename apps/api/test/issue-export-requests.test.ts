@@ -51,3 +51,20 @@ it('an export to a tracker revoked while the request ran: 404 as for a revoked t
   expect(await h.deps.prisma.findingIssueExport.count({ where: { findingId: finding.id } })).toBe(0);
   expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'finding.issue_exported', targetId: finding.id } })).toBe(0);
 });
+
+it('exporting again a finding whose export succeeded: 200 with that export, no second audit entry (nothing was filed)', async () => {
+  const finding = await insertFinding(h, await insertAssessmentIn(h, org.id, (await insertProject(h, org.id)).id, 'completed'));
+  const trackerId = await trackerOf(org);
+  const exportIt = () => request(h.app).post(`/api/v1/findings/${finding.id}/issue-exports`).set(bearer(org.admin.token)).send({ target_id: trackerId });
+  const first = await exportIt();
+  expect(first.status).toBe(202);
+  // As the worker records a created issue.
+  await h.deps.prisma.findingIssueExport.update({
+    where: { id: first.body.id },
+    data: { status: 'succeeded', externalKey: '42', externalUrl: 'https://github.com/acme/web/issues/42', completedAt: new Date() },
+  });
+  const again = await exportIt();
+  expect(again.status).toBe(200);
+  expect(again.body).toMatchObject({ id: first.body.id, status: 'succeeded', external_key: '42' });
+  expect(await h.deps.prisma.auditEvent.count({ where: { organizationId: org.id, action: 'finding.issue_exported', targetId: finding.id } })).toBe(1);
+});

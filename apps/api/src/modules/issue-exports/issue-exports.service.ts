@@ -258,7 +258,8 @@ export async function exportFinding(deps: AppDeps, by: Acting, findingId: string
     // what claimExport wrote rolls back. After the export's row, as the worker takes them (finish: the export's row,
     // then the target's): before it, this waited for the worker's update of the export while the worker waited for it.
     await holdLiveTarget(tx, principal.organizationId, target.id);
-    if (stored.existing?.status !== 'pending') {
+    // Audited when this request files an export: a new one or a failed one started over, not one pending or done.
+    if (stored.existing === null || stored.existing.status === 'failed') {
       await recordAs(tx, principal, by.meta, deps.clock.now(), {
         action: 'finding.issue_exported',
         target: { type: 'finding', id: finding.id },

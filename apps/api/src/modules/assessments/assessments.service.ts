@@ -291,7 +291,7 @@ export async function updateAssessment(
       throw conflict(`Name, description and settings can be changed only on a draft; this assessment is ${row.status} (notes can always change).`);
     }
     return row;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentAssessment(updated);
 }
 

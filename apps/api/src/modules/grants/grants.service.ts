@@ -12,7 +12,7 @@ import { newId } from '@svc/db';
 import { requireAssessmentAccess, requireCommittedAccess, requireProjectAccess, requireStillMayAccess, type Access } from '../access/access.service';
 import { recordAs, type AuditEvent, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
-import { lockOwnRole, lockOwnRoleAndMember } from '../access/own-role';
+import { lockOwnRole, lockOwnRoleAndMember, RECHECKED_TRANSACTION } from '../access/own-role';
 import { holdTeam } from '../teams/teams.service';
 
 export type GrantTarget = { kind: 'project'; id: string } | { kind: 'assessment'; id: string };
@@ -118,7 +118,7 @@ export async function upsertGrant(
     const grant = await tx.accessGrant.create({ data: { id: newId('grant'), organizationId: principal.organizationId, ...where, access: input.access } });
     await recordAs(tx, principal, meta, now, grantEvent('access_grant.created', target, grant, { access: grant.access }));
     return { created: true, grant: presentGrant(grant) };
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 function targetSql(target: GrantTarget): Prisma.Sql {
@@ -148,5 +148,5 @@ export async function deleteGrant(
     if (!gone) throw notFound('Grant');
     const grant = { id: gone.id, userId: gone.user_id, teamId: gone.team_id };
     await recordAs(tx, principal, meta, now, grantEvent('access_grant.deleted', target, grant, { access: gone.access }));
-  });
+  }, RECHECKED_TRANSACTION);
 }

@@ -13,7 +13,7 @@ import { hasOrgWideWrite, readableProjectsFilter, requireProjectAccess, requireS
 import { presentProjectSource, type ProjectSourceRow } from '../source/project-source.service';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import type { Acting } from '../audit/audit.context';
-import { principalAsCommitted } from '../access/own-role';
+import { principalAsCommitted, RECHECKED_TRANSACTION } from '../access/own-role';
 import { DELETION_TRANSACTION, deleteWithSubscriptions, requireMayDeleteSubscriptionsOf } from '../webhooks/subscriptions.service';
 
 /** Every project answer carries its source (null when none is attached). */
@@ -96,7 +96,7 @@ export async function updateProject(
   const project = await scopedTo(deps.prisma, principal).$transaction(async (tx) => {
     await requireStillMayAccess(tx, principal, { kind: 'project', id: current.id }, { scope: 'projects:update', action: 'Editing projects', need: 'write', hold: true });
     return tx.project.update({ where: { id: current.id }, data, include: withSource });
-  });
+  }, RECHECKED_TRANSACTION);
   return presentProject(project);
 }
 

@@ -24,6 +24,7 @@ import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireReport, type ReportRow } from '../reports/reports.service';
 import { requireStillMayAccess } from '../access/access.service';
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -172,7 +173,7 @@ export async function publishReport(
       metadata: { share_id: created.id, expires_at: expiresAt?.toISOString() ?? null, replaced_previous: replaced.count > 0 },
     });
     return created;
-  });
+  }, RECHECKED_TRANSACTION);
   return { ...presentShare(share, now), url: sharedReportUrl(deps, token) };
 }
 
@@ -201,7 +202,7 @@ async function revoke(
       target: auditTarget(report),
       metadata: { share_id: share.id, kind: share.kind, ...(share.email && { email: share.email }), ...(reason && { reason }) },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 /** Unpublishes: revokes the report's live published URL; 404 when it has none. */
@@ -258,7 +259,7 @@ export async function shareReport(
       metadata: { share_id: created.id, email: input.email, expires_at: expiresAt.toISOString() },
     });
     return created;
-  });
+  }, RECHECKED_TRANSACTION);
   try {
     await mailGrant(deps, principal.organizationId, report, input.email, token, expiresAt);
   } catch (err) {

@@ -6,6 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { unprocessable } from '../../http/errors';
 import { requireProjectAccess, requireStillMayAccess } from '../access/access.service';
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 export type ProjectSourceInput =
@@ -73,7 +74,7 @@ export async function setProjectSource(deps: AppDeps, principal: Principal, meta
       // The clone URL carries no credentials (refused above); the archive by its id.
       metadata: { type: data.kind, repository_url: data.repositoryUrl, default_branch: data.defaultBranch, archive_id: data.archiveId },
     });
-  });
+  }, RECHECKED_TRANSACTION);
   return presentProjectSource(await loadSource(deps, principal, project.id));
 }
 
@@ -85,5 +86,5 @@ export async function removeProjectSource(deps: AppDeps, principal: Principal, m
     if (count > 0) {
       await recordAs(tx, principal, meta, deps.clock.now(), { action: 'project.source_removed', target: { type: 'project', id: project.id } });
     }
-  });
+  }, RECHECKED_TRANSACTION);
 }

@@ -4,6 +4,7 @@ import request from 'supertest';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertGrant, insertProject, type TestOrg } from './support/fixtures';
 import { createKey, eventsOf } from './support/domain';
+import { whileRowsHeld } from './support/row-locks';
 
 let h: Harness;
 let org: TestOrg;
@@ -81,6 +82,20 @@ describe('POST /projects/{id}/pr-reviews', () => {
     const p = await insertProject(h, org.id);
     await h.deps.prisma.project.update({ where: { id: p.id }, data: { archivedAt: new Date() } });
     expect((await post(engine, p.id)).status).toBe(409);
+  });
+
+  it('is 409 on a project archived while the request ran (its re-check waited): no review, no event', async () => {
+    const p = await insertProject(h, org.id);
+    const res = await whileRowsHeld(h,
+      (tx) => tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ${org.id} AND user_id = ${org.admin.id} FOR NO KEY UPDATE`,
+      () => post(engine, p.id).then((r) => r),
+      1,
+      (tx) => tx.project.update({ where: { id: p.id }, data: { archivedAt: new Date() } }),
+    );
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ detail: 'The project is archived: unarchive it to record PR reviews.' });
+    expect(await h.deps.prisma.prReview.count({ where: { projectId: p.id } })).toBe(0);
+    expect((await eventsOf(h, org.id, 'pr_review.completed')).filter((e) => e.projectId === p.id)).toHaveLength(0);
   });
 
   it('needs assessments:update (member: 403) and write access to the project (read grant: 403, none: 404)', async () => {

@@ -35,18 +35,24 @@ export function presentPrReview(r: PrReview) {
   };
 }
 
+const ARCHIVED = 'The project is archived: unarchive it to record PR reviews.';
+
 /** Engine: records a posted PR review and publishes pr_review.completed. */
 export async function recordPrReview(deps: AppDeps, principal: Principal, projectId: string, input: PrReviewInput) {
   if (!(PR_REVIEW_VERDICTS as readonly string[]).includes(input.verdict)) {
     throw unprocessable(`verdict must be one of ${PR_REVIEW_VERDICTS.join(', ')}.`);
   }
   const project = await requireProjectAccess(deps, principal, projectId, 'write');
-  if (project.archivedAt) throw conflict('The project is archived: unarchive it to record PR reviews.');
+  if (project.archivedAt) throw conflict(ARCHIVED);
   const now = deps.clock.now();
   const review = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
     async (tx, publish) => {
       await requireStillMayAccess(scopedTo(tx, principal), principal, { kind: 'project', id: project.id }, { scope: 'assessments:update', action: 'Recording PR reviews', need: 'write', hold: true });
+      // Read again after the re-check, as createAssessment does: an archiving committed while the request ran is seen here.
+      const fresh = await scopedTo(tx, principal).project.findFirst({ where: { id: project.id }, select: { archivedAt: true } });
+      if (!fresh) throw notFound('Project');
+      if (fresh.archivedAt) throw conflict(ARCHIVED);
       const created = await scopedTo(tx, principal).prReview.create({
         data: {
           id: newId('prr', now.getTime()),

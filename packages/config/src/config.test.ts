@@ -36,6 +36,14 @@ describe('loadConfig', () => {
     expect(config.encryptionKey).toHaveLength(32);
   });
 
+  it("lets one organization's writes use half the database pool at once by default, at least one", () => {
+    expect(loadConfig({}).organizationWritesInFlight).toBe(5);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '25' }).organizationWritesInFlight).toBe(12);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '1' }).organizationWritesInFlight).toBe(1);
+    expect(loadConfig({ ORGANIZATION_WRITES_IN_FLIGHT: '8' }).organizationWritesInFlight).toBe(8);
+    expect(() => loadConfig({ ORGANIZATION_WRITES_IN_FLIGHT: '0' })).toThrow(/ORGANIZATION_WRITES_IN_FLIGHT/);
+  });
+
   it('reads the HEC acknowledgement timeout and poll interval, and refuses values too small to mean anything', () => {
     expect(loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_HEC_ACK_POLL_MS: '2000' }).webhooks.hecAck).toEqual({ timeoutMs: 30_000, pollMs: 2_000, waitMs: 2_000 });
     // The ack polls' wait is WEBHOOK_SLOW_ATTEMPT_MS whether per-subscription isolation is on or off.

@@ -130,6 +130,9 @@ const schema = Joi.object({
   // long /readyz waits for each check. docs/operations.md "Outages".
   // Connections each process (API or worker) keeps to PostgreSQL at most.
   DATABASE_POOL_SIZE: Joi.number().integer().min(1).max(500).default(10),
+  // Write requests of one organization an API instance runs at once; the others wait their turn in the instance,
+  // holding no connection. Unset: half of DATABASE_POOL_SIZE, at least 1. docs/operations.md "Outages".
+  ORGANIZATION_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
   REDIS_COMMAND_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
   DATABASE_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(2000),
   READINESS_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
@@ -285,6 +288,8 @@ export interface Config {
   logLevel: string;
   databaseUrl: string;
   databasePoolSize: number;
+  /** Write requests of one organization an API instance runs at once (http/organization-turns.ts). */
+  organizationWritesInFlight: number;
   /** The single server's URL (REDIS_URL); only used when `redis.mode` is 'single'. */
   redisUrl: string;
   /** Where Redis is: one server, a Sentinel set, or a Cluster. packages/queue `createRedis` connects to it. */
@@ -507,6 +512,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: value.LOG_LEVEL,
     databaseUrl: value.DATABASE_URL,
     databasePoolSize: value.DATABASE_POOL_SIZE,
+    organizationWritesInFlight: value.ORGANIZATION_WRITES_IN_FLIGHT ?? Math.max(1, Math.floor(value.DATABASE_POOL_SIZE / 2)),
     redisUrl: value.REDIS_URL,
     redis: redisTarget(value),
     redisPrefix: value.REDIS_PREFIX,

@@ -12,6 +12,7 @@ import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 import { HeldIdempotencyKeys } from '../modules/idempotency/held-keys';
+import { OrganizationTurns } from './organization-turns';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -45,6 +46,12 @@ export interface RouteSpec {
    * (http/idempotency.ts scopeOf), because a replay skips the password check.
    */
   sudoMode?: boolean;
+  /**
+   * Concurrent requests of this route share their statements (a Coalescer: one statement of each kind in flight,
+   * whatever the number of requests), so a burst of them holds a connection or two, not one each: they run without
+   * taking one of their organization's turns (http/organization-turns.ts).
+   */
+  sharesStatements?: boolean;
   handler: (req: Request, res: Response) => unknown | Promise<unknown>;
 }
 
@@ -81,9 +88,17 @@ function checkDocumentedShape(spec: RouteSpec, body: unknown): void {
   }
 }
 
-function respond(spec: RouteSpec, checkResponses: boolean): RequestHandler {
+/** A write of an authenticated caller runs in one of its organization's turns (http/organization-turns.ts). */
+function takesTurns(spec: RouteSpec): boolean {
+  return spec.method !== 'get' && spec.scope !== 'public' && !spec.sharesStatements;
+}
+
+function respond(spec: RouteSpec, checkResponses: boolean, turns: OrganizationTurns): RequestHandler {
+  const handle = takesTurns(spec)
+    ? (req: Request, res: Response) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res))
+    : (req: Request, res: Response) => spec.handler(req, res);
   return async (req, res) => {
-    const body = await spec.handler(req, res);
+    const body = await handle(req, res);
     if (res.headersSent || answerIsHeld(res)) return;
     if (body === undefined) {
       res.status(204).end();
@@ -101,6 +116,7 @@ export function mountRoutes(
   limiters: RateLimiters,
   keyCache = new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000),
   heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger),
+  turns = new OrganizationTurns(deps.config.organizationWritesInFlight),
 ): Router {
   const authenticated = authenticate(deps, keyCache);
   for (const spec of specs) {
@@ -114,7 +130,7 @@ export function mountRoutes(
     // uniform 404, its pattern refusing a NUL before any query).
     if (spec.schemas || spec.scope !== 'public') chain.push(validate(spec.schemas ?? {}));
     if (takesIdempotencyKey(spec)) chain.push(claimIdempotencyKey(deps, heldKeys));
-    chain.push(respond(spec, deps.config.nodeEnv === 'test'));
+    chain.push(respond(spec, deps.config.nodeEnv === 'test', turns));
     router[spec.method](spec.path, ...chain);
   }
   return router;
@@ -126,6 +142,7 @@ export function routerFor(
   limiters: RateLimiters,
   keyCache?: ApiKeyCache,
   heldKeys?: HeldIdempotencyKeys,
+  turns?: OrganizationTurns,
 ): Router {
-  return mountRoutes(Router({ mergeParams: true }), specs, deps, limiters, keyCache, heldKeys);
+  return mountRoutes(Router({ mergeParams: true }), specs, deps, limiters, keyCache, heldKeys, turns);
 }

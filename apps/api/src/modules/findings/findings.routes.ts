@@ -35,6 +35,9 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
       response: findingResponse,
       // Creates (201), though it answers 200 for a fingerprint already recorded.
       idempotent: true,
+      // The engine's hot path: concurrent requests share their access check and their write (access.service.ts,
+      // findingWriter), one statement of each in flight.
+      sharesStatements: true,
       handler: async (req, res) => {
         const { created, finding } = await recordFinding(deps, principalOf(req), idParam(req), req.body);
         res.status(created ? 201 : 200).json(finding);

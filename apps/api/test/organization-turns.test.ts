@@ -1,0 +1,55 @@
+// OrganizationTurns on its own: how many of one organization's writes run at once, in what order the others go.
+import { OrganizationTurns } from '../src/http/organization-turns';
+
+/** A piece of work that runs until `finish` is called, recording when it started. */
+function held(started: string[], name: string) {
+  let finish!: () => void;
+  const done = new Promise<void>((r) => (finish = r));
+  return { work: () => (started.push(name), done), finish };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+it('runs at most `limit` of one organization at once, the others in the order they came, as turns free', async () => {
+  const turns = new OrganizationTurns(2);
+  const started: string[] = [];
+  const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((n) => held(started, n));
+  const runs = [a, b, c, d].map((x) => turns.run('org_1', x.work));
+  await tick();
+  expect(started).toEqual(['a', 'b']);
+  expect(turns.load('org_1')).toEqual({ running: 2, waiting: 2 });
+  b.finish();
+  await tick();
+  expect(started).toEqual(['a', 'b', 'c']);
+  a.finish();
+  c.finish();
+  d.finish();
+  await Promise.all(runs);
+  expect(started).toEqual(['a', 'b', 'c', 'd']);
+  expect(turns.load('org_1')).toEqual({ running: 0, waiting: 0 });
+});
+
+it("keeps organizations apart: one's full turns never hold up another's", async () => {
+  const turns = new OrganizationTurns(1);
+  const started: string[] = [];
+  const busy = held(started, 'busy');
+  const first = turns.run('org_busy', busy.work);
+  const queued = turns.run('org_busy', async () => void started.push('busy again'));
+  await turns.run('org_other', async () => void started.push('other'));
+  expect(started).toEqual(['busy', 'other']);
+  busy.finish();
+  await Promise.all([first, queued]);
+  expect(started).toEqual(['busy', 'other', 'busy again']);
+});
+
+it('frees the turn of work that fails, and passes the failure on', async () => {
+  const turns = new OrganizationTurns(1);
+  await expect(turns.run('org_1', async () => { throw new Error('refused'); })).rejects.toThrow('refused');
+  expect(turns.load('org_1')).toEqual({ running: 0, waiting: 0 });
+  await expect(turns.run('org_1', async () => 'next')).resolves.toBe('next');
+});
+
+it('refuses a limit that is not a positive integer', () => {
+  expect(() => new OrganizationTurns(0)).toThrow(RangeError);
+  expect(() => new OrganizationTurns(1.5)).toThrow(RangeError);
+});

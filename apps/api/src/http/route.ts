@@ -88,9 +88,13 @@ function checkDocumentedShape(spec: RouteSpec, body: unknown): void {
   }
 }
 
-/** A write of an authenticated caller runs in one of its organization's turns (http/organization-turns.ts). */
+/**
+ * A write of an authenticated caller runs in one of its organization's turns (http/organization-turns.ts). Not an
+ * upload: its body streams for as long as the client sends it, with no connection held until its short record at
+ * the end, and a turn held meanwhile would hold up the organization's other writes instead.
+ */
 function takesTurns(spec: RouteSpec): boolean {
-  return spec.method !== 'get' && spec.scope !== 'public' && !spec.sharesStatements;
+  return spec.method !== 'get' && spec.scope !== 'public' && !spec.sharesStatements && !spec.requestMediaType;
 }
 
 function respond(spec: RouteSpec, checkResponses: boolean, turns: OrganizationTurns): RequestHandler {

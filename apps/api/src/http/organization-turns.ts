@@ -53,3 +53,22 @@ export class OrganizationTurns {
     else this.running.set(organizationId, running);
   }
 }
+
+/** Runs work in one of the request's organization's turns. */
+export type InTurn = <T>(work: () => Promise<T>) => Promise<T>;
+
+const laterTurns = new WeakMap<object, InTurn>();
+
+/**
+ * For a write that takes no turn for its whole run (an upload, whose body streams first; a coalesced finding record):
+ * the turn its own statement that may wait for row locks takes (inTurnOf), so that it too keeps to the organization's
+ * share of the pool.
+ */
+export function offerTurnTo(req: object, turns: OrganizationTurns, organizationId: string): void {
+  laterTurns.set(req, (work) => turns.run(organizationId, work));
+}
+
+/** The request's later turn (offerTurnTo); a request offered none runs its work at once. */
+export function inTurnOf(req: object): InTurn {
+  return laterTurns.get(req) ?? ((work) => work());
+}

@@ -12,7 +12,7 @@ import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 import { HeldIdempotencyKeys } from '../modules/idempotency/held-keys';
-import { OrganizationTurns } from './organization-turns';
+import { OrganizationTurns, offerTurnTo } from './organization-turns';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -94,13 +94,24 @@ function checkDocumentedShape(spec: RouteSpec, body: unknown): void {
  * the end, and a turn held meanwhile would hold up the organization's other writes instead.
  */
 function takesTurns(spec: RouteSpec): boolean {
-  return spec.method !== 'get' && spec.scope !== 'public' && !spec.sharesStatements && !spec.requestMediaType;
+  return writes(spec) && !spec.sharesStatements && !spec.requestMediaType;
+}
+
+/** A write of an authenticated caller. */
+function writes(spec: RouteSpec): boolean {
+  return spec.method !== 'get' && spec.scope !== 'public';
 }
 
 function respond(spec: RouteSpec, checkResponses: boolean, turns: OrganizationTurns): RequestHandler {
   const handle = takesTurns(spec)
     ? (req: Request, res: Response) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res))
-    : (req: Request, res: Response) => spec.handler(req, res);
+    : writes(spec)
+      ? (req: Request, res: Response) => {
+          // Its statements that may wait for row locks take a turn of their own (inTurnOf).
+          offerTurnTo(req, turns, req.principal!.organizationId);
+          return spec.handler(req, res);
+        }
+      : (req: Request, res: Response) => spec.handler(req, res);
   return async (req, res) => {
     const body = await handle(req, res);
     if (res.headersSent || answerIsHeld(res)) return;

@@ -2,6 +2,7 @@ import type { FindingStatus } from '@svc/domain';
 import type { Scope } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import { principalOf } from '../../auth/principal';
+import { inTurnOf } from '../../http/organization-turns';
 import { idParam, type RouteSpec } from '../../http/route';
 import { page } from '../../http/responses';
 import { exportFindings } from './findings.export';
@@ -39,7 +40,7 @@ export function findingRoutes(deps: AppDeps): RouteSpec[] {
       // findingWriter), one statement of each in flight.
       sharesStatements: true,
       handler: async (req, res) => {
-        const { created, finding } = await recordFinding(deps, principalOf(req), idParam(req), req.body);
+        const { created, finding } = await recordFinding(deps, principalOf(req), idParam(req), req.body, inTurnOf(req));
         res.status(created ? 201 : 200).json(finding);
       },
     },

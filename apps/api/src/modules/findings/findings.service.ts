@@ -29,6 +29,7 @@ import { loadSlaPolicy } from '../governance/governance.service';
 import { findingSlaDueAt, isSlaOpenStatus, type SlaPolicy } from '@svc/domain';
 import { requireFindingAccess, requireStillMayChangeFinding, type FindingChange } from './finding-access';
 import { RECHECKED_TRANSACTION } from '../access/own-role';
+import type { InTurn } from '../../http/organization-turns';
 import { canChangeFindingStatus } from '@svc/domain';
 
 export function presentFinding(f: Finding, policy: SlaPolicy) {
@@ -118,7 +119,11 @@ export interface RecordFindingInput {
  * and its deliveries only if the finding was inserted. One statement commits all of it or nothing. Concurrent
  * requests share both statements (access.service.ts, findingWriter), each with its own answer.
  */
-export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput) {
+/**
+ * `inTurn`: the request's turn (http/organization-turns.ts) for what waits alone for a lock, keeping a connection: the
+ * shared statement does not wait (SKIP LOCKED), a finding whose rows are locked is written alone, waiting for them.
+ */
+export async function recordFinding(deps: AppDeps, principal: Principal, assessmentId: string, input: RecordFindingInput, inTurn: InTurn = (work) => work()) {
   const severity = checkSeverity(input.severity);
   const assessment = await requireAssessmentAccessWithSla<CandidateSubscription[]>(deps, principal, assessmentId, 'write', {
     select: (at) => candidateSubscriptionsJson('finding.created', at),
@@ -139,12 +144,12 @@ export async function recordFinding(deps: AppDeps, principal: Principal, assessm
   );
   const shared = await findingWriter(deps).run({ finding, plan });
   // Its assessment or organization row was locked (or is gone): written alone, waiting for the lock, off the batch.
-  const written = shared === LOCKED_OR_GONE ? await writeFindingAlone(deps, { finding, plan }, 'wait') : shared;
+  const written = shared === LOCKED_OR_GONE ? await inTurn(() => writeFindingAlone(deps, { finding, plan }, 'wait')) : shared;
   if (written instanceof Error) throw written;
   if (written === LOCKED_OR_GONE) throw notRunning(undefined);
   if (written.assessmentStatus !== 'running') throw notRunning(written.assessmentStatus ?? undefined);
   if (!written.created) {
-    const updated = await updateRecordedFinding(deps, principal, assessment.id, input, severity);
+    const updated = await inTurn(() => updateRecordedFinding(deps, principal, assessment.id, input, severity));
     return { created: false, finding: presentFinding(updated, assessment.slaPolicy) };
   }
   await enqueueAfterCommit(outboxDeps(deps, deps.deliveryQueue), publishedOf(plan).deliveries);

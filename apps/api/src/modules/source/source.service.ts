@@ -14,6 +14,7 @@ import { HttpError, badRequest, conflict, notFound, unprocessable } from '../../
 import type { Page } from '../../http/pagination';
 import { requireAssessmentAccess, requireStillMayAccess } from '../access/access.service';
 import { RECHECKED_TRANSACTION } from '../access/own-role';
+import { inTurnOf, type InTurn } from '../../http/organization-turns';
 import { recordAs, requestMeta, type RequestMeta } from '../audit/audit.context';
 import type { AssessmentState } from '../assessments/assessment-lifecycle';
 import { extractArchive, type ExtractedFile } from './archive-extraction';
@@ -57,7 +58,7 @@ export async function uploadSourceArchive(deps: AppDeps, principal: Principal, a
       const db = scopedTo(deps.prisma, principal);
       const same = await db.sourceArchive.findFirst({ where: { assessmentId: assessment.id, sha256: upload.sha256 } });
       if (same) return presentArchive(same, true);
-      return await storeArchive(deps, principal, requestMeta(req), assessment, upload);
+      return await storeArchive(deps, principal, requestMeta(req), assessment, upload, inTurnOf(req));
     } finally {
       await upload.discard();
     }
@@ -80,6 +81,7 @@ async function storeArchive(
   meta: RequestMeta,
   assessment: { id: string; organizationId: string; projectId: string },
   upload: { file: string; size: number; sha256: string },
+  inTurn: InTurn,
 ) {
   const archiveId = newId('src');
   const owner = { organizationId: assessment.organizationId, projectId: assessment.projectId, assessmentId: assessment.id };
@@ -93,7 +95,9 @@ async function storeArchive(
   try {
     const files = await extractArchive(upload.file, upload.size, deps.config.source, admit, deps.storage, prefix, path.join(scratch.dir, 'entry'));
     await deps.storage.put(archiveKeyOf(prefix), createReadStream(upload.file), upload.size);
-    ({ previous, created } = await recordArchive(deps, principal, meta, assessment, archiveId, prefix, upload, files));
+    // The record waits for the rows a deletion holds, keeping a connection: in one of the organization's turns
+    // (http/organization-turns.ts), which the streamed body did not take.
+    ({ previous, created } = await inTurn(() => recordArchive(deps, principal, meta, assessment, archiveId, prefix, upload, files)));
   } catch (err) {
     // The refusal is the answer; objects a failed delete leaves have no row, and the orphan sweep takes them.
     await deps.storage.deletePrefix(prefix).catch((deleteErr: Error) =>

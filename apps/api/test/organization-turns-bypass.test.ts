@@ -1,0 +1,101 @@
+// The writes that do not take their organization's turns (http/route.ts takesTurns): a source upload (its body
+// streams without a connection) and the engine's finding records (coalesced). Both still end in a statement that
+// waits for the rows a long deletion holds, one connection each: behind one organization's deletion, as many of them
+// as the pool holds left every other organization's requests the 503 of DATABASE_CONNECT_TIMEOUT_MS.
+import { Client } from 'pg';
+import request from 'supertest';
+import yazl from 'yazl';
+import { createHarness, type Harness } from './support/harness';
+import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
+import { createKey, insertAssessmentIn } from './support/domain';
+import { backendPid } from '../../../test-support/pg-locks';
+import type { OrganizationTurns } from '../src/http/organization-turns';
+
+let h: Harness;
+let busy: TestOrg;
+let victim: TestOrg;
+let victimsProject: { id: string };
+
+beforeAll(async () => {
+  // A pool of 4 and ORGANIZATION_WRITES_IN_FLIGHT of 2 (half of it), as in production.
+  h = await createHarness({ DATABASE_POOL_SIZE: '4' });
+  [busy, victim] = [await createOrg(h), await createOrg(h)];
+  victimsProject = await insertProject(h, victim.id);
+});
+afterAll(() => h.close());
+
+async function smallZip(name: string): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  zip.addBuffer(Buffer.from(`# ${name}\n`), 'README.md');
+  zip.end();
+  const chunks: Buffer[] = [];
+  for await (const chunk of zip.outputStream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+const within5s = <T>(answer: Promise<T>) =>
+  Promise.race([answer, new Promise<'no answer in 5 s'>((r) => setTimeout(() => r('no answer in 5 s'), 5_000))]);
+
+/**
+ * Holds `sql` (as a deletion holds its rows) on a connection outside the pool, sends `count` requests of the busy
+ * organization, waits until they wait (in the database, behind the holder, or for a turn), then asks whether the
+ * victim's read and write are answered meanwhile; lets go and answers the busy organization's statuses.
+ */
+async function victimAnsweredWhile(sql: string, params: unknown[], count: number, send: (i: number) => Promise<request.Response>) {
+  const holder = new Client({ connectionString: h.config.databaseUrl });
+  const watcher = new Client({ connectionString: h.config.databaseUrl });
+  await Promise.all([holder.connect(), watcher.connect()]);
+  try {
+    await holder.query('BEGIN');
+    await holder.query(sql, params);
+    const pid = await backendPid(holder);
+    const sent = Array.from({ length: count }, (_, i) => send(i));
+    for (const s of sent) s.catch(() => undefined);
+    const turns = h.app.locals.organizationTurns as OrganizationTurns;
+    for (let waited = 0; ; waited += 50) {
+      const { rows } = await watcher.query<{ n: number }>(`
+        WITH RECURSIVE blocked(pid) AS (
+          SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))
+          UNION
+          SELECT a.pid FROM pg_stat_activity a JOIN blocked b ON b.pid = ANY(pg_blocking_pids(a.pid)))
+        SELECT count(*)::int AS n FROM blocked`, [pid]);
+      if (rows[0]!.n + turns.load(busy.id).waiting >= count) break;
+      if (waited > 15_000) throw new Error(`never ${count} requests waiting: ${rows[0]!.n} blocked, ${JSON.stringify(turns.load(busy.id))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const read = await within5s(request(h.app).get('/api/v1/projects').set(bearer(victim.owner.token)).then((r) => r.status));
+    const write = await within5s(request(h.app).patch(`/api/v1/projects/${victimsProject.id}`).set(bearer(victim.owner.token)).send({ name: `renamed ${Date.now()}` }).then((r) => r.status));
+    await holder.query('ROLLBACK');
+    const answers = (await Promise.all(sent)).map((r) => r.status);
+    return { victim: [read, write], answers, load: turns.load(busy.id) };
+  } finally {
+    await Promise.all([holder.end(), watcher.end()]);
+  }
+}
+
+it("source uploads waiting behind their assessment's deletion take half the pool at most: another organization is answered meanwhile", async () => {
+  const project = await insertProject(h, busy.id);
+  const assessments = await Promise.all(Array.from({ length: 4 }, () => insertAssessment(h, busy.id, project.id)));
+  const zips = await Promise.all(assessments.map((_, i) => smallZip(`upload ${i}`)));
+  const result = await victimAnsweredWhile(
+    // As a project's deletion holds its assessments, for a cascade that takes a while.
+    'SELECT id FROM assessments WHERE project_id = $1 FOR UPDATE', [project.id], 4,
+    (i) => request(h.app).post(`/api/v1/assessments/${assessments[i]!.id}/source`).set(bearer(busy.owner.token))
+      .set('Content-Type', 'application/zip').send(zips[i]!).then((r) => r),
+  );
+  expect(result).toEqual({ victim: [200, 200], answers: [200, 200, 200, 200], load: { running: 0, waiting: 0 } });
+}, 40_000);
+
+it("the engine's findings waiting behind their assessment's lock take half the pool at most: another organization is answered meanwhile", async () => {
+  const engine = await createKey(h, busy.owner.token, ['assessments:update']);
+  const project = await insertProject(h, busy.id);
+  const running = await insertAssessmentIn(h, busy.id, project.id, 'running');
+  const result = await victimAnsweredWhile(
+    // As the assessment's deletion (or an emergency stop, a cancel) holds it.
+    'SELECT id FROM assessments WHERE id = $1 FOR UPDATE', [running.id], 4,
+    (i) => request(h.app).post(`/api/v1/assessments/${running.id}/findings`).set(bearer(engine))
+      .send({ title: `finding ${i}`, severity: 'high', fingerprint: `fp-${i}-${Date.now()}` }).then((r) => r),
+  );
+  expect(result).toEqual({ victim: [200, 200], answers: [201, 201, 201, 201], load: { running: 0, waiting: 0 } });
+  expect(await h.deps.prisma.finding.count({ where: { assessmentId: running.id } })).toBe(4);
+}, 40_000);

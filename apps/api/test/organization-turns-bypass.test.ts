@@ -99,3 +99,38 @@ it("the engine's findings waiting behind their assessment's lock take half the p
   expect(result).toEqual({ victim: [200, 200], answers: [201, 201, 201, 201], load: { running: 0, waiting: 0 } });
   expect(await h.deps.prisma.finding.count({ where: { assessmentId: running.id } })).toBe(4);
 }, 40_000);
+
+// Known limit: turns cap each organization, not their sum. Signing up makes an organization (POST /auth/signup), so
+// one caller with two of them, each with a long deletion and ORGANIZATION_WRITES_IN_FLIGHT edits waiting behind it,
+// takes the whole pool (2 + 2 of 4) and the third organization gets no answer. Recorded as a failing case.
+it.failing("two organizations' changes waiting behind their deletions leave a third organization answered", async () => {
+  const [first, second] = [await createOrg(h), await createOrg(h)];
+  const projects = [await insertProject(h, first.id), await insertProject(h, second.id)];
+  const holder = new Client({ connectionString: h.config.databaseUrl });
+  await holder.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM projects WHERE id = ANY($1) FOR UPDATE', [projects.map((p) => p.id)]);
+    const edits = [first, second].flatMap((o, n) => [0, 1].map((i) =>
+      request(h.app).patch(`/api/v1/projects/${projects[n]!.id}`).set(bearer(o.owner.token)).send({ name: `edit ${i}` }).then((r) => r)));
+    const pid = await backendPid(holder);
+    const watcher = new Client({ connectionString: h.config.databaseUrl });
+    await watcher.connect();
+    try {
+      for (let waited = 0; ; waited += 50) {
+        const { rows } = await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))', [pid]);
+        if (rows[0]!.n === 4) break;
+        if (waited > 15_000) throw new Error(`never four edits waiting: ${rows[0]!.n}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      await watcher.end();
+    }
+    const read = await within5s(request(h.app).get('/api/v1/projects').set(bearer(victim.owner.token)).then((r) => r.status));
+    await holder.query('ROLLBACK');
+    await Promise.all(edits);
+    expect(read).toBe(200);
+  } finally {
+    await holder.end();
+  }
+}, 40_000);

@@ -21,6 +21,19 @@ export const badRequest = (detail: string) => new HttpError(400, detail);
 export const unauthorized = (detail = 'Authentication required.') => new HttpError(401, detail);
 export const forbidden = (detail: string, extra: Record<string, unknown> = {}) => new HttpError(403, detail, extra);
 export const notFound = (what = 'Resource') => new HttpError(404, `${what} not found.`);
+
+/**
+ * `check`, with its 404 answered as `what`'s: a thing read through something the caller may not name (a finding
+ * through its assessment, a report through its assessment, a PR review through its project) is simply not found.
+ */
+export async function notFoundAs<T>(what: string, check: Promise<T>): Promise<T> {
+  try {
+    return await check;
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 404) throw notFound(what);
+    throw err;
+  }
+}
 export const conflict = (detail: string) => new HttpError(409, detail);
 export const unprocessable = (detail: string) => new HttpError(422, detail);
 export const tooManyRequests = (retryAfterSeconds: number) =>

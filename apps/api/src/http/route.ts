@@ -102,16 +102,19 @@ function writes(spec: RouteSpec): boolean {
   return spec.method !== 'get' && spec.scope !== 'public';
 }
 
+/** The route's handler, run in one of its organization's turns when it takes them (or offered a later one). */
+function handlerInTurns(spec: RouteSpec, turns: OrganizationTurns): RouteSpec['handler'] {
+  if (takesTurns(spec)) return (req, res) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res));
+  if (!writes(spec)) return (req, res) => spec.handler(req, res);
+  return (req, res) => {
+    // Its statements that may wait for row locks take a turn of their own (inTurnOf).
+    offerTurnTo(req, turns, req.principal!.organizationId);
+    return spec.handler(req, res);
+  };
+}
+
 function respond(spec: RouteSpec, checkResponses: boolean, turns: OrganizationTurns): RequestHandler {
-  const handle = takesTurns(spec)
-    ? (req: Request, res: Response) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res))
-    : writes(spec)
-      ? (req: Request, res: Response) => {
-          // Its statements that may wait for row locks take a turn of their own (inTurnOf).
-          offerTurnTo(req, turns, req.principal!.organizationId);
-          return spec.handler(req, res);
-        }
-      : (req: Request, res: Response) => spec.handler(req, res);
+  const handle = handlerInTurns(spec, turns);
   return async (req, res) => {
     const body = await handle(req, res);
     if (res.headersSent || answerIsHeld(res)) return;

@@ -4,23 +4,13 @@ import { scopedTo, type Finding, type Scoped, type Tx } from '@svc/db';
 import type { Scope } from '@svc/scopes';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { HttpError, notFound } from '../../http/errors';
+import { notFound, notFoundAs } from '../../http/errors';
 import { requireAssessmentAccess, requireStillMayAccess, type Access } from '../access/access.service';
-
-/** A finding's 404 for what its assessment's check answered 404 to: the assessment is not the caller's to name. */
-async function asFinding<T>(check: Promise<T>): Promise<T> {
-  try {
-    return await check;
-  } catch (err) {
-    if (err instanceof HttpError && err.status === 404) throw notFound('Finding');
-    throw err;
-  }
-}
 
 export async function requireFindingAccess(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Finding> {
   const finding = await scopedTo(deps.prisma, principal).finding.findFirst({ where: { id } });
   if (!finding) throw notFound('Finding');
-  await asFinding(requireAssessmentAccess(deps, principal, finding.assessmentId, need));
+  await notFoundAs('Finding', requireAssessmentAccess(deps, principal, finding.assessmentId, need));
   return finding;
 }
 
@@ -37,5 +27,5 @@ export type FindingChange = { scope: Scope; action: string; need?: Access };
  * Demoted, or their grant or team taken away, while the request ran: 403, or 404 as for a finding they cannot read.
  */
 export async function requireStillMayChangeFinding(tx: Scoped<Tx>, principal: Principal, finding: Pick<Finding, 'assessmentId'>, change: FindingChange): Promise<void> {
-  await asFinding(requireStillMayAccess(tx, principal, { kind: 'assessment', id: finding.assessmentId }, { need: 'write', ...change, hold: true }));
+  await notFoundAs('Finding', requireStillMayAccess(tx, principal, { kind: 'assessment', id: finding.assessmentId }, { need: 'write', ...change, hold: true }));
 }

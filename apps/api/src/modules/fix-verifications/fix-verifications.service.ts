@@ -14,7 +14,7 @@ import type { FixVerification, Finding } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
+import { conflict, notFound, notFoundAs, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { requireAssessmentAccess, type Access } from '../access/access.service';
@@ -71,12 +71,7 @@ export async function startFixVerification(deps: AppDeps, principal: Principal, 
 async function requireFixVerification(deps: AppDeps, principal: Principal, id: string, need: Access): Promise<Row> {
   const run = await scopedTo(deps.prisma, principal).fixVerification.findFirst({ where: { id }, ...withFinding });
   if (!run) throw notFound('Fix verification');
-  try {
-    await requireAssessmentAccess(deps, principal, run.finding.assessmentId, need);
-  } catch (err) {
-    if (err instanceof HttpError && err.status === 404) throw notFound('Fix verification');
-    throw err;
-  }
+  await notFoundAs('Fix verification', requireAssessmentAccess(deps, principal, run.finding.assessmentId, need));
   return run;
 }
 

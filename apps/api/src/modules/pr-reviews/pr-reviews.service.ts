@@ -7,7 +7,7 @@ import type { PrReview } from '@svc/db';
 import { outboxDeps, withOutbox } from '@svc/outbox';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { conflict, HttpError, notFound, unprocessable } from '../../http/errors';
+import { conflict, notFound, notFoundAs, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { requireProjectAccess, requireStillMayAccess } from '../access/access.service';
@@ -47,13 +47,14 @@ export async function recordPrReview(deps: AppDeps, principal: Principal, projec
   const now = deps.clock.now();
   const review = await withOutbox(
     outboxDeps(deps, deps.deliveryQueue),
-    async (tx, publish) => {
-      await requireStillMayAccess(scopedTo(tx, principal), principal, { kind: 'project', id: project.id }, { scope: 'assessments:update', action: 'Recording PR reviews', need: 'write', hold: true });
+    async (raw, publish) => {
+      const tx = scopedTo(raw, principal);
+      await requireStillMayAccess(tx, principal, { kind: 'project', id: project.id }, { scope: 'assessments:update', action: 'Recording PR reviews', need: 'write', hold: true });
       // Read again after the re-check, as createAssessment does: an archiving committed while the request ran is seen here.
-      const fresh = await scopedTo(tx, principal).project.findFirst({ where: { id: project.id }, select: { archivedAt: true } });
+      const fresh = await tx.project.findFirst({ where: { id: project.id }, select: { archivedAt: true } });
       if (!fresh) throw notFound('Project');
       if (fresh.archivedAt) throw conflict(ARCHIVED);
-      const created = await scopedTo(tx, principal).prReview.create({
+      const created = await tx.prReview.create({
         data: {
           id: newId('prr', now.getTime()),
           organizationId: project.organizationId,
@@ -111,11 +112,6 @@ export async function listPrReviews(
 export async function getPrReview(deps: AppDeps, principal: Principal, id: string) {
   const review = await scopedTo(deps.prisma, principal).prReview.findFirst({ where: { id } });
   if (!review) throw notFound('PR review');
-  try {
-    await requireProjectAccess(deps, principal, review.projectId, 'read');
-  } catch (err) {
-    if (err instanceof HttpError && err.status === 404) throw notFound('PR review');
-    throw err;
-  }
+  await notFoundAs('PR review', requireProjectAccess(deps, principal, review.projectId, 'read'));
   return presentPrReview(review);
 }

@@ -18,7 +18,7 @@ import { mailErrorForLog } from '@svc/mail';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { generateShareToken, hashShareToken } from '../../auth/share-token';
-import { conflict, forbidden, HttpError, mailNotSent, notFound, unprocessable } from '../../http/errors';
+import { conflict, forbidden, mailNotSent, notFound, notFoundAs, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { recordAs, type Acting } from '../audit/audit.context';
 import type { ConfirmSensitiveChange } from '../auth/reauthentication';
@@ -126,12 +126,7 @@ async function requireMayReplacePublication(tx: Pick<Tx, 'reportShare'>, princip
  * project's rows are held before the grants the access rests on, as their deletion takes them (holdTargetRows).
  */
 async function requireStillMayManageShares(tx: Scoped<Tx>, principal: Principal, report: ReportRow, scope: Scope, action: string): Promise<void> {
-  try {
-    await requireStillMayAccess(tx, principal, { kind: 'assessment', id: report.assessmentId }, { scope, action, need: 'read', hold: true });
-  } catch (err) {
-    if (err instanceof HttpError && err.status === 404) throw notFound('Report');
-    throw err;
-  }
+  await notFoundAs('Report', requireStillMayAccess(tx, principal, { kind: 'assessment', id: report.assessmentId }, { scope, action, need: 'read', hold: true }));
 }
 
 /** The report's row, FOR UPDATE until the commit; 404 when it has gone. */

@@ -10,7 +10,7 @@ import type { Response } from 'express';
 import type { Prisma, Report } from '@svc/db';
 import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
-import { conflict, HttpError, notFound } from '../../http/errors';
+import { conflict, notFound, notFoundAs } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { readableAssessmentsFilter, requireAssessmentAccess, requireStillMayAccess } from '../access/access.service';
@@ -70,12 +70,7 @@ export async function requestReport(deps: AppDeps, principal: Principal, assessm
 export async function requireReport(deps: AppDeps, principal: Principal, id: string): Promise<ReportRow> {
   const report = await scopedTo(deps.prisma, principal).report.findFirst({ where: { id }, ...withoutPdf });
   if (!report) throw notFound('Report');
-  try {
-    await requireAssessmentAccess(deps, principal, report.assessmentId, 'read');
-  } catch (err) {
-    if (err instanceof HttpError && err.status === 404) throw notFound('Report');
-    throw err;
-  }
+  await notFoundAs('Report', requireAssessmentAccess(deps, principal, report.assessmentId, 'read'));
   return report;
 }
 

@@ -71,7 +71,13 @@ describe('worker metrics', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
 
-    const after = await scrapeWorker();
+    // The worker counts a delivery as ended just after recording it: scrape until both failures are counted.
+    let after = await scrapeWorker();
+    const ended = (scrape: typeof after) => value(scrape, 'svc_webhook_deliveries_ended_total', { result: 'failed', reason: 'http_error' }) - value(before, 'svc_webhook_deliveries_ended_total', { result: 'failed', reason: 'http_error' });
+    for (let i = 0; i < 100 && ended(after) < 2; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      after = await scrapeWorker();
+    }
     const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(before, name, labels);
     expect(delta('svc_webhook_attempts_total', { outcome: 'success', status_class: '2xx' })).toBe(2);
     expect(delta('svc_webhook_attempts_total', { outcome: 'http_error', status_class: '5xx' })).toBe(16);

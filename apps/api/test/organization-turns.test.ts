@@ -52,4 +52,50 @@ it('frees the turn of work that fails, and passes the failure on', async () => {
 it('refuses a limit that is not a positive integer', () => {
   expect(() => new OrganizationTurns(0)).toThrow(RangeError);
   expect(() => new OrganizationTurns(1.5)).toThrow(RangeError);
+  expect(() => new OrganizationTurns(1, 0)).toThrow(RangeError);
+  expect(() => new OrganizationTurns(1, 2.5)).toThrow(RangeError);
+});
+
+it("runs at most `limitAll` of all organizations together: a third organization waits while two hold them all", async () => {
+  const turns = new OrganizationTurns(2, 3);
+  const started: string[] = [];
+  const [a1, a2, b1, b2] = ['a1', 'a2', 'b1', 'b2'].map((n) => held(started, n));
+  const runs = [turns.run('org_a', a1.work), turns.run('org_a', a2.work), turns.run('org_b', b1.work), turns.run('org_b', b2.work)];
+  const c = held(started, 'c');
+  runs.push(turns.run('org_c', c.work));
+  await tick();
+  expect(started).toEqual(['a1', 'a2', 'b1']);
+  expect(turns.loadAll()).toEqual({ running: 3, waiting: 2 });
+  expect(turns.load('org_b')).toEqual({ running: 1, waiting: 1 });
+  // The freed turn goes to the first in line (b2), then the next (c).
+  a1.finish();
+  await tick();
+  expect(started).toEqual(['a1', 'a2', 'b1', 'b2']);
+  a2.finish();
+  await tick();
+  expect(started).toEqual(['a1', 'a2', 'b1', 'b2', 'c']);
+  [b1, b2, c].forEach((x) => x.finish());
+  await Promise.all(runs);
+  expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
+});
+
+it('passes a freed turn over those whose organization has none free, to the next in line that has', async () => {
+  const turns = new OrganizationTurns(1, 2);
+  const started: string[] = [];
+  const [a1, a2, b1, c1] = ['a1', 'a2', 'b1', 'c1'].map((n) => held(started, n));
+  const runs = [turns.run('org_a', a1.work), turns.run('org_b', b1.work)];
+  // Both wait: org_a has its one turn, and the two of all are taken.
+  runs.push(turns.run('org_a', a2.work), turns.run('org_c', c1.work));
+  await tick();
+  expect(started).toEqual(['a1', 'b1']);
+  // b1's turn frees: a2 came first but org_a still runs a1, so c1 starts.
+  b1.finish();
+  await tick();
+  expect(started).toEqual(['a1', 'b1', 'c1']);
+  a1.finish();
+  await tick();
+  expect(started).toEqual(['a1', 'b1', 'c1', 'a2']);
+  [a2, c1].forEach((x) => x.finish());
+  await Promise.all(runs);
+  expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
 });

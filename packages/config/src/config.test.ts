@@ -44,6 +44,15 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ORGANIZATION_WRITES_IN_FLIGHT: '0' })).toThrow(/ORGANIZATION_WRITES_IN_FLIGHT/);
   });
 
+  it("lets all organizations' writes together use three quarters of the database pool at once by default, at least one", () => {
+    expect(loadConfig({}).writesInFlight).toBe(7);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '4' }).writesInFlight).toBe(3);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '1' }).writesInFlight).toBe(1);
+    expect(loadConfig({ WRITES_IN_FLIGHT: '20' }).writesInFlight).toBe(20);
+    expect(() => loadConfig({ WRITES_IN_FLIGHT: '0' })).toThrow(/WRITES_IN_FLIGHT/);
+    expect(() => loadConfig({ WRITES_IN_FLIGHT: 'many' })).toThrow(/WRITES_IN_FLIGHT/);
+  });
+
   it('reads the HEC acknowledgement timeout and poll interval, and refuses values too small to mean anything', () => {
     expect(loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_HEC_ACK_POLL_MS: '2000' }).webhooks.hecAck).toEqual({ timeoutMs: 30_000, pollMs: 2_000, waitMs: 2_000 });
     // The ack polls' wait is WEBHOOK_SLOW_ATTEMPT_MS whether per-subscription isolation is on or off.

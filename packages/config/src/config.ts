@@ -133,6 +133,9 @@ const schema = Joi.object({
   // Write requests of one organization an API instance runs at once; the others wait their turn in the instance,
   // holding no connection. Unset: half of DATABASE_POOL_SIZE, at least 1. docs/operations.md "Outages".
   ORGANIZATION_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
+  // Write requests of all organizations together an API instance runs at once, so that reads keep the rest of the
+  // pool. Unset: three quarters of DATABASE_POOL_SIZE, at least 1.
+  WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
   REDIS_COMMAND_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
   DATABASE_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(2000),
   READINESS_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
@@ -290,6 +293,8 @@ export interface Config {
   databasePoolSize: number;
   /** Write requests of one organization an API instance runs at once (http/organization-turns.ts). */
   organizationWritesInFlight: number;
+  /** Write requests of all organizations together an API instance runs at once (http/organization-turns.ts). */
+  writesInFlight: number;
   /** The single server's URL (REDIS_URL); only used when `redis.mode` is 'single'. */
   redisUrl: string;
   /** Where Redis is: one server, a Sentinel set, or a Cluster. packages/queue `createRedis` connects to it. */
@@ -513,6 +518,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: value.DATABASE_URL,
     databasePoolSize: value.DATABASE_POOL_SIZE,
     organizationWritesInFlight: value.ORGANIZATION_WRITES_IN_FLIGHT ?? Math.max(1, Math.floor(value.DATABASE_POOL_SIZE / 2)),
+    writesInFlight: value.WRITES_IN_FLIGHT ?? Math.max(1, Math.floor((value.DATABASE_POOL_SIZE * 3) / 4)),
     redisUrl: value.REDIS_URL,
     redis: redisTarget(value),
     redisPrefix: value.REDIS_PREFIX,

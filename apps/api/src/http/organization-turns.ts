@@ -1,17 +1,30 @@
-// Per API instance: at most `limit` write requests of one organization run at once; the others wait their turn in the
-// process, holding no database connection. A change is checked again inside its transaction and waits there for the
-// rows it rests on, for as long as a deletion holding them runs (access/own-role.ts RECHECKED_TRANSACTION), keeping
-// its connection meanwhile. Without turns, one organization's changes waiting behind its own long deletion could hold
-// every connection of the pool and leave the other organizations' requests the 503 of DATABASE_CONNECT_TIMEOUT_MS.
+// Per API instance: at most `limit` write requests of one organization run at once, and at most `limitAll` of all
+// organizations together; the others wait their turn in the process, holding no database connection. A change is
+// checked again inside its transaction and waits there for the rows it rests on, for as long as a deletion holding
+// them runs (access/own-role.ts RECHECKED_TRANSACTION), keeping its connection meanwhile. Without turns, one
+// organization's changes waiting behind its own long deletion could hold every connection of the pool and leave the
+// other organizations' requests the 503 of DATABASE_CONNECT_TIMEOUT_MS; without the cap on their sum, two
+// organizations (anyone can sign up for another) could. Reads take no turn: they keep what `limitAll` leaves of the pool.
 export class OrganizationTurns {
   private readonly running = new Map<string, number>();
-  private readonly waiting = new Map<string, Array<() => void>>();
+  private runningAll = 0;
+  /** Every organization's waiting requests, in the order they came. */
+  private readonly waiting: Array<{ organizationId: string; start: () => void }> = [];
 
-  constructor(private readonly limit: number) {
+  constructor(
+    private readonly limit: number,
+    private readonly limitAll: number = Number.POSITIVE_INFINITY,
+  ) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, not ${limit}`);
+    if (limitAll !== Number.POSITIVE_INFINITY && (!Number.isInteger(limitAll) || limitAll < 1)) {
+      throw new RangeError(`limitAll must be a positive integer, not ${limitAll}`);
+    }
   }
 
-  /** Runs `work` in one of the organization's turns, waiting for one first when all are taken (first come, first served). */
+  /**
+   * Runs `work` in one of the organization's turns, waiting for one first when the organization's are all taken, or
+   * every organization's together (first come, first served among those whose organization has a turn free).
+   */
   async run<T>(organizationId: string, work: () => Promise<T>): Promise<T> {
     await this.take(organizationId);
     try {
@@ -23,34 +36,56 @@ export class OrganizationTurns {
 
   /** Requests of the organization running now, and waiting for a turn (for tests and metrics). */
   load(organizationId: string): { running: number; waiting: number } {
-    return { running: this.running.get(organizationId) ?? 0, waiting: this.waiting.get(organizationId)?.length ?? 0 };
+    return {
+      running: this.running.get(organizationId) ?? 0,
+      waiting: this.waiting.filter((w) => w.organizationId === organizationId).length,
+    };
+  }
+
+  /** Requests of all organizations running now, and waiting for a turn. */
+  loadAll(): { running: number; waiting: number } {
+    return { running: this.runningAll, waiting: this.waiting.length };
   }
 
   private take(organizationId: string): Promise<void> {
-    const running = this.running.get(organizationId) ?? 0;
-    if (running < this.limit) {
-      this.running.set(organizationId, running + 1);
+    // Whoever waits could not start when the last turn was freed (startWaiting): a request that can start now takes
+    // no turn from them, and one of an organization with requests waiting cannot start.
+    if (this.mayStart(organizationId)) {
+      this.start(organizationId);
       return Promise.resolve();
     }
-    return new Promise((resolve) => {
-      const queue = this.waiting.get(organizationId);
-      if (queue) queue.push(resolve);
-      else this.waiting.set(organizationId, [resolve]);
-    });
+    return new Promise((start) => this.waiting.push({ organizationId, start }));
   }
 
   private release(organizationId: string): void {
-    const queue = this.waiting.get(organizationId);
-    const next = queue?.shift();
-    if (next) {
-      // The turn passes to the next in line: the organization's running count stays as it is.
-      if (queue!.length === 0) this.waiting.delete(organizationId);
-      next();
-      return;
-    }
     const running = (this.running.get(organizationId) ?? 1) - 1;
     if (running === 0) this.running.delete(organizationId);
     else this.running.set(organizationId, running);
+    this.runningAll -= 1;
+    this.startWaiting();
+  }
+
+  /** Starts the waiting requests that may start now, in the order they came. */
+  private startWaiting(): void {
+    for (let i = 0; i < this.waiting.length && this.runningAll < this.limitAll; ) {
+      const next = this.waiting[i]!;
+      if (!this.mayStart(next.organizationId)) {
+        i += 1;
+        continue;
+      }
+      this.waiting.splice(i, 1);
+      this.start(next.organizationId);
+      next.start();
+    }
+  }
+
+  private mayStart(organizationId: string): boolean {
+    return this.runningAll < this.limitAll && (this.running.get(organizationId) ?? 0) < this.limit;
+  }
+
+  private start(organizationId: string): void {
+    this.running.set(organizationId, (this.running.get(organizationId) ?? 0) + 1);
+    this.runningAll += 1;
   }
 }
 

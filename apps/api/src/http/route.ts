@@ -134,7 +134,7 @@ export function mountRoutes(
   limiters: RateLimiters,
   keyCache = new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000),
   heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger),
-  turns = new OrganizationTurns(deps.config.organizationWritesInFlight),
+  turns = new OrganizationTurns(deps.config.organizationWritesInFlight, deps.config.writesInFlight),
 ): Router {
   const authenticated = authenticate(deps, keyCache);
   for (const spec of specs) {

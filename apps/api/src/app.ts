@@ -16,7 +16,7 @@ import { healthRouter } from './modules/health/health.routes';
 import { openApiRoute } from './openapi/openapi.routes';
 import { SHARED_REPORTS_PREFIX } from './modules/report-shares/report-shares.routes';
 import { sharedResponseHeaders } from './modules/report-shares/shared-report.service';
-import { OrganizationTurns } from './http/organization-turns';
+import { turnsFor } from './http/organization-turns';
 
 export interface App extends Express {
   locals: Express['locals'] & { routes: RouteSpec[]; limiters: RateLimiters; heldKeys: HeldIdempotencyKeys };
@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps): App {
   // The Idempotency-Keys this instance's requests hold while they run (main.ts stores what is pending at shutdown).
   app.locals.heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger);
   // The turns of each organization's writes on this instance (http/organization-turns.ts).
-  app.locals.organizationTurns = new OrganizationTurns(deps.config.organizationWritesInFlight, deps.config.writesInFlight);
+  app.locals.organizationTurns = turnsFor(deps.config);
   app.use('/api/v1', routerFor(routes, deps, limiters, new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000), app.locals.heldKeys, app.locals.organizationTurns));
   const dashboard = dashboardRouter(deps.config.webDistDir, deps.logger);
   if (dashboard) app.use(dashboard);

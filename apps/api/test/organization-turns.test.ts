@@ -54,6 +54,23 @@ it('refuses a limit that is not a positive integer', () => {
   expect(() => new OrganizationTurns(1.5)).toThrow(RangeError);
   expect(() => new OrganizationTurns(1, 0)).toThrow(RangeError);
   expect(() => new OrganizationTurns(1, 2.5)).toThrow(RangeError);
+  expect(() => new OrganizationTurns(1, 1, 0)).toThrow(RangeError);
+});
+
+it('answers 503 with Retry-After to a request that waited `waitLimitMs` for its turn: its work never runs, the line moves on', async () => {
+  const turns = new OrganizationTurns(1, Number.POSITIVE_INFINITY, 50);
+  const started: string[] = [];
+  const first = held(started, 'first');
+  const running = turns.run('org_1', first.work);
+  const late = turns.run('org_1', async () => void started.push('late'));
+  await expect(late).rejects.toMatchObject({ status: 503, headers: { 'Retry-After': expect.stringMatching(/^\d+$/) } });
+  expect(turns.load('org_1')).toEqual({ running: 1, waiting: 0 });
+  first.finish();
+  await running;
+  expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
+  // Work that got its turn is not cut short, however long it runs.
+  await expect(turns.run('org_1', () => new Promise((r) => setTimeout(() => r('done after 150 ms'), 150)))).resolves.toBe('done after 150 ms');
+  expect(started).toEqual(['first']);
 });
 
 it("runs at most `limitAll` of all organizations together: a third organization waits while two hold them all", async () => {

@@ -53,6 +53,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WRITES_IN_FLIGHT: 'many' })).toThrow(/WRITES_IN_FLIGHT/);
   });
 
+  it('waits 30 s for a write turn by default, and refuses a wait too short to mean anything or beyond 10 minutes', () => {
+    expect(loadConfig({}).writeTurnTimeoutMs).toBe(30_000);
+    expect(loadConfig({ WRITE_TURN_TIMEOUT_MS: '5000' }).writeTurnTimeoutMs).toBe(5_000);
+    expect(() => loadConfig({ WRITE_TURN_TIMEOUT_MS: '10' })).toThrow(/WRITE_TURN_TIMEOUT_MS/);
+    expect(() => loadConfig({ WRITE_TURN_TIMEOUT_MS: '600001' })).toThrow(/WRITE_TURN_TIMEOUT_MS/);
+  });
+
   it('reads the HEC acknowledgement timeout and poll interval, and refuses values too small to mean anything', () => {
     expect(loadConfig({ WEBHOOK_HEC_ACK_TIMEOUT_MS: '30000', WEBHOOK_HEC_ACK_POLL_MS: '2000' }).webhooks.hecAck).toEqual({ timeoutMs: 30_000, pollMs: 2_000, waitMs: 2_000 });
     // The ack polls' wait is WEBHOOK_SLOW_ATTEMPT_MS whether per-subscription isolation is on or off.

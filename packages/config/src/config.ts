@@ -136,6 +136,8 @@ const schema = Joi.object({
   // Write requests of all organizations together an API instance runs at once, so that reads keep the rest of the
   // pool. Unset: three quarters of DATABASE_POOL_SIZE, at least 1.
   WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
+  // How long a write request waits for its turn before it answers 503, nothing changed.
+  WRITE_TURN_TIMEOUT_MS: Joi.number().integer().min(100).max(600_000).default(30_000),
   REDIS_COMMAND_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
   DATABASE_CONNECT_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(2000),
   READINESS_TIMEOUT_MS: Joi.number().integer().min(50).max(60_000).default(1000),
@@ -295,6 +297,8 @@ export interface Config {
   organizationWritesInFlight: number;
   /** Write requests of all organizations together an API instance runs at once (http/organization-turns.ts). */
   writesInFlight: number;
+  /** How long a write request waits for its turn before it answers 503 (http/organization-turns.ts). */
+  writeTurnTimeoutMs: number;
   /** The single server's URL (REDIS_URL); only used when `redis.mode` is 'single'. */
   redisUrl: string;
   /** Where Redis is: one server, a Sentinel set, or a Cluster. packages/queue `createRedis` connects to it. */
@@ -519,6 +523,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: value.DATABASE_POOL_SIZE,
     organizationWritesInFlight: value.ORGANIZATION_WRITES_IN_FLIGHT ?? Math.max(1, Math.floor(value.DATABASE_POOL_SIZE / 2)),
     writesInFlight: value.WRITES_IN_FLIGHT ?? Math.max(1, Math.floor((value.DATABASE_POOL_SIZE * 3) / 4)),
+    writeTurnTimeoutMs: value.WRITE_TURN_TIMEOUT_MS,
     redisUrl: value.REDIS_URL,
     redis: redisTarget(value),
     redisPrefix: value.REDIS_PREFIX,

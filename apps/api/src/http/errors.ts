@@ -47,6 +47,15 @@ export const serviceUnavailable = (what: string) =>
     'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS),
   });
 
+/** A write that waited WRITE_TURN_TIMEOUT_MS for its turn (organization-turns.ts) without getting one: nothing ran. */
+export const noTurnInTime = () =>
+  new HttpError(
+    503,
+    `Service temporarily unavailable: too many changes are waiting on this server (behind a deletion that is still running); this one did not start and nothing was changed. Retry after ${OUTAGE_RETRY_AFTER_SECONDS}s.`,
+    {},
+    { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
+  );
+
 /**
  * The answer to a request whose mail could not be sent: 422 when the mail server refused the address for good (the
  * client must change it; retrying the same request would fail the same way), else 503 (try again later).

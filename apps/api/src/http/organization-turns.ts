@@ -5,6 +5,11 @@
 // organization's changes waiting behind its own long deletion could hold every connection of the pool and leave the
 // other organizations' requests the 503 of DATABASE_CONNECT_TIMEOUT_MS; without the cap on their sum, two
 // organizations (anyone can sign up for another) could. Reads take no turn: they keep what `limitAll` leaves of the pool.
+// A request that waits longer than `waitLimitMs` for a turn answers 503 having changed nothing (noTurnInTime), rather
+// than an answer the client may no longer wait for, leaving it unsure whether the change was made.
+import type { Config } from '@svc/config';
+import { noTurnInTime } from './errors';
+
 export class OrganizationTurns {
   private readonly running = new Map<string, number>();
   private runningAll = 0;
@@ -14,11 +19,11 @@ export class OrganizationTurns {
   constructor(
     private readonly limit: number,
     private readonly limitAll: number = Number.POSITIVE_INFINITY,
+    private readonly waitLimitMs: number = Number.POSITIVE_INFINITY,
   ) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, not ${limit}`);
-    if (limitAll !== Number.POSITIVE_INFINITY && (!Number.isInteger(limitAll) || limitAll < 1)) {
-      throw new RangeError(`limitAll must be a positive integer, not ${limitAll}`);
-    }
+    requirePositiveInteger('limit', limit);
+    if (limitAll !== Number.POSITIVE_INFINITY) requirePositiveInteger('limitAll', limitAll);
+    if (waitLimitMs !== Number.POSITIVE_INFINITY) requirePositiveInteger('waitLimitMs', waitLimitMs);
   }
 
   /**
@@ -54,7 +59,25 @@ export class OrganizationTurns {
       this.start(organizationId);
       return Promise.resolve();
     }
-    return new Promise((start) => this.waiting.push({ organizationId, start }));
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        organizationId,
+        start: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer =
+        this.waitLimitMs === Number.POSITIVE_INFINITY
+          ? undefined
+          : setTimeout(() => {
+              const at = this.waiting.indexOf(waiter);
+              if (at === -1) return;
+              this.waiting.splice(at, 1);
+              reject(noTurnInTime());
+            }, this.waitLimitMs);
+      this.waiting.push(waiter);
+    });
   }
 
   private release(organizationId: string): void {
@@ -87,6 +110,15 @@ export class OrganizationTurns {
     this.running.set(organizationId, (this.running.get(organizationId) ?? 0) + 1);
     this.runningAll += 1;
   }
+}
+
+/** An API instance's turns, as configured (ORGANIZATION_WRITES_IN_FLIGHT, WRITES_IN_FLIGHT, WRITE_TURN_TIMEOUT_MS). */
+export function turnsFor(config: Pick<Config, 'organizationWritesInFlight' | 'writesInFlight' | 'writeTurnTimeoutMs'>): OrganizationTurns {
+  return new OrganizationTurns(config.organizationWritesInFlight, config.writesInFlight, config.writeTurnTimeoutMs);
+}
+
+function requirePositiveInteger(name: string, value: number): void {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, not ${value}`);
 }
 
 /** Runs work in one of the request's organization's turns. */

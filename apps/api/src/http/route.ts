@@ -12,7 +12,7 @@ import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 import { HeldIdempotencyKeys } from '../modules/idempotency/held-keys';
-import { OrganizationTurns, offerTurnTo } from './organization-turns';
+import { offerTurnTo, turnsFor, type OrganizationTurns } from './organization-turns';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -134,7 +134,7 @@ export function mountRoutes(
   limiters: RateLimiters,
   keyCache = new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000),
   heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger),
-  turns = new OrganizationTurns(deps.config.organizationWritesInFlight, deps.config.writesInFlight),
+  turns = turnsFor(deps.config),
 ): Router {
   const authenticated = authenticate(deps, keyCache);
   for (const spec of specs) {

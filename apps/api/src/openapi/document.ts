@@ -15,7 +15,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   '409': 'State conflict or uniqueness violation',
   '422': 'Well-formed but refused value',
   '429': 'Rate limited; honour Retry-After',
-  '503': 'PostgreSQL or Redis cannot be reached; nothing changed, retry after Retry-After',
+  '503': 'PostgreSQL or Redis cannot be reached, or a change waited too long for its turn; nothing changed, retry after Retry-After',
 };
 
 const SUBSCHEMA_KEYS = new Set(['if', 'then', 'else', 'not']);

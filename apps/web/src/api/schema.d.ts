@@ -3085,7 +3085,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description PostgreSQL or Redis cannot be reached; nothing changed, retry after Retry-After */
+        /** @description PostgreSQL or Redis cannot be reached, or a change waited too long for its turn; nothing changed, retry after Retry-After */
         E503: {
             headers: {
                 /** @description Seconds to wait */

@@ -73,6 +73,30 @@ it('answers 503 with Retry-After to a request that waited `waitLimitMs` for its 
   expect(started).toEqual(['first']);
 });
 
+it('lets a request whose client went away leave the line: its work never runs, and the next in line gets the turn', async () => {
+  const turns = new OrganizationTurns(1);
+  const started: string[] = [];
+  const first = held(started, 'first');
+  const running = turns.run('org_1', first.work);
+  const clientGone = new AbortController();
+  const abandoned = turns.run('org_1', async () => void started.push('abandoned'), clientGone.signal);
+  const next = turns.run('org_1', async () => void started.push('next'));
+  await tick();
+  clientGone.abort();
+  await expect(abandoned).rejects.toMatchObject({ status: 400 });
+  expect(turns.load('org_1')).toEqual({ running: 1, waiting: 1 });
+  first.finish();
+  await Promise.all([running, next]);
+  expect(started).toEqual(['first', 'next']);
+  // Gone before it asked: it does not run even with a turn free.
+  await expect(turns.run('org_1', async () => void started.push('late'), AbortSignal.abort())).rejects.toMatchObject({ status: 400 });
+  // Gone after it got its turn: its work is not stopped.
+  const afterwards = new AbortController();
+  await expect(turns.run('org_1', async () => (afterwards.abort(), 'done'), afterwards.signal)).resolves.toBe('done');
+  expect(started).toEqual(['first', 'next']);
+  expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
+});
+
 it("runs at most `limitAll` of all organizations together: a third organization waits while two hold them all", async () => {
   const turns = new OrganizationTurns(2, 3);
   const started: string[] = [];

@@ -56,6 +56,9 @@ export const noTurnInTime = () =>
     { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
   );
 
+/** A write whose client went away while it waited for its turn: it left the line, nothing ran (nobody reads this). */
+export const abandonedBeforeItsTurn = () => new HttpError(400, 'Request aborted before it started; nothing was changed.');
+
 /**
  * The answer to a request whose mail could not be sent: 422 when the mail server refused the address for good (the
  * client must change it; retrying the same request would fail the same way), else 503 (try again later).

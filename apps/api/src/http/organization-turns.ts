@@ -8,7 +8,7 @@
 // A request that waits longer than `waitLimitMs` for a turn answers 503 having changed nothing (noTurnInTime), rather
 // than an answer the client may no longer wait for, leaving it unsure whether the change was made.
 import type { Config } from '@svc/config';
-import { noTurnInTime } from './errors';
+import { abandonedBeforeItsTurn, noTurnInTime } from './errors';
 
 export class OrganizationTurns {
   private readonly running = new Map<string, number>();
@@ -29,9 +29,10 @@ export class OrganizationTurns {
   /**
    * Runs `work` in one of the organization's turns, waiting for one first when the organization's are all taken, or
    * every organization's together (first come, first served among those whose organization has a turn free).
+   * `abandoned`: aborted when the client goes away; a request still waiting then leaves the line and never runs.
    */
-  async run<T>(organizationId: string, work: () => Promise<T>): Promise<T> {
-    await this.take(organizationId);
+  async run<T>(organizationId: string, work: () => Promise<T>, abandoned?: AbortSignal): Promise<T> {
+    await this.take(organizationId, abandoned);
     try {
       return await work();
     } finally {
@@ -52,7 +53,8 @@ export class OrganizationTurns {
     return { running: this.runningAll, waiting: this.waiting.length };
   }
 
-  private take(organizationId: string): Promise<void> {
+  private take(organizationId: string, abandoned?: AbortSignal): Promise<void> {
+    if (abandoned?.aborted) return Promise.reject(abandonedBeforeItsTurn());
     // Whoever waits could not start when the last turn was freed (startWaiting): a request that can start now takes
     // no turn from them, and one of an organization with requests waiting cannot start.
     if (this.mayStart(organizationId)) {
@@ -60,22 +62,27 @@ export class OrganizationTurns {
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
+      const stopWatching = () => {
+        clearTimeout(timer);
+        abandoned?.removeEventListener('abort', onAbandoned);
+      };
       const waiter = {
         organizationId,
         start: () => {
-          clearTimeout(timer);
+          stopWatching();
           resolve();
         },
       };
-      const timer =
-        this.waitLimitMs === Number.POSITIVE_INFINITY
-          ? undefined
-          : setTimeout(() => {
-              const at = this.waiting.indexOf(waiter);
-              if (at === -1) return;
-              this.waiting.splice(at, 1);
-              reject(noTurnInTime());
-            }, this.waitLimitMs);
+      const leaveTheLine = (answer: Error) => {
+        const at = this.waiting.indexOf(waiter);
+        if (at === -1) return;
+        this.waiting.splice(at, 1);
+        stopWatching();
+        reject(answer);
+      };
+      const onAbandoned = () => leaveTheLine(abandonedBeforeItsTurn());
+      const timer = this.waitLimitMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => leaveTheLine(noTurnInTime()), this.waitLimitMs);
+      abandoned?.addEventListener('abort', onAbandoned, { once: true });
       this.waiting.push(waiter);
     });
   }
@@ -131,8 +138,8 @@ const laterTurns = new WeakMap<object, InTurn>();
  * the turn its own statement that may wait for row locks takes (inTurnOf), so that it too keeps to the organization's
  * share of the pool.
  */
-export function offerTurnTo(req: object, turns: OrganizationTurns, organizationId: string): void {
-  laterTurns.set(req, (work) => turns.run(organizationId, work));
+export function offerTurnTo(req: object, turns: OrganizationTurns, organizationId: string, abandoned?: () => AbortSignal): void {
+  laterTurns.set(req, (work) => turns.run(organizationId, work, abandoned?.()));
 }
 
 /** The request's later turn (offerTurnTo); a request offered none runs its work at once. */

@@ -65,7 +65,7 @@ async function refusedAfterOneSecond(h: Harness, org: TestOrg) {
   expect(await h.deps.prisma.project.count({ where: { organizationId: org.id, name } })).toBe(1);
 }
 
-it('drops a write whose client went away while it waited for its turn: it never runs, even once turns free', async () => {
+it('drops a write whose client went away while it waited for its turn: it never runs, even once turns free, and its Idempotency-Key stays free for the retry', async () => {
   // WRITE_TURN_TIMEOUT_MS as by default (30 s): the write leaves the line because its client went, not for the wait.
   const h = await createHarness(POOL_OF_4);
   const org = await createOrg(h);
@@ -80,7 +80,7 @@ it('drops a write whose client went away while it waited for its turn: it never 
         port: (server.address() as AddressInfo).port,
         method: 'POST',
         path: '/api/v1/projects',
-        headers: { ...bearer(org.owner.token), 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+        headers: { ...bearer(org.owner.token), 'Idempotency-Key': `turn-${name}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
       });
       sent.on('error', () => undefined);
       sent.end(body);
@@ -92,6 +92,10 @@ it('drops a write whose client went away while it waited for its turn: it never 
     expect(result).toEqual({ meanwhile: { running: 2, waiting: 0 }, edits: [200, 200] });
     await new Promise((r) => setTimeout(r, 300));
     expect(await h.deps.prisma.project.count({ where: { organizationId: org.id, name } })).toBe(0);
+    // Its Idempotency-Key was not kept with an answer nobody read: the client's retry creates the project.
+    const retry = await request(h.app).post('/api/v1/projects').set({ ...bearer(org.owner.token), 'Idempotency-Key': `turn-${name}` }).send({ name });
+    expect(retry.status).toBe(201);
+    expect(await h.deps.prisma.project.count({ where: { organizationId: org.id, name } })).toBe(1);
   } finally {
     await new Promise((r) => server.close(r));
     await h.close();

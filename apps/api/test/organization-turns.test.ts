@@ -83,13 +83,13 @@ it('lets a request whose client went away leave the line: its work never runs, a
   const next = turns.run('org_1', async () => void started.push('next'));
   await tick();
   clientGone.abort();
-  await expect(abandoned).rejects.toMatchObject({ status: 400 });
+  await expect(abandoned).rejects.toMatchObject({ status: 503 });
   expect(turns.load('org_1')).toEqual({ running: 1, waiting: 1 });
   first.finish();
   await Promise.all([running, next]);
   expect(started).toEqual(['first', 'next']);
   // Gone before it asked: it does not run even with a turn free.
-  await expect(turns.run('org_1', async () => void started.push('late'), AbortSignal.abort())).rejects.toMatchObject({ status: 400 });
+  await expect(turns.run('org_1', async () => void started.push('late'), AbortSignal.abort())).rejects.toMatchObject({ status: 503 });
   // Gone after it got its turn: its work is not stopped.
   const afterwards = new AbortController();
   await expect(turns.run('org_1', async () => (afterwards.abort(), 'done'), afterwards.signal)).resolves.toBe('done');

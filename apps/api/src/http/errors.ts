@@ -56,8 +56,12 @@ export const noTurnInTime = () =>
     { 'Retry-After': String(OUTAGE_RETRY_AFTER_SECONDS) },
   );
 
-/** A write whose client went away while it waited for its turn: it left the line, nothing ran (nobody reads this). */
-export const abandonedBeforeItsTurn = () => new HttpError(400, 'Request aborted before it started; nothing was changed.');
+/**
+ * A write whose client went away while it waited for its turn: it left the line, nothing ran. Nobody reads the answer,
+ * but its Idempotency-Key must stay free for the client's retry: a 503 with Retry-After is never kept as the key's.
+ */
+export const abandonedBeforeItsTurn = () =>
+  new HttpError(503, 'The client went away before this change started; nothing was changed.', {}, { 'Retry-After': '0' });
 
 /**
  * The answer to a request whose mail could not be sent: 422 when the mail server refused the address for good (the

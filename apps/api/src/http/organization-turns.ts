@@ -13,8 +13,14 @@ import { abandonedBeforeItsTurn, noTurnInTime } from './errors';
 export class OrganizationTurns {
   private readonly running = new Map<string, number>();
   private runningAll = 0;
-  /** Every organization's waiting requests, in the order they came. */
-  private readonly waiting: Array<{ organizationId: string; start: () => void }> = [];
+  /**
+   * Each organization's waiting requests, in the order they came (numbered across organizations). A freed turn walks
+   * the organizations that wait, not their requests: one organization's pile of requests waiting for its own turns
+   * must not make every other organization's freed turn, nor its own, cost as many steps.
+   */
+  private readonly waiting = new Map<string, Waiters>();
+  private waitingAll = 0;
+  private arrivals = 0;
 
   constructor(
     private readonly limit: number,
@@ -42,15 +48,12 @@ export class OrganizationTurns {
 
   /** Requests of the organization running now, and waiting for a turn (for tests and metrics). */
   load(organizationId: string): { running: number; waiting: number } {
-    return {
-      running: this.running.get(organizationId) ?? 0,
-      waiting: this.waiting.filter((w) => w.organizationId === organizationId).length,
-    };
+    return { running: this.running.get(organizationId) ?? 0, waiting: this.waiting.get(organizationId)?.length ?? 0 };
   }
 
   /** Requests of all organizations running now, and waiting for a turn. */
   loadAll(): { running: number; waiting: number } {
-    return { running: this.runningAll, waiting: this.waiting.length };
+    return { running: this.runningAll, waiting: this.waitingAll };
   }
 
   private take(organizationId: string, abandoned?: AbortSignal): Promise<void> {
@@ -66,24 +69,27 @@ export class OrganizationTurns {
         clearTimeout(timer);
         abandoned?.removeEventListener('abort', onAbandoned);
       };
-      const waiter = {
-        organizationId,
+      const waiter: Waiter = {
+        arrival: this.arrivals++,
+        state: 'waiting',
         start: () => {
           stopWatching();
           resolve();
         },
       };
       const leaveTheLine = (answer: Error) => {
-        const at = this.waiting.indexOf(waiter);
-        if (at === -1) return;
-        this.waiting.splice(at, 1);
+        if (waiter.state !== 'waiting') return;
+        this.leave(organizationId, waiter);
         stopWatching();
         reject(answer);
       };
       const onAbandoned = () => leaveTheLine(abandonedBeforeItsTurn());
       const timer = this.waitLimitMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => leaveTheLine(noTurnInTime()), this.waitLimitMs);
       abandoned?.addEventListener('abort', onAbandoned, { once: true });
-      this.waiting.push(waiter);
+      let queue = this.waiting.get(organizationId);
+      if (!queue) this.waiting.set(organizationId, (queue = new Waiters()));
+      queue.push(waiter);
+      this.waitingAll += 1;
     });
   }
 
@@ -95,18 +101,29 @@ export class OrganizationTurns {
     this.startWaiting();
   }
 
-  /** Starts the waiting requests that may start now, in the order they came. */
+  /** Starts the waiting requests that may start now, the longest-waiting first. */
   private startWaiting(): void {
-    for (let i = 0; i < this.waiting.length && this.runningAll < this.limitAll; ) {
-      const next = this.waiting[i]!;
-      if (!this.mayStart(next.organizationId)) {
-        i += 1;
-        continue;
+    while (this.runningAll < this.limitAll) {
+      let first: { organizationId: string; queue: Waiters } | undefined;
+      for (const [organizationId, queue] of this.waiting) {
+        if ((this.running.get(organizationId) ?? 0) >= this.limit) continue;
+        if (!first || queue.first().arrival < first.queue.first().arrival) first = { organizationId, queue };
       }
-      this.waiting.splice(i, 1);
-      this.start(next.organizationId);
+      if (!first) return;
+      const next = first.queue.shift();
+      if (first.queue.length === 0) this.waiting.delete(first.organizationId);
+      this.waitingAll -= 1;
+      this.start(first.organizationId);
       next.start();
     }
+  }
+
+  /** A waiting request leaves the line without running (its wait ran out, or its client went away). */
+  private leave(organizationId: string, waiter: Waiter): void {
+    const queue = this.waiting.get(organizationId)!;
+    queue.remove(waiter);
+    if (queue.length === 0) this.waiting.delete(organizationId);
+    this.waitingAll -= 1;
   }
 
   private mayStart(organizationId: string): boolean {
@@ -116,6 +133,70 @@ export class OrganizationTurns {
   private start(organizationId: string): void {
     this.running.set(organizationId, (this.running.get(organizationId) ?? 0) + 1);
     this.runningAll += 1;
+  }
+}
+
+interface Waiter {
+  /** When it came, across organizations. */
+  arrival: number;
+  /** 'left': it left the line without running, and stays in its queue's array until the queue's head passes it. */
+  state: 'waiting' | 'started' | 'left';
+  start: () => void;
+}
+
+/**
+ * One organization's waiting requests, first in first out; taking the first is O(1) however many wait, and so is a
+ * request leaving from the middle (marked, and passed over when it comes to the front).
+ */
+class Waiters {
+  private items: Array<Waiter | undefined> = [];
+  private head = 0;
+  private count = 0;
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(waiter: Waiter): void {
+    this.items.push(waiter);
+    this.count += 1;
+  }
+
+  first(): Waiter {
+    this.passOverLeft();
+    return this.items[this.head]!;
+  }
+
+  shift(): Waiter {
+    this.passOverLeft();
+    const waiter = this.items[this.head]!;
+    this.items[this.head] = undefined;
+    this.head += 1;
+    this.count -= 1;
+    waiter.state = 'started';
+    this.compact();
+    return waiter;
+  }
+
+  remove(waiter: Waiter): void {
+    waiter.state = 'left';
+    this.count -= 1;
+  }
+
+  private passOverLeft(): void {
+    while (this.head < this.items.length && this.items[this.head]!.state === 'left') {
+      this.items[this.head] = undefined;
+      this.head += 1;
+    }
+    this.compact();
+  }
+
+  // Array.prototype.shift moves every element of a large array: the taken ones are dropped in bulk instead.
+  private compact(): void {
+    if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
   }
 }
 

@@ -120,3 +120,50 @@ describe("one organization's changes waiting behind its long deletion", () => {
     }
   }, 30_000);
 });
+
+// Found by the review of a9466b5: with WRITES_IN_FLIGHT (the turns of all organizations together) no higher than
+// ORGANIZATION_WRITES_IN_FLIGHT, one organization's edits waiting behind its own deletion held every turn of all, and
+// every other organization's writes waited in the process for as long as that deletion ran. Its defaults did so
+// with a pool of 2 (1 and 1; before a9466b5 the other organizations kept the second connection), as did an
+// ORGANIZATION_WRITES_IN_FLIGHT set to three quarters of the pool or more. By default the turns of all are now at
+// least one more than one organization's, within the pool.
+describe("one organization's changes waiting behind its long deletion, with a pool of 2", () => {
+  let tiny: Harness;
+  beforeAll(async () => {
+    tiny = await createHarness({ DATABASE_POOL_SIZE: '2' });
+  });
+  afterAll(() => tiny.close());
+
+  it("leave another organization's reads and writes answered", async () => {
+    const [busy, victim] = [await createOrg(tiny), await createOrg(tiny)];
+    const project = await insertProject(tiny, busy.id);
+    const victimsProject = await insertProject(tiny, victim.id);
+    const holder = new Client({ connectionString: tiny.config.databaseUrl });
+    const watcher = new Client({ connectionString: tiny.config.databaseUrl });
+    await Promise.all([holder.connect(), watcher.connect()]);
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [project.id]);
+      const pid = await backendPid(holder);
+      const edits = Array.from({ length: 2 }, (_, i) =>
+        request(tiny.app).patch(`/api/v1/projects/${project.id}`).set(bearer(busy.owner.token)).send({ name: `edit ${i}` }).then((r) => r));
+      const turns = tiny.app.locals.organizationTurns as OrganizationTurns;
+      for (let waited = 0; ; waited += 50) {
+        const { rows } = await watcher.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))', [pid]);
+        if (rows[0]!.n === 1 && turns.load(busy.id).waiting === 1) break;
+        if (waited > 15_000) throw new Error(`never one edit waiting in the database and one for a turn: ${rows[0]!.n} blocked, ${JSON.stringify(turns.load(busy.id))}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const within5s = <T>(answer: Promise<T>) => Promise.race([answer, new Promise<'no answer in 5 s'>((r) => setTimeout(() => r('no answer in 5 s'), 5_000))]);
+      const read = await within5s(request(tiny.app).get('/api/v1/projects').set(bearer(victim.owner.token)).then((r) => r.status));
+      const write = request(tiny.app).patch(`/api/v1/projects/${victimsProject.id}`).set(bearer(victim.owner.token)).send({ name: 'renamed meanwhile' }).then((r) => r.status);
+      const answered = [read, await within5s(write)];
+      await holder.query('ROLLBACK');
+      expect({ answered, edits: (await Promise.all(edits)).map((r) => r.status), write: await write })
+        .toEqual({ answered: [200, 200], edits: [200, 200], write: 200 });
+      expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
+    } finally {
+      await Promise.all([holder.end(), watcher.end()]);
+    }
+  }, 40_000);
+});

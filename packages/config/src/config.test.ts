@@ -53,6 +53,21 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WRITES_IN_FLIGHT: 'many' })).toThrow(/WRITES_IN_FLIGHT/);
   });
 
+  it("leaves the other organizations a write turn by default: the turns of all above one organization's, within the pool", () => {
+    // Found by the review of a9466b5: a pool of 2 gave 1 and 1, and ORGANIZATION_WRITES_IN_FLIGHT=8 with the pool of
+    // 10 gave 8 and 7, so one organization's edits waiting behind its own deletion held every turn of all.
+    for (let pool = 2; pool <= 40; pool += 1) {
+      const config = loadConfig({ DATABASE_POOL_SIZE: String(pool) });
+      expect({ pool, above: config.writesInFlight > config.organizationWritesInFlight, within: config.writesInFlight <= pool })
+        .toEqual({ pool, above: true, within: true });
+    }
+    expect(loadConfig({ DATABASE_POOL_SIZE: '2' }).writesInFlight).toBe(2);
+    expect(loadConfig({ ORGANIZATION_WRITES_IN_FLIGHT: '8' }).writesInFlight).toBe(9);
+    // No more than the pool: with one connection, one write at a time.
+    expect(loadConfig({ DATABASE_POOL_SIZE: '1' }).writesInFlight).toBe(1);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '4', ORGANIZATION_WRITES_IN_FLIGHT: '4' }).writesInFlight).toBe(4);
+  });
+
   it('waits 30 s for a write turn by default, and refuses a wait too short to mean anything or beyond 10 minutes', () => {
     expect(loadConfig({}).writeTurnTimeoutMs).toBe(30_000);
     expect(loadConfig({ WRITE_TURN_TIMEOUT_MS: '5000' }).writeTurnTimeoutMs).toBe(5_000);

@@ -134,7 +134,8 @@ const schema = Joi.object({
   // holding no connection. Unset: half of DATABASE_POOL_SIZE, at least 1. docs/operations.md "Outages".
   ORGANIZATION_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
   // Write requests of all organizations together an API instance runs at once, so that reads keep the rest of the
-  // pool. Unset: three quarters of DATABASE_POOL_SIZE, at least 1.
+  // pool. Unset: three quarters of DATABASE_POOL_SIZE, and at least ORGANIZATION_WRITES_IN_FLIGHT + 1 within the pool
+  // (writesInFlightByDefault).
   WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
   // How long a write request waits for its turn before it answers 503, nothing changed.
   WRITE_TURN_TIMEOUT_MS: Joi.number().integer().min(100).max(600_000).default(30_000),
@@ -495,6 +496,19 @@ function missingProductionSecrets(env: NodeJS.ProcessEnv): string[] {
   return SECRET_SETTINGS.filter((name) => !env[name]);
 }
 
+function organizationWritesInFlightOf(value: { ORGANIZATION_WRITES_IN_FLIGHT?: number; DATABASE_POOL_SIZE: number }): number {
+  return value.ORGANIZATION_WRITES_IN_FLIGHT ?? Math.max(1, Math.floor(value.DATABASE_POOL_SIZE / 2));
+}
+
+/**
+ * Three quarters of the pool, and at least one more than one organization's turns (within the pool): no more than
+ * those, one organization's writes waiting behind its own deletion would hold every turn of all, and every other
+ * organization's writes would wait for that deletion (a pool of 2 gave 1 and 1).
+ */
+function writesInFlightByDefault(poolSize: number, organizationWritesInFlight: number): number {
+  return Math.max(1, Math.floor((poolSize * 3) / 4), Math.min(poolSize, organizationWritesInFlight + 1));
+}
+
 /** Reads and validates the configuration; throws ConfigError naming every bad or missing setting. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const { value, error } = schema.validate(env, { abortEarly: false, convert: true });
@@ -521,8 +535,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: value.LOG_LEVEL,
     databaseUrl: value.DATABASE_URL,
     databasePoolSize: value.DATABASE_POOL_SIZE,
-    organizationWritesInFlight: value.ORGANIZATION_WRITES_IN_FLIGHT ?? Math.max(1, Math.floor(value.DATABASE_POOL_SIZE / 2)),
-    writesInFlight: value.WRITES_IN_FLIGHT ?? Math.max(1, Math.floor((value.DATABASE_POOL_SIZE * 3) / 4)),
+    organizationWritesInFlight: organizationWritesInFlightOf(value),
+    writesInFlight: value.WRITES_IN_FLIGHT ?? writesInFlightByDefault(value.DATABASE_POOL_SIZE, organizationWritesInFlightOf(value)),
     writeTurnTimeoutMs: value.WRITE_TURN_TIMEOUT_MS,
     redisUrl: value.REDIS_URL,
     redis: redisTarget(value),

@@ -168,3 +168,45 @@ it("hands freed turns on without walking one organization's pile of waiting requ
   // Each took seconds; now a few milliseconds.
   expect({ others: others < 1_000, drain: drain < 1_000 }).toEqual({ others: true, drain: true });
 }, 60_000);
+
+it('in random runs, starts exactly whom a plain model starts: the longest-waiting whose organization has a turn free', async () => {
+  let seed = 7;
+  const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  for (let round = 0; round < 50; round += 1) {
+    const [limit, limitAll] = [1 + random(3), 1 + random(5)];
+    const turns = new OrganizationTurns(limit, limitAll);
+    const started: string[] = [];
+    const finishes = new Map<string, () => void>();
+    const runs: Array<Promise<unknown>> = [];
+    // The model: a list of who waits in the order they came, walked whole each time.
+    const model = { running: [] as string[], waiting: [] as string[], started: [] as string[] };
+    const orgOf = (name: string) => name.split('#')[0]!;
+    const startInModel = () => {
+      for (let i = 0; i < model.waiting.length && model.running.length < limitAll; ) {
+        const name = model.waiting[i]!;
+        if (model.running.filter((r) => orgOf(r) === orgOf(name)).length >= limit) i += 1;
+        else model.running.push(...model.waiting.splice(i, 1)), model.started.push(name);
+      }
+    };
+    for (let step = 0; step < 200; step += 1) {
+      if (model.running.length > 0 && random(2) === 0) {
+        const name = model.running.splice(random(model.running.length), 1)[0]!;
+        finishes.get(name)!();
+      } else {
+        const name = `org_${random(4)}#${step}`;
+        model.waiting.push(name);
+        runs.push(turns.run(orgOf(name), () => new Promise<void>((finish) => (started.push(name), finishes.set(name, finish)))));
+      }
+      startInModel();
+      await tick();
+      expect({ round, step, started }).toEqual({ round, step, started: model.started });
+      expect(turns.loadAll()).toEqual({ running: model.running.length, waiting: model.waiting.length });
+    }
+    for (const name of [...model.running, ...model.waiting]) {
+      await tick();
+      finishes.get(name)!();
+    }
+    await Promise.all(runs);
+    expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
+  }
+});

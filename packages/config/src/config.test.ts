@@ -63,9 +63,11 @@ describe('loadConfig', () => {
     }
     expect(loadConfig({ DATABASE_POOL_SIZE: '2' }).writesInFlight).toBe(2);
     expect(loadConfig({ ORGANIZATION_WRITES_IN_FLIGHT: '8' }).writesInFlight).toBe(9);
-    // No more than the pool: with one connection, one write at a time.
+    // No more than the pool: with one connection, one write at a time. One organization's turns the whole pool
+    // already: more turns of all would leave reads nothing and the others no write turn all the same.
     expect(loadConfig({ DATABASE_POOL_SIZE: '1' }).writesInFlight).toBe(1);
-    expect(loadConfig({ DATABASE_POOL_SIZE: '4', ORGANIZATION_WRITES_IN_FLIGHT: '4' }).writesInFlight).toBe(4);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '4', ORGANIZATION_WRITES_IN_FLIGHT: '4' }).writesInFlight).toBe(3);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '4', ORGANIZATION_WRITES_IN_FLIGHT: '3' }).writesInFlight).toBe(4);
   });
 
   it('waits 30 s for a write turn by default, and refuses a wait too short to mean anything or beyond 10 minutes', () => {

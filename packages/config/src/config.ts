@@ -134,8 +134,8 @@ const schema = Joi.object({
   // holding no connection. Unset: half of DATABASE_POOL_SIZE, at least 1. docs/operations.md "Outages".
   ORGANIZATION_WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
   // Write requests of all organizations together an API instance runs at once, so that reads keep the rest of the
-  // pool. Unset: three quarters of DATABASE_POOL_SIZE, and at least ORGANIZATION_WRITES_IN_FLIGHT + 1 within the pool
-  // (writesInFlightByDefault).
+  // pool. Unset: three quarters of DATABASE_POOL_SIZE, and at least ORGANIZATION_WRITES_IN_FLIGHT + 1 where that is
+  // within the pool (writesInFlightByDefault).
   WRITES_IN_FLIGHT: Joi.number().integer().min(1).max(500),
   // How long a write request waits for its turn before it answers 503, nothing changed.
   WRITE_TURN_TIMEOUT_MS: Joi.number().integer().min(100).max(600_000).default(30_000),
@@ -501,12 +501,14 @@ function organizationWritesInFlightOf(value: { ORGANIZATION_WRITES_IN_FLIGHT?: n
 }
 
 /**
- * Three quarters of the pool, and at least one more than one organization's turns (within the pool): no more than
- * those, one organization's writes waiting behind its own deletion would hold every turn of all, and every other
- * organization's writes would wait for that deletion (a pool of 2 gave 1 and 1).
+ * Three quarters of the pool, and at least one more than one organization's turns where the pool has that many: no
+ * more than those, one organization's writes waiting behind its own deletion would hold every turn of all, and every
+ * other organization's writes would wait for that deletion (a pool of 2 gave 1 and 1). Where one organization's
+ * turns are the whole pool already, more turns of all would not help the others and would leave reads nothing.
  */
 function writesInFlightByDefault(poolSize: number, organizationWritesInFlight: number): number {
-  return Math.max(1, Math.floor((poolSize * 3) / 4), Math.min(poolSize, organizationWritesInFlight + 1));
+  const leavingOthersOne = organizationWritesInFlight < poolSize ? organizationWritesInFlight + 1 : 0;
+  return Math.max(1, Math.floor((poolSize * 3) / 4), leavingOthersOne);
 }
 
 /** Reads and validates the configuration; throws ConfigError naming every bad or missing setting. */

@@ -177,6 +177,7 @@ it('in random runs, starts exactly whom a plain model starts: the longest-waitin
     const turns = new OrganizationTurns(limit, limitAll);
     const started: string[] = [];
     const finishes = new Map<string, () => void>();
+    const clientsGone = new Map<string, AbortController>();
     const runs: Array<Promise<unknown>> = [];
     // The model: a list of who waits in the order they came, walked whole each time.
     const model = { running: [] as string[], waiting: [] as string[], started: [] as string[] };
@@ -189,13 +190,21 @@ it('in random runs, starts exactly whom a plain model starts: the longest-waitin
       }
     };
     for (let step = 0; step < 200; step += 1) {
-      if (model.running.length > 0 && random(2) === 0) {
+      const action = random(4);
+      if (model.running.length > 0 && action < 2) {
         const name = model.running.splice(random(model.running.length), 1)[0]!;
         finishes.get(name)!();
+      } else if (model.waiting.length > 0 && action === 2) {
+        // A waiting request leaves the line from wherever it is (its client went away, or its wait ran out).
+        const name = model.waiting.splice(random(model.waiting.length), 1)[0]!;
+        clientsGone.get(name)!.abort();
       } else {
         const name = `org_${random(4)}#${step}`;
+        const clientGone = new AbortController();
+        clientsGone.set(name, clientGone);
         model.waiting.push(name);
-        runs.push(turns.run(orgOf(name), () => new Promise<void>((finish) => (started.push(name), finishes.set(name, finish)))));
+        const run = turns.run(orgOf(name), () => new Promise<void>((finish) => (started.push(name), finishes.set(name, finish))), clientGone.signal);
+        runs.push(run.catch((err: { status?: number }) => expect(err.status).toBe(503)));
       }
       startInModel();
       await tick();

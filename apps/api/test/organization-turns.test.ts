@@ -97,7 +97,7 @@ it('lets a request whose client went away leave the line: its work never runs, a
   expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
 });
 
-it("runs at most `limitAll` of all organizations together: a third organization waits while two hold them all", async () => {
+it("runs at most `limitAll` of all organizations together: a third organization waits while two hold them all, and gets the next turn", async () => {
   const turns = new OrganizationTurns(2, 3);
   const started: string[] = [];
   const [a1, a2, b1, b2] = ['a1', 'a2', 'b1', 'b2'].map((n) => held(started, n));
@@ -108,14 +108,37 @@ it("runs at most `limitAll` of all organizations together: a third organization 
   expect(started).toEqual(['a1', 'a2', 'b1']);
   expect(turns.loadAll()).toEqual({ running: 3, waiting: 2 });
   expect(turns.load('org_b')).toEqual({ running: 1, waiting: 1 });
-  // The freed turn goes to the first in line (b2), then the next (c).
+  // The freed turn goes to org_c, which runs none, before b2, which came first but whose organization runs one.
   a1.finish();
   await tick();
-  expect(started).toEqual(['a1', 'a2', 'b1', 'b2']);
+  expect(started).toEqual(['a1', 'a2', 'b1', 'c']);
   a2.finish();
   await tick();
-  expect(started).toEqual(['a1', 'a2', 'b1', 'b2', 'c']);
+  expect(started).toEqual(['a1', 'a2', 'b1', 'c', 'b2']);
   [b1, b2, c].forEach((x) => x.finish());
+  await Promise.all(runs);
+  expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
+});
+
+it("gives a freed turn of all to the organization running fewest: one that piled up requests first does not keep the others waiting behind its pile", async () => {
+  const turns = new OrganizationTurns(5, 3);
+  const started: string[] = [];
+  const a = held(started, 'a');
+  const runs = [turns.run('org_a', a.work)];
+  // org_b holds two turns of all and has 20 more requests waiting (slow ones: a deletion's rows, a slow DNS lookup).
+  const b = Array.from({ length: 22 }, (_, i) => held(started, `b${i}`));
+  runs.push(...b.map((x) => turns.run('org_b', x.work)));
+  const c = held(started, 'c');
+  runs.push(turns.run('org_c', c.work));
+  await tick();
+  expect(started).toEqual(['a', 'b0', 'b1']);
+  b[0]!.finish();
+  await tick();
+  // org_c runs none, org_b one: c goes before b's 20 waiting.
+  expect(started).toEqual(['a', 'b0', 'b1', 'c']);
+  a.finish();
+  c.finish();
+  b.forEach((x) => x.finish());
   await Promise.all(runs);
   expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
 });
@@ -169,7 +192,7 @@ it("hands freed turns on without walking one organization's pile of waiting requ
   expect({ others: others < 1_000, drain: drain < 1_000 }).toEqual({ others: true, drain: true });
 }, 60_000);
 
-it('in random runs, starts exactly whom a plain model starts: the longest-waiting whose organization has a turn free', async () => {
+it('in random runs, starts exactly whom a plain model starts: the longest-waiting of the organizations running fewest, below their limit', async () => {
   let seed = 7;
   const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
   for (let round = 0; round < 50; round += 1) {
@@ -179,14 +202,20 @@ it('in random runs, starts exactly whom a plain model starts: the longest-waitin
     const finishes = new Map<string, () => void>();
     const clientsGone = new Map<string, AbortController>();
     const runs: Array<Promise<unknown>> = [];
-    // The model: a list of who waits in the order they came, walked whole each time.
+    // The model: a list of who waits in the order they came; each freed turn of all goes to the first in it of the
+    // organizations running fewest below their limit.
     const model = { running: [] as string[], waiting: [] as string[], started: [] as string[] };
     const orgOf = (name: string) => name.split('#')[0]!;
+    const runningOf = (org: string) => model.running.filter((r) => orgOf(r) === org).length;
     const startInModel = () => {
-      for (let i = 0; i < model.waiting.length && model.running.length < limitAll; ) {
-        const name = model.waiting[i]!;
-        if (model.running.filter((r) => orgOf(r) === orgOf(name)).length >= limit) i += 1;
-        else model.running.push(...model.waiting.splice(i, 1)), model.started.push(name);
+      while (model.running.length < limitAll) {
+        const eligible = model.waiting.filter((name) => runningOf(orgOf(name)) < limit);
+        if (eligible.length === 0) return;
+        const fewest = Math.min(...eligible.map((name) => runningOf(orgOf(name))));
+        const name = eligible.find((n) => runningOf(orgOf(n)) === fewest)!;
+        model.waiting.splice(model.waiting.indexOf(name), 1);
+        model.running.push(name);
+        model.started.push(name);
       }
     };
     for (let step = 0; step < 200; step += 1) {

@@ -34,7 +34,7 @@ export class OrganizationTurns {
 
   /**
    * Runs `work` in one of the organization's turns, waiting for one first when the organization's are all taken, or
-   * every organization's together (first come, first served among those whose organization has a turn free).
+   * every organization's together (startWaiting says who goes next).
    * `abandoned`: aborted when the client goes away; a request still waiting then leaves the line and never runs.
    */
   async run<T>(organizationId: string, work: () => Promise<T>, abandoned?: AbortSignal): Promise<T> {
@@ -101,13 +101,20 @@ export class OrganizationTurns {
     this.startWaiting();
   }
 
-  /** Starts the waiting requests that may start now, the longest-waiting first. */
+  /**
+   * Starts the waiting requests that may start now: first those of the organization running fewest, then the
+   * longest-waiting. So an organization that piles up requests behind its own deletion gets no more of the turns of
+   * all than one that sends a single write: each freed turn goes to whoever holds fewest.
+   */
   private startWaiting(): void {
     while (this.runningAll < this.limitAll) {
-      let first: { organizationId: string; queue: Waiters } | undefined;
+      let first: { organizationId: string; queue: Waiters; running: number } | undefined;
       for (const [organizationId, queue] of this.waiting) {
-        if ((this.running.get(organizationId) ?? 0) >= this.limit) continue;
-        if (!first || queue.first().arrival < first.queue.first().arrival) first = { organizationId, queue };
+        const running = this.running.get(organizationId) ?? 0;
+        if (running >= this.limit) continue;
+        if (!first || running < first.running || (running === first.running && queue.first().arrival < first.queue.first().arrival)) {
+          first = { organizationId, queue, running };
+        }
       }
       if (!first) return;
       const next = first.queue.shift();

@@ -292,7 +292,8 @@ describe('while the first request runs', () => {
   it('renews the keys of requests holding every connection of the pool: a retry on another instance answers 409', async () => {
     // Instance A's pool (4 connections) is all taken by four keyed creates waiting for a row lock; its renewals go
     // on a connection of their own, so their keys do not go stale and instance B does not run them again.
-    const a = await createHarness({ DATABASE_CONNECT_TIMEOUT_MS: '2000' });
+    // One organization's writes may take the whole pool here (its turns are tested in organization-turns*.test.ts).
+    const a = await createHarness({ DATABASE_CONNECT_TIMEOUT_MS: '2000', ORGANIZATION_WRITES_IN_FLIGHT: '4', WRITES_IN_FLIGHT: '4' });
     const project = await insertProject(h, org.id);
     const keys = Array.from({ length: 4 }, () => newKey());
     try {

@@ -14,7 +14,8 @@ let h: Harness;
 let org: TestOrg;
 
 beforeAll(async () => {
-  h = await createHarness();
+  // Three writes of one organization wait behind one held row at once here (the three-way races): three turns.
+  h = await createHarness({ ORGANIZATION_WRITES_IN_FLIGHT: '3' });
   org = await createOrg(h);
 });
 afterAll(() => h.close());

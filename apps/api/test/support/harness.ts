@@ -43,10 +43,12 @@ export async function createHarness(env: Record<string, string> = {}): Promise<H
     STORAGE_DIR: storageDir,
     // In-process workers share this small pool; pg counts waiting for a free slot in the connect timeout.
     DATABASE_CONNECT_TIMEOUT_MS: '30000',
+    // A small pool, and the write turns that follow from it as in production (2 per organization, 3 of all).
+    DATABASE_POOL_SIZE: '4',
     ...env,
   });
   const logger = createLogger({ level: config.logLevel, service: 'api-test', silent: !process.env.TEST_LOGS });
-  const connections = openApiConnections(config, logger, { poolSize: 4 });
+  const connections = openApiConnections(config, logger);
   const { prisma, idempotencyPool, redis, deliveryQueue, reportQueue } = connections;
   // The API's Redis connection does not queue commands while disconnected: wait for it before the first request.
   await redisReady(redis, 10_000);

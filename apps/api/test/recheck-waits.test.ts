@@ -5,10 +5,11 @@
 // unavailable") once the deletion commits, where one that waited less answers 404 for what is gone.
 import { Client } from 'pg';
 import request from 'supertest';
-import { createHarness, type Harness } from './support/harness';
-import { bearer, createOrg, insertProject, type TestOrg } from './support/fixtures';
-import { insertAssessmentIn, insertFinding } from './support/domain';
-import { whileRowsHeld } from './support/row-locks';
+import { newId } from '@svc/db';
+import { createHarness, uniqueSuffix, type Harness } from './support/harness';
+import { bearer, createOrg, createUserInOrg, insertProject, type TestOrg, type TestUser } from './support/fixtures';
+import { createKey, insertAssessmentIn, insertFinding, PUBLIC_URL, subscribe } from './support/domain';
+import { untilBlockedBy, whileRowsHeld } from './support/row-locks';
 import { backendPid } from '../../../test-support/pg-locks';
 import type { OrganizationTurns } from '../src/http/organization-turns';
 
@@ -166,4 +167,72 @@ describe("one organization's changes waiting behind its long deletion, with a po
       await Promise.all([holder.end(), watcher.end()]);
     }
   }, 40_000);
+});
+
+// Every other change that re-checks the caller's role as committed locks their membership first (lockOwnRole and its
+// callers), some the organization's row before it (lockOrganization). An organization's deletion holds both (FOR NO
+// KEY UPDATE, FOR UPDATE: organizations.service.ts requireStillDeletable) for as long as its cascade runs; a role change
+// holds two memberships while it waits for what it changes (below). A change that meets a committed deletion mostly
+// stops at the row it no longer finds (403, 404), which a 5-s transaction answers too; one that goes on after the
+// wait (the deletion rolled back, retried after a deadlock; a role change committed) answered 503 in Prisma's default
+// 5-s transaction.
+describe('changes that lock the caller\'s membership first, behind a long transaction holding it for 6 s', () => {
+  let wide: Harness;
+  beforeAll(async () => {
+    // As many changes waiting at once as a family sends, each in its own transaction: a pool to match.
+    wide = await createHarness({ DATABASE_POOL_SIZE: '16' });
+  });
+  afterAll(() => wide.close());
+
+  const api = () => request(wide.app);
+  const as = (user: TestUser) => (req: request.Test) => req.set(bearer(user.token));
+  async function made(req: request.Test): Promise<string> {
+    const res = await req;
+    if (res.status !== 200 && res.status !== 201) throw new Error(`arranging failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body.id as string;
+  }
+
+  type Change = { what: string; send: () => request.Test; answers: number };
+  type Family = { family: string; arrange: (org: TestOrg) => Promise<{ changes: Change[]; alsoHeld?: string[] }> };
+
+  const families: Family[] = [
+    {
+      family: 'teams: created, renamed, deleted, a member added and one removed',
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        const team = () => made(owner(api().post('/api/v1/teams').send({ name: `Team ${uniqueSuffix()}` })));
+        const [renamed, deleted, joined, left] = await Promise.all([team(), team(), team(), team()]);
+        expect((await owner(api().put(`/api/v1/teams/${left}/members/${org.member.id}`))).status).toBe(200);
+        return {
+          changes: [
+            { what: 'POST /teams', send: () => owner(api().post('/api/v1/teams').send({ name: `Made meanwhile ${uniqueSuffix()}` })), answers: 201 },
+            { what: 'PATCH /teams/:id', send: () => owner(api().patch(`/api/v1/teams/${renamed}`).send({ name: `Renamed ${renamed}` })), answers: 200 },
+            { what: 'DELETE /teams/:id', send: () => owner(api().delete(`/api/v1/teams/${deleted}`)), answers: 204 },
+            { what: 'PUT /teams/:id/members/:user_id', send: () => owner(api().put(`/api/v1/teams/${joined}/members/${org.manager.id}`)), answers: 200 },
+            { what: 'DELETE /teams/:id/members/:user_id', send: () => owner(api().delete(`/api/v1/teams/${left}/members/${org.member.id}`)), answers: 204 },
+          ],
+        };
+      },
+    },
+  ];
+
+  // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and
+  // are then let go (the deletion rolled back): each answers what it answers without the wait.
+  it.each(families)("while an organization's deletion holds its row and memberships: $family", async ({ arrange }) => {
+    const org = await createOrg(wide);
+    const { changes, alsoHeld = [] } = await arrange(org);
+    const held = [org.id, ...alsoHeld];
+    const answers = await whileRowsHeld(wide,
+      async (tx) => {
+        await tx.$queryRaw`SELECT id FROM organizations WHERE id = ANY(${held}::text[]) ORDER BY id FOR NO KEY UPDATE`;
+        await tx.$queryRaw`SELECT id FROM memberships WHERE organization_id = ANY(${held}::text[]) ORDER BY organization_id, user_id FOR UPDATE`;
+      },
+      () => Promise.all(changes.map((c) => c.send().then((r) => r))),
+      changes.length,
+      () => new Promise((r) => setTimeout(r, 6_000)),
+    );
+    const seen = (r: request.Response, expected: number) => (r.status === expected ? r.status : `${r.status} ${JSON.stringify(r.body)}`);
+    expect(Object.fromEntries(changes.map((c, i) => [c.what, seen(answers[i]!, c.answers)])))
+      .toEqual(Object.fromEntries(changes.map((c) => [c.what, c.answers])));
+  }, 60_000);
 });

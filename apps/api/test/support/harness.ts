@@ -30,6 +30,11 @@ export function uniqueSuffix(): string {
   return randomBytes(5).toString('hex');
 }
 
+/**
+ * The API's database pool is DATABASE_POOL_SIZE, 4 unless `env` says otherwise (in-process workers share this small
+ * pool): a test that keeps more requests waiting in their transactions at once asks for a larger one, and the write
+ * turns follow from it as in production.
+ */
 export async function createHarness(env: Record<string, string> = {}): Promise<Harness> {
   const outboxDir = mkdtempSync(path.join(tmpdir(), 'svc-outbox-'));
   const storageDir = mkdtempSync(path.join(tmpdir(), 'svc-storage-'));

@@ -8,7 +8,7 @@ import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId, scopedTo } from '@svc/db';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { holdMember } from '../members/members.service';
-import { lockOwnRoleAndMember, requireCommittedScope, requireStillHolds } from '../access/own-role';
+import { lockOwnRoleAndMember, RECHECKED_TRANSACTION, requireCommittedScope, requireStillHolds } from '../access/own-role';
 
 export function presentTeam(team: Team) {
   return {
@@ -67,7 +67,7 @@ export async function createTeam(
       });
       await recordAs(tx, principal, meta, now, { action: 'team.created', target: teamTarget(row.id), metadata: described(row) });
       return row;
-    }),
+    }, RECHECKED_TRANSACTION),
   );
   return presentTeam(team);
 }
@@ -104,7 +104,7 @@ export async function updateTeam(
       const row = await tx.team.update({ where: { id }, data: after });
       await recordAs(tx, principal, meta, now, { action: 'team.updated', target: teamTarget(id), metadata: { before, after } });
       return row;
-    }),
+    }, RECHECKED_TRANSACTION),
   );
   return presentTeam(team);
 }
@@ -128,7 +128,7 @@ export async function deleteTeam(deps: AppDeps, principal: Principal, id: string
       target: teamTarget(id),
       metadata: { name: team.name, members_removed: members.count, grants_removed: grants.count, integrations_unbound: integrations.count },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 // Team members page by user id (time-sortable like every id), newest user first.
@@ -169,7 +169,7 @@ export async function addTeamMember(deps: AppDeps, principal: Principal, teamId:
       await recordAs(tx, principal, meta, now, { action: 'team.member_added', target: teamTarget(teamId), metadata: { user_id: userId, email: user.email } });
     }
     return { user_id: userId, email: user.email, name: user.name, added_at: row.createdAt.toISOString() };
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 export async function removeTeamMember(deps: AppDeps, principal: Principal, teamId: string, userId: string, meta: RequestMeta): Promise<void> {
@@ -185,5 +185,5 @@ export async function removeTeamMember(deps: AppDeps, principal: Principal, team
       target: teamTarget(teamId),
       metadata: { user_id: userId, email: user?.email ?? null },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }

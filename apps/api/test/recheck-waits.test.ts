@@ -214,6 +214,19 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'projects: created, and deleted (its first re-check, before the history goes)',
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        const doomed = await insertProject(wide, org.id);
+        return {
+          changes: [
+            { what: 'POST /projects', send: () => owner(api().post('/api/v1/projects').send({ name: `Made meanwhile ${uniqueSuffix()}` })), answers: 201 },
+            { what: 'DELETE /projects/:id', send: () => owner(api().delete(`/api/v1/projects/${doomed.id}`)), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

@@ -58,7 +58,7 @@ export async function createProject(deps: AppDeps, requester: Principal, input: 
       });
     }
     return created;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentProject(project);
 }
 
@@ -126,7 +126,7 @@ export async function deleteProject(deps: AppDeps, by: Acting, id: string): Prom
   // Before its history goes; and again under the project's row lock, which an assessment created meanwhile waits for.
   // With the caller's role as committed (own-role.ts), both times: erasing a large history takes a while, and an
   // admin demoted to manager meanwhile keeps projects:delete but not assessments:delete or webhooks:delete.
-  const before = await db.$transaction((tx) => principalAsCommitted(tx, by.principal, 'projects:delete', DELETING_PROJECTS));
+  const before = await db.$transaction((tx) => principalAsCommitted(tx, by.principal, 'projects:delete', DELETING_PROJECTS), RECHECKED_TRANSACTION);
   await requireMayDeleteAssessmentsOf(db, before, id);
   await requireMayDeleteSubscriptionsOf(db, before, { projectId: id });
   await eraseProjectHistory(deps.prisma, before.organizationId, id, { liveToo: hasScope(before.scopes, 'webhooks:delete') });

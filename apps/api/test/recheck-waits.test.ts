@@ -227,6 +227,23 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: "the organization's settings: renamed, its API-key and SLA policies, ownership transferred, and another one deleted",
+      arrange: async (org) => {
+        const [admin, owner] = [as(org.admin), as(org.owner)];
+        const doomed = await createOrg(wide);
+        return {
+          alsoHeld: [doomed.id],
+          changes: [
+            { what: 'PATCH /organization', send: () => admin(api().patch('/api/v1/organization').send({ name: `Renamed ${org.id}` })), answers: 200 },
+            { what: 'PUT /organization/api-key-policy', send: () => admin(api().put('/api/v1/organization/api-key-policy').send({ enabled: true, inactivity_days: 1 })), answers: 200 },
+            { what: 'PUT /governance/sla', send: () => admin(api().put('/api/v1/governance/sla').send({ critical: 1, high: 2, medium: 3, low: 4, info: null })), answers: 200 },
+            { what: 'POST /organization/transfer-ownership', send: () => owner(api().post('/api/v1/organization/transfer-ownership').send({ user_id: org.member.id })), answers: 200 },
+            { what: 'DELETE /organization', send: () => as(doomed.owner)(api().delete('/api/v1/organization').send({ confirm: doomed.name })), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

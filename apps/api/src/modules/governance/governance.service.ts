@@ -5,7 +5,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { notFound } from '../../http/errors';
 import { SLA_SEVERITIES, slaPolicyFromColumns, slaPolicyToColumns, type SlaPolicy } from '@svc/domain';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { lockOrganization } from '../organizations/organization-lock';
 
@@ -40,5 +40,5 @@ export async function putSlaPolicy(deps: AppDeps, principal: Principal, policy: 
       metadata: { before, after },
     });
     return after;
-  });
+  }, RECHECKED_TRANSACTION);
 }

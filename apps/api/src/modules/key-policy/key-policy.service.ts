@@ -6,7 +6,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { invalidateCachedPrincipals } from '../../auth/auth-epochs';
 import { notFound, unprocessable } from '../../http/errors';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 import { lockOrganization } from '../organizations/organization-lock';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
@@ -111,7 +111,7 @@ export async function updateKeyPolicy(deps: AppDeps, principal: Principal, input
       metadata: { before: presentKeyPolicy(before), after: presentKeyPolicy(after) },
     });
     return presentKeyPolicy(after);
-  });
+  }, RECHECKED_TRANSACTION);
   await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
   return result;
 }

@@ -12,7 +12,7 @@ import { confirmSensitiveChange } from '../auth/reauthentication';
 import { deleteStoredObjectsAfterDeletion } from '../source/stored-objects';
 import { eraseOrganizationHistory } from '../history-deletion/history-deletion.service';
 import { lockOrganization } from './organization-lock';
-import { lockOwnRoleAndMember, requireCommittedScope, requireStillHolds } from '../access/own-role';
+import { lockOwnRoleAndMember, RECHECKED_TRANSACTION, requireCommittedScope, requireStillHolds } from '../access/own-role';
 import { DELETION_TRANSACTION } from '../webhooks/subscriptions.service';
 
 export function presentOrganization(org: Organization) {
@@ -49,7 +49,7 @@ export async function updateOrganization(deps: AppDeps, principal: Principal, in
       metadata: { previous_name: current.name, name: renamed.name },
     });
     return renamed;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentOrganization(org);
 }
 
@@ -96,7 +96,7 @@ export async function deleteOrganization(
   // Checked again before any history goes (the password check takes a while: ownership may have been transferred
   // or the organization renamed meanwhile), and once more as the row goes, in the transaction that deletes it: a
   // change during the erasure itself leaves the history erased and the organization in place.
-  await db.$transaction((tx) => requireStillDeletable(tx, principal, input.confirm, 'own'));
+  await db.$transaction((tx) => requireStillDeletable(tx, principal, input.confirm, 'own'), RECHECKED_TRANSACTION);
   await eraseOrganizationHistory(deps.prisma, org.id);
   // The history is gone by now: a deadlock with a writer of the organization (one that takes a row the cascade
   // deletes before a membership) must not leave the organization behind, so the deletion runs again.
@@ -150,7 +150,7 @@ export async function transferOwnership(
       metadata: { previous_owner_id: principal.userId, previous_owner_role: 'admin', new_owner_previous_role: target.role },
     });
     return { owner_id: input.user_id, previous_owner_id: principal.userId, previous_owner_role: 'admin' };
-  });
+  }, RECHECKED_TRANSACTION);
   await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
   return result;
 }

@@ -244,6 +244,28 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'erasure requests: one filed for a person who has one already (409), one cancelled',
+      arrange: async (org) => {
+        const admin = as(org.admin);
+        const awaiting = async () => {
+          const person = await createUserInOrg(wide, org.id, 'member', 'erasure-subject');
+          const id = newId('era');
+          // Never 'previewing': the run's database is shared, and another file's erasure run would take it up.
+          await wide.deps.prisma.erasureRequest.create({
+            data: { id, organizationId: org.id, subjectUserId: person.id, status: 'awaiting_confirmation', pseudonymName: `Erased ${id}`, pseudonymEmail: `${id}@erased.invalid`, requestedById: org.owner.id },
+          });
+          return { id, person };
+        };
+        const [filedTwice, cancelled] = [await awaiting(), await awaiting()];
+        return {
+          changes: [
+            { what: 'POST /governance/erasure-requests', send: () => admin(api().post('/api/v1/governance/erasure-requests').send({ user_id: filedTwice.person.id })), answers: 409 },
+            { what: 'POST /governance/erasure-requests/:id/cancel', send: () => admin(api().post(`/api/v1/governance/erasure-requests/${cancelled.id}/cancel`)), answers: 200 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

@@ -25,7 +25,7 @@ import type { AppDeps } from '../../app-deps';
 import type { Principal } from '../../auth/principal';
 import { conflict, forbidden, notFound } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 
 export function presentErasure(r: ErasureRequest) {
@@ -201,7 +201,7 @@ export async function fileErasure(deps: AppDeps, principal: Principal, input: { 
       metadata: { subject_user_id: subject.userId, pseudonym: pseudonym.name },
     });
     return created;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentErasure(request);
 }
 
@@ -247,7 +247,7 @@ async function transition(deps: AppDeps, principal: Principal, id: string, meta:
       metadata: { subject_user_id: request.subjectUserId },
     });
     return presentErasure(await tx.erasureRequest.findFirstOrThrow({ where: { id } }));
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 export function confirmErasure(deps: AppDeps, principal: Principal, id: string, meta: RequestMeta) {

@@ -266,6 +266,22 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'spend: usage recorded, a limit created, changed and deleted',
+      arrange: async (org) => {
+        const admin = as(org.admin);
+        const limit = () => made(admin(api().post('/api/v1/billing/limits').send({ kind: 'threshold', credits: '500' })));
+        const [changed, deleted] = [await limit(), await limit()];
+        return {
+          changes: [
+            { what: 'POST /usage', send: () => admin(api().post('/api/v1/usage').send({ credits: '1.50' })), answers: 201 },
+            { what: 'POST /billing/limits', send: () => admin(api().post('/api/v1/billing/limits').send({ kind: 'threshold', credits: '700' })), answers: 201 },
+            { what: 'PATCH /billing/limits/:id', send: () => admin(api().patch(`/api/v1/billing/limits/${changed}`).send({ credits: '900' })), answers: 200 },
+            { what: 'DELETE /billing/limits/:id', send: () => admin(api().delete(`/api/v1/billing/limits/${deleted}`)), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

@@ -17,7 +17,7 @@ import type { Principal } from '../../auth/principal';
 import { conflict, notFound, unprocessable } from '../../http/errors';
 import { pageArgs, toPage, type PageQuery } from '../../http/pagination';
 import { newId } from '@svc/db';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 import { formatCredits, lockOrganizationSpend, spentIn, ZERO, type Decimal } from './spend-ledger';
 
 /**
@@ -138,6 +138,7 @@ export async function recordUsage(
       return created;
     },
     () => now,
+    RECHECKED_TRANSACTION,
   );
   return presentUsage(usage);
 }
@@ -251,6 +252,7 @@ export async function createLimit(
       return tx.spendLimit.findUniqueOrThrow({ where: { id: created.id } });
     },
     () => now,
+    RECHECKED_TRANSACTION,
   );
   return presentLimit(limit);
 }
@@ -276,6 +278,7 @@ export async function updateLimit(deps: AppDeps, principal: Principal, id: strin
       return tx.spendLimit.findUniqueOrThrow({ where: { id: current.id } });
     },
     () => now,
+    RECHECKED_TRANSACTION,
   );
   return presentLimit(limit);
 }
@@ -285,5 +288,5 @@ export async function deleteLimit(deps: AppDeps, principal: Principal, id: strin
     await lockSpendForChange(tx, principal, 'Managing spend limits');
     const deleted = await tx.spendLimit.deleteMany({ where: { id } });
     if (deleted.count === 0) throw notFound('Spend limit');
-  });
+  }, RECHECKED_TRANSACTION);
 }

@@ -282,6 +282,21 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: "API keys: one minted, the caller's own revoked, a manager's revoked by an admin",
+      arrange: async (org) => {
+        const [owner, admin] = [as(org.owner), as(org.admin)];
+        const own = await made(owner(api().post('/api/v1/api-keys').send({ name: `own ${uniqueSuffix()}`, scopes: ['webhooks:read'] })));
+        const managers = await made(as(org.manager)(api().post('/api/v1/api-keys').send({ name: `manager's ${uniqueSuffix()}`, scopes: ['projects:read'] })));
+        return {
+          changes: [
+            { what: 'POST /api-keys', send: () => owner(api().post('/api/v1/api-keys').send({ name: `minted meanwhile ${uniqueSuffix()}`, scopes: ['webhooks:read'] })), answers: 201 },
+            { what: "DELETE /api-keys/:id (the caller's own)", send: () => owner(api().delete(`/api/v1/api-keys/${own}`)), answers: 204 },
+            { what: "DELETE /api-keys/:id (a manager's)", send: () => admin(api().delete(`/api/v1/api-keys/${managers}`)), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

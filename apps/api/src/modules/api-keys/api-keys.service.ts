@@ -12,7 +12,7 @@ import { newId, scopedTo } from '@svc/db';
 import { displayPrefix, generateApiKeyValue, hashApiKey } from '../../auth/api-key-material';
 import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
-import { lockOwnRole, lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
+import { lockOwnRole, lockOwnRoleAndMember, RECHECKED_TRANSACTION, requireCommittedScope } from '../access/own-role';
 import { confirmSensitiveChange } from '../auth/reauthentication';
 import { keyNoticeAllowance, recordSecurityNotice, sendSecurityNoticeNow } from '../auth/security-notices';
 import { expirationUnderPolicy, loadKeyPolicy } from '../key-policy/key-policy.service';
@@ -141,7 +141,7 @@ export async function createApiKey(
       now,
     );
     return { key: created, noticeId };
-  });
+  }, RECHECKED_TRANSACTION);
   // Not awaited: the key exists, and its value must reach the caller whatever happens to the notice.
   if (noticeId) sendSecurityNoticeNow(deps, noticeId, principal.userId);
   return { ...presentApiKey(key), key: value };
@@ -203,6 +203,6 @@ export async function revokeApiKey(deps: AppDeps, principal: Principal, id: stri
       target: { type: 'api_key', id },
       metadata: { name: key.name, prefix: key.displayPrefix, reason: 'user', owner_user_id: key.userId },
     });
-  });
+  }, RECHECKED_TRANSACTION);
   await invalidateCachedPrincipals(deps, { organizationIds: [key.organizationId] });
 }

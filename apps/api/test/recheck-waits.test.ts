@@ -297,6 +297,25 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'integrations: connected, disconnected, bound to a team and unbound from one',
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        const integration = () => made(owner(api().post('/api/v1/integrations').send({ kind: 'github', name: `GitHub ${uniqueSuffix()}`, token: 'ghp_recheckWaits0123456789' })));
+        const team = () => made(owner(api().post('/api/v1/teams').send({ name: `Team ${uniqueSuffix()}` })));
+        const [disconnected, bound, unbound] = [await integration(), await integration(), await integration()];
+        const [bindTo, unbindFrom] = [await team(), await team()];
+        expect((await owner(api().put(`/api/v1/integrations/${unbound}/teams/${unbindFrom}`))).status).toBe(200);
+        return {
+          changes: [
+            { what: 'POST /integrations', send: () => owner(api().post('/api/v1/integrations').send({ kind: 'github', name: `Made meanwhile ${uniqueSuffix()}`, token: 'ghp_recheckWaits0123456789' })), answers: 201 },
+            { what: 'DELETE /integrations/:id', send: () => owner(api().delete(`/api/v1/integrations/${disconnected}`)), answers: 204 },
+            { what: 'PUT /integrations/:id/teams/:team_id', send: () => owner(api().put(`/api/v1/integrations/${bound}/teams/${bindTo}`)), answers: 200 },
+            { what: 'DELETE /integrations/:id/teams/:team_id', send: () => owner(api().delete(`/api/v1/integrations/${unbound}/teams/${unbindFrom}`)), answers: 200 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

@@ -19,7 +19,7 @@ import type { ConfirmSensitiveChange } from '../auth/reauthentication';
 import { requireProjectAccess } from '../access/access.service';
 import { findTeam, holdTeam } from '../teams/teams.service';
 import { INTEGRATION_KINDS, type IntegrationKind } from './integrations.schemas';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 
 type IntegrationRow = Integration & { teamBindings: Array<{ teamId: string }> };
 const withTeams = { include: { teamBindings: { select: { teamId: true }, orderBy: { createdAt: 'asc' as const } } } } as const;
@@ -89,7 +89,7 @@ export async function connectIntegration(
       metadata: { kind: input.kind, name: input.name, auth_method: columns.authMethod, base_url: 'baseUrl' in columns ? columns.baseUrl ?? null : null },
     });
     return row;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentIntegration(created);
 }
 
@@ -123,7 +123,7 @@ export async function disconnectIntegration(deps: AppDeps, principal: Principal,
       target: { type: 'integration', id },
       metadata: { kind: row.kind, name: row.name, teams_unbound: row.teamBindings.length },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 /** Makes the integration the team's default of its kind (replacing the team's previous one of that kind). */
@@ -147,7 +147,7 @@ export async function bindTeam(deps: AppDeps, principal: Principal, id: string, 
       target: { type: 'integration', id },
       metadata: { kind: integration.kind, team_id: team.id, team_name: team.name },
     });
-  });
+  }, RECHECKED_TRANSACTION);
   return presentIntegration(await requireIntegration(deps, principal, id));
 }
 
@@ -164,7 +164,7 @@ export async function unbindTeam(deps: AppDeps, principal: Principal, id: string
       target: { type: 'integration', id },
       metadata: { kind: integration.kind, team_id: team.id, team_name: team.name },
     });
-  });
+  }, RECHECKED_TRANSACTION);
   return presentIntegration(await requireIntegration(deps, principal, id));
 }
 

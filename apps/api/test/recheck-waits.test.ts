@@ -316,6 +316,21 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'notification targets: created, renamed, revoked',
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        const target = () => made(owner(api().post('/api/v1/notification-targets').send({ kind: 'slack', name: `chat ${uniqueSuffix()}`, url: PUBLIC_URL, events: ['report.ready'] })));
+        const [renamed, revoked] = [await target(), await target()];
+        return {
+          changes: [
+            { what: 'POST /notification-targets', send: () => owner(api().post('/api/v1/notification-targets').send({ kind: 'slack', name: `made meanwhile ${uniqueSuffix()}`, url: PUBLIC_URL, events: ['report.ready'] })), answers: 201 },
+            { what: 'PATCH /notification-targets/:id', send: () => owner(api().patch(`/api/v1/notification-targets/${renamed}`).send({ name: `renamed ${renamed}` })), answers: 200 },
+            { what: 'DELETE /notification-targets/:id', send: () => owner(api().delete(`/api/v1/notification-targets/${revoked}`)), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

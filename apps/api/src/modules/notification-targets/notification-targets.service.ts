@@ -14,7 +14,7 @@ import { confirmRoutingRole } from '../access/event-routing';
 import { publishTestDelivery, refuseOutside } from '../webhooks/subscriptions.service';
 import type { ConfirmSensitiveChange, ReauthenticatedOperation } from '../auth/reauthentication';
 import { lockOrganization } from '../organizations/organization-lock';
-import { requireStillHolds } from '../access/own-role';
+import { RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 
 export const MAX_LIVE_TARGETS = 25;
 
@@ -187,7 +187,7 @@ export async function createTarget(deps: AppDeps, tenant: Tenant, input: TargetI
       metadata: auditedInput(input),
     });
     return target;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentTarget(created);
 }
 
@@ -258,7 +258,7 @@ export async function updateTarget(
       metadata: { kind: current.kind, ...auditedInput(input) },
     });
     return row;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentWithStatus(deps, updated);
 }
 
@@ -274,7 +274,7 @@ export async function revokeTarget(deps: AppDeps, tenant: Tenant, id: string, by
       target: { type: 'notification_target', id },
       metadata: { kind: target.kind, name: target.name },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 const TEST_MESSAGE_REFUSED = {

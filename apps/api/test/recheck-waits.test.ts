@@ -331,6 +331,21 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'issue trackers: configured, renamed, revoked',
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        const tracker = () => made(owner(api().post('/api/v1/issue-export-targets').send({ kind: 'github', name: `gh ${uniqueSuffix()}`, repository: 'acme/web', token: 'ghp_recheckWaits0123456789' })));
+        const [renamed, revoked] = [await tracker(), await tracker()];
+        return {
+          changes: [
+            { what: 'POST /issue-export-targets', send: () => owner(api().post('/api/v1/issue-export-targets').send({ kind: 'github', name: `made meanwhile ${uniqueSuffix()}`, repository: 'acme/web', token: 'ghp_recheckWaits0123456789' })), answers: 201 },
+            { what: 'PATCH /issue-export-targets/:id', send: () => owner(api().patch(`/api/v1/issue-export-targets/${renamed}`).send({ name: `renamed ${renamed}` })), answers: 200 },
+            { what: 'DELETE /issue-export-targets/:id', send: () => owner(api().delete(`/api/v1/issue-export-targets/${revoked}`)), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

@@ -126,7 +126,7 @@ export async function createIssueTarget(deps: AppDeps, tenant: Tenant, input: Is
       metadata: auditedInput(input),
     });
     return created;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentIssueTarget(target);
 }
 
@@ -202,7 +202,7 @@ export async function updateIssueTarget(
       },
     });
     return row;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentIssueTarget(updated);
 }
 
@@ -218,7 +218,7 @@ export async function revokeIssueTarget(deps: AppDeps, tenant: Tenant, id: strin
       target: { type: 'issue_export_target', id },
       metadata: { kind: target.kind, name: target.name },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 export function presentIssueExport(e: FindingIssueExport, target: Pick<IssueExportTarget, 'name' | 'kind'> | null) {

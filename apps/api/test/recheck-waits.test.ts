@@ -346,6 +346,18 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: "members: one's role lowered, one removed",
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        return {
+          changes: [
+            { what: 'PATCH /members/:user_id', send: () => owner(api().patch(`/api/v1/members/${org.manager.id}`).send({ role: 'member' })), answers: 200 },
+            { what: 'DELETE /members/:user_id', send: () => owner(api().delete(`/api/v1/members/${org.member.id}`)), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and
@@ -367,4 +379,33 @@ describe('changes that lock the caller\'s membership first, behind a long transa
     expect(Object.fromEntries(changes.map((c, i) => [c.what, seen(answers[i]!, c.answers)])))
       .toEqual(Object.fromEntries(changes.map((c) => [c.what, c.answers])));
   }, 60_000);
+
+  // A role change holds both memberships (NO KEY UPDATE) while it disables the routes its member configured; a
+  // project's deletion holds that project's live subscriptions (deleteWithSubscriptions) for as long as its cascade
+  // runs. So the removal waits for the deletion, and the remover's every other change waits for the removal, however
+  // the deletion ends: each must outlast 5 s.
+  it("a member's removal waiting 6 s for a project's deletion (which holds their subscription), and the remover's next change waiting for it: both land once the deletion commits (204, 201), not 503", async () => {
+    const org = await createOrg(wide);
+    const project = await insertProject(wide, org.id);
+    const leaving = await createUserInOrg(wide, org.id, 'admin', 'leaving-admin');
+    const subscription = await subscribe(wide, leaving.token, { projectId: project.id }, ['finding.created']);
+    let created!: Promise<request.Response>;
+    const removed = await whileRowsHeld(wide,
+      // As deleteWithSubscriptions holds them, for a cascade that takes a while.
+      async (tx) => {
+        await tx.$queryRaw`SELECT id FROM projects WHERE id = ${project.id} FOR UPDATE`;
+        await tx.$queryRaw`SELECT id FROM webhook_subscriptions WHERE id = ${subscription} FOR NO KEY UPDATE`;
+      },
+      () => api().delete(`/api/v1/members/${leaving.id}`).set(bearer(org.owner.token)).then((r) => r),
+      1,
+      async (tx, holder) => {
+        created = api().post('/api/v1/teams').set(bearer(org.owner.token)).send({ name: `Made meanwhile ${uniqueSuffix()}` }).then((r) => r);
+        await untilBlockedBy(wide, holder, 2);
+        await new Promise((r) => setTimeout(r, 6_000));
+        await tx.project.delete({ where: { id: project.id } });
+      },
+    );
+    expect([removed.status, (await created).status]).toEqual([204, 201]);
+    expect(await wide.deps.prisma.membership.count({ where: { organizationId: org.id, userId: leaving.id } })).toBe(0);
+  }, 30_000);
 });

@@ -12,7 +12,7 @@ import type { RateLimiters } from '../../http/rate-limit';
 import { recordAs, type RequestMeta } from '../audit/audit.context';
 import { confirmSensitiveChange } from '../auth/reauthentication';
 import { disableRoutesConfiguredBy } from '../access/event-routing';
-import { lockOwnRoleAndMember, requireCommittedScope } from '../access/own-role';
+import { lockOwnRoleAndMember, RECHECKED_TRANSACTION, requireCommittedScope } from '../access/own-role';
 
 type MembershipWithUser = Membership & { user: Pick<User, 'email' | 'name' | 'status'> };
 
@@ -158,7 +158,7 @@ export async function changeRole(
       });
     }
     return previousRole;
-  });
+  }, RECHECKED_TRANSACTION);
   if (changedFrom !== input.role) await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
   return presentMember({ ...target, role: input.role });
 }
@@ -213,6 +213,6 @@ export async function removeMember(deps: AppDeps, principal: Principal, userId: 
         metadata: { name: key.name, prefix: key.displayPrefix, reason: 'member_removed', owner_user_id: userId },
       })),
     ]);
-  });
+  }, RECHECKED_TRANSACTION);
   await invalidateCachedPrincipals(deps, { organizationIds: [principal.organizationId] });
 }

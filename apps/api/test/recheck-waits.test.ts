@@ -358,6 +358,22 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'webhook subscriptions: created, renamed, deleted, their secret rotated',
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        const subscription = () => subscribe(wide, org.owner.token, { org: true }, ['finding.created']);
+        const [renamed, deleted, rotated] = [await subscription(), await subscription(), await subscription()];
+        return {
+          changes: [
+            { what: 'POST /webhooks/subscriptions', send: () => owner(api().post('/api/v1/webhooks/subscriptions').send({ name: `made meanwhile ${uniqueSuffix()}`, url: PUBLIC_URL, events: ['finding.created'] })), answers: 201 },
+            { what: 'PATCH /webhooks/subscriptions/:id', send: () => owner(api().patch(`/api/v1/webhooks/subscriptions/${renamed}`).send({ name: `renamed ${renamed}` })), answers: 200 },
+            { what: 'DELETE /webhooks/subscriptions/:id', send: () => owner(api().delete(`/api/v1/webhooks/subscriptions/${deleted}`)), answers: 204 },
+            { what: 'POST /webhooks/subscriptions/:id/rotate-secret', send: () => owner(api().post(`/api/v1/webhooks/subscriptions/${rotated}/rotate-secret`)), answers: 200 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

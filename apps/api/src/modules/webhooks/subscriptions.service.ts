@@ -266,7 +266,7 @@ export async function createSubscription(
       metadata: { ...levelOf(ctx), ...auditedInput(input) },
     });
     return created;
-  });
+  }, RECHECKED_TRANSACTION);
   return { ...presentSubscription(subscription, deps.clock.now()), secret };
 }
 
@@ -333,7 +333,7 @@ export async function updateSubscription(
       });
     }
     return row;
-  });
+  }, RECHECKED_TRANSACTION);
   return presentSubscription(updated, now);
 }
 
@@ -351,7 +351,7 @@ export async function deleteSubscription(deps: AppDeps, ctx: LevelContext, id: s
       target: { type: 'webhook_subscription', id },
       metadata: { ...levelOf(ctx), name: subscription.name },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 /**
@@ -465,7 +465,7 @@ export async function rotateSecret(deps: AppDeps, ctx: LevelContext, id: string,
       target: { type: 'webhook_subscription', id },
       metadata: { ...levelOf(ctx), name: current.name, grace_period_ends_at: graceEnds.toISOString() },
     });
-  });
+  }, RECHECKED_TRANSACTION);
   return { id, secret, previous_secret_expires_at: graceEnds.toISOString() };
 }
 

@@ -374,6 +374,19 @@ describe('changes that lock the caller\'s membership first, behind a long transa
         };
       },
     },
+    {
+      family: 'invitations: sent, revoked',
+      arrange: async (org) => {
+        const owner = as(org.owner);
+        const revoked = await made(owner(api().post('/api/v1/invitations').send({ email: `invitee-${uniqueSuffix()}@example.test`, role: 'member' })));
+        return {
+          changes: [
+            { what: 'POST /invitations', send: () => owner(api().post('/api/v1/invitations').send({ email: `invited-meanwhile-${uniqueSuffix()}@example.test`, role: 'member' })), answers: 201 },
+            { what: 'DELETE /invitations/:id', send: () => owner(api().delete(`/api/v1/invitations/${revoked}`)), answers: 204 },
+          ],
+        };
+      },
+    },
   ];
 
   // Each family's changes are sent while a transaction holds those rows as the deletion does, wait there for 6 s, and

@@ -16,7 +16,7 @@ import { password as passwordRules } from '../../http/validate';
 import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
 import { recordAs, recordInOrganizations, userActor, type Acting, type RequestMeta } from '../audit/audit.context';
-import { lockOwnRole, requireStillHolds } from '../access/own-role';
+import { lockOwnRole, RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -62,7 +62,7 @@ async function deletePendingInvitation(
     const { count } = await tx.invitation.deleteMany({ where: { id: inv.id, acceptedAt: null } });
     if (count === 1) await recordAs(tx, principal, meta, now, invitationEvent(inv, 'invitation.revoked', { reason }));
     return count === 1;
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 /**
@@ -117,7 +117,7 @@ export async function createInvitation(
       });
       await recordAs(tx, principal, meta, now, invitationEvent(created, 'invitation.created'));
       return created;
-    }),
+    }, RECHECKED_TRANSACTION),
     deps.prisma.organization.findUniqueOrThrow({ where: { id: principal.organizationId }, select: { name: true } }),
   ]);
   const link = `${deps.config.publicBaseUrl}/accept-invite?token=${encodeURIComponent(token)}`;

@@ -438,3 +438,51 @@ describe('changes that lock the caller\'s membership first, behind a long transa
     expect(await wide.deps.prisma.membership.count({ where: { organizationId: org.id, userId: leaving.id } })).toBe(0);
   }, 30_000);
 });
+
+// The engine's report of a fingerprint already recorded updates that finding in a transaction that share-locks its
+// assessment first (findings.service.ts updateRecordedFinding), after the statement that found it recorded and after a
+// turn of its organization's: an assessment's deletion begun in between holds that row for as long as its cascade runs.
+it("a finding recorded again while its assessment's row is held for 6 s by a deletion begun meanwhile, which then rolls back: updated (200), not 503", async () => {
+  // One turn per organization, so that the report waits for it between its statement and its update.
+  const narrow = await createHarness({ ORGANIZATION_WRITES_IN_FLIGHT: '1' });
+  const [edited, deletion] = [new Client({ connectionString: narrow.config.databaseUrl }), new Client({ connectionString: narrow.config.databaseUrl })];
+  await Promise.all([edited.connect(), deletion.connect()]);
+  try {
+    const t = await createOrg(narrow);
+    const engine = await createKey(narrow, t.admin.token, ['assessments:update']);
+    const [project, busy] = [await insertProject(narrow, t.id), await insertProject(narrow, t.id)];
+    const assessment = await insertAssessmentIn(narrow, t.id, project.id, 'running');
+    const finding = await insertFinding(narrow, assessment);
+    const turns = narrow.app.locals.organizationTurns as OrganizationTurns;
+    const until = async (what: string, done: () => boolean) => {
+      for (let waited = 0; !done(); waited += 20) {
+        if (waited > 15_000) throw new Error(`never ${what}: ${JSON.stringify(turns.load(t.id))}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    // The organization's one turn, taken by an edit of another project that waits for that project's row.
+    await edited.query('BEGIN');
+    await edited.query('SELECT id FROM projects WHERE id = $1 FOR UPDATE', [busy.id]);
+    const edit = request(narrow.app).patch(`/api/v1/projects/${busy.id}`).set(bearer(t.owner.token)).send({ name: 'edited' }).then((r) => r);
+    await untilBlockedBy(narrow, await backendPid(edited), 1);
+    const recorded = request(narrow.app).post(`/api/v1/assessments/${assessment.id}/findings`).set(bearer(engine))
+      .send({ title: 'seen again', severity: 'low', fingerprint: finding.fingerprint }).then((r) => r);
+    await until('the report waiting for a turn', () => turns.load(t.id).waiting === 1);
+    // The assessment's deletion begins (its row held as deleteWithSubscriptions holds it); then the turn is free.
+    await deletion.query('BEGIN');
+    await deletion.query('SELECT id FROM assessments WHERE id = $1 FOR UPDATE', [assessment.id]);
+    await edited.query('ROLLBACK');
+    expect((await edit).status).toBe(200);
+    await untilBlockedBy(narrow, await backendPid(deletion), 1);
+    await new Promise((r) => setTimeout(r, 6_000));
+    // Refused, or failed, after its wait (a deletion that commits makes this a 409 even after a 5-s transaction: the
+    // report then stops at the row it no longer finds; one that does not, the report goes on to its update).
+    await deletion.query('ROLLBACK');
+    const res = await recorded;
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: finding.id, title: 'seen again' });
+  } finally {
+    await Promise.all([edited.end(), deletion.end()]);
+    await narrow.close();
+  }
+}, 30_000);

@@ -300,7 +300,7 @@ async function updateRecordedFinding(deps: AppDeps, principal: Principal, assess
         ...(!overridden && { severity }),
       },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 /** A triage action: one status change, published in the same transaction. */

@@ -8,7 +8,7 @@ import request from 'supertest';
 import { newId } from '@svc/db';
 import { createHarness, uniqueSuffix, type Harness } from './support/harness';
 import { bearer, createOrg, createUserInOrg, insertProject, type TestOrg, type TestUser } from './support/fixtures';
-import { createKey, insertAssessmentIn, insertFinding, PUBLIC_URL, subscribe } from './support/domain';
+import { createKey, insertAssessmentIn, insertFinding, insertReadyReport, PUBLIC_URL, subscribe } from './support/domain';
 import { untilBlockedBy, whileRowsHeld } from './support/row-locks';
 import { backendPid } from '../../../test-support/pg-locks';
 import type { OrganizationTurns } from '../src/http/organization-turns';
@@ -485,4 +485,29 @@ it("a finding recorded again while its assessment's row is held for 6 s by a del
     await Promise.all([edited.end(), deletion.end()]);
     await narrow.close();
   }
+}, 30_000);
+
+// A shared report's view counts itself on the share's row (shared-report.service.ts recordAccess), which its project's,
+// assessment's or report's deletion holds from its cascade until it commits.
+it.each([
+  { end: 'commits', answers: 404, body: { detail: 'Report not found.' } },
+  { end: 'rolls back', answers: 200, body: expect.objectContaining({ download_path: expect.any(String) }) },
+])("a shared report viewed while its project's deletion runs for 6 s and then $end: $answers, not 500 or 503", async ({ end, answers, body }) => {
+  const project = await insertProject(h, org.id);
+  const report = await insertReadyReport(h, org.id, (await insertAssessmentIn(h, org.id, project.id, 'completed')).id);
+  const published = await request(h.app).post(`/api/v1/reports/${report.id}/publication`).set(bearer(org.owner.token)).send({});
+  expect(published.status).toBe(201);
+  const token = String(published.body.url).split('/').pop()!;
+  const res = await whileRowsHeld(h,
+    // As the cascade of the project's deletion holds it, for a while.
+    (tx) => tx.$queryRaw`SELECT id FROM report_shares WHERE report_id = ${report.id} FOR UPDATE`,
+    () => request(h.app).get(`/api/v1/shared/reports/${token}`).then((r) => r),
+    1,
+    async (tx) => {
+      await new Promise((r) => setTimeout(r, 6_000));
+      if (end === 'commits') await tx.project.delete({ where: { id: project.id } });
+    },
+  );
+  expect(res.status).toBe(answers);
+  expect(res.body).toEqual(body);
 }, 30_000);

@@ -12,6 +12,7 @@ import { conflict, notFound } from '../../http/errors';
 import { clientAddressKey, consumeOrThrow, redisRateLimiter } from '../../http/rate-limit';
 import { recordInOrganizations, requestMeta } from '../audit/audit.context';
 import { sendReportPdf } from '../reports/reports.service';
+import { RECHECKED_TRANSACTION } from '../access/own-role';
 
 /** Headers of every public share response (errors included): never cached, never indexed, never leaked by Referer. */
 export const sharedResponseHeaders: RequestHandler = (_req, res, next) => {
@@ -68,18 +69,23 @@ async function openShare(deps: AppDeps, limiters: ShareLimiters, req: Request, t
 
 type OpenShare = Awaited<ReturnType<typeof openShare>>;
 
-/** Audits the access (actor: the share) and counts it on the share, in one transaction. */
+/**
+ * Audits the access (actor: the share) and counts it on the share, in one transaction. The count's UPDATE waits for
+ * whatever holds the share's row: its report's, assessment's or project's deletion cascades into it and holds it for as
+ * long as that runs (RECHECKED_TRANSACTION, not Prisma's 5 s: 503); a share gone meanwhile is the same 404 as before.
+ */
 async function recordAccess(deps: AppDeps, req: Request, share: OpenShare, action: AuditAction): Promise<void> {
   const now = deps.clock.now();
   const actor = { type: 'report_share' as const, id: share.id, label: share.kind === 'email' ? share.email! : 'published link' };
   await scopedTo(deps.prisma, share).$transaction(async (tx) => {
-    await tx.reportShare.update({ where: { id: share.id }, data: { lastAccessedAt: now, accessCount: { increment: 1 } } });
+    const { count } = await tx.reportShare.updateMany({ where: { id: share.id }, data: { lastAccessedAt: now, accessCount: { increment: 1 } } });
+    if (count !== 1) throw NOT_FOUND();
     await recordInOrganizations(tx, [share.organizationId], actor, requestMeta(req), now, {
       action,
       target: { type: 'report', id: share.reportId },
       metadata: { share_id: share.id, kind: share.kind, ...(share.email && { email: share.email }) },
     });
-  });
+  }, RECHECKED_TRANSACTION);
 }
 
 export async function viewSharedReport(deps: AppDeps, limiters: ShareLimiters, req: Request, token: string) {

@@ -511,3 +511,28 @@ it.each([
   expect(res.status).toBe(answers);
   expect(res.body).toEqual(body);
 }, 30_000);
+
+// An invitation's acceptance claims its row (invitations.service.ts joinInvitedOrganization), which the cascade of its
+// organization's deletion holds until that commits.
+it.each([
+  { end: 'commits', answers: 400 },
+  { end: 'rolls back', answers: 200 },
+])("an invitation accepted while its organization's deletion runs for 6 s and then $end: $answers, not 503", async ({ end, answers }) => {
+  const inviting = await createOrg(h);
+  const email = `invitee-${uniqueSuffix()}@example.test`;
+  const invited = await request(h.app).post('/api/v1/invitations').set(bearer(inviting.owner.token)).send({ email, role: 'member' });
+  expect(invited.status).toBe(201);
+  const link = h.mail().filter((m) => m.to === email).map((m) => /accept-invite\?token=([A-Za-z0-9_-]+)/.exec(m.text)?.[1]).find(Boolean);
+  const res = await whileRowsHeld(h,
+    // As the cascade of the organization's deletion holds it, for a while.
+    (tx) => tx.$queryRaw`SELECT id FROM invitations WHERE id = ${invited.body.id} FOR UPDATE`,
+    () => request(h.app).post('/api/v1/invitations/accept').send({ token: link, name: 'Invited Person', password: 'a brand new passphrase' }).then((r) => r),
+    1,
+    async (tx) => {
+      await new Promise((r) => setTimeout(r, 6_000));
+      if (end === 'commits') await tx.organization.delete({ where: { id: inviting.id } });
+    },
+  );
+  expect(res.status).toBe(answers);
+  expect(await h.deps.prisma.user.count({ where: { email } })).toBe(end === 'commits' ? 0 : 1);
+}, 30_000);

@@ -218,7 +218,8 @@ export interface NewInvitedUser {
  * Accepts `inv` for someone who has proven control of its e-mail address (the mailed link, or a provider that
  * verified the address): claims the invitation and, in the same transaction, makes the existing user (activated
  * if still pending) or a new active user a member of the organization with the invited role, and records
- * `invitation.accepted` in that organization with the user as actor (there is no principal yet).
+ * `invitation.accepted` in that organization with the user as actor (there is no principal yet). In RECHECKED_TRANSACTION:
+ * the claim waits for whatever holds the invitation's row, its organization's deletion (the cascade) for as long as it runs.
  */
 export async function joinInvitedOrganization(
   deps: Pick<AppDeps, 'prisma' | 'clock'>,
@@ -285,7 +286,7 @@ export async function joinInvitedOrganization(
       });
       const org = await tx.organization.findUniqueOrThrow({ where: { id: inv.organizationId }, select: { id: true, name: true } });
       return { organization: { id: org.id, name: org.name }, user_id: userId, email: inv.email, role: inv.role, new_user: !user };
-    });
+    }, RECHECKED_TRANSACTION);
   } catch (err) {
     if (err instanceof HttpError) throw err;
     // A concurrent signup with this address, or a concurrent accept of another invitation to this organization.

@@ -1,5 +1,5 @@
 // OrganizationTurns on its own: how many of one organization's writes run at once, in what order the others go.
-import { OrganizationTurns } from '../src/http/organization-turns';
+import { OrganizationTurns, Waiters } from '../src/http/organization-turns';
 
 /** A piece of work that runs until `finish` is called, recording when it started. */
 function held(started: string[], name: string) {
@@ -191,6 +191,37 @@ it("hands freed turns on without walking one organization's pile of waiting requ
   // Each took seconds; now a few milliseconds.
   expect({ others: others < 1_000, drain: drain < 1_000 }).toEqual({ others: true, drain: true });
 }, 60_000);
+
+// Found by the review of e7cde15: a request that left the line was only marked, and dropped when the queue's head came
+// to it; the head stands still while the organization runs all its turns (its writes behind its own deletion, for
+// minutes), and every request that arrived meanwhile and left (its 30 s ran out, its client went) stayed in memory,
+// with its closures and its 503, for as long: as many as the organization's credentials' rate limits let in.
+it("forgets the requests that left an organization's line while the first in it still waits", () => {
+  const queue = new Waiters();
+  const waiter = (arrival: number) => ({ arrival, state: 'waiting' as const, start: () => undefined });
+  queue.push(waiter(0));
+  for (let arrival = 1; arrival <= 100_000; arrival += 1) {
+    const next = waiter(arrival);
+    queue.push(next);
+    // One in a thousand stays.
+    if (arrival % 1_000 !== 0) queue.remove(next);
+  }
+  expect({ keeps: queue.slots <= 2_048, length: queue.length, first: queue.first().arrival }).toEqual({ keeps: true, length: 101, first: 0 });
+  // Those that stay go in the order they came.
+  const order = Array.from({ length: 101 }, () => queue.shift().arrival);
+  expect(order).toEqual(Array.from({ length: 101 }, (_, i) => i * 1_000));
+  // Also when none of them stays: each leaves after the next came, so the line is never empty.
+  const rolling = new Waiters();
+  let previous = waiter(0);
+  rolling.push(previous);
+  for (let arrival = 1; arrival <= 100_000; arrival += 1) {
+    const next = waiter(arrival);
+    rolling.push(next);
+    rolling.remove(previous);
+    previous = next;
+  }
+  expect({ keeps: rolling.slots <= 2_048, length: rolling.length, first: rolling.first().arrival }).toEqual({ keeps: true, length: 1, first: 100_000 });
+});
 
 it('in random runs, starts exactly whom a plain model starts: the longest-waiting of the organizations running fewest, below their limit', async () => {
   let seed = 7;

@@ -143,7 +143,7 @@ export class OrganizationTurns {
   }
 }
 
-interface Waiter {
+export interface Waiter {
   /** When it came, across organizations. */
   arrival: number;
   /** 'left': it left the line without running, and stays in its queue's array until the queue's head passes it. */
@@ -153,15 +153,24 @@ interface Waiter {
 
 /**
  * One organization's waiting requests, first in first out; taking the first is O(1) however many wait, and so is a
- * request leaving from the middle (marked, and passed over when it comes to the front).
+ * request leaving from the middle (marked, and passed over when it comes to the front). Those that left are dropped
+ * in bulk once they outnumber the waiting ones (amortised O(1) too): the front may stand still for as long as the
+ * organization runs all its turns, and requests arriving and leaving meanwhile must not pile up behind it.
  */
-class Waiters {
+export class Waiters {
   private items: Array<Waiter | undefined> = [];
   private head = 0;
   private count = 0;
+  /** Of the entries from `head` on, those that left. */
+  private left = 0;
 
   get length(): number {
     return this.count;
+  }
+
+  /** Entries its array keeps: the waiting ones, and those that left and are not dropped yet (for tests). */
+  get slots(): number {
+    return this.items.length - this.head;
   }
 
   push(waiter: Waiter): void {
@@ -188,14 +197,23 @@ class Waiters {
   remove(waiter: Waiter): void {
     waiter.state = 'left';
     this.count -= 1;
+    this.left += 1;
+    if (this.left >= 1024 && this.left > this.count) this.dropLeft();
   }
 
   private passOverLeft(): void {
     while (this.head < this.items.length && this.items[this.head]!.state === 'left') {
       this.items[this.head] = undefined;
       this.head += 1;
+      this.left -= 1;
     }
     this.compact();
+  }
+
+  private dropLeft(): void {
+    this.items = this.items.slice(this.head).filter((waiter) => waiter!.state !== 'left');
+    this.head = 0;
+    this.left = 0;
   }
 
   // Array.prototype.shift moves every element of a large array: the taken ones are dropped in bulk instead.

@@ -14,11 +14,14 @@ export class OrganizationTurns {
   private readonly running = new Map<string, number>();
   private runningAll = 0;
   /**
-   * Each organization's waiting requests, in the order they came (numbered across organizations). A freed turn walks
-   * the organizations that wait, not their requests: one organization's pile of requests waiting for its own turns
-   * must not make every other organization's freed turn, nor its own, cost as many steps.
+   * Each organization's waiting requests, in the order they came (numbered across organizations). A freed turn takes
+   * the first of the organizations in `ready`, not walking their requests nor the organizations: one organization's
+   * pile of requests waiting for its own turns, or one request of each of many organizations (signing up makes one),
+   * must not make every freed turn cost as many steps.
    */
-  private readonly waiting = new Map<string, Waiters>();
+  private readonly waiting = new Map<string, Line>();
+  /** The organizations that wait with a turn of their own free, in the order startWaiting takes them. */
+  private readonly ready = new Ready();
   private waitingAll = 0;
   private arrivals = 0;
 
@@ -48,7 +51,7 @@ export class OrganizationTurns {
 
   /** Requests of the organization running now, and waiting for a turn (for tests and metrics). */
   load(organizationId: string): { running: number; waiting: number } {
-    return { running: this.running.get(organizationId) ?? 0, waiting: this.waiting.get(organizationId)?.length ?? 0 };
+    return { running: this.running.get(organizationId) ?? 0, waiting: this.waiting.get(organizationId)?.queue.length ?? 0 };
   }
 
   /** Requests of all organizations running now, and waiting for a turn. */
@@ -86,10 +89,12 @@ export class OrganizationTurns {
       const onAbandoned = () => leaveTheLine(abandonedBeforeItsTurn());
       const timer = this.waitLimitMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => leaveTheLine(noTurnInTime()), this.waitLimitMs);
       abandoned?.addEventListener('abort', onAbandoned, { once: true });
-      let queue = this.waiting.get(organizationId);
-      if (!queue) this.waiting.set(organizationId, (queue = new Waiters()));
-      queue.push(waiter);
+      let line = this.waiting.get(organizationId);
+      const first = !line;
+      if (!line) this.waiting.set(organizationId, (line = { organizationId, queue: new Waiters(), index: -1, running: 0, arrival: 0 }));
+      line.queue.push(waiter);
       this.waitingAll += 1;
+      if (first) this.reposition(line);
     });
   }
 
@@ -98,6 +103,7 @@ export class OrganizationTurns {
     if (running === 0) this.running.delete(organizationId);
     else this.running.set(organizationId, running);
     this.runningAll -= 1;
+    this.repositionOf(organizationId);
     this.startWaiting();
   }
 
@@ -108,29 +114,41 @@ export class OrganizationTurns {
    */
   private startWaiting(): void {
     while (this.runningAll < this.limitAll) {
-      let first: { organizationId: string; queue: Waiters; running: number } | undefined;
-      for (const [organizationId, queue] of this.waiting) {
-        const running = this.running.get(organizationId) ?? 0;
-        if (running >= this.limit) continue;
-        if (!first || running < first.running || (running === first.running && queue.first().arrival < first.queue.first().arrival)) {
-          first = { organizationId, queue, running };
-        }
-      }
-      if (!first) return;
-      const next = first.queue.shift();
-      if (first.queue.length === 0) this.waiting.delete(first.organizationId);
+      const line = this.ready.first();
+      if (!line) return;
+      const next = line.queue.shift();
       this.waitingAll -= 1;
-      this.start(first.organizationId);
+      if (line.queue.length === 0) this.forget(line);
+      this.start(line.organizationId);
       next.start();
     }
   }
 
   /** A waiting request leaves the line without running (its wait ran out, or its client went away). */
   private leave(organizationId: string, waiter: Waiter): void {
-    const queue = this.waiting.get(organizationId)!;
-    queue.remove(waiter);
-    if (queue.length === 0) this.waiting.delete(organizationId);
+    const line = this.waiting.get(organizationId)!;
+    line.queue.remove(waiter);
     this.waitingAll -= 1;
+    if (line.queue.length === 0) this.forget(line);
+    else this.reposition(line);
+  }
+
+  /** Its place in `ready` for its organization's running requests and its first waiting one, or none at its limit. */
+  private reposition(line: Line): void {
+    const running = this.running.get(line.organizationId) ?? 0;
+    if (running >= this.limit) this.ready.remove(line);
+    else this.ready.place(line, running, line.queue.first().arrival);
+  }
+
+  private repositionOf(organizationId: string): void {
+    const line = this.waiting.get(organizationId);
+    if (line) this.reposition(line);
+  }
+
+  /** Its last waiting request started or left. */
+  private forget(line: Line): void {
+    this.ready.remove(line);
+    this.waiting.delete(line.organizationId);
   }
 
   private mayStart(organizationId: string): boolean {
@@ -140,8 +158,88 @@ export class OrganizationTurns {
   private start(organizationId: string): void {
     this.running.set(organizationId, (this.running.get(organizationId) ?? 0) + 1);
     this.runningAll += 1;
+    this.repositionOf(organizationId);
   }
 }
+
+/** An organization's waiting requests, and its place in `ready`. */
+interface Line {
+  organizationId: string;
+  queue: Waiters;
+  /** Its index in Ready's heap; -1 while out of it (its organization runs all its turns). */
+  index: number;
+  /** Its order there: its organization's running requests, then its first waiting request's arrival. */
+  running: number;
+  arrival: number;
+}
+
+/**
+ * The organizations that wait with a turn of their own free, as a binary heap whose first is the one running fewest,
+ * then the one whose first waiting request came first (arrivals are numbered across organizations: no two are
+ * equal). Placing, moving and removing an organization are O(log n) in the organizations that wait.
+ */
+class Ready {
+  private readonly heap: Line[] = [];
+
+  first(): Line | undefined {
+    return this.heap[0];
+  }
+
+  /** Puts the line in its place for `running` and `arrival`, moving it if it was in already. */
+  place(line: Line, running: number, arrival: number): void {
+    line.running = running;
+    line.arrival = arrival;
+    if (line.index < 0) {
+      line.index = this.heap.length;
+      this.heap.push(line);
+    }
+    this.down(this.up(line.index));
+  }
+
+  remove(line: Line): void {
+    const at = line.index;
+    if (at < 0) return;
+    line.index = -1;
+    const last = this.heap.pop()!;
+    if (last === line) return;
+    this.heap[at] = last;
+    last.index = at;
+    this.down(this.up(at));
+  }
+
+  private up(at: number): number {
+    const line = this.heap[at]!;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!goesBefore(line, this.heap[parent]!)) break;
+      this.put(this.heap[parent]!, at);
+      at = parent;
+    }
+    this.put(line, at);
+    return at;
+  }
+
+  private down(at: number): void {
+    const line = this.heap[at]!;
+    for (;;) {
+      const left = 2 * at + 1;
+      if (left >= this.heap.length) break;
+      const right = left + 1;
+      const child = right < this.heap.length && goesBefore(this.heap[right]!, this.heap[left]!) ? right : left;
+      if (!goesBefore(this.heap[child]!, line)) break;
+      this.put(this.heap[child]!, at);
+      at = child;
+    }
+    this.put(line, at);
+  }
+
+  private put(line: Line, at: number): void {
+    this.heap[at] = line;
+    line.index = at;
+  }
+}
+
+const goesBefore = (a: Line, b: Line): boolean => a.running < b.running || (a.running === b.running && a.arrival < b.arrival);
 
 export interface Waiter {
   /** When it came, across organizations. */

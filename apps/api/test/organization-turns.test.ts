@@ -1,5 +1,7 @@
 // OrganizationTurns on its own: how many of one organization's writes run at once, in what order the others go.
-import { OrganizationTurns, Waiters } from '../src/http/organization-turns';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { OrganizationTurns, Waiters, abandonedSignal } from '../src/http/organization-turns';
 
 /** A piece of work that runs until `finish` is called, recording when it started. */
 function held(started: string[], name: string) {
@@ -311,4 +313,95 @@ it('in random runs, starts exactly whom a plain model starts: the longest-waitin
     await Promise.all(runs);
     expect(turns.loadAll()).toEqual({ running: 0, waiting: 0 });
   }
+});
+
+// Found by the review of 540df89: a request sent on a connection behind another still being answered (HTTP/1.1
+// pipelining) has a response without its socket until the answers before it are sent, which abandonedSignal took for a
+// client already gone: its write answered 503 and never ran, however many turns were free. And a client that goes away
+// meanwhile closes that socket without a 'close' on such a response.
+describe('abandonedSignal', () => {
+  async function until(done: () => boolean): Promise<void> {
+    for (let waited = 0; !done(); waited += 5) {
+      if (waited > 5_000) throw new Error('waited 5 s');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  async function pipelined(paths: string[]) {
+    const signals = new Map<string, AbortSignal>();
+    const answers = new Map<string, () => void>();
+    let connection: net.Socket | undefined;
+    const server = http.createServer((req, res) => {
+      connection = req.socket;
+      signals.set(req.url!, abandonedSignal(req, res));
+      answers.set(req.url!, () => res.end(req.url));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+    client.on('error', () => undefined);
+    let received = '';
+    client.on('data', (d) => (received += String(d)));
+    client.write(paths.map((p) => `POST ${p} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n`).join(''));
+    for (let waited = 0; signals.size < paths.length; waited += 10) {
+      if (waited > 5_000) throw new Error(`only ${signals.size} requests arrived`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const aborted = () => Object.fromEntries([...signals].map(([p, s]) => [p, s.aborted]));
+    const close = () => new Promise((r) => server.close(r));
+    return { signals, answers, client, aborted, received: () => received, close, connection: connection! };
+  }
+
+  it('is not aborted for a pipelined request whose client is still there, before and after the answers before it', async () => {
+    const run = await pipelined(['/first', '/second']);
+    try {
+      expect(run.aborted()).toEqual({ '/first': false, '/second': false });
+      run.answers.get('/first')!();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(run.aborted()).toEqual({ '/first': false, '/second': false });
+      run.answers.get('/second')!();
+      for (let waited = 0; !run.received().includes('/second'); waited += 10) {
+        if (waited > 5_000) throw new Error(`no second answer: ${run.received()}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(run.aborted()).toEqual({ '/first': false, '/second': false });
+    } finally {
+      run.client.destroy();
+      await run.close();
+    }
+  });
+
+  it('leaves no listener on a kept-alive connection once each answer is sent', async () => {
+    const run = await pipelined(['/0']);
+    try {
+      for (let i = 1; i <= 20; i += 1) {
+        run.answers.get(`/${i - 1}`)!();
+        await until(() => run.received().includes(`/${i - 1}`));
+        run.client.write(`POST /${i} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n`);
+        await until(() => run.signals.has(`/${i}`));
+      }
+      run.answers.get('/20')!();
+      await until(() => run.received().includes('/20'));
+      await new Promise((r) => setTimeout(r, 50));
+      // Node's own, not one per request answered.
+      expect(run.connection.listenerCount('close')).toBeLessThanOrEqual(2);
+      expect([...run.signals.values()].some((signal) => signal.aborted)).toBe(false);
+    } finally {
+      run.client.destroy();
+      await run.close();
+    }
+  });
+
+  it('is aborted for a pipelined request whose client goes away while it waits behind the answer before it', async () => {
+    const run = await pipelined(['/first', '/second']);
+    try {
+      run.client.destroy();
+      for (let waited = 0; [...run.signals.values()].some((s) => !s.aborted); waited += 10) {
+        if (waited > 2_000) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(run.aborted()).toEqual({ '/first': true, '/second': true });
+    } finally {
+      await run.close();
+    }
+  });
 });

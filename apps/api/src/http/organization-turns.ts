@@ -7,6 +7,7 @@
 // organizations (anyone can sign up for another) could. Reads take no turn: they keep what `limitAll` leaves of the pool.
 // A request that waits longer than `waitLimitMs` for a turn answers 503 having changed nothing (noTurnInTime), rather
 // than an answer the client may no longer wait for, leaving it unsure whether the change was made.
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '@svc/config';
 import { abandonedBeforeItsTurn, noTurnInTime } from './errors';
 
@@ -349,4 +350,30 @@ export function offerTurnTo(req: object, turns: OrganizationTurns, organizationI
 /** The request's later turn (offerTurnTo); a request offered none runs its work at once. */
 export function inTurnOf(req: object): InTurn {
   return laterTurns.get(req) ?? ((work) => work());
+}
+
+/**
+ * Aborted when the client goes away before its answer is sent: a request still waiting for its turn then never runs.
+ * The connection tells, not the response: a request sent behind another still being answered on its connection (HTTP/1.1
+ * pipelining) has a response without a socket until the answers before it are sent, and that response gets no 'close'
+ * when the client goes away meanwhile.
+ */
+export function abandonedSignal(req: IncomingMessage, res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  if (res.writableFinished) return controller.signal;
+  const connection = req.socket;
+  const gone = () => {
+    if (!res.writableFinished) controller.abort();
+  };
+  if (connection.destroyed) {
+    gone();
+    return controller.signal;
+  }
+  // Until the response closes (sent, or its connection gone): a kept-alive connection's later requests add their own.
+  connection.once('close', gone);
+  res.once('close', () => {
+    connection.removeListener('close', gone);
+    gone();
+  });
+  return controller.signal;
 }

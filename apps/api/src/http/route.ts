@@ -12,7 +12,7 @@ import { missingScope } from './errors';
 import { validate, type RequestSchemas } from './validate';
 import { answerIsHeld, checkIdempotencyKey, claimIdempotencyKey, takesIdempotencyKey } from './idempotency';
 import { HeldIdempotencyKeys } from '../modules/idempotency/held-keys';
-import { offerTurnTo, turnsFor, type OrganizationTurns } from './organization-turns';
+import { abandonedSignal, offerTurnTo, turnsFor, type OrganizationTurns } from './organization-turns';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -104,22 +104,13 @@ function writes(spec: RouteSpec): boolean {
 
 /** The route's handler, run in one of its organization's turns when it takes them (or offered a later one). */
 function handlerInTurns(spec: RouteSpec, turns: OrganizationTurns): RouteSpec['handler'] {
-  if (takesTurns(spec)) return (req, res) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res), abandonedSignal(res));
+  if (takesTurns(spec)) return (req, res) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res), abandonedSignal(req, res));
   if (!writes(spec)) return (req, res) => spec.handler(req, res);
   return (req, res) => {
     // Its statements that may wait for row locks take a turn of their own (inTurnOf).
-    offerTurnTo(req, turns, req.principal!.organizationId, () => abandonedSignal(res));
+    offerTurnTo(req, turns, req.principal!.organizationId, () => abandonedSignal(req, res));
     return spec.handler(req, res);
   };
-}
-
-/** Aborted when the client goes away before its answer is sent: a request still waiting for its turn then never runs. */
-function abandonedSignal(res: Response): AbortSignal {
-  const controller = new AbortController();
-  if (res.writableFinished) return controller.signal;
-  if (!res.socket || res.socket.destroyed) controller.abort();
-  else res.once('close', () => res.writableFinished || controller.abort());
-  return controller.signal;
 }
 
 function respond(spec: RouteSpec, checkResponses: boolean, turns: OrganizationTurns): RequestHandler {

@@ -7,7 +7,7 @@ import request from 'supertest';
 import yazl from 'yazl';
 import { createHarness, type Harness } from './support/harness';
 import { bearer, createOrg, insertAssessment, insertProject, type TestOrg } from './support/fixtures';
-import { createKey, insertAssessmentIn } from './support/domain';
+import { createKey, insertAssessmentIn, insertReadyReport } from './support/domain';
 import { backendPid } from '../../../test-support/pg-locks';
 import type { OrganizationTurns } from '../src/http/organization-turns';
 
@@ -98,6 +98,42 @@ it("the engine's findings waiting behind their assessment's lock take half the p
   );
   expect(result).toEqual({ victim: [200, 200], answers: [201, 201, 201, 201], load: { running: 0, waiting: 0 } });
   expect(await h.deps.prisma.finding.count({ where: { assessmentId: running.id } })).toBe(4);
+}, 40_000);
+
+// Found by the review of f6ba415 and ae60181: two public requests wait in RECHECKED_TRANSACTION for the rows a deletion
+// holds, one connection each, and took no turn (route.ts gives them to authenticated writes): a shared report's view or
+// download, counted on its share's row (a project's, assessment's or report's deletion holds it), and an invitation's
+// acceptance, claiming its row (its organization's deletion holds it). One organization publishing a report, or
+// inviting an address of its own, and deleting what holds them let anyone holding the token take the whole pool: the
+// other organizations' requests answered the 503 of DATABASE_CONNECT_TIMEOUT_MS. Now they take a turn of the
+// organization their token names.
+it("a shared report's views waiting behind its project's deletion take half the pool at most: another organization is answered meanwhile", async () => {
+  const project = await insertProject(h, busy.id);
+  const report = await insertReadyReport(h, busy.id, (await insertAssessmentIn(h, busy.id, project.id, 'completed')).id);
+  const published = await request(h.app).post(`/api/v1/reports/${report.id}/publication`).set(bearer(busy.owner.token)).send({});
+  expect(published.status).toBe(201);
+  const token = String(published.body.url).split('/').pop()!;
+  const result = await victimAnsweredWhile(
+    // As the cascade of the project's deletion holds it, for a while.
+    'SELECT id FROM report_shares WHERE report_id = $1 FOR UPDATE', [report.id], 4,
+    () => request(h.app).get(`/api/v1/shared/reports/${token}`).then((r) => r),
+  );
+  expect(result).toEqual({ victim: [200, 200], answers: [200, 200, 200, 200], load: { running: 0, waiting: 0 } });
+}, 40_000);
+
+it("an invitation's acceptances waiting behind its organization's deletion take half the pool at most: another organization is answered meanwhile", async () => {
+  const email = `invitee-${Date.now()}@example.test`;
+  const invited = await request(h.app).post('/api/v1/invitations').set(bearer(busy.owner.token)).send({ email, role: 'member' });
+  expect(invited.status).toBe(201);
+  const link = h.mail().filter((m) => m.to === email).map((m) => /accept-invite\?token=([A-Za-z0-9_-]+)/.exec(m.text)?.[1]).find(Boolean);
+  const result = await victimAnsweredWhile(
+    // As the cascade of the organization's deletion holds it, for a while.
+    'SELECT id FROM invitations WHERE id = $1 FOR UPDATE', [invited.body.id], 4,
+    () => request(h.app).post('/api/v1/invitations/accept').send({ token: link, name: 'Invited Person', password: 'a brand new passphrase' }).then((r) => r),
+  );
+  // One of the four accepts it, the others find it used.
+  expect({ ...result, answers: [...result.answers].sort() }).toEqual({ victim: [200, 200], answers: [200, 400, 400, 400], load: { running: 0, waiting: 0 } });
+  expect(await h.deps.prisma.membership.count({ where: { organizationId: busy.id, user: { email } } })).toBe(1);
 }, 40_000);
 
 // Turns cap each organization, and all of them together (WRITES_IN_FLIGHT, three quarters of the pool): signing up

@@ -336,20 +336,27 @@ function requirePositiveInteger(name: string, value: number): void {
 /** Runs work in one of the request's organization's turns. */
 export type InTurn = <T>(work: () => Promise<T>) => Promise<T>;
 
-const laterTurns = new WeakMap<object, InTurn>();
+const laterTurns = new WeakMap<object, { turns: OrganizationTurns; organizationId?: string; abandoned?: () => AbortSignal }>();
 
 /**
- * For a write that takes no turn for its whole run (an upload, whose body streams first; a coalesced finding record):
- * the turn its own statement that may wait for row locks takes (inTurnOf), so that it too keeps to the organization's
- * share of the pool.
+ * For a request that takes no turn for its whole run: an authenticated write whose body streams first (an upload) or
+ * whose statements are shared (a coalesced finding record), in its principal's organization; a public request (a
+ * shared report's view, an invitation's acceptance) in the organization its token names, given to inTurnOf. The turn
+ * its own statement that may wait for row locks takes, so that it too keeps to the organization's share of the pool.
  */
-export function offerTurnTo(req: object, turns: OrganizationTurns, organizationId: string, abandoned?: () => AbortSignal): void {
-  laterTurns.set(req, (work) => turns.run(organizationId, work, abandoned?.()));
+export function offerTurnTo(req: object, turns: OrganizationTurns, organizationId: string | undefined, abandoned?: () => AbortSignal): void {
+  laterTurns.set(req, { turns, organizationId, abandoned });
 }
 
-/** The request's later turn (offerTurnTo); a request offered none runs its work at once. */
-export function inTurnOf(req: object): InTurn {
-  return laterTurns.get(req) ?? ((work) => work());
+/**
+ * The request's later turn (offerTurnTo), in its principal's organization or else in `organizationId`; a request
+ * offered none, or with no organization, runs its work at once.
+ */
+export function inTurnOf(req: object, organizationId?: string): InTurn {
+  const offered = laterTurns.get(req);
+  const of = offered?.organizationId ?? organizationId;
+  if (!offered || of === undefined) return (work) => work();
+  return (work) => offered.turns.run(of, work, offered.abandoned?.());
 }
 
 /**

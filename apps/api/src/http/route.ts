@@ -102,13 +102,15 @@ function writes(spec: RouteSpec): boolean {
   return spec.method !== 'get' && spec.scope !== 'public';
 }
 
-/** The route's handler, run in one of its organization's turns when it takes them (or offered a later one). */
+/**
+ * The route's handler, run in one of its organization's turns when it takes them, or offered a later one: its
+ * statements that may wait for row locks take a turn of their own (inTurnOf). A public route's in the organization
+ * its token names (a shared report's view counted on its share, an invitation's acceptance claiming it).
+ */
 function handlerInTurns(spec: RouteSpec, turns: OrganizationTurns): RouteSpec['handler'] {
   if (takesTurns(spec)) return (req, res) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res), abandonedSignal(req, res));
-  if (!writes(spec)) return (req, res) => spec.handler(req, res);
   return (req, res) => {
-    // Its statements that may wait for row locks take a turn of their own (inTurnOf).
-    offerTurnTo(req, turns, req.principal!.organizationId, () => abandonedSignal(req, res));
+    offerTurnTo(req, turns, req.principal?.organizationId, () => abandonedSignal(req, res));
     return spec.handler(req, res);
   };
 }

@@ -12,6 +12,7 @@ import {
   listInvitationsQuery,
 } from './invitations.schemas';
 import { acceptInvitation, createInvitation, listInvitations, revokeInvitation } from './invitations.service';
+import { inTurnOf } from '../../http/organization-turns';
 
 export function invitationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSpec[] {
   return [
@@ -43,7 +44,8 @@ export function invitationRoutes(deps: AppDeps, limiters: RateLimiters): RouteSp
       summary: 'Accept an invitation with the mailed token: new e-mail -> active user with the password; existing user -> password check',
       schemas: { body: acceptInvitationBody },
       response: acceptedInvitationResponse,
-      handler: (req) => acceptInvitation(deps, limiters, req.body, requestMeta(req)),
+      // Its claim waits for the inviting organization's deletion: in a turn of that organization (inTurnOf).
+      handler: (req) => acceptInvitation(deps, limiters, req.body, requestMeta(req), (organizationId) => inTurnOf(req, organizationId)),
     },
     {
       method: 'delete',

@@ -17,6 +17,7 @@ import { randomToken, sha256Hex } from '../../lib/crypto';
 import { newId } from '@svc/db';
 import { recordAs, recordInOrganizations, userActor, type Acting, type RequestMeta } from '../audit/audit.context';
 import { lockOwnRole, RECHECKED_TRANSACTION, requireStillHolds } from '../access/own-role';
+import type { InTurn } from '../../http/organization-turns';
 
 export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 
@@ -166,6 +167,7 @@ export async function acceptInvitation(
   limiters: RateLimiters,
   input: { token: string; name?: string; password?: string },
   meta: RequestMeta,
+  turnOf: (organizationId: string) => InTurn = () => (work) => work(),
 ) {
   const now = deps.clock.now();
   // Unscoped: the token is the only thing the invitee has; it names the organization.
@@ -198,7 +200,7 @@ export async function acceptInvitation(
     newUser = { passwordHash: await hashNewPassword(deps, input.password), name: input.name ?? inv.email.split('@')[0] };
   }
 
-  return joinInvitedOrganization(deps, inv, user ? { existing: user, replacementPasswordHash } : { create: newUser! }, meta);
+  return joinInvitedOrganization(deps, inv, user ? { existing: user, replacementPasswordHash } : { create: newUser! }, meta, turnOf(inv.organizationId));
 }
 
 /** The hash of a password chosen now, or 400 when the signup's rules refuse it. */
@@ -219,20 +221,23 @@ export interface NewInvitedUser {
  * verified the address): claims the invitation and, in the same transaction, makes the existing user (activated
  * if still pending) or a new active user a member of the organization with the invited role, and records
  * `invitation.accepted` in that organization with the user as actor (there is no principal yet). In RECHECKED_TRANSACTION:
- * the claim waits for whatever holds the invitation's row, its organization's deletion (the cascade) for as long as it runs.
+ * the claim waits for whatever holds the invitation's row, its organization's deletion (the cascade) for as long as it runs,
+ * keeping a connection: `inTurn`, the request's turn of the inviting organization (http/organization-turns.ts inTurnOf),
+ * so that the holders of its tokens take no more of the pool than its members' writes.
  */
 export async function joinInvitedOrganization(
   deps: Pick<AppDeps, 'prisma' | 'clock'>,
   inv: Invitation,
   account: { existing: User; replacementPasswordHash?: string } | { create: NewInvitedUser },
   meta: RequestMeta,
+  inTurn: InTurn = (work) => work(),
 ) {
   const now = deps.clock.now();
   const user = 'existing' in account ? account.existing : undefined;
   const replacementPasswordHash = 'existing' in account ? account.replacementPasswordHash : undefined;
   try {
     // Scoped to the invitation's organization (users are global: they pass through).
-    return await scopedTo(deps.prisma, inv).$transaction(async (tx) => {
+    return await inTurn(() => scopedTo(deps.prisma, inv).$transaction(async (tx) => {
       if (user) {
         // The existing account as committed, its row locked until the membership commits (raw SQL: users are global).
         // A GDPR erasure of the account takes that row before it counts the account's memberships (apps/worker
@@ -286,7 +291,7 @@ export async function joinInvitedOrganization(
       });
       const org = await tx.organization.findUniqueOrThrow({ where: { id: inv.organizationId }, select: { id: true, name: true } });
       return { organization: { id: org.id, name: org.name }, user_id: userId, email: inv.email, role: inv.role, new_user: !user };
-    }, RECHECKED_TRANSACTION);
+    }, RECHECKED_TRANSACTION));
   } catch (err) {
     if (err instanceof HttpError) throw err;
     // A concurrent signup with this address, or a concurrent accept of another invitation to this organization.

@@ -13,6 +13,7 @@ import { clientAddressKey, consumeOrThrow, redisRateLimiter } from '../../http/r
 import { recordInOrganizations, requestMeta } from '../audit/audit.context';
 import { sendReportPdf } from '../reports/reports.service';
 import { RECHECKED_TRANSACTION } from '../access/own-role';
+import { inTurnOf } from '../../http/organization-turns';
 
 /** Headers of every public share response (errors included): never cached, never indexed, never leaked by Referer. */
 export const sharedResponseHeaders: RequestHandler = (_req, res, next) => {
@@ -73,11 +74,13 @@ type OpenShare = Awaited<ReturnType<typeof openShare>>;
  * Audits the access (actor: the share) and counts it on the share, in one transaction. The count's UPDATE waits for
  * whatever holds the share's row: its report's, assessment's or project's deletion cascades into it and holds it for as
  * long as that runs (RECHECKED_TRANSACTION, not Prisma's 5 s: 503); a share gone meanwhile is the same 404 as before.
+ * Waiting keeps a connection: in one of the share's organization's turns (http/organization-turns.ts), so that the
+ * holders of its tokens take no more of the pool than its members' writes.
  */
 async function recordAccess(deps: AppDeps, req: Request, share: OpenShare, action: AuditAction): Promise<void> {
   const now = deps.clock.now();
   const actor = { type: 'report_share' as const, id: share.id, label: share.kind === 'email' ? share.email! : 'published link' };
-  await scopedTo(deps.prisma, share).$transaction(async (tx) => {
+  await inTurnOf(req, share.organizationId)(() => scopedTo(deps.prisma, share).$transaction(async (tx) => {
     const { count } = await tx.reportShare.updateMany({ where: { id: share.id }, data: { lastAccessedAt: now, accessCount: { increment: 1 } } });
     if (count !== 1) throw NOT_FOUND();
     await recordInOrganizations(tx, [share.organizationId], actor, requestMeta(req), now, {
@@ -85,7 +88,7 @@ async function recordAccess(deps: AppDeps, req: Request, share: OpenShare, actio
       target: { type: 'report', id: share.reportId },
       metadata: { share_id: share.id, kind: share.kind, ...(share.email && { email: share.email }) },
     });
-  }, RECHECKED_TRANSACTION);
+  }, RECHECKED_TRANSACTION));
 }
 
 export async function viewSharedReport(deps: AppDeps, limiters: ShareLimiters, req: Request, token: string) {

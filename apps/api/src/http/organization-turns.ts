@@ -245,7 +245,7 @@ const goesBefore = (a: Line, b: Line): boolean => a.running < b.running || (a.ru
 export interface Waiter {
   /** When it came, across organizations. */
   arrival: number;
-  /** 'left': it left the line without running, and stays in its queue's array until the queue's head passes it. */
+  /** 'left': it left the line without running; its queue's array keeps it until its head passes it or dropLeft. */
   state: 'waiting' | 'started' | 'left';
   start: () => void;
 }

@@ -54,7 +54,8 @@ export function createApp(deps: AppDeps): App {
   // The Idempotency-Keys this instance's requests hold while they run (main.ts stores what is pending at shutdown).
   app.locals.heldKeys = new HeldIdempotencyKeys(deps.idempotencyPool, deps.clock, deps.logger);
   // The turns of each organization's writes on this instance (http/organization-turns.ts).
-  app.locals.organizationTurns = turnsFor(deps.config);
+  app.locals.organizationTurns = turnsFor(deps.config, (reason) => metrics.writeTurnsLeft.inc({ reason }));
+  metrics.watchWriteTurns(() => app.locals.organizationTurns.loadAll());
   app.use('/api/v1', routerFor(routes, deps, limiters, new ApiKeyCache(deps.config.apiKeyCacheTtlSeconds * 1000), app.locals.heldKeys, app.locals.organizationTurns));
   const dashboard = dashboardRouter(deps.config.webDistDir, deps.logger);
   if (dashboard) app.use(dashboard);

@@ -31,6 +31,13 @@ async function withBothTurnsWaiting<T>(h: Harness, org: TestOrg, meanwhile: (tur
   }
 }
 
+/** The API's metrics of write turns, as a Prometheus scrape shows them. */
+async function turnMetrics(h: Harness): Promise<Record<string, number>> {
+  const text = (await request(h.app).get('/metrics')).text;
+  const lines = text.split('\n').filter((l) => /^svc_write_turns(_left_total)?\{/.test(l));
+  return Object.fromEntries(lines.map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))]));
+}
+
 async function until(done: () => boolean, failure: () => string): Promise<void> {
   for (let waited = 0; !done(); waited += 20) {
     if (waited > 15_000) throw new Error(failure());
@@ -39,24 +46,36 @@ async function until(done: () => boolean, failure: () => string): Promise<void> 
 }
 
 it("answers 503 with Retry-After to a write whose turn did not come within WRITE_TURN_TIMEOUT_MS: nothing is created, and the same Idempotency-Key goes through later", async () => {
-  const h = await createHarness({ ...POOL_OF_4, WRITE_TURN_TIMEOUT_MS: '1000' });
+  const h = await createHarness({ ...POOL_OF_4, WRITE_TURN_TIMEOUT_MS: '2000' });
   try {
-    await refusedAfterOneSecond(h, await createOrg(h));
+    await refusedAfterTwoSeconds(h, await createOrg(h));
   } finally {
     await h.close();
   }
 }, 40_000);
 
-async function refusedAfterOneSecond(h: Harness, org: TestOrg) {
+async function refusedAfterTwoSeconds(h: Harness, org: TestOrg) {
   const name = `waited too long ${Date.now()}`;
   const create = () => request(h.app).post('/api/v1/projects').set({ ...bearer(org.owner.token), 'Idempotency-Key': `turn-${name}` }).send({ name });
   const result = await withBothTurnsWaiting(h, org, async (turns) => {
-    const refused = await create();
-    return { status: refused.status, retryAfter: refused.headers['retry-after'], body: refused.body, load: turns.load(org.id) };
+    const refusing = create().then((r) => r);
+    await until(() => turns.load(org.id).waiting === 1, () => `the creation never waited for a turn: ${JSON.stringify(turns.load(org.id))}`);
+    const whileWaiting = await turnMetrics(h);
+    const refused = await refusing;
+    return { status: refused.status, retryAfter: refused.headers['retry-after'], body: refused.body, load: turns.load(org.id), whileWaiting };
   });
   expect(result).toEqual({
-    meanwhile: { status: 503, retryAfter: '5', body: { detail: expect.stringMatching(/nothing was changed/) }, load: { running: 2, waiting: 0 } },
+    meanwhile: {
+      status: 503, retryAfter: '5', body: { detail: expect.stringMatching(/nothing was changed/) }, load: { running: 2, waiting: 0 },
+      // What an operator sees meanwhile: two writes in their turns, one waiting for its own.
+      whileWaiting: { 'svc_write_turns{state="running"}': 2, 'svc_write_turns{state="waiting"}': 1 },
+    },
     edits: [200, 200],
+  });
+  expect(await turnMetrics(h)).toEqual({
+    'svc_write_turns{state="running"}': 0,
+    'svc_write_turns{state="waiting"}': 0,
+    'svc_write_turns_left_total{reason="timeout"}': 1,
   });
   expect(await h.deps.prisma.project.count({ where: { organizationId: org.id, name } })).toBe(0);
   // The 503 was not kept as the key's answer: the retry creates the project, once.
@@ -90,6 +109,7 @@ it('drops a write whose client went away while it waited for its turn: it never 
       return turns.load(org.id);
     });
     expect(result).toEqual({ meanwhile: { running: 2, waiting: 0 }, edits: [200, 200] });
+    expect((await turnMetrics(h))['svc_write_turns_left_total{reason="client_gone"}']).toBe(1);
     await new Promise((r) => setTimeout(r, 300));
     expect(await h.deps.prisma.project.count({ where: { organizationId: org.id, name } })).toBe(0);
     // Its Idempotency-Key was not kept with an answer nobody read: the client's retry creates the project.

@@ -3,7 +3,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Router } from 'express';
 import express from 'express';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '@svc/config';
 
 export interface ApiMetrics {
@@ -11,11 +11,26 @@ export interface ApiMetrics {
   requestDuration: Histogram<'method' | 'route' | 'status_class'>;
   rateLimited: Counter<'route'>;
   authFailures: Counter<'kind'>;
+  writeTurnsLeft: Counter<'reason'>;
+  /** Reads the write turns' load at each scrape (organization-turns.ts loadAll), once the app has them. */
+  watchWriteTurns(load: () => { running: number; waiting: number }): void;
 }
 
 export function createApiMetrics(): ApiMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'svc_api_' });
+  let writeTurnsLoad: () => { running: number; waiting: number } = () => ({ running: 0, waiting: 0 });
+  new Gauge({
+    name: 'svc_write_turns',
+    help: "This instance's write requests in a turn (running) and waiting for one (waiting), all organizations together",
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const { running, waiting } = writeTurnsLoad();
+      this.set({ state: 'running' }, running);
+      this.set({ state: 'waiting' }, waiting);
+    },
+  });
   return {
     registry,
     requestDuration: new Histogram({
@@ -37,6 +52,15 @@ export function createApiMetrics(): ApiMetrics {
       labelNames: ['kind'],
       registers: [registry],
     }),
+    writeTurnsLeft: new Counter({
+      name: 'svc_write_turns_left_total',
+      help: 'Write requests that left the line for their turn without running, by reason (timeout: 503 after WRITE_TURN_TIMEOUT_MS; client_gone)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    watchWriteTurns(load) {
+      writeTurnsLoad = load;
+    },
   };
 }
 

@@ -30,6 +30,8 @@ export class OrganizationTurns {
     private readonly limit: number,
     private readonly limitAll: number = Number.POSITIVE_INFINITY,
     private readonly waitLimitMs: number = Number.POSITIVE_INFINITY,
+    /** Told of each request that left the line without running (metrics). */
+    private readonly onLeft: (reason: LeftTheLine) => void = () => undefined,
   ) {
     requirePositiveInteger('limit', limit);
     if (limitAll !== Number.POSITIVE_INFINITY) requirePositiveInteger('limitAll', limitAll);
@@ -81,14 +83,15 @@ export class OrganizationTurns {
           resolve();
         },
       };
-      const leaveTheLine = (answer: Error) => {
+      const leaveTheLine = (reason: LeftTheLine) => {
         if (waiter.state !== 'waiting') return;
         this.leave(organizationId, waiter);
         stopWatching();
-        reject(answer);
+        this.onLeft(reason);
+        reject(reason === 'timeout' ? noTurnInTime() : abandonedBeforeItsTurn());
       };
-      const onAbandoned = () => leaveTheLine(abandonedBeforeItsTurn());
-      const timer = this.waitLimitMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => leaveTheLine(noTurnInTime()), this.waitLimitMs);
+      const onAbandoned = () => leaveTheLine('client_gone');
+      const timer = this.waitLimitMs === Number.POSITIVE_INFINITY ? undefined : setTimeout(() => leaveTheLine('timeout'), this.waitLimitMs);
       abandoned?.addEventListener('abort', onAbandoned, { once: true });
       let line = this.waiting.get(organizationId);
       const first = !line;
@@ -324,9 +327,15 @@ export class Waiters {
   }
 }
 
+/** Why a waiting request left the line without running: its wait ran out, or its client went away. */
+export type LeftTheLine = 'timeout' | 'client_gone';
+
 /** An API instance's turns, as configured (ORGANIZATION_WRITES_IN_FLIGHT, WRITES_IN_FLIGHT, WRITE_TURN_TIMEOUT_MS). */
-export function turnsFor(config: Pick<Config, 'organizationWritesInFlight' | 'writesInFlight' | 'writeTurnTimeoutMs'>): OrganizationTurns {
-  return new OrganizationTurns(config.organizationWritesInFlight, config.writesInFlight, config.writeTurnTimeoutMs);
+export function turnsFor(
+  config: Pick<Config, 'organizationWritesInFlight' | 'writesInFlight' | 'writeTurnTimeoutMs'>,
+  onLeft?: (reason: LeftTheLine) => void,
+): OrganizationTurns {
+  return new OrganizationTurns(config.organizationWritesInFlight, config.writesInFlight, config.writeTurnTimeoutMs, onLeft);
 }
 
 function requirePositiveInteger(name: string, value: number): void {

@@ -109,6 +109,8 @@ function writes(spec: RouteSpec): boolean {
  */
 function handlerInTurns(spec: RouteSpec, turns: OrganizationTurns): RouteSpec['handler'] {
   if (takesTurns(spec)) return (req, res) => turns.run(req.principal!.organizationId, async () => spec.handler(req, res), abandonedSignal(req, res));
+  // A signed-in caller's read waits for no row lock: no later turn to offer (nothing is stored for it per request).
+  if (!writes(spec) && spec.scope !== 'public') return (req, res) => spec.handler(req, res);
   return (req, res) => {
     offerTurnTo(req, turns, req.principal?.organizationId, () => abandonedSignal(req, res));
     return spec.handler(req, res);
